@@ -1,0 +1,167 @@
+"""The cluster model: plain immutable data that every planning function reads.
+
+Invariants (checked where the model is built from outside input, see `planning.snapshot`):
+- broker ids are unique, non-negative ints; partition replicas are ordered, the first one is the
+  preferred leader; `isr` and `adding`/`removing` are subsets of `replicas`;
+- `log_dirs`, when known, runs parallel to `replicas` (one entry per replica, `None` = unknown);
+- nothing here does I/O, reads a clock or holds mutable state: derived lookups are cached on
+  first use (`functools.cached_property`) and never change because the data cannot.
+
+A rack id may be a path (`/dc1/rack2/host3`, KIP-879); `Broker.rack_path` splits it into levels.
+A broker without a rack is its own top-level domain, so it never shares a domain by accident.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterable, Iterator, Mapping
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class LogDir:
+    path: str
+    online: bool = True
+    total_bytes: int | None = None
+    usable_bytes: int | None = None
+
+    @property
+    def used_bytes(self) -> int | None:
+        if self.total_bytes is None or self.usable_bytes is None:
+            return None
+        return self.total_bytes - self.usable_bytes
+
+
+@dataclass(frozen=True)
+class Broker:
+    id: int
+    rack: str | None = None
+    alive: bool = True
+    draining: bool = False
+    log_dirs: tuple[LogDir, ...] = ()
+
+    @property
+    def eligible(self) -> bool:
+        """May hold new replicas: alive, not being drained (and, if dirs are known, one online)."""
+        if not self.alive or self.draining:
+            return False
+        return not self.log_dirs or any(d.online for d in self.log_dirs)
+
+    @property
+    def rack_path(self) -> tuple[str, ...]:
+        """The failure-domain path, top level first. `/dc1/r2` -> ("dc1", "r2"); `r1` -> ("r1",)."""
+        if self.rack is None or not self.rack.strip("/ "):
+            return (f"<no-rack:{self.id}>",)
+        return tuple(level for level in self.rack.strip().split("/") if level)
+
+    @property
+    def online_log_dirs(self) -> tuple[LogDir, ...]:
+        return tuple(d for d in self.log_dirs if d.online)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...] = ()
+    leader: int | None = None
+    size_bytes: int | None = None
+    log_dirs: tuple[str | None, ...] = ()
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    offline_replicas: tuple[int, ...] = ()
+    leader_epoch: int = -1
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def preferred_leader(self) -> int | None:
+        return self.replicas[0] if self.replicas else None
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    def log_dir_of(self, broker_id: int) -> str | None:
+        if broker_id not in self.replicas or not self.log_dirs:
+            return None
+        return self.log_dirs[self.replicas.index(broker_id)]
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    partitions: tuple[PartitionState, ...] = ()
+    min_insync_replicas: int = 1
+
+    @property
+    def replication_factor(self) -> int:
+        """The most common replica count of the topic's partitions (Kafka keeps them equal)."""
+        if not self.partitions:
+            return 0
+        counts: dict[int, int] = {}
+        for p in self.partitions:
+            counts[len(p.replicas)] = counts.get(len(p.replicas), 0) + 1
+        return max(counts, key=lambda rf: (counts[rf], rf))
+
+
+@dataclass(frozen=True)
+class Cluster:
+    brokers: tuple[Broker, ...] = ()
+    topics: tuple[Topic, ...] = field(default=())
+
+    @cached_property
+    def brokers_by_id(self) -> Mapping[int, Broker]:
+        return {b.id: b for b in self.brokers}
+
+    @cached_property
+    def topics_by_name(self) -> Mapping[str, Topic]:
+        return {t.name: t for t in self.topics}
+
+    @cached_property
+    def partitions_by_tp(self) -> Mapping[TopicPartition, PartitionState]:
+        return {p.tp: p for t in self.topics for p in t.partitions}
+
+    @cached_property
+    def eligible_broker_ids(self) -> tuple[int, ...]:
+        return tuple(sorted(b.id for b in self.brokers if b.eligible))
+
+    def broker(self, broker_id: int) -> Broker | None:
+        return self.brokers_by_id.get(broker_id)
+
+    def partition(self, tp: TopicPartition) -> PartitionState | None:
+        return self.partitions_by_tp.get(tp)
+
+    def min_isr(self, topic: str) -> int:
+        t = self.topics_by_name.get(topic)
+        return t.min_insync_replicas if t else 1
+
+    def partitions(self) -> Iterator[PartitionState]:
+        for t in self.topics:
+            yield from t.partitions
+
+    def with_brokers(self, brokers: Iterable[Broker]) -> "Cluster":
+        return Cluster(brokers=tuple(brokers), topics=self.topics)
+
+    def with_partitions(self, updated: Iterable[PartitionState]) -> "Cluster":
+        """A new cluster in which the given partitions replace those with the same key."""
+        by_tp = {p.tp: p for p in updated}
+        if not by_tp:
+            return self
+        topics = tuple(
+            Topic(t.name, tuple(by_tp.get(p.tp, p) for p in t.partitions), t.min_insync_replicas)
+            for t in self.topics
+        )
+        return Cluster(brokers=self.brokers, topics=topics)

@@ -1,0 +1,61 @@
+"""The `reassigner` command line, in the style of Kafka's own tools.
+
+Each command module in `reassigner.commands` exposes `register(app)`; this file only assembles
+them, turns a `ReassignerError` into a one-line message on stderr with a non-zero exit code, and
+keeps tracebacks for `--debug`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from reassigner.errors import ReassignerError
+
+COMMAND_MODULES = (
+    "reassigner.commands.local",
+    "reassigner.commands.plan",
+    "reassigner.commands.simulate",
+)
+
+app = typer.Typer(
+    name="reassigner",
+    help="Event-driven, incremental partition reassignment for Apache Kafka.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+for module_name in COMMAND_MODULES:
+    importlib.import_module(module_name).register(app)
+
+
+def main() -> None:
+    debug = "--debug" in sys.argv
+    if debug:
+        sys.argv.remove("--debug")
+    try:
+        app(standalone_mode=False)
+    except ReassignerError as error:
+        if debug:
+            raise
+        print(f"error: [{error.code}] {error}", file=sys.stderr)
+        sys.exit(2)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as error:  # click usage errors and the like
+        import click
+
+        if isinstance(error, click.ClickException):
+            error.show()
+            sys.exit(error.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

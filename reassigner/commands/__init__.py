@@ -1,0 +1,1 @@
+"""CLI command groups. Each module exposes `register(app)`; `reassigner.cli` lists them."""

@@ -1,0 +1,113 @@
+"""One exception root for the whole product, with Kafka-style error codes.
+
+Hierarchy::
+
+    ReassignerError                       code: UNKNOWN_SERVER_ERROR
+    ├── InvalidInputError                 a user's input is wrong; fix it and retry
+    │   ├── MalformedInputError           INVALID_REQUEST: unparseable JSON/flags, names file and path
+    │   ├── InvalidReplicaAssignmentError INVALID_REPLICA_ASSIGNMENT
+    │   ├── UnknownTopicOrPartitionError  UNKNOWN_TOPIC_OR_PARTITION
+    │   ├── NoReassignmentInProgressError NO_REASSIGNMENT_IN_PROGRESS
+    │   └── InvalidConfigError            INVALID_CONFIG
+    ├── PlanInfeasibleError               PLAN_INFEASIBLE: no plan keeps the hard constraints
+    ├── LocalStackError                   LOCAL_STACK_ERROR: the local Kafka/Redis/Spark stack
+    │   ├── StackNotUpError               the stack state file is missing
+    │   ├── UnknownBrokerError            a broker id the stack does not run
+    │   ├── PortInUseError                a requested port is taken
+    │   └── ProcessStartError             a server did not start (carries its last log lines)
+    ├── TransientError                    retry after a delay (broker or Redis briefly away)
+    └── PermanentError                    give up and alert
+
+Every message says what was wrong and what to do about it. Third-party errors are translated
+into this hierarchy at the edge, one function per library, so that the core never sees them.
+"""
+
+from __future__ import annotations
+
+
+class ReassignerError(Exception):
+    """Root of every error the product raises on purpose."""
+
+    code = "UNKNOWN_SERVER_ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidInputError(ReassignerError):
+    code = "INVALID_REQUEST"
+
+
+class MalformedInputError(InvalidInputError):
+    """Input that cannot be parsed: names the source, the JSON path and what was expected."""
+
+    code = "INVALID_REQUEST"
+
+    def __init__(self, source: str, path: str, expected: str, found: object = None) -> None:
+        detail = f"{source}: at {path}: expected {expected}"
+        if found is not None:
+            detail += f", found {found!r}"
+        super().__init__(detail)
+        self.source = source
+        self.path = path
+        self.expected = expected
+
+
+class InvalidReplicaAssignmentError(InvalidInputError):
+    code = "INVALID_REPLICA_ASSIGNMENT"
+
+
+class UnknownTopicOrPartitionError(InvalidInputError):
+    code = "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+class NoReassignmentInProgressError(InvalidInputError):
+    code = "NO_REASSIGNMENT_IN_PROGRESS"
+
+
+class InvalidConfigError(InvalidInputError):
+    code = "INVALID_CONFIG"
+
+
+class PlanInfeasibleError(ReassignerError):
+    code = "PLAN_INFEASIBLE"
+
+
+class LocalStackError(ReassignerError):
+    code = "LOCAL_STACK_ERROR"
+
+
+class StackNotUpError(LocalStackError):
+    pass
+
+
+class UnknownBrokerError(LocalStackError):
+    pass
+
+
+class PortInUseError(LocalStackError):
+    pass
+
+
+class ProcessStartError(LocalStackError):
+    pass
+
+
+class TransientError(ReassignerError):
+    """A failure that may go away by itself: the caller retries after `retry_after_seconds`."""
+
+    code = "TRANSIENT_ERROR"
+
+    def __init__(self, message: str, retry_after_seconds: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class PermanentError(ReassignerError):
+    """A failure that retrying will not fix: the caller gives up and alerts."""
+
+    code = "PERMANENT_ERROR"

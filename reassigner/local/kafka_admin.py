@@ -1,0 +1,128 @@
+"""The Admin API calls the local stack needs to know when it is ready and what state it is in.
+
+confluent-kafka serves metadata and produce; kafka-python 3.x serves DescribeLogDirs, which
+confluent-kafka does not expose. Cluster metadata lists only unfenced brokers, so a broker id in
+it is registered and unfenced.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from reassigner.errors import LocalStackError, ProcessStartError
+
+KAFKA_STORAGE_ERROR = 56
+
+
+def admin_client(bootstrap_servers: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": 5000,
+                        "log_level": 0})
+
+
+def unfenced_brokers(bootstrap_servers: str, timeout: float = 5.0) -> set[int]:
+    try:
+        metadata = admin_client(bootstrap_servers).list_topics(timeout=timeout)
+    except KafkaException:
+        return set()
+    return set(metadata.brokers)
+
+
+def wait_for_brokers(bootstrap_servers: str, broker_ids: set[int], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    seen: set[int] = set()
+    while time.monotonic() < deadline:
+        seen = unfenced_brokers(bootstrap_servers)
+        if broker_ids <= seen:
+            return
+        time.sleep(0.5)
+    missing = sorted(broker_ids - seen)
+    raise ProcessStartError(
+        f"brokers {missing} did not register unfenced within {timeout:.0f} s; "
+        "see their logs/server.log under the stack dir"
+    )
+
+
+def wait_for_fenced(bootstrap_servers: str, broker_id: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if broker_id not in unfenced_brokers(bootstrap_servers):
+            return
+        time.sleep(0.5)
+    raise LocalStackError(f"broker {broker_id} still unfenced after {timeout:.0f} s")
+
+
+def check_writes(bootstrap_servers: str, topic: str, replication_factor: int,
+                 timeout: float = 60.0) -> None:
+    """Create `topic` if needed and write one record with acks=all; raise if it cannot."""
+    admin = admin_client(bootstrap_servers)
+    futures = admin.create_topics([NewTopic(topic, num_partitions=1,
+                                            replication_factor=replication_factor)])
+    try:
+        futures[topic].result(timeout=30)
+    except KafkaException as error:
+        if "TOPIC_ALREADY_EXISTS" not in str(error):
+            raise LocalStackError(f"cannot create the readiness topic {topic}: {error}") from None
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "acks": "all",
+                         "enable.idempotence": True, "log_level": 3, "message.timeout.ms": int(timeout * 1000)})
+    failures: list[str] = []
+    producer.produce(topic, value=f"ready {uuid.uuid4()}".encode(),
+                     on_delivery=lambda err, msg: err and failures.append(str(err)))
+    remaining = producer.flush(timeout)
+    if remaining or failures:
+        raise LocalStackError(
+            f"the test topic {topic} did not accept a write: {failures or 'timed out'}"
+        )
+
+
+def describe_log_dirs(bootstrap_servers: str, broker_id: int) -> dict[str, dict]:
+    """Per log dir of one broker: {"error_code": int, "partitions": [(topic, partition, size)]}."""
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10000)
+    try:
+        response = client.describe_log_dirs(brokers=[broker_id])
+    finally:
+        client.close()
+    return normalise_log_dirs(response)
+
+
+def normalise_log_dirs(response: list[dict]) -> dict[str, dict]:
+    """kafka-python's answer, `[{"broker", "log_dirs": [{"log_dir", "error_code", "topics"}]}]`,
+    as {path: {"error_code", "total_bytes", "usable_bytes", "partitions": [(topic, p, size)]}}."""
+    dirs: dict[str, dict] = {}
+    for broker in response:
+        for entry in broker.get("log_dirs", []):
+            dirs[entry["log_dir"]] = {
+                "error_code": entry.get("error_code", 0),
+                "total_bytes": entry.get("total_bytes"),
+                "usable_bytes": entry.get("usable_bytes"),
+                "partitions": [
+                    (topic["name"], part["partition_index"], part["partition_size"])
+                    for topic in entry.get("topics", [])
+                    for part in topic.get("partitions", [])
+                ],
+            }
+    return dirs
+
+
+def wait_for_log_dir_offline(bootstrap_servers: str, broker_id: int, log_dir: str,
+                             timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last: dict[str, dict] = {}
+    while time.monotonic() < deadline:
+        try:
+            last = describe_log_dirs(bootstrap_servers, broker_id)
+        except Exception:  # the broker may be briefly busy handling the failure
+            last = {}
+        entry = last.get(log_dir)
+        if entry is not None and entry["error_code"] == KAFKA_STORAGE_ERROR:
+            return
+        time.sleep(0.5)
+    raise LocalStackError(
+        f"broker {broker_id} did not report log dir {log_dir} offline within {timeout:.0f} s "
+        f"(last answer: { {k: v['error_code'] for k, v in last.items()} })"
+    )

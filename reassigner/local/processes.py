@@ -1,0 +1,133 @@
+"""Server processes of the local stack: free ports, detached start, liveness, stop, log tails.
+
+Processes are started in their own session (`start_new_session`) so that they outlive the CLI
+command that started them (`reassigner local up` returns while the cluster runs) and so that a
+Ctrl-C in the terminal does not reach them; they are stopped by pid from the stack's state file.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from reassigner.errors import PortInUseError, ProcessStartError
+
+
+def free_port() -> int:
+    """A loopback TCP port that is free right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def require_port_free(port: int, what: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            raise PortInUseError(
+                f"port {port} for {what} is already taken on 127.0.0.1; "
+                "stop what uses it or choose another base port"
+            ) from None
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def spawn(command: Sequence[str], log_file: Path, env: dict[str, str] | None = None) -> int:
+    """Start `command` detached, stdout and stderr appended to `log_file`; return its pid."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as out:
+        process = subprocess.Popen(
+            list(command),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+    return process.pid
+
+
+def is_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        # Reap it if it is our own exited child, so that a zombie does not look alive.
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def stop(pid: int | None, timeout_seconds: float = 20.0, kill: bool = False) -> None:
+    """SIGTERM (or SIGKILL if `kill`), then SIGKILL after `timeout_seconds`; waits until gone."""
+    if not is_alive(pid):
+        return
+    assert pid is not None
+    try:
+        os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_seconds
+    while is_alive(pid):
+        if time.monotonic() > deadline:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                return
+            deadline = time.monotonic() + 10
+        time.sleep(0.1)
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def wait_until(
+    condition: Callable[[], bool],
+    timeout_seconds: float,
+    what: str,
+    pid: int | None = None,
+    log_file: Path | None = None,
+    interval_seconds: float = 0.25,
+) -> None:
+    """Poll `condition` until true; fail early, with the log tail, if the process died."""
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        if condition():
+            return
+        if pid is not None and not is_alive(pid):
+            detail = tail(log_file) if log_file else ""
+            raise ProcessStartError(f"{what}: the process exited; last log lines:\n{detail}")
+        if time.monotonic() > deadline:
+            detail = f"; last log lines:\n{tail(log_file)}" if log_file else ""
+            raise ProcessStartError(f"{what}: not ready after {timeout_seconds:.0f} s{detail}")
+        time.sleep(interval_seconds)

@@ -1,0 +1,121 @@
+"""The one typed settings object of the product.
+
+Sources, highest priority first: explicit keyword arguments (CLI flags), environment variables
+`REASSIGNER_<FIELD>` (e.g. `REASSIGNER_BOOTSTRAP_SERVERS`, `REASSIGNER_MAX_PARTITION_MOVEMENTS`),
+a TOML file named by `REASSIGNER_CONFIG_FILE` (keys are the field names), then the defaults
+documented on each field below. Dotted Kafka-style names from the SPEC map to the fields by
+replacing dots with underscores (`reassignment.max.concurrent.partition.movements` →
+`max_partition_movements` is the one exception list kept in `KAFKA_STYLE_NAMES`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import TomlConfigSettingsSource
+
+
+def default_cache_dir() -> Path:
+    """Where Maven-fetched jars live: `$XDG_CACHE_HOME/kafka-reassigner` or `~/.cache/...`."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kafka-reassigner"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REASSIGNER_", extra="ignore")
+
+    # --- connections -------------------------------------------------------------------------
+    bootstrap_servers: str | None = Field(
+        None, description="Kafka bootstrap servers; None = the local stack's (from its state file)."
+    )
+    redis_url: str | None = Field(None, description="Redis URL; None = the local stack's Redis.")
+    command_config: Path | None = Field(
+        None,
+        description="Kafka client properties file (security.protocol, sasl.*, ssl.*), "
+        "as for Kafka's own tools; passed to every client and to Spark's Kafka source.",
+    )
+    cluster_name: str = Field("local", description="Names the Redis hash tag of this cluster's keys.")
+    topic_prefix: str = Field("reassigner", description="Prefix of the product's topics.")
+
+    # --- local stack and caches --------------------------------------------------------------
+    cache_dir: Path = Field(default_factory=default_cache_dir, description="Maven jar cache.")
+    stack_dir: Path = Field(
+        Path(".reassigner/stack"), description="Data, logs and state file of `reassigner local`."
+    )
+
+    # --- Spark -------------------------------------------------------------------------------
+    spark_master: str = Field("local[2]", description="Spark master URL (`--master`).")
+    checkpoint_dir: Path = Field(
+        Path(".reassigner/checkpoints"), description="Structured Streaming checkpoint location."
+    )
+    trigger_interval: str = Field("200 milliseconds", description="Micro-batch trigger interval.")
+
+    # --- watcher -----------------------------------------------------------------------------
+    poll_interval_seconds: float = Field(1.0, gt=0, description="SPEC `poll.interval`.")
+    snapshot_interval_seconds: float = Field(60.0, gt=0, description="Full snapshot period.")
+
+    # --- reactions (SPEC 3) ------------------------------------------------------------------
+    mode: Literal["auto", "approve", "observe"] = Field("auto", description="SPEC `mode`.")
+    broker_add_grace_seconds: float = Field(30.0, ge=0, description="`broker.add.grace`.")
+    broker_failure_grace_seconds: float = Field(300.0, ge=0, description="`broker.failure.grace`.")
+    self_healing_max_failed_brokers: int = Field(2, ge=0)
+    self_healing_max_failed_fraction: float = Field(0.4, gt=0, le=1)
+    logdir_imbalance_threshold: float = Field(0.2, ge=0, description="Relative usage spread.")
+
+    # --- batch limits (SPEC 5.2) -------------------------------------------------------------
+    max_partition_movements: int = Field(5, ge=1, description="P: partitions with a step in flight.")
+    max_leader_movements: int = Field(2, ge=1, description="L: leader-moving steps in flight.")
+    max_replica_movements: int = Field(1, ge=1, description="R: replicas added per step.")
+    max_movements_per_broker: int = Field(2, ge=1, description="B: steps touching one broker.")
+    max_logdir_movements_per_broker: int = Field(1, ge=1)
+    step_stall_timeout_seconds: float = Field(600.0, gt=0, description="`step.stall.timeout`.")
+    stall_action: Literal["alert", "cancel"] = Field("alert")
+    throttle_bytes_per_sec: int | None = Field(None, ge=1, description="Replication throttle.")
+    logdir_throttle_bytes_per_sec: int | None = Field(None, ge=1)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _no_blank_servers(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("bootstrap servers must be host:port[,host:port...], not blank")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get("REASSIGNER_CONFIG_FILE")
+        if config_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_file)))
+        return tuple(sources)
+
+    def topic(self, suffix: str) -> str:
+        """The full name of one of the product's topics, e.g. `topic("commands")`."""
+        return f"{self.topic_prefix}.{suffix}"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment and config file, with CLI flags (non-None) on top."""
+    from pydantic import ValidationError
+
+    from reassigner.errors import InvalidConfigError
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise InvalidConfigError(
+            f"setting {field!r}: {first['msg']}; fix the flag, REASSIGNER_{field.upper()} "
+            "or the config file"
+        ) from None
