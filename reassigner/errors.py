@@ -8,7 +8,9 @@ Hierarchy::
     │   ├── InvalidReplicaAssignmentError INVALID_REPLICA_ASSIGNMENT
     │   ├── UnknownTopicOrPartitionError  UNKNOWN_TOPIC_OR_PARTITION
     │   ├── NoReassignmentInProgressError NO_REASSIGNMENT_IN_PROGRESS
-    │   └── InvalidConfigError            INVALID_CONFIG
+    │   ├── InvalidConfigError            INVALID_CONFIG
+    │   ├── SchemaError                   INVALID_REQUEST: a record or schema file does not fit Avro
+    │   └── DecodeError                   INVALID_REQUEST: bytes that are not a message (dead letter)
     ├── PlanInfeasibleError               PLAN_INFEASIBLE: no plan keeps the hard constraints
     ├── LocalStackError                   LOCAL_STACK_ERROR: the local Kafka/Redis/Spark stack
     │   ├── StackNotUpError               the stack state file is missing
@@ -71,6 +73,14 @@ class NoReassignmentInProgressError(InvalidInputError):
 
 class InvalidConfigError(InvalidInputError):
     code = "INVALID_CONFIG"
+
+
+class SchemaError(InvalidInputError):
+    """A record that does not fit its schema, an unknown schema name or version, a bad .avsc file."""
+
+
+class DecodeError(InvalidInputError):
+    """Bytes that do not decode as the topic's record: the message goes to the dead-letter topic."""
 
 
 class PlanInfeasibleError(ReassignerError):

@@ -1,0 +1,79 @@
+"""The SparkSession of the pipeline, with Spark's Kafka and Avro connectors from the Maven cache.
+
+Rules:
+- connector jars come from `reassigner.local.jars` (Maven, `spark.jars`), never from Spark's own
+  Ivy resolver (`spark.jars.packages`), which ignores Maven's mirrors and settings;
+- a jar whose artifact pyspark already ships (scala-library, slf4j, snappy, ...) is left out, so
+  the classpath holds one version of each library: the one Spark was built with;
+- `PYSPARK_PYTHON` is set to the running interpreter (the project's virtualenv) before the JVM
+  starts, or Python workers would start with whatever `python3` is on PATH;
+- local mode by default (`local[2]`: this machine has 2 cores); `master` points it at a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from reassigner.local.jars import ensure_jars
+
+_VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
+
+
+def artifact_name(jar: Path) -> str:
+    """`kafka-clients-3.9.0.jar` -> `kafka-clients`."""
+    return _VERSION_SUFFIX.sub("", jar.name)
+
+
+def connector_jars(cache_dir: Path) -> list[Path]:
+    """The Kafka/Avro connector jars that pyspark does not already ship."""
+    import pyspark
+
+    shipped = {artifact_name(j) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return [jar for jar in ensure_jars(cache_dir, "spark") if artifact_name(jar) not in shipped]
+
+
+def build_spark_session(
+    cache_dir: Path,
+    app_name: str = "kafka-reassigner",
+    master: str = "local[2]",
+    checkpoint_dir: Path | None = None,
+    extra_conf: dict[str, str] | None = None,
+):
+    """A SparkSession ready for `readStream.format("kafka")` and `from_avro`."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    jars = ",".join(str(j) for j in connector_jars(cache_dir))
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master)
+        .config("spark.jars", jars)
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
+        .config("spark.python.worker.reuse", "true")
+    )
+    if checkpoint_dir is not None:
+        builder = builder.config("spark.sql.streaming.checkpointLocation", str(checkpoint_dir))
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def kafka_client_options(bootstrap_servers: str, client_properties: dict[str, str]) -> dict[str, str]:
+    """Spark Kafka source/sink options: `kafka.`-prefixed client settings (security included)."""
+    options = {"kafka.bootstrap.servers": bootstrap_servers}
+    for key, value in client_properties.items():
+        options[f"kafka.{key}"] = value
+    return options
