@@ -16,6 +16,7 @@ leader epoch, or same epoch and older event time) is ignored.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Iterable, Mapping
 
 APPLY_BATCH = """
@@ -40,6 +41,16 @@ end
 redis.call('SET', KEYS[1], batch)
 return applied
 """
+
+
+def event_time_millis(value: object) -> int:
+    """Event time as epoch milliseconds, whether the reader gave an int (fastavro as configured
+    by `schemas.codec`) or a datetime (Spark's TimestampType)."""
+    if value is None:
+        return 0
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    return int(value)  # type: ignore[arg-type]
 
 
 def key_prefix(cluster_name: str) -> str:
@@ -67,7 +78,7 @@ class PartitionStore:
             arguments += [
                 partition_key(self.cluster_name, state["topic"], state["partition"]),
                 int(state.get("leader_epoch", -1)),
-                int(state.get("event_time", 0)),
+                event_time_millis(state.get("event_time")),
                 json.dumps(state, sort_keys=True, default=str),
             ]
         return int(self._apply(keys=[f"{prefix}:last_batch", f"{prefix}:partitions"],

@@ -52,7 +52,8 @@ def start_partition_state_query(
         latest_first = Window.partitionBy("event.topic", "event.partition").orderBy(
             F.col("kafka_partition").desc(), F.col("kafka_offset").desc())
         rows = (
-            batch.where(F.col("event").isNotNull())
+            # PERMISSIVE decoding turns an undecodable value into nulls; keep only real events.
+            batch.where(F.col("event.topic").isNotNull() & F.col("event.partition").isNotNull())
             .withColumn("rank", F.row_number().over(latest_first))
             .where(F.col("rank") == 1)
             .orderBy("kafka_partition", "kafka_offset")

@@ -45,6 +45,9 @@ def build_spark_session(
     """A SparkSession ready for `readStream.format("kafka")` and `from_avro`."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Local mode talks to itself over loopback only, whatever the host name resolves to.
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     jars = ",".join(str(j) for j in connector_jars(cache_dir))
@@ -62,6 +65,9 @@ def build_spark_session(
         .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
         .config("spark.python.worker.reuse", "true")
     )
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1")
     if checkpoint_dir is not None:
         builder = builder.config("spark.sql.streaming.checkpointLocation", str(checkpoint_dir))
     for key, value in (extra_conf or {}).items():

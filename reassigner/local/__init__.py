@@ -1,0 +1,1 @@
+"""The local real stack: Kafka (KRaft) from Maven jars, Redis from Debian, on loopback."""
