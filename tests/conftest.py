@@ -37,10 +37,22 @@ def local_stack(tmp_path_factory, cache_dir):
 
 
 @pytest.fixture(scope="session")
-def redis_client(local_stack):
+def redis_url(tmp_path_factory) -> str:
+    """A standalone real Redis (AOF, fsync always) on a free loopback port, for state tests."""
+    from reassigner.local.processes import free_port, stop
+    from reassigner.local.redis_server import start_redis
+
+    port = free_port()
+    pid = start_redis(port, tmp_path_factory.mktemp("redis"))
+    yield f"redis://127.0.0.1:{port}/0"
+    stop(pid)
+
+
+@pytest.fixture(scope="session")
+def redis_client(redis_url):
     import redis
 
-    client = redis.Redis.from_url(local_stack.redis_url)
+    client = redis.Redis.from_url(redis_url)
     yield client
     client.close()
 

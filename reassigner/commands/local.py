@@ -139,5 +139,17 @@ def fail_logdir(broker_id: int = typer.Argument(..., help="Broker id."),
     print(json.dumps({"broker_id": broker_id, "log_dir": failed}))
 
 
+@local_app.command("fetch-jars")
+def fetch_jars() -> None:
+    """Fetch the Kafka and Spark connector jars from Maven Central into the cache (idempotent)."""
+    from reassigner.local.jars import JAR_SETS, ensure_jars
+
+    settings = load_settings()
+    for jar_set in JAR_SETS:
+        with console.status(f"fetching the {jar_set} jars with Maven..."):
+            jars = ensure_jars(settings.cache_dir, jar_set)
+        console.print(f"{jar_set}: {len(jars)} jars in {jars[0].parent}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(local_app, name="local")

@@ -34,7 +34,8 @@ def partition_state(topic: str, partition: int, isr: list[int], epoch: int) -> d
     }
 
 
-def test_events_flow_from_kafka_through_spark_into_redis(local_stack, spark, redis_client, tmp_path):
+def test_events_flow_from_kafka_through_spark_into_redis(local_stack, spark, redis_client, redis_url,
+                                                        tmp_path):
     events_topic = f"smoke.isr-changes.{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": local_stack.bootstrap_servers})
     admin.create_topics([NewTopic(events_topic, num_partitions=2, replication_factor=3)])[
@@ -55,7 +56,7 @@ def test_events_flow_from_kafka_through_spark_into_redis(local_stack, spark, red
 
     cluster_name = f"smoke-{uuid.uuid4().hex[:6]}"
     query = start_partition_state_query(
-        spark, local_stack.bootstrap_servers, events_topic, local_stack.redis_url, cluster_name,
+        spark, local_stack.bootstrap_servers, events_topic, redis_url, cluster_name,
         tmp_path / "checkpoint", trigger_interval="300 milliseconds",
     )
     store = PartitionStore(redis_client, cluster_name)

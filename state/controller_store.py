@@ -1,0 +1,327 @@
+"""The controller's state in Redis: one atomic, idempotent transition per Spark micro-batch.
+
+Keys (every key of one Kafka cluster carries the hash tag `{<cluster>}`, so the Lua script below
+may touch them all, on one Redis or on Redis Cluster alike):
+
+    reassigner:{c}:brokers        HASH  broker id → [rack, alive, draining, [[path, online,
+                                                     total_bytes, usable_bytes], ...]]
+    reassigner:{c}:topics         HASH  topic → min.insync.replicas
+    reassigner:{c}:partitions     HASH  "topic:partition" → [replicas, isr, leader, leader_epoch,
+                                        adding, removing, offline, size_bytes, dir indexes]
+    reassigner:{c}:reassignments  HASH  "topic:partition" → the active Reassignment record
+    reassigner:{c}:meta           HASH  epoch, last_batch, command_sequence and the small
+                                        mappings of ControllerState (JSON each)
+    reassigner:{c}:outbox         HASH  batch id → JSON list of messages not yet confirmed as
+                                        published
+
+Rules:
+- `commit` applies a batch only if its id is greater than `last_batch`, in one Lua script that
+  writes the changed fields, deletes the removed ones, stores the outbox and sets `last_batch`:
+  a batch is applied entirely or not at all, and a replayed batch changes nothing;
+- only what changed between the state before and after the batch is written, so a batch of a
+  few ISR events costs a few fields, not the cluster;
+- a partition's log dirs are stored as indexes into its broker's dir list (paths are long and
+  repeat for every replica): about 60 bytes of value per partition;
+- Topic names cannot contain ':' (Kafka allows only [a-zA-Z0-9._-]), so "topic:partition" is
+  an unambiguous field name.
+`to_storage`/`from_storage` functions are the one place where stored forms are defined.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from planning.controller import ControllerState, Proposal
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
+from planning.steps import Step
+
+COMMIT_BATCH = """
+local last = tonumber(redis.call('HGET', KEYS[1], 'last_batch') or '-1')
+local batch = tonumber(ARGV[1])
+if batch <= last then return 0 end
+local changes = cjson.decode(ARGV[2])
+for i, key in ipairs(KEYS) do
+  local change = changes[key]
+  if change then
+    if change['set'] and #change['set'] > 0 then
+      for j = 1, #change['set'], 4000 do
+        redis.call('HSET', key, unpack(change['set'], j, math.min(j + 3999, #change['set'])))
+      end
+    end
+    if change['del'] and #change['del'] > 0 then
+      for j = 1, #change['del'], 4000 do
+        redis.call('HDEL', key, unpack(change['del'], j, math.min(j + 3999, #change['del'])))
+      end
+    end
+  end
+end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[3]) end
+redis.call('HSET', KEYS[1], 'last_batch', ARGV[1])
+return 1
+"""
+
+HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox")
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    """A message decided by a batch, to be published after the batch is committed.
+
+    topic_suffix: which product topic (`commands`, `alerts`, `dead-letter`, ...).
+    key: the Kafka message key.
+    schema: the record name in `schemas/` (`Command`, `Alert`, `DeadLetter`).
+    record: the record, as the codec encodes it (a union payload is `[kind, fields]`).
+    """
+
+    topic_suffix: str
+    key: str
+    schema: str
+    record: Mapping[str, Any]
+
+
+# --- stored forms -----------------------------------------------------------------------------
+def tp_field(tp: TopicPartition) -> str:
+    return f"{tp.topic}:{tp.partition}"
+
+
+def tp_from_field(field: str) -> TopicPartition:
+    topic, partition = field.rsplit(":", 1)
+    return TopicPartition(topic, int(partition))
+
+
+def broker_to_storage(broker: Broker) -> str:
+    dirs = [[d.path, d.online, d.total_bytes, d.usable_bytes] for d in broker.log_dirs]
+    return json.dumps([broker.rack, broker.alive, broker.draining, dirs], separators=(",", ":"))
+
+
+def broker_from_storage(broker_id: int, stored: str) -> Broker:
+    rack, alive, draining, dirs = json.loads(stored)
+    return Broker(broker_id, rack, alive, draining,
+                  tuple(LogDir(path, online, total, usable) for path, online, total, usable in dirs))
+
+
+def partition_to_storage(partition: PartitionState, brokers: Mapping[int, Broker]) -> str:
+    dir_indexes: list[int] = []
+    for replica, path in zip(partition.replicas, partition.log_dirs):
+        paths = [d.path for d in brokers[replica].log_dirs] if replica in brokers else []
+        dir_indexes.append(paths.index(path) if path in paths else -1)
+    return json.dumps(
+        [list(partition.replicas), list(partition.isr), partition.leader, partition.leader_epoch,
+         list(partition.adding), list(partition.removing), list(partition.offline_replicas),
+         partition.size_bytes, dir_indexes if partition.log_dirs else []],
+        separators=(",", ":"),
+    )
+
+
+def partition_from_storage(tp: TopicPartition, stored: str,
+                           brokers: Mapping[int, Broker]) -> PartitionState:
+    replicas, isr, leader, epoch, adding, removing, offline, size, dir_indexes = json.loads(stored)
+    log_dirs: tuple[str | None, ...] = ()
+    if dir_indexes:
+        resolved = []
+        for replica, index in zip(replicas, dir_indexes):
+            dirs = brokers[replica].log_dirs if replica in brokers else ()
+            resolved.append(dirs[index].path if 0 <= index < len(dirs) else None)
+        log_dirs = tuple(resolved)
+    return PartitionState(tp.topic, tp.partition, tuple(replicas), tuple(isr), leader, size,
+                          log_dirs, tuple(adding), tuple(removing), tuple(offline), epoch)
+
+
+def step_to_storage(step: Step) -> list:
+    return [list(step.target), list(step.adding), list(step.removing), step.elect_leader,
+            step.leader_movement]
+
+
+def step_from_storage(stored: list) -> Step:
+    target, adding, removing, elect_leader, leader_movement = stored
+    return Step(tuple(target), tuple(adding), tuple(removing), elect_leader, leader_movement)
+
+
+def reassignment_to_storage(reassignment: Reassignment) -> str:
+    in_flight = reassignment.in_flight
+    return json.dumps({
+        "id": reassignment.reassignment_id,
+        "original": list(reassignment.original_replicas),
+        "final": list(reassignment.final_target),
+        "dirs": list(reassignment.target_log_dirs),
+        "in_flight": None if in_flight is None else
+        [step_to_storage(in_flight.step), in_flight.number, in_flight.started_at],
+        "done": reassignment.steps_done,
+        "state": reassignment.state.value,
+        "reason": reassignment.reason,
+        "after_cancel": reassignment.after_cancel.value,
+    }, separators=(",", ":"))
+
+
+def reassignment_from_storage(tp: TopicPartition, stored: str) -> Reassignment:
+    data = json.loads(stored)
+    in_flight = None
+    if data["in_flight"] is not None:
+        step, number, started_at = data["in_flight"]
+        in_flight = StepInFlight(step_from_storage(step), number, started_at)
+    return Reassignment(
+        reassignment_id=data["id"], tp=tp, original_replicas=tuple(data["original"]),
+        final_target=tuple(data["final"]), target_log_dirs=tuple(data["dirs"]),
+        in_flight=in_flight, steps_done=data["done"], state=ReassignmentState(data["state"]),
+        reason=data["reason"], after_cancel=AfterCancel(data["after_cancel"]),
+    )
+
+
+def proposal_to_storage(proposal: Proposal) -> list:
+    return [proposal.proposal_id, [[tp.topic, tp.partition, list(r)] for tp, r in
+                                   proposal.targets.items()], proposal.reason, proposal.created_at_ms]
+
+
+def proposal_from_storage(stored: list) -> Proposal:
+    proposal_id, targets, reason, created = stored
+    return Proposal(proposal_id, {TopicPartition(t, p): tuple(r) for t, p, r in targets}, reason,
+                    created)
+
+
+def meta_to_storage(state: ControllerState) -> dict[str, str]:
+    return {
+        "epoch": str(state.epoch),
+        "command_sequence": str(state.command_sequence),
+        "broker_added_at_ms": json.dumps({str(k): v for k, v in state.broker_added_at_ms.items()}),
+        "broker_down_since_ms": json.dumps({str(k): v for k, v in state.broker_down_since_ms.items()}),
+        "healed_brokers": json.dumps(sorted(state.healed_brokers)),
+        "config": json.dumps(dict(state.config), sort_keys=True),
+        "proposals": json.dumps([proposal_to_storage(p) for p in state.proposals.values()]),
+        "open_alerts": json.dumps(sorted(state.open_alerts)),
+    }
+
+
+def message_to_storage(message: OutboundMessage) -> list:
+    return [message.topic_suffix, message.key, message.schema, message.record]
+
+
+def message_from_storage(stored: list) -> OutboundMessage:
+    topic_suffix, key, schema, record = stored
+    payload = record.get("payload")
+    if isinstance(payload, list) and len(payload) == 2 and isinstance(payload[0], str):
+        record = {**record, "payload": (payload[0], payload[1])}  # JSON turned the tuple to a list
+    return OutboundMessage(topic_suffix, key, schema, record)
+
+
+# --- the store ----------------------------------------------------------------------------------
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class ControllerStore:
+    """Load and commit the ControllerState of one cluster; `client` is a `redis.Redis`."""
+
+    def __init__(self, client, cluster_name: str) -> None:
+        self.client = client
+        self.cluster_name = cluster_name
+        self.keys = {name: f"reassigner:{{{cluster_name}}}:{name}" for name in HASHES}
+        self._commit = client.register_script(COMMIT_BATCH)
+
+    def load(self) -> ControllerState:
+        raw = {name: {_text(k): _text(v) for k, v in self.client.hgetall(key).items()}
+               for name, key in self.keys.items() if name != "outbox"}
+        brokers = {int(k): broker_from_storage(int(k), v) for k, v in raw["brokers"].items()}
+        by_topic: dict[str, list[PartitionState]] = {}
+        for field, stored in raw["partitions"].items():
+            partition = partition_from_storage(tp_from_field(field), stored, brokers)
+            by_topic.setdefault(partition.topic, []).append(partition)
+        topic_names = sorted(set(by_topic) | set(raw["topics"]))
+        topics = tuple(
+            Topic(name, tuple(sorted(by_topic.get(name, []), key=lambda p: p.partition)),
+                  int(raw["topics"].get(name, 1)))
+            for name in topic_names
+        )
+        cluster = Cluster(tuple(brokers[i] for i in sorted(brokers)), topics)
+        meta = raw["meta"]
+
+        def meta_json(name: str, default: Any) -> Any:
+            return json.loads(meta[name]) if name in meta else default
+
+        return ControllerState(
+            cluster=cluster,
+            reassignments={tp_from_field(f): reassignment_from_storage(tp_from_field(f), v)
+                           for f, v in raw["reassignments"].items()},
+            broker_added_at_ms={int(k): v for k, v in meta_json("broker_added_at_ms", {}).items()},
+            broker_down_since_ms={int(k): v for k, v in
+                                  meta_json("broker_down_since_ms", {}).items()},
+            healed_brokers=frozenset(meta_json("healed_brokers", [])),
+            config=meta_json("config", {}),
+            proposals={p[0]: proposal_from_storage(p) for p in meta_json("proposals", [])},
+            epoch=int(meta.get("epoch", 0)),
+            last_batch=int(meta.get("last_batch", -1)),
+            open_alerts=frozenset(meta_json("open_alerts", [])),
+            command_sequence=int(meta.get("command_sequence", 0)),
+        )
+
+    def bump_epoch(self) -> int:
+        """A new pipeline instance takes over: its commands carry a higher epoch than any before."""
+        return int(self.client.hincrby(self.keys["meta"], "epoch", 1))
+
+    def commit(self, batch_id: int, before: ControllerState, after: ControllerState,
+               outbox: Iterable[OutboundMessage]) -> bool:
+        """Apply one micro-batch's transition; False if this batch id was applied before."""
+        changes = compute_changes(before, after)
+        messages = [message_to_storage(m) for m in outbox]
+        outbox_json = json.dumps(messages, separators=(",", ":")) if messages else ""
+        keys = [self.keys[name] for name in HASHES]
+        payload = {self.keys[name]: change for name, change in changes.items()}
+        applied = self._commit(keys=keys, args=[batch_id, json.dumps(payload), outbox_json])
+        return bool(applied)
+
+    def pending_outbox(self) -> list[tuple[int, list[OutboundMessage]]]:
+        """Outboxes committed but not yet marked published, oldest batch first."""
+        stored = self.client.hgetall(self.keys["outbox"])
+        return sorted(
+            (int(_text(batch)), [message_from_storage(m) for m in json.loads(_text(messages))])
+            for batch, messages in stored.items()
+        )
+
+    def mark_published(self, batch_id: int) -> None:
+        self.client.hdel(self.keys["outbox"], str(batch_id))
+
+
+def compute_changes(before: ControllerState, after: ControllerState) -> dict[str, dict[str, list]]:
+    """Per hash: the fields to set (flattened field, value pairs) and the fields to delete."""
+    changes: dict[str, dict[str, list]] = {}
+
+    def diff(name: str, old: Mapping[str, str], new: Mapping[str, str]) -> None:
+        to_set = [item for field, value in new.items() if old.get(field) != value
+                  for item in (field, value)]
+        to_delete = [field for field in old if field not in new]
+        if to_set or to_delete:
+            changes[name] = {"set": to_set, "del": to_delete}
+
+    def brokers_of(state: ControllerState) -> dict[str, str]:
+        return {str(b.id): broker_to_storage(b) for b in state.cluster.brokers}
+
+    def topics_of(state: ControllerState) -> dict[str, str]:
+        return {t.name: str(t.min_insync_replicas) for t in state.cluster.topics}
+
+    diff("brokers", brokers_of(before), brokers_of(after))
+    diff("topics", topics_of(before), topics_of(after))
+
+    # Partitions and reassignments: compare objects first, serialise only what changed.
+    brokers_changed = before.cluster.brokers != after.cluster.brokers
+    partitions = {
+        tp_field(tp): partition_to_storage(p, after.cluster.brokers_by_id)
+        for tp, p in after.cluster.partitions_by_tp.items()
+        if before.cluster.partitions_by_tp.get(tp) != p or (brokers_changed and p.log_dirs)
+    }
+    removed = [tp_field(tp) for tp in before.cluster.partitions_by_tp
+               if tp not in after.cluster.partitions_by_tp]
+    if partitions or removed:
+        changes["partitions"] = {"set": [x for f, v in partitions.items() for x in (f, v)],
+                                 "del": removed}
+
+    moves = {tp_field(tp): reassignment_to_storage(r) for tp, r in after.reassignments.items()
+             if before.reassignments.get(tp) != r}
+    finished = [tp_field(tp) for tp in before.reassignments if tp not in after.reassignments]
+    if moves or finished:
+        changes["reassignments"] = {"set": [x for f, v in moves.items() for x in (f, v)],
+                                    "del": finished}
+
+    diff("meta", meta_to_storage(before), meta_to_storage(after))
+    return changes

@@ -1,0 +1,125 @@
+"""The Redis controller store against a real Redis: round trips, atomic idempotent commits,
+the outbox, and the memory a partition costs."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from planning.controller import ControllerState, Proposal
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.reassignment import StepInFlight, start_reassignment, start_step
+from planning.steps import Step
+from state.controller_store import ControllerStore, OutboundMessage
+
+pytestmark = [pytest.mark.stack]
+
+
+def sample_state(isr=(1, 2, 3)) -> ControllerState:
+    brokers = tuple(
+        Broker(i, f"/dc1/r{i}", True, i == 3,
+               (LogDir(f"/data/b{i}/d0", True, 100, 40), LogDir(f"/data/b{i}/d1", i != 2, 100, 90)))
+        for i in (1, 2, 3)
+    )
+    partitions = tuple(
+        PartitionState("orders", p, (1, 2, 3), tuple(isr), 1, 1000 + p,
+                       ("/data/b1/d0", "/data/b2/d1", None), (), (), (), 4)
+        for p in range(3)
+    )
+    tp = TopicPartition("orders", 0)
+    moving = start_step(start_reassignment("r1-orders-0", tp, (1, 2, 3), (4, 2, 3), reason="test"),
+                        Step((4, 1, 2, 3), (4,), (), True, True), started_at=12.5)
+    return ControllerState(
+        cluster=Cluster(brokers, (Topic("orders", partitions, 2),)),
+        reassignments={tp: moving},
+        broker_added_at_ms={4: 1000},
+        broker_down_since_ms={2: 2000},
+        healed_brokers=frozenset({7}),
+        config={"reassignment.max.concurrent.partition.movements": "3"},
+        proposals={"p1": Proposal("p1", {tp: (4, 2, 3)}, "broker 4 added", 99)},
+        epoch=3,
+        open_alerts=frozenset({"UnderMinIsr:orders-1"}),
+        command_sequence=5,
+    )
+
+
+@pytest.fixture
+def store(redis_client):
+    return ControllerStore(redis_client, f"test-{uuid.uuid4().hex[:8]}")
+
+
+def test_a_committed_state_loads_back_equal(store):
+    state = sample_state()
+    assert store.commit(0, ControllerState(), state, [])
+    loaded = store.load()
+    assert loaded.last_batch == 0
+    assert loaded.with_changes(last_batch=-1) == state
+    assert loaded.reassignments[TopicPartition("orders", 0)].in_flight == StepInFlight(
+        Step((4, 1, 2, 3), (4,), (), True, True), 1, 12.5)
+
+
+def test_a_replayed_batch_is_skipped_and_its_outbox_kept_until_published(store):
+    state = sample_state()
+    message = OutboundMessage("commands", "orders-0", "Command",
+                              {"id": "r1:1:ReassignmentStep", "payload": ("ElectLeader", {"x": 1})})
+    assert store.commit(5, ControllerState(), state, [message])
+    shrunk = sample_state(isr=(1,))
+    assert not store.commit(5, state, shrunk, [])
+    assert not store.commit(4, state, shrunk, [])
+    assert store.load().cluster.partitions_by_tp[TopicPartition("orders", 1)].isr == (1, 2, 3)
+    [(batch, [pending])] = store.pending_outbox()
+    assert batch == 5 and pending == message
+    store.mark_published(5)
+    assert store.pending_outbox() == []
+
+
+def test_only_changed_fields_are_written_and_removals_delete(store, redis_client):
+    state = sample_state()
+    store.commit(0, ControllerState(), state, [])
+    shrunk = state.with_changes(
+        cluster=state.cluster.with_partitions(
+            [PartitionState("orders", 1, (1, 2, 3), (1, 2), 1, 1001,
+                            ("/data/b1/d0", "/data/b2/d1", None), leader_epoch=5)]),
+        reassignments={},
+    )
+    from state.controller_store import compute_changes
+
+    changes = compute_changes(state, shrunk)
+    assert changes["partitions"]["set"][0] == "orders:1" and len(changes["partitions"]["set"]) == 2
+    assert changes["reassignments"] == {"set": [], "del": ["orders:0"]}
+    assert "brokers" not in changes
+    store.commit(1, state, shrunk, [])
+    loaded = store.load()
+    assert loaded.reassignments == {}
+    assert loaded.cluster.partitions_by_tp[TopicPartition("orders", 1)].isr == (1, 2)
+
+
+def test_epoch_only_grows(store):
+    first = store.bump_epoch()
+    assert store.bump_epoch() == first + 1
+
+
+def test_redis_memory_per_partition_is_small(store, redis_client):
+    brokers = tuple(Broker(i, f"/dc{i % 3}/r{i % 4}", True, False,
+                           (LogDir(f"/var/lib/kafka/broker-{i}/data-0"), LogDir(f"/var/lib/kafka/broker-{i}/data-1")))
+                    for i in range(1, 31))
+    count = 20_000
+    partitions = tuple(
+        PartitionState(f"topic-{p % 50}", p // 50, (1 + p % 30, 1 + (p + 1) % 30, 1 + (p + 2) % 30),
+                       (1 + p % 30, 1 + (p + 1) % 30, 1 + (p + 2) % 30), 1 + p % 30, 123_456_789,
+                       (f"/var/lib/kafka/broker-{1 + p % 30}/data-0",
+                        f"/var/lib/kafka/broker-{1 + (p + 1) % 30}/data-1",
+                        f"/var/lib/kafka/broker-{1 + (p + 2) % 30}/data-0"), leader_epoch=17)
+        for p in range(count)
+    )
+    topics = {}
+    for partition in partitions:
+        topics.setdefault(partition.topic, []).append(partition)
+    state = ControllerState(cluster=Cluster(brokers, tuple(Topic(t, tuple(ps), 2) for t, ps in topics.items())))
+    store.commit(0, ControllerState(), state, [])
+    used = redis_client.memory_usage(store.keys["partitions"])
+    per_partition = used / count
+    print(f"redis memory per partition: {per_partition:.0f} bytes")
+    assert per_partition <= 300
+    assert len(store.load().cluster.partitions_by_tp) == count
