@@ -15,10 +15,26 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Any, Mapping
 
 from planning.model import Cluster, TopicPartition
 from planning.reassignment import Reassignment
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    """A message decided by a batch, to be published after the batch is committed.
+
+    topic_suffix: which product topic (`commands`, `alerts`, `dead-letter`, ...).
+    key: the Kafka message key.
+    schema: the record name in `schemas/` (`Command`, `Alert`, `DeadLetter`).
+    record: the record, as the codec encodes it (a union payload is `[kind, fields]`).
+    """
+
+    topic_suffix: str
+    key: str
+    schema: str
+    record: Mapping[str, Any]
 
 
 @dataclass(frozen=True)

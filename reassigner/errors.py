@@ -18,7 +18,14 @@ Hierarchy::
     │   ├── PortInUseError                a requested port is taken
     │   └── ProcessStartError             a server did not start (carries its last log lines)
     ├── TransientError                    retry after a delay (broker or Redis briefly away)
+    │   └── KafkaTransientError           a retriable Kafka error; code = its Kafka name
+    │                                     (REQUEST_TIMED_OUT, NOT_CONTROLLER, NODE_NOT_READY...)
     └── PermanentError                    give up and alert
+        └── KafkaPermanentError           a Kafka error retrying will not fix; code = its Kafka
+                                          name (REASSIGNMENT_IN_PROGRESS, LOG_DIR_NOT_FOUND...)
+
+Kafka errors that the product names itself (UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT,
+NO_REASSIGNMENT_IN_PROGRESS, INVALID_CONFIG) translate to the InvalidInputError subclasses above.
 
 Every message says what was wrong and what to do about it. Third-party errors are translated
 into this hierarchy at the edge, one function per library, so that the core never sees them.
@@ -121,3 +128,19 @@ class PermanentError(ReassignerError):
     """A failure that retrying will not fix: the caller gives up and alerts."""
 
     code = "PERMANENT_ERROR"
+
+
+class KafkaTransientError(TransientError):
+    """A retriable error of a Kafka client or broker; `code` is the Kafka error name."""
+
+    def __init__(self, message: str, kafka_error: str, retry_after_seconds: float = 1.0) -> None:
+        super().__init__(message, retry_after_seconds)
+        self.code = kafka_error
+
+
+class KafkaPermanentError(PermanentError):
+    """A Kafka error that retrying will not fix; `code` is the Kafka error name."""
+
+    def __init__(self, message: str, kafka_error: str) -> None:
+        super().__init__(message)
+        self.code = kafka_error

@@ -53,6 +53,12 @@ class Settings(BaseSettings):
         Path(".reassigner/checkpoints"), description="Structured Streaming checkpoint location."
     )
     trigger_interval: str = Field("200 milliseconds", description="Micro-batch trigger interval.")
+    max_records_per_batch: int = Field(
+        200_000, ge=1, description="Spark `maxOffsetsPerTrigger`: bounds one micro-batch."
+    )
+    tick_interval_seconds: float = Field(
+        1.0, ge=0, description="How often the pipeline writes a Tick request (0 = never)."
+    )
 
     # --- watcher -----------------------------------------------------------------------------
     poll_interval_seconds: float = Field(1.0, gt=0, description="SPEC `poll.interval`.")

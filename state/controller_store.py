@@ -30,10 +30,9 @@ Rules:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from planning.controller import ControllerState, Proposal
+from planning.controller import ControllerState, OutboundMessage, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.steps import Step
@@ -64,22 +63,6 @@ return 1
 """
 
 HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox")
-
-
-@dataclass(frozen=True)
-class OutboundMessage:
-    """A message decided by a batch, to be published after the batch is committed.
-
-    topic_suffix: which product topic (`commands`, `alerts`, `dead-letter`, ...).
-    key: the Kafka message key.
-    schema: the record name in `schemas/` (`Command`, `Alert`, `DeadLetter`).
-    record: the record, as the codec encodes it (a union payload is `[kind, fields]`).
-    """
-
-    topic_suffix: str
-    key: str
-    schema: str
-    record: Mapping[str, Any]
 
 
 # --- stored forms -----------------------------------------------------------------------------

@@ -1,0 +1,31 @@
+# The reassigner services (pipeline, watcher, executor) in one image; docker-compose.yml picks the
+# command. Spark runs in local mode inside the pipeline container, so the image carries a JRE and
+# the Spark connector jars, fetched from Maven Central at build time (the image then runs offline).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
+    REASSIGNER_CACHE_DIR=/opt/reassigner/cache \
+    PYSPARK_PYTHON=/usr/local/bin/python
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven procps \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /opt/reassigner/src
+COPY . .
+RUN pip install . \
+ && python -c "from pathlib import Path; from reassigner.local.jars import ensure_jars; \
+ensure_jars(Path('/opt/reassigner/cache'), 'spark')" \
+ && rm -rf /root/.m2
+
+RUN useradd --create-home --uid 10001 reassigner \
+ && mkdir -p /var/lib/reassigner \
+ && chown -R reassigner /var/lib/reassigner /opt/reassigner/cache
+USER reassigner
+WORKDIR /var/lib/reassigner
+
+ENTRYPOINT ["reassigner"]
+CMD ["--help"]

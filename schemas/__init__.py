@@ -1,0 +1,101 @@
+"""The Avro schemas of every message the product exchanges (SPEC 7), and their codec.
+
+One `.avsc` file per type in this directory, namespace `io.reassigner.v1`, file name = type name.
+Every message record starts with the same envelope fields:
+
+    schema_version  int    version of the schema set that wrote it (also a Kafka header)
+    event_time      long   timestamp-millis, UTC
+    id              string unique (or deterministic, for commands and dead letters) message id
+    key             string the Kafka message key: broker id, `<topic>-<partition>`, topic, ...
+
+Requests and commands share one topic each, so they are wrapped in an envelope record
+(`Request`, `Command`) whose `payload` is a union of the kinds; the envelope fields sit on the
+wrapper, and the payload records (`Reassign`, `ReassignmentStep`, ...) hold only what is
+specific to their kind. See `schemas.codec` for the topic → record mapping and the wire format,
+`schemas.loader` for the self-contained schema JSON (for Spark's `from_avro`), and
+`schemas.compatibility` for the evolution rule that the frozen `history/v<N>` sets are held to.
+
+Evolution rule: a released schema set is frozen under `history/v<N>/` and never edited. A change
+is a new version directory, the current files equal to it, `CURRENT_SCHEMA_VERSION` bumped, and
+every change both ways compatible with every older version (new fields have defaults, removed
+fields had defaults, enums only grow and carry a default symbol). Alert kinds are plain strings
+for that reason: a new kind never breaks an old reader.
+
+Nothing is read from disk at import.
+"""
+
+from __future__ import annotations
+
+from schemas.codec import (
+    HEADER_SCHEMA_VERSION,
+    TOPICS,
+    decode,
+    encode,
+    partition_key,
+    schema_for_topic,
+    topic_name,
+    version_headers,
+    writer_version_from_headers,
+)
+from schemas.loader import CURRENT_SCHEMA_VERSION, NAMESPACE, schema_json, schema_names
+
+EVENT_TYPES = ("BrokerMembership", "PartitionState", "LogDirState", "TopicState", "SnapshotMarker")
+REQUEST_KINDS = ("Reassign", "Cancel", "Decommission", "Rebalance", "Approve", "SetConfig", "Tick")
+"""Branches of `Request.payload`, in union order."""
+COMMAND_KINDS = (
+    "ReassignmentStep",
+    "CancelReassignment",
+    "ElectLeader",
+    "LogDirMove",
+    "SetThrottle",
+    "ClearThrottle",
+)
+"""Branches of `Command.payload`, in union order; also the values of `CommandResult.command_kind`."""
+MESSAGE_TYPES = EVENT_TYPES + ("Request", "Command", "CommandResult", "Alert", "DeadLetter")
+"""Record types that are a whole Kafka message value (one per topic, see `TOPICS`)."""
+
+BROKER_STATES = ("REGISTERED", "UNFENCED", "FENCED", "UNREGISTERED", "DRAINING", "UNKNOWN")
+ALERT_SEVERITIES = ("INFO", "WARNING", "ERROR", "CRITICAL")
+ALERT_KINDS = (
+    "BrokerAdded",
+    "BrokerFailed",
+    "BrokerRecovered",
+    "BrokerDrained",
+    "DiskFailed",
+    "UnderMinIsr",
+    "OfflinePartitions",
+    "PlanCreated",
+    "ProposalReady",
+    "ReassignmentCompleted",
+    "ReassignmentStalled",
+    "ReassignmentCancelled",
+    "PlanInfeasible",
+    "RequestRejected",
+    "CommandFailed",
+    "SelfHealingSuppressed",
+    "BadEvent",
+)
+"""Alert kinds of SPEC 7. `Alert.kind` is a string: readers must accept kinds not listed here."""
+
+__all__ = [
+    "ALERT_KINDS",
+    "ALERT_SEVERITIES",
+    "BROKER_STATES",
+    "COMMAND_KINDS",
+    "CURRENT_SCHEMA_VERSION",
+    "EVENT_TYPES",
+    "HEADER_SCHEMA_VERSION",
+    "MESSAGE_TYPES",
+    "NAMESPACE",
+    "REQUEST_KINDS",
+    "TOPICS",
+    "decode",
+    "encode",
+    "partition_key",
+    "schema_for_topic",
+    "schema_json",
+    "schema_names",
+    "topic_name",
+    "version_headers",
+    "writer_version_from_headers",
+]

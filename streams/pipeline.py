@@ -1,0 +1,327 @@
+"""The pipeline: one Spark Structured Streaming query, the brain of the product (SPEC 2, 6).
+
+The query reads the event, request and command-result topics (Kafka source, checkpointed),
+decodes each topic's values with `from_avro` and the topic's own schema in PERMISSIVE mode (an
+undecodable value becomes nulls, never a failed query), and hands every micro-batch to
+`PipelineRunner.process_batch`, which follows this order, always:
+
+1. **skip a replay**: a batch id not above the stored `last_batch` was applied before (Spark
+   re-runs the last batch after a restart): re-publish its outbox if still pending, stop there;
+2. **reduce in Spark**: split undecodable rows off; collapse state-carrying events (brokers,
+   topics, log dirs, partitions) to the latest per key, so a burst of 100,000 ISR events costs
+   one row per partition at the driver; order the rest by (topic, partition, offset);
+3. **decode at the driver** with fastavro (`schemas.codec`), giving the handlers the same dicts
+   every other component sees;
+4. **decide**: `handlers.decide.decide(state, inputs, policy)`, a pure function;
+5. **persist** the new state, the batch id and the outbox in one atomic Redis transition;
+6. **publish** the outbox with an idempotent producer and wait for every acknowledgement;
+7. **mark published**: drop the outbox from Redis.
+
+A crash anywhere leaves a consistent story: before 5 the batch is re-run with the same inputs
+and state, deciding the same commands with the same ids; between 5 and 7 the outbox is
+re-published on start (the executor recognises command ids it has applied). On start the
+instance bumps the planner epoch; its commands carry it and the executor refuses older ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from handlers.batch import BadRecord, BatchInputs
+from handlers.decide import decide
+from handlers.policy import Policy
+from planning.controller import ControllerState, OutboundMessage
+from reassigner.settings import Settings
+from schemas.codec import (
+    TOPICS,
+    DecodeError,
+    decode,
+    encode,
+    schema_json,
+    topic_name,
+    version_headers,
+    writer_version_from_headers,
+)
+from state.controller_store import ControllerStore
+from streams.spark_session import kafka_client_options
+
+log = logging.getLogger(__name__)
+
+INPUT_TOPICS = ("broker-membership", "topic-state", "disk-failures", "isr-changes", "snapshots",
+                "requests", "command-results")
+STATE_CARRYING = ("broker-membership", "topic-state", "disk-failures", "isr-changes")
+# The field that names what a state-carrying event is about, beyond its Kafka key.
+OUTPUT_TOPICS = ("commands", "alerts", "dead-letter")
+
+
+@dataclass
+class PipelineStats:
+    batches: int = 0
+    replayed: int = 0
+    input_rows: int = 0
+    commands: int = 0
+    alerts: int = 0
+    last_batch_seconds: float = 0.0
+    last_phase_seconds: dict[str, float] | None = None
+
+
+def build_input_stream(spark, settings: Settings, client_properties: dict[str, str]):
+    """The Kafka source over every input topic, one decoded struct column per topic."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    topics = [settings.topic(suffix) for suffix in INPUT_TOPICS]
+    source = (
+        spark.readStream.format("kafka")
+        .options(**kafka_client_options(settings.bootstrap_servers or "", client_properties))
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", "earliest")
+        .option("failOnDataLoss", "false")
+        .option("maxOffsetsPerTrigger", str(settings.max_records_per_batch))
+        .load()
+    )
+    columns = [F.col("topic"), F.col("partition"), F.col("offset"), F.col("key"), F.col("value")]
+    for suffix in INPUT_TOPICS:
+        decoded = from_avro(F.col("value"), schema_json(TOPICS[suffix]), {"mode": "PERMISSIVE"})
+        # CASE WHEN evaluates the decoder only for rows of its own topic.
+        columns.append(F.when(F.col("topic") == settings.topic(suffix), decoded)
+                       .alias(suffix.replace("-", "_")))
+    return source.select(*columns)
+
+
+def reduce_batch(batch, settings: Settings):
+    """Step 2 in Spark: (good rows, latest per key for state-carrying topics, bad rows)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    decoded_ok = F.lit(False)
+    for suffix in INPUT_TOPICS:
+        column = suffix.replace("-", "_")
+        decoded_ok = F.when(F.col("topic") == settings.topic(suffix),
+                            F.col(f"{column}.id").isNotNull()).otherwise(decoded_ok)
+    marked = batch.withColumn("decoded_ok", decoded_ok)
+    bad = marked.where(~F.col("decoded_ok")).select("topic", "partition", "offset", "value")
+
+    state_topics = [settings.topic(s) for s in STATE_CARRYING]
+    latest_first = Window.partitionBy("topic", "key").orderBy(F.col("partition").desc(),
+                                                              F.col("offset").desc())
+    good = marked.where(F.col("decoded_ok"))
+    collapsed = (
+        good.where(F.col("topic").isin(state_topics))
+        .withColumn("rank", F.row_number().over(latest_first))
+        .where(F.col("rank") == 1)
+        .drop("rank")
+    )
+    others = good.where(~F.col("topic").isin(state_topics))
+    kept = collapsed.unionByName(others).select("topic", "partition", "offset", "value")
+    return kept.orderBy("topic", "partition", "offset"), bad
+
+
+def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
+                         bad_rows: list[tuple[str, int, int, bytes]], settings: Settings,
+                         ) -> BatchInputs:
+    """Step 3 at the driver: decode with fastavro; what fastavro rejects joins the bad records."""
+    suffix_of = {settings.topic(s): s for s in INPUT_TOPICS}
+    events: list[tuple[str, dict]] = []
+    requests: list[dict] = []
+    results: list[dict] = []
+    bad = [BadRecord(topic, partition, offset, bytes(value or b""),
+                     f"not a valid {TOPICS[suffix_of[topic]]} record (Avro decoding failed)")
+           for topic, partition, offset, value in bad_rows]
+    now_ms = 0
+    # Apply entity events before partitions: a partition event may name a broker or topic that
+    # the same batch introduces.
+    order = {suffix: index for index, suffix in enumerate(INPUT_TOPICS)}
+    for topic, partition, offset, value in sorted(rows, key=lambda r: (order[suffix_of[r[0]]],
+                                                                      r[1], r[2])):
+        suffix = suffix_of[topic]
+        schema = TOPICS[suffix]
+        try:
+            record = decode(schema, bytes(value))
+        except DecodeError as error:
+            bad.append(BadRecord(topic, partition, offset, bytes(value), str(error)))
+            continue
+        now_ms = max(now_ms, int(record.get("event_time") or 0))
+        if suffix == "requests":
+            requests.append(record)
+        elif suffix == "command-results":
+            results.append(record)
+        else:
+            events.append((schema, record))
+    return BatchInputs(batch_id=batch_id, now_ms=now_ms, events=tuple(events),
+                       requests=tuple(requests), command_results=tuple(results),
+                       bad_records=tuple(bad))
+
+
+class PipelineRunner:
+    """The imperative shell around `decide`: Redis, Kafka and Spark live here."""
+
+    def __init__(self, settings: Settings, redis_client, producer, policy: Policy,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.store = ControllerStore(redis_client, settings.cluster_name)
+        self.producer = producer
+        self.policy = policy
+        self.clock = clock
+        self.stats = PipelineStats()
+        self.state = ControllerState()
+        self._lock = threading.Lock()
+
+    # --- start ----------------------------------------------------------------------------------
+    def start(self) -> ControllerState:
+        """Load the state, take over with a new epoch, re-publish outboxes left by a crash."""
+        epoch = self.store.bump_epoch()
+        self.state = self.store.load().with_changes(epoch=epoch)
+        for batch_id, messages in self.store.pending_outbox():
+            log.info("re-publishing the outbox of batch %d (%d messages)", batch_id, len(messages))
+            self.publish(messages)
+            self.store.mark_published(batch_id)
+        log.info("pipeline started: epoch %d, last batch %d, %d partitions, %d reassignments",
+                 epoch, self.state.last_batch, len(self.state.cluster.partitions_by_tp),
+                 len(self.state.reassignments))
+        return self.state
+
+    # --- one micro-batch --------------------------------------------------------------------------
+    def process_batch(self, batch, batch_id: int) -> None:
+        with self._lock:
+            started = time.perf_counter()
+            phases: dict[str, float] = {}
+            if batch_id <= self.state.last_batch:  # 1. a replay
+                self.stats.replayed += 1
+                for pending_id, messages in self.store.pending_outbox():
+                    self.publish(messages)
+                    self.store.mark_published(pending_id)
+                return
+            kept, bad = reduce_batch(batch, self.settings)  # 2. reduce in Spark
+            rows = [(r.topic, r.partition, r.offset, r.value) for r in kept.collect()]
+            bad_rows = [(r.topic, r.partition, r.offset, r.value) for r in bad.collect()]
+            phases["spark"] = time.perf_counter() - started
+            self.process_rows(batch_id, rows, bad_rows, phases, started)
+
+    def process_rows(self, batch_id: int, rows: list, bad_rows: list,
+                     phases: dict[str, float] | None = None, started: float | None = None) -> None:
+        """Steps 3 to 7 for rows already reduced (also the entry point of tests and benchmarks)."""
+        phases = {} if phases is None else phases
+        started = time.perf_counter() if started is None else started
+        mark = time.perf_counter()
+        inputs = compute_batch_inputs(batch_id, rows, bad_rows, self.settings)  # 3. decode
+        phases["decode"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        decision = decide(self.state, inputs, self.policy)  # 4. decide
+        phases["decide"] = time.perf_counter() - mark
+        new_state = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
+        mark = time.perf_counter()
+        committed = self.store.commit(batch_id, self.state, new_state, decision.outbox)  # 5.
+        phases["persist"] = time.perf_counter() - mark
+        if not committed:
+            log.warning("batch %d was committed by another writer; reloading state", batch_id)
+            self.state = self.store.load().with_changes(epoch=self.state.epoch)
+            return
+        self.state = new_state
+        mark = time.perf_counter()
+        self.publish(decision.outbox)  # 6. publish
+        self.store.mark_published(batch_id)  # 7. mark published
+        phases["publish"] = time.perf_counter() - mark
+        self.stats.batches += 1
+        self.stats.input_rows += len(rows) + len(bad_rows)
+        self.stats.commands += sum(1 for m in decision.outbox if m.topic_suffix == "commands")
+        self.stats.alerts += sum(1 for m in decision.outbox if m.topic_suffix == "alerts")
+        self.stats.last_batch_seconds = time.perf_counter() - started
+        self.stats.last_phase_seconds = phases
+        if decision.outbox:
+            log.info("batch %d: %d rows, %d messages out", batch_id, len(rows), len(decision.outbox))
+
+    # --- publishing -------------------------------------------------------------------------------
+    def publish(self, messages: list[OutboundMessage] | tuple[OutboundMessage, ...]) -> None:
+        """Produce every message and wait until Kafka acknowledged all of them (retrying)."""
+        if not messages:
+            return
+        for attempt in range(1, 1_000_000):
+            failures: list[str] = []
+            for message in messages:
+                self.producer.produce(
+                    self.settings.topic(message.topic_suffix),
+                    key=message.key.encode(),
+                    value=encode(message.schema, message.record),
+                    headers=version_headers(),
+                    on_delivery=lambda error, _msg: error and failures.append(str(error)),
+                )
+                self.producer.poll(0)
+            remaining = self.producer.flush(30)
+            if not failures and remaining == 0:
+                return
+            delay = min(30.0, 0.5 * 2 ** min(attempt, 6))
+            log.warning("publishing %d messages failed (%s); will retry in %.1f s",
+                        len(messages), failures[:1] or "timed out", delay)
+            time.sleep(delay)
+
+    # --- time ---------------------------------------------------------------------------------
+    def publish_tick(self) -> None:
+        """A Tick request: lets time-based rules (grace periods, stalls) fire in a quiet cluster."""
+        now_ms = int(self.clock() * 1000)
+        request = {
+            "schema_version": 1, "event_time": now_ms, "id": f"tick-{uuid.uuid4()}",
+            "key": "tick", "requested_by": "pipeline", "payload": ("Tick", {}),
+        }
+        self.producer.produce(self.settings.topic("requests"), key=b"tick",
+                              value=encode("Request", request), headers=version_headers())
+        self.producer.poll(0)
+
+
+def ensure_topics(bootstrap_servers: str, client_config: dict[str, Any], settings: Settings,
+                  replication_factor: int | None = None, partitions: int = 3) -> None:
+    """Create the product's topics if missing (RF = min(3, brokers) unless given)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **client_config})
+    metadata = admin.list_topics(timeout=15)
+    rf = replication_factor or min(3, len(metadata.brokers))
+    wanted = [settings.topic(s) for s in TOPICS if settings.topic(s) not in metadata.topics]
+    if not wanted:
+        return
+    futures = admin.create_topics([NewTopic(t, num_partitions=partitions, replication_factor=rf)
+                                   for t in wanted])
+    for topic, future in futures.items():
+        try:
+            future.result(30)
+        except KafkaException as error:
+            if "TOPIC_ALREADY_EXISTS" not in str(error):
+                raise
+
+
+def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
+                 client_properties: dict[str, str], checkpoint_dir: Path,
+                 tick_interval_seconds: float = 1.0, stop_event: threading.Event | None = None):
+    """Start the query (and the ticker); returns the StreamingQuery. Blocks nothing."""
+    runner.start()
+    stream = build_input_stream(spark, settings, client_properties)
+    query = (
+        stream.writeStream.foreachBatch(runner.process_batch)
+        .option("checkpointLocation", str(checkpoint_dir))
+        .trigger(processingTime=settings.trigger_interval)
+        .queryName("reassigner-pipeline")
+        .start()
+    )
+    if tick_interval_seconds > 0:
+        stop = stop_event or threading.Event()
+
+        def tick_forever() -> None:
+            while not stop.wait(tick_interval_seconds) and query.isActive:
+                try:
+                    runner.publish_tick()
+                except Exception as error:  # the producer retries by itself; never die here
+                    log.warning("tick failed: %s", error)
+
+        threading.Thread(target=tick_forever, name="pipeline-ticker", daemon=True).start()
+    return query
+
+
+__all__ = ["PipelineRunner", "build_input_stream", "compute_batch_inputs", "ensure_topics",
+           "reduce_batch", "run_pipeline", "topic_name", "writer_version_from_headers"]
