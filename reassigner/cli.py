@@ -18,6 +18,8 @@ COMMAND_MODULES = (
     "reassigner.commands.local",
     "reassigner.commands.plan",
     "reassigner.commands.simulate",
+    "reassigner.commands.edge",
+    "reassigner.commands.run",
 )
 
 app = typer.Typer(

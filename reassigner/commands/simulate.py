@@ -203,6 +203,7 @@ def report_json(report: SimulationReport, limits: Limits, partitions: int) -> di
         },
         "stalled_steps": report.stalled_steps,
         "invariant_violations": list(report.invariant_violations),
+        "blocked": [{"partition": str(tp), "reason": reason} for tp, reason in report.blocked],
     }
 
 
@@ -221,6 +222,9 @@ def report_lines(report: SimulationReport, limits: Limits, partitions: int) -> l
         f"invariant violations:        {len(report.invariant_violations)}",
     ]
     lines += [f"  {v}" for v in report.invariant_violations[:20]]
+    if report.blocked:
+        lines.append(f"blocked at the end:          {len(report.blocked)} partitions")
+        lines += [f"  {tp}: {reason}" for tp, reason in report.blocked[:20]]
     return lines
 
 

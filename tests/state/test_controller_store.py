@@ -11,7 +11,8 @@ from planning.controller import ControllerState, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.reassignment import StepInFlight, start_reassignment, start_step
 from planning.steps import Step
-from state.controller_store import ControllerStore, OutboundMessage
+from planning.controller import OutboundMessage
+from state.controller_store import ControllerStore
 
 pytestmark = [pytest.mark.stack]
 

@@ -1,0 +1,324 @@
+"""`--command-config`: a Kafka client properties file, as Kafka's own tools take it, turned into
+the configuration of each client library the product uses.
+
+One Java-style properties file (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``,
+``ssl.*``) is translated three ways, by pure functions:
+
+- librdkafka (confluent-kafka producer, consumer, admin): ``sasl.mechanism`` →
+  ``sasl.mechanisms``; the user name and password are read out of a ``PlainLoginModule`` or
+  ``ScramLoginModule`` JAAS line into ``sasl.username`` / ``sasl.password``; PEM files
+  (``ssl.ca.location``, a truststore of type PEM) are passed as paths; a PKCS#12 keystore is
+  passed as is (librdkafka reads it);
+- kafka-python (the Admin API adapter): ``security_protocol``, ``sasl_mechanism``,
+  ``sasl_plain_username``, ``sasl_plain_password``, ``ssl_cafile``, ``ssl_certfile``, ...;
+- Spark's Kafka source and sink: every property verbatim with the ``kafka.`` prefix (Spark runs
+  the Java client, which reads JKS and JAAS itself).
+
+INVARIANTS
+- Nothing here reads the environment or a clock; only `read_command_config` reads a file.
+- A setting the Python clients cannot honour (a JKS truststore or keystore, a JAAS login module
+  they do not implement) raises `InvalidConfigError` saying what to give instead — never a
+  silently weaker connection.
+- A property with no meaning for a Python client (``ssl.truststore.type``, ``ssl.protocol``...)
+  is listed in `ClientConfig.ignored`, so that the caller can say so once in the log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from reassigner.errors import InvalidConfigError
+
+JAAS_LOGIN_MODULES_WITH_PASSWORD = {
+    "org.apache.kafka.common.security.plain.PlainLoginModule": "PLAIN",
+    "org.apache.kafka.common.security.scram.ScramLoginModule": "SCRAM",
+}
+
+# Properties whose name and meaning are the same in Java and in librdkafka.
+SHARED_LIBRDKAFKA_NAMES = frozenset({
+    "security.protocol", "client.id", "sasl.kerberos.service.name",
+    "sasl.kerberos.principal", "sasl.kerberos.keytab", "ssl.ca.location",
+    "ssl.certificate.location", "ssl.key.location", "ssl.key.password",
+    "ssl.cipher.suites", "ssl.crl.location", "ssl.ca.certificate.stores",
+})
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """The one properties file as each client library wants it."""
+
+    properties: Mapping[str, str] = field(default_factory=dict)
+    """The file's key/value pairs, as read."""
+    librdkafka: Mapping[str, str] = field(default_factory=dict)
+    """Extra configuration for confluent-kafka clients (merge into their config dict)."""
+    kafka_python: Mapping[str, object] = field(default_factory=dict)
+    """Extra keyword arguments for kafka-python clients."""
+    spark_options: Mapping[str, str] = field(default_factory=dict)
+    """Options for Spark's Kafka source/sink (``kafka.``-prefixed)."""
+    ignored: tuple[str, ...] = ()
+    """Properties the Python clients do not use (Spark still gets them)."""
+
+
+# --- parsing ------------------------------------------------------------------------------------
+
+
+def parse_properties(text: str, source: str = "command config") -> dict[str, str]:
+    """Java `.properties` syntax: `key=value`, `key: value` or `key value`; `#` and `!` comments;
+    a trailing backslash continues the line; `\\n`, `\\t`, `\\=`, `\\:` and `\\\\` escapes."""
+    logical_lines: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        trailing_backslashes = len(line) - len(line.rstrip("\\"))
+        if trailing_backslashes % 2 == 1:  # an odd count: the last one escapes the newline
+            pending += line[:-1]
+            continue
+        logical_lines.append(pending + line)
+        pending = ""
+    if pending:
+        logical_lines.append(pending)
+
+    properties: dict[str, str] = {}
+    for line in logical_lines:
+        key, value = _split_key_value(line)
+        if not key:
+            raise InvalidConfigError(f"{source}: a line has no property name: {line!r}")
+        properties[key] = value
+    return properties
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    index, length = 0, len(line)
+    while index < length:
+        char = line[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char in "=: \t\f":
+            break
+        index += 1
+    key = line[:index]
+    rest = line[index:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return _unescape(key), _unescape(rest)
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text):
+            following = text[index + 1]
+            if following == "u" and index + 5 < len(text):
+                out.append(chr(int(text[index + 2:index + 6], 16)))
+                index += 6
+                continue
+            out.append(_ESCAPES.get(following, following))
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def read_command_config(path: Path | None) -> ClientConfig:
+    """The translated client configuration of the properties file at `path` (None: no file)."""
+    if path is None:
+        return ClientConfig()
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InvalidConfigError(
+            f"cannot read --command-config {path}: {error.strerror or error}; "
+            "give the path of a Kafka client properties file"
+        ) from None
+    return compute_client_config(parse_properties(text, str(path)), str(path))
+
+
+_JAAS_LINE = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
+                        r"(?P<options>.*?);?\s*$", re.DOTALL)
+_JAAS_OPTION = re.compile(r"""(?P<key>[\w.\-]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s;]+))""")
+
+
+def parse_jaas_config(line: str, source: str = "command config") -> tuple[str, dict[str, str]]:
+    """(login module class, options) of one `sasl.jaas.config` value."""
+    match = _JAAS_LINE.match(line)
+    if match is None:
+        raise InvalidConfigError(
+            f"{source}: sasl.jaas.config is not '<LoginModule> required key=\"value\" ...;': "
+            f"{line[:80]!r}"
+        )
+    options = {
+        option["key"]: (option["quoted"].replace('\\"', '"') if option["quoted"] is not None
+                        else option["bare"])
+        for option in _JAAS_OPTION.finditer(match["options"])
+    }
+    return match["module"], options
+
+
+# --- translation --------------------------------------------------------------------------------
+
+
+def compute_client_config(properties: Mapping[str, str], source: str = "command config") -> ClientConfig:
+    """Translate Java client properties for librdkafka, kafka-python and Spark (see module doc)."""
+    props = {key.strip(): value.strip() for key, value in properties.items()}
+    librdkafka: dict[str, str] = {}
+    kafka_python: dict[str, object] = {}
+    handled: set[str] = set()
+
+    protocol = props.get("security.protocol")
+    if protocol is not None:
+        protocol = protocol.upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise InvalidConfigError(
+                f"{source}: security.protocol={props['security.protocol']!r}; "
+                f"expected one of {', '.join(SECURITY_PROTOCOLS)}"
+            )
+        librdkafka["security.protocol"] = protocol
+        kafka_python["security_protocol"] = protocol
+        handled.add("security.protocol")
+
+    _translate_sasl(props, source, librdkafka, kafka_python, handled)
+    _translate_ssl(props, source, librdkafka, kafka_python, handled)
+
+    if "client.id" in props:
+        librdkafka["client.id"] = props["client.id"]
+        kafka_python["client_id"] = props["client.id"]
+        handled.add("client.id")
+    for name in sorted(SHARED_LIBRDKAFKA_NAMES - handled):
+        if name in props:
+            librdkafka[name] = props[name]
+            handled.add(name)
+
+    spark_options = {f"kafka.{key}": value for key, value in props.items()}
+    ignored = tuple(sorted(set(props) - handled))
+    return ClientConfig(properties=dict(props), librdkafka=librdkafka, kafka_python=kafka_python,
+                        spark_options=spark_options, ignored=ignored)
+
+
+def _translate_sasl(props: Mapping[str, str], source: str, librdkafka: dict[str, str],
+                    kafka_python: dict[str, object], handled: set[str]) -> None:
+    mechanism = props.get("sasl.mechanism")
+    if mechanism is not None:
+        mechanism = mechanism.upper()
+        if mechanism not in SASL_MECHANISMS:
+            raise InvalidConfigError(
+                f"{source}: sasl.mechanism={props['sasl.mechanism']!r}; "
+                f"expected one of {', '.join(SASL_MECHANISMS)}"
+            )
+        librdkafka["sasl.mechanisms"] = mechanism
+        kafka_python["sasl_mechanism"] = mechanism
+        handled.add("sasl.mechanism")
+    if "sasl.kerberos.service.name" in props:
+        kafka_python["sasl_kerberos_service_name"] = props["sasl.kerberos.service.name"]
+
+    jaas = props.get("sasl.jaas.config")
+    if jaas is None:
+        return
+    handled.add("sasl.jaas.config")
+    module, options = parse_jaas_config(jaas, source)
+    family = JAAS_LOGIN_MODULES_WITH_PASSWORD.get(module)
+    if family is None:
+        if module.endswith("Krb5LoginModule"):
+            # librdkafka and kafka-python take Kerberos from the system (kinit / keytab options).
+            if "principal" in options:
+                librdkafka["sasl.kerberos.principal"] = options["principal"]
+            if "keyTab" in options:
+                librdkafka["sasl.kerberos.keytab"] = options["keyTab"]
+            return
+        raise InvalidConfigError(
+            f"{source}: sasl.jaas.config uses {module}, which the Python clients cannot run; "
+            "use PlainLoginModule or ScramLoginModule with username and password"
+        )
+    missing = [name for name in ("username", "password") if name not in options]
+    if missing:
+        raise InvalidConfigError(
+            f"{source}: sasl.jaas.config ({module.rsplit('.', 1)[-1]}) lacks {' and '.join(missing)}"
+        )
+    if mechanism is not None and not mechanism.startswith(family):
+        raise InvalidConfigError(
+            f"{source}: sasl.mechanism={mechanism} does not match the JAAS login module "
+            f"{module.rsplit('.', 1)[-1]} (expected a {family} mechanism)"
+        )
+    if mechanism is None:  # Java's default mechanism is GSSAPI; a password module means PLAIN/SCRAM
+        default = "PLAIN" if family == "PLAIN" else "SCRAM-SHA-512"
+        librdkafka["sasl.mechanisms"] = default
+        kafka_python["sasl_mechanism"] = default
+    librdkafka["sasl.username"] = options["username"]
+    librdkafka["sasl.password"] = options["password"]
+    kafka_python["sasl_plain_username"] = options["username"]
+    kafka_python["sasl_plain_password"] = options["password"]
+
+
+def _is_pem_store(props: Mapping[str, str], prefix: str) -> bool:
+    store_type = props.get(f"{prefix}.type", "").upper()
+    location = props.get(f"{prefix}.location", "").lower()
+    if store_type:
+        return store_type == "PEM"
+    return location.endswith((".pem", ".crt", ".cer"))
+
+
+def _translate_ssl(props: Mapping[str, str], source: str, librdkafka: dict[str, str],
+                   kafka_python: dict[str, object], handled: set[str]) -> None:
+    ca_location = props.get("ssl.ca.location")
+    if "ssl.truststore.location" in props:
+        handled.update({"ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"})
+        if not _is_pem_store(props, "ssl.truststore"):
+            raise InvalidConfigError(
+                f"{source}: ssl.truststore.location={props['ssl.truststore.location']} is a "
+                f"{props.get('ssl.truststore.type', 'JKS')} truststore, which librdkafka and "
+                "kafka-python cannot read; export the CA certificate as PEM (keytool -exportcert "
+                "-rfc) and give ssl.ca.location=/path/ca.pem (Spark keeps using the truststore)"
+            )
+        ca_location = ca_location or props["ssl.truststore.location"]
+    if ca_location is not None:
+        librdkafka["ssl.ca.location"] = ca_location
+        kafka_python["ssl_cafile"] = ca_location
+        handled.add("ssl.ca.location")
+
+    if "ssl.keystore.location" in props:
+        handled.update({"ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password"})
+        location = props["ssl.keystore.location"]
+        store_type = props.get("ssl.keystore.type", "JKS").upper()
+        if store_type == "PEM":
+            librdkafka["ssl.certificate.location"] = location
+            kafka_python["ssl_certfile"] = location
+        elif "ssl.certificate.location" not in props:
+            # librdkafka could read a PKCS12 keystore, but kafka-python (the Admin API client)
+            # reads PEM only, and one file must serve both.
+            raise InvalidConfigError(
+                f"{source}: ssl.keystore.location={location} is a {store_type} keystore, which "
+                "the Python clients cannot read; give the client certificate and key as PEM: "
+                "ssl.certificate.location and ssl.key.location (Spark keeps using the keystore)"
+            )
+    if "ssl.certificate.location" in props:
+        kafka_python["ssl_certfile"] = props["ssl.certificate.location"]
+    if "ssl.key.location" in props:
+        kafka_python["ssl_keyfile"] = props["ssl.key.location"]
+    if "ssl.key.password" in props:
+        kafka_python["ssl_password"] = props["ssl.key.password"]
+    if "ssl.crl.location" in props:
+        kafka_python["ssl_crlfile"] = props["ssl.crl.location"]
+
+    if "ssl.endpoint.identification.algorithm" in props:
+        handled.add("ssl.endpoint.identification.algorithm")
+        algorithm = props["ssl.endpoint.identification.algorithm"].strip().lower()
+        # Java: empty disables host name checks; librdkafka spells that "none".
+        librdkafka["ssl.endpoint.identification.algorithm"] = "https" if algorithm == "https" else "none"
+        kafka_python["ssl_check_hostname"] = algorithm == "https"

@@ -1,0 +1,409 @@
+"""What the watcher saw of the cluster at one poll, and the events that tell a change (pure).
+
+A `ClusterObservation` is one poll's answer of the Admin API, merged: brokers (rack, host, port,
+fenced), topics (id, min.insync.replicas), partitions (replicas, ISR, leader, leader epoch,
+adding/removing of an ongoing reassignment, offline replicas, log dir per replica, size) and the
+log dirs of every broker (online, sizes, the replicas and future replicas in them).
+
+`compute_events(previous, current, now_ms)` gives the state-carrying events for what changed, as
+`(topic_suffix, key, record)` with `record` ready for `schemas.codec.encode`:
+
+    broker new / fenced / unfenced / gone       BrokerMembership  on broker-membership
+    topic new / deleted / re-created /          TopicState        on topic-state
+      min ISR, partition count or RF changed
+    log dir new / online↔offline / replicas     LogDirState       on disk-failures
+      (topic, partition, is_future) changed
+    partition replicas / ISR / leader / epoch   PartitionState    on isr-changes
+      / adding / removing / offline / log dirs
+
+`compute_snapshot_events(current, snapshot_id, now_ms)` gives a START marker, the state of every
+broker, topic, log dir and partition carrying the snapshot id, and an END marker with the counts.
+
+INVARIANTS
+- Pure: no I/O, no clock (`now_ms` is an argument), no randomness (message ids are UUID-5 of
+  the message's topic, key, time and snapshot id, so a duplicate of one message shares its id).
+- Volatile numbers — partition and replica sizes, offset lags, a dir's free bytes — are carried
+  but never compared (`field(compare=False)`): they change on every poll of a busy cluster and
+  would turn each poll into thousands of events. Snapshots carry their current values.
+- `apply_events(previous, compute_events(previous, current, t)) == current` (the pipeline's view
+  follows the cluster) and `compute_events(x, x, t) == []` (no event when nothing changed); both
+  are property-tested.
+- Order within one result: brokers, then new topics, log dirs, partitions, and deleted topics
+  last, so a reader never sees a partition of a topic or broker it has not heard of.
+- A deleted topic is told by one TopicState(deleted=true); its partitions get no events.
+  An unregistered broker is told by one BrokerMembership(UNREGISTERED); its dirs get no events.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Sequence
+
+from schemas.codec import partition_key
+from schemas.loader import CURRENT_SCHEMA_VERSION
+
+KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
+MESSAGE_ID_NAMESPACE = uuid.UUID("6f0c1c9e-3a55-4d1e-9a57-2f7f4c1e0b5a")
+
+Event = tuple[str, str, dict]
+"""(topic suffix, Kafka message key, record dict)."""
+
+PartitionKey = tuple[str, int]
+LogDirKey = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class BrokerObservation:
+    broker_id: int
+    rack: str | None
+    host: str | None
+    port: int | None
+    fenced: bool
+    log_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, order=True)
+class ReplicaInDir:
+    topic: str
+    partition: int
+    is_future: bool = False
+    size_bytes: int = field(default=0, compare=False)
+    offset_lag: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True)
+class LogDirObservation:
+    broker_id: int
+    path: str
+    online: bool
+    error: str | None = None
+    replicas: tuple[ReplicaInDir, ...] = ()
+    total_bytes: int | None = field(default=None, compare=False)
+    usable_bytes: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class PartitionObservation:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int | None
+    leader_epoch: int = -1
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    offline_replicas: tuple[int, ...] = ()
+    log_dirs: tuple[str | None, ...] = ()
+    size_bytes: int | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class TopicObservation:
+    name: str
+    topic_id: str | None
+    partition_count: int
+    replication_factor: int
+    min_insync_replicas: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterObservation:
+    """One poll of the cluster. The mappings are never mutated after construction."""
+
+    brokers: Mapping[int, BrokerObservation] = field(default_factory=dict)
+    topics: Mapping[str, TopicObservation] = field(default_factory=dict)
+    partitions: Mapping[PartitionKey, PartitionObservation] = field(default_factory=dict)
+    log_dirs: Mapping[LogDirKey, LogDirObservation] = field(default_factory=dict)
+
+
+EMPTY = ClusterObservation()
+
+
+# --- building an observation from the Admin API's answers -----------------------------------------
+
+
+def compute_observation(
+    brokers: Iterable[BrokerObservation],
+    partitions: Iterable[PartitionObservation],
+    topic_ids: Mapping[str, str | None],
+    reassignments: Mapping[PartitionKey, tuple[Sequence[int], Sequence[int]]],
+    log_dirs: Iterable[LogDirObservation],
+    min_insync_replicas: Mapping[str, int | None],
+) -> ClusterObservation:
+    """Merge one poll's answers: reassignments give adding/removing, log dirs give each replica's
+    dir and the partition's size (the leader's replica; the largest one when leaderless), the
+    brokers get their dir paths, topics get counts and min ISR."""
+    dirs_by_key = {(d.broker_id, d.path): d for d in log_dirs}
+    dir_of_replica: dict[tuple[str, int, int], str] = {}
+    size_of_replica: dict[tuple[str, int, int], int] = {}
+    paths_of_broker: dict[int, list[str]] = {}
+    for (broker_id, path), log_dir in dirs_by_key.items():
+        paths_of_broker.setdefault(broker_id, []).append(path)
+        for replica in log_dir.replicas:
+            if replica.is_future:
+                continue
+            dir_of_replica[(replica.topic, replica.partition, broker_id)] = path
+            size_of_replica[(replica.topic, replica.partition, broker_id)] = replica.size_bytes
+
+    merged: dict[PartitionKey, PartitionObservation] = {}
+    for p in partitions:
+        adding, removing = reassignments.get((p.topic, p.partition), ((), ()))
+        replica_dirs = tuple(dir_of_replica.get((p.topic, p.partition, b)) for b in p.replicas)
+        sizes = [size_of_replica.get((p.topic, p.partition, b)) for b in p.replicas]
+        size = size_of_replica.get((p.topic, p.partition, p.leader)) if p.leader is not None else None
+        if size is None:
+            known = [s for s in sizes if s is not None]
+            size = max(known) if known else None
+        merged[(p.topic, p.partition)] = replace(
+            p,
+            adding=tuple(adding),
+            removing=tuple(removing),
+            log_dirs=replica_dirs if any(d is not None for d in replica_dirs) else (),
+            size_bytes=size,
+        )
+
+    broker_map = {
+        b.broker_id: replace(b, log_dirs=tuple(sorted(paths_of_broker.get(b.broker_id, b.log_dirs))))
+        for b in brokers
+    }
+    by_topic: dict[str, list[PartitionObservation]] = {}
+    for p in merged.values():
+        by_topic.setdefault(p.topic, []).append(p)
+    topics = {
+        name: TopicObservation(
+            name=name,
+            topic_id=topic_ids.get(name),
+            partition_count=len(parts),
+            replication_factor=compute_replication_factor(parts),
+            min_insync_replicas=min_insync_replicas.get(name),
+        )
+        for name, parts in sorted(by_topic.items())
+    }
+    for name, topic_id in topic_ids.items():  # a topic whose partitions are not described yet
+        if name not in topics:
+            topics[name] = TopicObservation(name, topic_id, 0, 0, min_insync_replicas.get(name))
+    return ClusterObservation(
+        brokers=dict(sorted(broker_map.items())),
+        topics=topics,
+        partitions=dict(sorted(merged.items())),
+        log_dirs=dict(sorted(dirs_by_key.items())),
+    )
+
+
+def compute_replication_factor(partitions: Sequence[PartitionObservation]) -> int:
+    """Replicas of partition 0 outside a reassignment (its target: replicas minus removing)."""
+    first = min(partitions, key=lambda p: p.partition, default=None)
+    if first is None:
+        return 0
+    return len(first.replicas) - len(first.removing)
+
+
+def compute_broker_state(broker: BrokerObservation | None, previous: BrokerObservation | None) -> str:
+    """BrokerState symbol: UNREGISTERED when gone; a fenced broker never seen before has only
+    REGISTERED; FENCED when it was seen before (or in a snapshot, where history is unknown)."""
+    if broker is None:
+        return "UNREGISTERED"
+    if not broker.fenced:
+        return "UNFENCED"
+    return "REGISTERED" if previous is None else "FENCED"
+
+
+# --- events ----------------------------------------------------------------------------------------
+
+
+def compute_events(previous: ClusterObservation, current: ClusterObservation, now_ms: int) -> list[Event]:
+    """State-carrying events for everything that differs between two polls (see module doc)."""
+    events: list[Event] = []
+    for broker_id in sorted(previous.brokers.keys() | current.brokers.keys()):
+        before, after = previous.brokers.get(broker_id), current.brokers.get(broker_id)
+        if before == after:
+            continue
+        if after is None:
+            events.append(broker_event(before, "UNREGISTERED", now_ms))  # type: ignore[arg-type]
+        else:
+            events.append(broker_event(after, compute_broker_state(after, before), now_ms))
+
+    deleted_topics: list[TopicObservation] = []
+    for name in sorted(previous.topics.keys() | current.topics.keys()):
+        before, after = previous.topics.get(name), current.topics.get(name)
+        if before == after:
+            continue
+        if after is None:
+            deleted_topics.append(before)  # type: ignore[arg-type]
+        else:
+            events.append(topic_event(after, now_ms))
+
+    for key in sorted(previous.log_dirs.keys() | current.log_dirs.keys()):
+        after = current.log_dirs.get(key)
+        if after is None or previous.log_dirs.get(key) == after:
+            continue  # a vanished dir is told by its broker's event (unregistered or new dir list)
+        events.append(log_dir_event(after, now_ms))
+
+    for key, after in current.partitions.items():
+        if previous.partitions.get(key) != after:
+            events.append(partition_event(after, now_ms))
+    # Partitions only vanish with their topic (Kafka cannot shrink a topic): no event for them.
+    events.extend(topic_event(t, now_ms, deleted=True) for t in deleted_topics)
+    return events
+
+
+def compute_snapshot_events(current: ClusterObservation, snapshot_id: str, now_ms: int) -> list[Event]:
+    """START marker, every broker, topic, log dir and partition, END marker with counts."""
+    body: list[Event] = []
+    for broker in current.brokers.values():
+        body.append(broker_event(broker, compute_broker_state(broker, broker), now_ms, snapshot_id))
+    body.extend(topic_event(t, now_ms, snapshot_id=snapshot_id) for t in current.topics.values())
+    body.extend(log_dir_event(d, now_ms, snapshot_id) for d in current.log_dirs.values())
+    body.extend(partition_event(p, now_ms, snapshot_id) for p in current.partitions.values())
+    start = snapshot_marker(snapshot_id, "START", now_ms, now_ms)
+    end = snapshot_marker(snapshot_id, "END", now_ms, now_ms, ended_at=now_ms,
+                          counts=(len(current.brokers), len(current.topics),
+                                  len(current.partitions), len(current.log_dirs)))
+    return [start, *body, end]
+
+
+def _header(suffix: str, key: str, now_ms: int, snapshot_id: str | None) -> dict:
+    message_id = uuid.uuid5(MESSAGE_ID_NAMESPACE, f"{suffix}|{key}|{now_ms}|{snapshot_id}")
+    return {"schema_version": CURRENT_SCHEMA_VERSION, "event_time": now_ms,
+            "id": str(message_id), "key": key}
+
+
+def broker_event(broker: BrokerObservation, state: str, now_ms: int,
+                 snapshot_id: str | None = None) -> Event:
+    key = str(broker.broker_id)
+    gone = state == "UNREGISTERED"
+    record = _header("broker-membership", key, now_ms, snapshot_id) | {
+        "snapshot_id": snapshot_id,
+        "broker_id": broker.broker_id,
+        "rack": broker.rack,
+        "host": None if gone else broker.host,
+        "port": None if gone else broker.port,
+        "state": state,
+        "log_dirs": [] if gone else list(broker.log_dirs),
+    }
+    return ("broker-membership", key, record)
+
+
+def topic_event(topic: TopicObservation, now_ms: int, deleted: bool = False,
+                snapshot_id: str | None = None) -> Event:
+    record = _header("topic-state", topic.name, now_ms, snapshot_id) | {
+        "snapshot_id": snapshot_id,
+        "topic": topic.name,
+        "topic_id": topic.topic_id,
+        "deleted": deleted,
+        "partition_count": topic.partition_count,
+        "replication_factor": topic.replication_factor,
+        "min_insync_replicas": topic.min_insync_replicas,
+    }
+    return ("topic-state", topic.name, record)
+
+
+def log_dir_event(log_dir: LogDirObservation, now_ms: int, snapshot_id: str | None = None) -> Event:
+    key = str(log_dir.broker_id)
+    record = _header("disk-failures", f"{key}:{log_dir.path}", now_ms, snapshot_id) | {
+        "key": key,
+        "snapshot_id": snapshot_id,
+        "broker_id": log_dir.broker_id,
+        "path": log_dir.path,
+        "online": log_dir.online,
+        "error": log_dir.error,
+        "total_bytes": log_dir.total_bytes,
+        "usable_bytes": log_dir.usable_bytes,
+        "replicas": [
+            {"topic": r.topic, "partition": r.partition, "size_bytes": r.size_bytes,
+             "offset_lag": r.offset_lag, "is_future": r.is_future}
+            for r in log_dir.replicas
+        ],
+    }
+    return ("disk-failures", key, record)
+
+
+def partition_event(p: PartitionObservation, now_ms: int, snapshot_id: str | None = None) -> Event:
+    key = partition_key(p.topic, p.partition)
+    record = _header("isr-changes", key, now_ms, snapshot_id) | {
+        "snapshot_id": snapshot_id,
+        "topic": p.topic,
+        "partition": p.partition,
+        "replicas": list(p.replicas),
+        "isr": list(p.isr),
+        "leader": p.leader,
+        "leader_epoch": p.leader_epoch,
+        "adding": list(p.adding),
+        "removing": list(p.removing),
+        "offline_replicas": list(p.offline_replicas),
+        "size_bytes": p.size_bytes,
+        "log_dirs": list(p.log_dirs),
+    }
+    return ("isr-changes", key, record)
+
+
+def snapshot_marker(snapshot_id: str, phase: str, now_ms: int, started_at: int,
+                    ended_at: int | None = None, counts: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Event:
+    brokers, topics, partitions, log_dirs = counts
+    record = _header("snapshots", f"{snapshot_id}:{phase}", now_ms, snapshot_id) | {
+        "key": snapshot_id,
+        "snapshot_id": snapshot_id,
+        "phase": phase,
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "broker_count": brokers,
+        "topic_count": topics,
+        "partition_count": partitions,
+        "log_dir_count": log_dirs,
+    }
+    return ("snapshots", snapshot_id, record)
+
+
+# --- the reader's side: a view that follows the events ---------------------------------------------
+
+
+def apply_events(view: ClusterObservation, events: Iterable[Event]) -> ClusterObservation:
+    """The observation a reader holds after applying `events` to `view` (markers are skipped)."""
+    brokers = dict(view.brokers)
+    topics = dict(view.topics)
+    partitions = dict(view.partitions)
+    log_dirs = dict(view.log_dirs)
+    for suffix, _key, record in events:
+        if suffix == "broker-membership":
+            broker_id = record["broker_id"]
+            if record["state"] == "UNREGISTERED":
+                brokers.pop(broker_id, None)
+                for dir_key in [k for k in log_dirs if k[0] == broker_id]:
+                    del log_dirs[dir_key]
+            else:
+                # The broker's dir list is the truth about which dirs exist (a dir gone from it
+                # gets no LogDirState of its own).
+                for dir_key in [k for k in log_dirs if k[0] == broker_id and k[1] not in record["log_dirs"]]:
+                    del log_dirs[dir_key]
+                brokers[broker_id] = BrokerObservation(
+                    broker_id, record["rack"], record["host"], record["port"],
+                    fenced=record["state"] in ("FENCED", "REGISTERED"),
+                    log_dirs=tuple(record["log_dirs"]))
+        elif suffix == "topic-state":
+            name = record["topic"]
+            if record["deleted"]:
+                topics.pop(name, None)
+                for part_key in [k for k in partitions if k[0] == name]:
+                    del partitions[part_key]
+            else:
+                topics[name] = TopicObservation(
+                    name, record["topic_id"], record["partition_count"],
+                    record["replication_factor"], record["min_insync_replicas"])
+                for part_key in [k for k in partitions if k[0] == name and k[1] >= record["partition_count"]]:
+                    del partitions[part_key]
+        elif suffix == "disk-failures":
+            log_dirs[(record["broker_id"], record["path"])] = LogDirObservation(
+                record["broker_id"], record["path"], record["online"], record["error"],
+                tuple(ReplicaInDir(r["topic"], r["partition"], r["is_future"], r["size_bytes"],
+                                   r["offset_lag"]) for r in record["replicas"]),
+                record["total_bytes"], record["usable_bytes"])
+        elif suffix == "isr-changes":
+            partitions[(record["topic"], record["partition"])] = PartitionObservation(
+                record["topic"], record["partition"], tuple(record["replicas"]), tuple(record["isr"]),
+                record["leader"], record["leader_epoch"], tuple(record["adding"]),
+                tuple(record["removing"]), tuple(record["offline_replicas"]),
+                tuple(record["log_dirs"]), record["size_bytes"])
+    return ClusterObservation(brokers=dict(sorted(brokers.items())), topics=dict(sorted(topics.items())),
+                              partitions=dict(sorted(partitions.items())),
+                              log_dirs=dict(sorted(log_dirs.items())))

@@ -1,0 +1,130 @@
+"""Independent checks of placement results, written without reusing planning internals.
+
+`hard_constraint_violations` re-derives SPEC 4's hard constraints from the cluster and goal:
+no broker twice, replication factor kept, only eligible brokers, multi-level rack spread
+(computed here by brute force per level). Also random cluster builders used by the tests.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from planning.model import Broker, Cluster, PartitionState, Topic
+
+
+def rack_levels(broker: Broker) -> tuple[str, ...]:
+    if broker.rack is None or not broker.rack.strip("/ "):
+        return ()
+    return tuple(x for x in broker.rack.split("/") if x)
+
+
+def _spread_ok(replicas: list[Broker], scope: list[Broker], depth: int) -> bool:
+    """At this depth, group scope brokers by path component (shorter path: own group)."""
+    if not replicas:
+        return True
+
+    def group(b: Broker):
+        levels = rack_levels(b)
+        return ("domain", levels[depth]) if len(levels) > depth else ("broker", b.id)
+
+    groups: dict = {}
+    for b in scope:
+        groups.setdefault(group(b), []).append(b)
+    m = len(replicas)
+    caps = {g: len(members) for g, members in groups.items()}
+    q = 0
+    while sum(min(c, q + 1) for c in caps.values()) <= m and q <= m:
+        q += 1
+    low = {g: min(c, q) for g, c in caps.items()}
+    high = {g: min(c, q + 1) for g, c in caps.items()}
+    extras = m - sum(low.values())
+    counts = Counter(group(b) for b in replicas)
+    if any(g not in groups for g in counts):
+        return False
+    at_high = 0
+    for g in groups:
+        c = counts.get(g, 0)
+        if c < low[g] or c > high[g]:
+            return False
+        if c > low[g]:
+            at_high += 1
+    if at_high != extras:
+        return False
+    for g, members in groups.items():
+        if g[0] == "broker":
+            continue
+        inside = [b for b in replicas if group(b) == g]
+        if not _spread_ok(inside, members, depth + 1):
+            return False
+    return True
+
+
+def eligible_brokers(cluster: Cluster, goal) -> dict[int, Broker]:
+    brokers = {b.id: b for b in cluster.brokers}
+    for b in goal.add_brokers:
+        brokers.setdefault(b.id, b)
+    return {
+        i: b
+        for i, b in brokers.items()
+        if b.alive and not b.draining and i not in goal.drain_brokers
+        and (not b.log_dirs or any(d.online for d in b.log_dirs))
+    }
+
+
+def hard_constraint_violations(cluster: Cluster, goal, plan) -> list[str]:
+    eligible = eligible_brokers(cluster, goal)
+    scope = sorted(eligible.values(), key=lambda b: b.id)
+    problems = []
+    for p in cluster.partitions():
+        final = plan.targets.get(p.tp)
+        if final is None:
+            continue
+        if len(final) != len(p.replicas):
+            problems.append(f"{p.tp}: RF {len(p.replicas)} -> {len(final)}")
+        if len(set(final)) != len(final):
+            problems.append(f"{p.tp}: duplicate in {final}")
+        new = [b for b in final if b not in p.replicas]
+        if any(b not in eligible for b in new):
+            problems.append(f"{p.tp}: new replica on ineligible broker in {final}")
+        if goal.heal and any(b not in eligible for b in final):
+            problems.append(f"{p.tp}: ineligible broker kept in {final}")
+        members = [eligible[b] for b in final if b in eligible]
+        if not _spread_ok(members, scope, 0):
+            problems.append(f"{p.tp}: rack spread broken by {final}")
+    return problems
+
+
+def per_topic_spread(cluster: Cluster, goal, plan) -> int:
+    eligible = eligible_brokers(cluster, goal)
+    worst = 0
+    for t in cluster.topics:
+        counts = Counter({b: 0 for b in eligible})
+        for p in t.partitions:
+            counts.update(b for b in plan.targets.get(p.tp, p.replicas) if b in eligible)
+        worst = max(worst, max(counts.values()) - min(counts.values()))
+    return worst
+
+
+def random_spread_cluster(rnd: random.Random, brokers: list[Broker], topics: int, max_parts: int, rf: int) -> Cluster:
+    """Replicas placed randomly but rack-spread (each partition one per top domain round-robin)."""
+    by_top: dict[str, list[int]] = {}
+    for b in brokers:
+        levels = rack_levels(b)
+        by_top.setdefault(levels[0] if levels else f"#{b.id}", []).append(b.id)
+    domains = sorted(by_top.values())
+    result = []
+    for t in range(topics):
+        parts = []
+        for p in range(rnd.randint(1, max_parts)):
+            start = rnd.randrange(len(domains))
+            replicas: list[int] = []
+            k = 0
+            while len(replicas) < rf:
+                pool = [b for b in domains[(start + k) % len(domains)] if b not in replicas]
+                k += 1
+                if pool:
+                    replicas.append(rnd.choice(pool))
+            parts.append(PartitionState(f"t{t}", p, tuple(replicas), size_bytes=rnd.randrange(1, 1000)))
+        result.append(Topic(f"t{t}", tuple(parts)))
+    return Cluster(tuple(brokers), tuple(result))

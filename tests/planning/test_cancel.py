@@ -1,0 +1,131 @@
+"""Cancel, supersede and additional requests (SPEC 5.4), including its two Kafka examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from planning.batches import Limits
+from planning.cancel import (
+    CancelScope,
+    compute_cancel,
+    compute_cancel_observed,
+    compute_partition_after_cancel,
+    compute_reassign_request,
+)
+from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
+from planning.reassignment import ReassignmentState, start_reassignment, start_step
+from planning.simulator import CancelReassignments, SimulatedCluster, SimulationParams, run_plan
+from planning.steps import Step
+from reassigner.errors import NoReassignmentInProgressError
+
+TP = TopicPartition("t", 0)
+
+
+def one_partition_cluster(replicas=(1, 2, 3), brokers=range(1, 7), size=100):
+    p = PartitionState("t", 0, tuple(replicas), tuple(replicas), replicas[0], size_bytes=size)
+    return Cluster(tuple(Broker(b) for b in brokers), (Topic("t", (p,), 1),))
+
+
+def test_spec_example_one_step_as_kafka_sees_it():
+    sim = SimulatedCluster(one_partition_cluster(), SimulationParams(bytes_per_sec=100))
+    sim.submit_step(TP, (4, 3, 2))
+    p = sim.partition(TP)
+    assert (p.replicas, p.isr, p.adding, p.removing) == ((1, 4, 3, 2), (1, 2, 3), (4,), (1,))
+    sim.tick(1.0)  # 4 copies the 100 bytes and joins the ISR; Kafka then drops 1
+    p = sim.partition(TP)
+    assert (p.replicas, set(p.isr), p.adding, p.removing) == ((4, 3, 2), {2, 3, 4}, (), ())
+
+
+def test_spec_example_cancel_reverts_to_the_original_replicas():
+    sim = SimulatedCluster(one_partition_cluster(), SimulationParams(bytes_per_sec=10))
+    sim.submit_step(TP, (3, 4, 5))
+    p = sim.partition(TP)
+    assert (p.replicas, p.adding, p.removing) == ((1, 2, 3, 4, 5), (4, 5), (1, 2))
+    sim.tick(1.0)
+    sim.cancel(TP)
+    p = sim.partition(TP)
+    assert (p.replicas, p.isr, p.adding, p.removing) == ((1, 2, 3), (1, 2, 3), (), ())
+    # The same revert as a pure function, with 4 already in the ISR as in the SPEC.
+    moving = PartitionState("t", 0, (1, 2, 3, 4, 5), (1, 2, 3, 4), 1, adding=(4, 5), removing=(1, 2))
+    after = compute_partition_after_cancel(moving)
+    assert (after.replicas, after.isr, after.adding, after.removing) == ((1, 2, 3), (1, 2, 3), (), ())
+
+
+def test_cancelling_nothing_in_progress_is_an_error():
+    with pytest.raises(NoReassignmentInProgressError):
+        compute_cancel({}, CancelScope())
+    record = start_reassignment("r", TP, (1, 2, 3), (4, 5, 6))
+    with pytest.raises(NoReassignmentInProgressError):
+        compute_cancel({TP: record}, CancelScope("other"))
+    with pytest.raises(NoReassignmentInProgressError):
+        SimulatedCluster(one_partition_cluster()).cancel(TP)
+
+
+def test_cancel_with_step_in_flight_cancels_in_kafka_then_reverts_or_keeps():
+    record = start_step(start_reassignment("r", TP, (1, 2, 3), (4, 5, 6)), Step((4, 1, 2, 3), (4,), (), True, True), 0.0)
+    decision = compute_cancel({TP: record}, CancelScope("t", 0))
+    assert decision.cancel_in_kafka == (TP,)
+    cancelling = decision.reassignments[TP]
+    assert cancelling.state is ReassignmentState.CANCELLING and not cancelling.wants_next_step
+    still_moving = PartitionState("t", 0, (1, 2, 3, 4), (1, 2, 3), 1, adding=(4,))
+    assert compute_cancel_observed(cancelling, still_moving) == cancelling
+    reverted = compute_cancel_observed(cancelling, compute_partition_after_cancel(still_moving))
+    assert reverted.state is ReassignmentState.REVERTING and reverted.final_target == (1, 2, 3)
+    kept = compute_cancel({TP: record}, keep=True).reassignments[TP]
+    assert compute_cancel_observed(kept, PartitionState("t", 0, (1, 2, 3))).state is ReassignmentState.DONE
+
+
+def test_supersede_keeps_the_step_in_flight_and_the_original_replicas():
+    record = start_step(start_reassignment("r", TP, (1, 2, 3), (4, 5, 6)), Step((4, 1, 2, 3), (4,)), 0.0)
+    updated = compute_reassign_request({TP: record}, {TP: (4, 2, 6)}, {TP: (1, 2, 3, 4)}, "req2")[TP]
+    assert updated.final_target == (4, 2, 6)
+    assert updated.in_flight == record.in_flight and updated.original_replicas == (1, 2, 3)
+
+
+def test_additional_partitions_join_without_disturbing_running_ones():
+    other = TopicPartition("t", 1)
+    record = start_step(start_reassignment("r", TP, (1, 2, 3), (4, 5, 6)), Step((4, 1, 2, 3), (4,)), 5.0)
+    updated = compute_reassign_request({TP: record}, {other: (2, 3, 4)}, {other: (1, 2, 3)}, "req2")
+    assert updated[TP] is record
+    assert updated[other].final_target == (2, 3, 4) and updated[other].in_flight is None
+    assert compute_reassign_request({}, {other: (1, 2, 3)}, {other: (1, 2, 3)}, "noop") == {}
+
+
+def cluster_of_partitions(n=6, brokers=8, size=1000):
+    parts = tuple(PartitionState("t", i, (i % 4, (i + 1) % 4, (i + 2) % 4), (i % 4, (i + 1) % 4, (i + 2) % 4),
+                                 i % 4, size_bytes=size) for i in range(n))
+    return Cluster(tuple(Broker(b) for b in range(brokers)), (Topic("t", parts, 2),))
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_cancel_all_mid_run_reverts_or_stops_and_keeps_the_invariants(keep):
+    cluster = cluster_of_partitions()
+    targets = {p.tp: (4 + p.partition % 4, 4 + (p.partition + 1) % 4, 4 + (p.partition + 2) % 4)
+               for p in cluster.partitions()}
+    report = run_plan(cluster, targets, Limits(3, 2, 1, 2), SimulationParams(bytes_per_sec=500),
+                      events=[CancelReassignments(3.0, keep=keep)])
+    assert report.invariant_violations == () and report.finished
+    for tp, record in report.reassignments.items():
+        assert record.state is ReassignmentState.DONE
+        if record.reason.startswith("cancelled"):
+            if not keep:
+                assert report.final_replicas[tp] == record.original_replicas
+        else:
+            assert report.final_replicas[tp] == targets[tp]
+    assert any(r.reason.startswith("cancelled") for r in report.reassignments.values())
+
+
+def test_cancel_one_topic_leaves_the_other_moving():
+    base = cluster_of_partitions(4)
+    other = Topic("u", tuple(PartitionState("u", p.partition, p.replicas, p.isr, p.leader, size_bytes=1000)
+                             for p in base.topics[0].partitions), 2)
+    cluster = Cluster(base.brokers, base.topics + (other,))
+    targets = {p.tp: (5, 6, 7) for p in cluster.partitions()}
+    report = run_plan(cluster, targets, Limits(2, 2, 1, 2), SimulationParams(bytes_per_sec=500),
+                      events=[CancelReassignments(2.0, CancelScope("u"))])
+    assert report.invariant_violations == ()
+    for tp in targets:
+        if tp.topic == "t":
+            assert report.final_replicas[tp] == (5, 6, 7)
+        else:
+            assert report.final_replicas[tp] == cluster.partition(tp).replicas

@@ -1,0 +1,158 @@
+"""Random clusters, targets, limits and faults through steps + batches + the simulated cluster.
+
+At every decision the driver checks the SPEC 6 safety invariants (limits, min ISR on completion,
+no replica targeted to a dead/draining broker or offline dir, one step per partition); these
+tests assert it saw no violation and that every reassignment ended at its target — or back at
+its original replicas when cancelled.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planning.batches import Limits
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
+from planning.reassignment import ReassignmentState
+from planning.simulator import (
+    CancelReassignments,
+    FailLogDir,
+    KillBroker,
+    RestartBroker,
+    RestoreLogDir,
+    SimulatedCluster,
+    SimulationParams,
+    run_plan,
+)
+
+DIRS = ("/d1", "/d2")
+
+
+@st.composite
+def clusters(draw):
+    n_brokers = draw(st.integers(3, 8))
+    racks = draw(st.booleans())
+    brokers = tuple(Broker(b, rack=f"r{b % 3}" if racks else None, log_dirs=tuple(LogDir(d) for d in DIRS))
+                    for b in range(n_brokers))
+    topics = []
+    for t in range(draw(st.integers(1, 3))):
+        rf = draw(st.integers(1, min(3, n_brokers)))
+        min_isr = draw(st.integers(1, rf))
+        parts = []
+        for n in range(draw(st.integers(1, 6))):
+            replicas = tuple(draw(st.permutations(range(n_brokers)))[:rf])
+            parts.append(PartitionState(
+                f"t{t}", n, replicas, replicas, replicas[0],
+                size_bytes=draw(st.one_of(st.none(), st.integers(0, 5 * 10**8))),
+                log_dirs=tuple(draw(st.sampled_from(DIRS)) for _ in replicas)))
+        topics.append(Topic(f"t{t}", tuple(parts), min_isr))
+    return Cluster(brokers, tuple(topics))
+
+
+@st.composite
+def targets_for(draw, cluster):
+    n_brokers = len(cluster.brokers)
+    targets = {}
+    for p in cluster.partitions():
+        if draw(st.booleans()):
+            m = cluster.min_isr(p.topic)
+            rf = draw(st.integers(max(m, len(p.replicas) - 1), min(n_brokers, len(p.replicas) + 1)))
+            targets[p.tp] = tuple(draw(st.permutations(range(n_brokers)))[:rf])
+    return targets
+
+
+limits_strategy = st.builds(Limits, st.integers(1, 6), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4))
+params_strategy = st.builds(SimulationParams, bytes_per_sec=st.sampled_from([10**8, 3 * 10**8]),
+                            tick_seconds=st.sampled_from([1.0, 5.0]), default_size_bytes=st.just(2 * 10**8),
+                            max_seconds=st.just(50_000.0))
+
+
+def assert_reached_targets(report, targets, cluster):
+    assert report.invariant_violations == ()
+    assert report.finished, report
+    for tp, target in targets.items():
+        record = report.reassignments.get(tp)
+        if record is not None and record.reason.startswith("cancelled"):
+            continue
+        assert report.final_replicas[tp] == target
+    for tp, record in report.reassignments.items():
+        assert record.state is ReassignmentState.DONE
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_plans_end_at_their_targets_without_breaking_invariants(data):
+    cluster = data.draw(clusters())
+    targets = data.draw(targets_for(cluster))
+    report = run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy))
+    assert_reached_targets(report, targets, cluster)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_transient_faults_mid_run_keep_the_invariants_and_the_plan_completes(data):
+    cluster = data.draw(clusters())
+    targets = data.draw(targets_for(cluster))
+    broker = data.draw(st.integers(0, len(cluster.brokers) - 1))
+    start = data.draw(st.floats(0, 30))
+    down_for = data.draw(st.floats(1, 200))
+    if data.draw(st.booleans()):
+        events = [KillBroker(start, broker), RestartBroker(start + down_for, broker)]
+    else:
+        path = data.draw(st.sampled_from(DIRS))
+        events = [FailLogDir(start, broker, path), RestoreLogDir(start + down_for, broker, path)]
+    report = run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy), events)
+    assert_reached_targets(report, targets, cluster)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_cancel_mid_run_reverts_every_cancelled_partition(data):
+    cluster = data.draw(clusters())
+    targets = data.draw(targets_for(cluster))
+    keep = data.draw(st.booleans())
+    report = run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy),
+                      [CancelReassignments(data.draw(st.floats(0, 20)), keep=keep)])
+    assert_reached_targets(report, targets, cluster)
+    for tp, record in report.reassignments.items():
+        if record.reason.startswith("cancelled") and not keep:
+            assert report.final_replicas[tp] == record.original_replicas
+
+
+def test_a_permanently_dead_broker_blocks_only_the_partitions_that_need_it():
+    brokers = tuple(Broker(b) for b in range(6))
+    parts = (PartitionState("t", 0, (0, 1, 2), (0, 1, 2), 0, size_bytes=10),
+             PartitionState("t", 1, (0, 1, 2), (0, 1, 2), 0, size_bytes=10))
+    cluster = Cluster(brokers, (Topic("t", parts, 2),))
+    targets = {parts[0].tp: (0, 1, 3), parts[1].tp: (0, 1, 5)}
+    report = run_plan(cluster, targets, Limits(), SimulationParams(bytes_per_sec=1, max_seconds=200),
+                      [KillBroker(0.0, 5)])
+    assert report.invariant_violations == ()
+    assert report.final_replicas[parts[0].tp] == (0, 1, 3)
+    assert report.final_replicas[parts[1].tp] == (0, 1, 2) and not report.finished
+
+
+def test_fetch_bandwidth_is_shared_among_the_replicas_a_broker_copies():
+    brokers = tuple(Broker(b) for b in range(4))
+    parts = tuple(PartitionState("t", n, (0, 1), (0, 1), 0, size_bytes=size) for n, size in ((0, 100), (1, 300)))
+    sim = SimulatedCluster(Cluster(brokers, (Topic("t", parts, 1),)), SimulationParams(bytes_per_sec=100))
+    for p in parts:
+        sim.submit_step(p.tp, (0, 1, 3))
+    sim.tick(1.0)  # 50 bytes each
+    assert all(3 not in sim.partition(p.tp).isr for p in parts)
+    sim.tick(1.0)  # partition 0 done at 100; its spare share goes to partition 1
+    assert sim.partition(parts[0].tp).replicas == (0, 1, 3)
+    sim.tick(2.0)  # 100 + 200 = 300 for partition 1
+    assert sim.partition(parts[1].tp).replicas == (0, 1, 3)
+
+
+def test_peak_replicas_per_partition_stays_within_the_larger_list_plus_r():
+    brokers = tuple(Broker(b) for b in range(10))
+    p = PartitionState("t", 0, (0, 1, 2, 3, 4), (0, 1, 2, 3, 4), 0, size_bytes=10)
+    report = run_plan(Cluster(brokers, (Topic("t", (p,), 1),)), {p.tp: (5, 6, 7, 8, 9)},
+                      Limits(max_replica_movements=2), SimulationParams(bytes_per_sec=10))
+    assert report.finished and report.steps == 4
+    # (5, 0, 1, 2, 3, 4) while 6 is added: |CR| + 1 = 7 = max(|CR0|, |FTR|) + R
+    assert report.peak_replicas_per_partition == 7
+    assert report.invariant_violations == ()
