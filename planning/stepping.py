@@ -11,14 +11,15 @@ ORDER (the code follows it):
    - step in flight complete (completion.py) → count it; Kafka finished but TR[0] does not lead
      → ask for a preferred-leader election; still running past the stall timeout → report it;
    - nothing in flight and replicas == final target → DONE; else its next step (steps.py) is a
-     candidate.
+     candidate — one that also drops offline leaving replicas the SPEC step would keep (see
+     `compute_reachable_step`).
 2. Choose the steps that start now (batches.py) against everything still in flight.
 3. Mark them in flight with `started_at = now`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from planning.batches import Deferral, Limits, PlannedStep, compute_batch_decision
@@ -30,9 +31,9 @@ from planning.completion import (
     is_step_stalled,
     needs_leader_election,
 )
-from planning.model import Cluster, TopicPartition
+from planning.model import Cluster, PartitionState, TopicPartition
 from planning.reassignment import Reassignment, ReassignmentState, complete_step, finish, start_step
-from planning.steps import compute_next_step
+from planning.steps import Step, compute_next_step
 
 
 @dataclass(frozen=True)
@@ -89,14 +90,7 @@ def compute_stepping(
                 record = finish(record)
                 finished.append(tp)
             else:
-                step = compute_next_step(
-                    partition.replicas,
-                    record.final_target,
-                    partition.isr,
-                    limits.max_replica_movements,
-                    cluster.min_isr(tp.topic),
-                    leader=partition.leader,
-                )
+                step = compute_reachable_step(record, partition, cluster, limits)
                 if step is not None:
                     candidates.append(PlannedStep(tp, step, _log_dirs_for(record, step.adding)))
         updated[tp] = record
@@ -113,6 +107,49 @@ def compute_stepping(
         stalled=tuple(stalled),
         deferred=decision.deferred,
     )
+
+
+def compute_reachable_step(
+    record: Reassignment, partition: PartitionState, cluster: Cluster, limits: Limits
+) -> Step | None:
+    """The SPEC 5.1 step, unless it would keep a leaving replica that is offline.
+
+    A replica on a dead broker or an offline dir can never rejoin the ISR, so a step whose target
+    keeps it never completes (SPEC 5.3) — and it would target a dead broker (SPEC 6). This
+    happens when healing makes a new broker the preferred leader: SPEC 5.1 adds it alone and
+    drops nothing. Such a step also drops its offline leaving replicas, which loses no
+    redundancy, since they are out of sync, and the ISR after it is no smaller than before. With
+    no replica in sync at all the offline copies may hold the only data, so nothing is dropped
+    and the partition waits (OfflinePartitions).
+    """
+    step = compute_next_step(
+        partition.replicas,
+        record.final_target,
+        partition.isr,
+        limits.max_replica_movements,
+        cluster.min_isr(partition.topic),
+        leader=partition.leader,
+    )
+    if step is None:
+        return None
+    offline_kept = [
+        b for b in partition.replicas
+        if b not in record.final_target and b in step.target and b not in partition.isr
+        and _replica_offline(cluster, partition, b)
+    ]
+    if not offline_kept or not set(partition.isr) & set(partition.replicas):
+        return step
+    return replace(
+        step,
+        target=tuple(b for b in step.target if b not in offline_kept),
+        removing=step.removing + tuple(offline_kept),
+        leader_movement=step.leader_movement or partition.leader in offline_kept,
+    )
+
+
+def _replica_offline(cluster: Cluster, partition: PartitionState, broker_id: int) -> bool:
+    broker = cluster.broker(broker_id)
+    return broker is None or not broker.alive or broker_id in partition.offline_replicas
 
 
 def _log_dirs_for(record: Reassignment, adding: tuple[int, ...]) -> tuple[tuple[int, str], ...]:

@@ -54,3 +54,10 @@ def test_healing_a_dead_broker_keeps_the_invariants(data):
     params = SimulationParams(bytes_per_sec=10**8, max_seconds=5_000.0)
     report = run_plan(cluster, plan.targets, data.draw(limits_strategy), params, [KillBroker(0.0, dead)])
     assert report.invariant_violations == ()
+    # Every partition that kept a replica in sync is healed to its target; one whose only
+    # replicas were on the dead broker cannot be (its data is there) and waits.
+    start = cluster.partitions_by_tp
+    for tp, target in plan.targets.items():
+        survivors = [b for b in start[tp].replicas if b != dead]
+        if survivors:
+            assert report.final_replicas[tp] == target, (tp, start[tp].replicas, target)
