@@ -71,16 +71,16 @@ def compute_topic_quotas(
             cap = tree.node_capacity[child]
             low = high = 0
             for replicas, count in histogram.items():
-                level, _ = tree.waterfill(node, replicas)
+                level, extras = tree.waterfill(node, replicas)
                 low += min(cap, level) * count
-                high += min(cap, level + 1) * count
+                high += min(cap, level + (1 if extras else 0)) * count
             shares.append((0, child, cap, low, high, node_current[child], node_load[child]))
         for broker_id in tree.node_brokers[node]:
             low = high = 0
             for replicas, count in histogram.items():
-                level, _ = tree.waterfill(node, replicas)
+                level, extras = tree.waterfill(node, replicas)
                 low += min(1, level) * count
-                high += min(1, level + 1) * count
+                high += min(1, level + (1 if extras else 0)) * count
             shares.append(
                 (
                     1,

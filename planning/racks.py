@@ -86,13 +86,14 @@ class RackTree:
 
         Keys are child node ids (int) and `("broker", id)` for brokers hanging at `node`.
         """
-        level, _ = self.waterfill(node, replicas)
+        level, extras = self.waterfill(node, replicas)
+        step = 1 if extras else 0  # no extras: every child gets exactly its low count
         counts: dict[object, tuple[int, int]] = {}
         for child in self.node_children[node]:
             cap = self.node_capacity[child]
-            counts[child] = (min(cap, level), min(cap, level + 1))
+            counts[child] = (min(cap, level), min(cap, level + step))
         for broker_id in self.node_brokers[node]:
-            counts[("broker", broker_id)] = (min(1, level), min(1, level + 1))
+            counts[("broker", broker_id)] = (min(1, level), min(1, level + step))
         return counts
 
     def fits(self, hang_nodes: tuple[int, ...], replication_factor: int, pending: int = -1) -> bool:

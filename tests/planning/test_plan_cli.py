@@ -1,0 +1,85 @@
+"""`reassigner plan` end to end on files, through a fresh typer app (CliRunner)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from placement_checks import hard_constraint_violations
+from planning.model import Broker
+from planning.placement import Goal
+from planning.snapshot import cluster_from_json, reassignment_from_json
+from reassigner.commands.plan import register
+from reassigner.errors import MalformedInputError
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+    app.command("noop")(lambda: None)  # keep `plan` a sub-command
+    return app
+
+
+def snapshot(tmp_path):
+    data = {
+        "brokers": [{"id": i, "rack": f"r{i % 3}"} for i in range(6)],
+        "topics": [{"name": "orders", "partitions": [
+            {"partition": p, "replicas": [p % 6, (p + 1) % 6, (p + 2) % 6], "size_bytes": 100} for p in range(24)
+        ]}],
+    }
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(data))
+    return path, data
+
+
+def test_plan_writes_reassignment_and_summary(app, tmp_path):
+    path, data = snapshot(tmp_path)
+    out, summary = tmp_path / "plan.json", tmp_path / "summary.json"
+    result = CliRunner().invoke(app, [
+        "plan", "--snapshot", str(path), "--add-broker", "6:r0", "--add-broker", "7:r1",
+        "--add-broker", "8:r2", "--remove-broker", "1", "--output", str(out), "--summary-json", str(summary),
+    ])
+    assert result.exit_code == 0, result.output
+    facts = json.loads(summary.read_text())
+    for key in ("replica_moves", "replica_moves_lower_bound", "bytes_moved", "leader_changes",
+                "replicas_before", "replicas_after", "leaders_before", "leaders_after", "warnings"):
+        assert key in facts
+    assert facts["rack_violations"] == 0
+    assert facts["replicas_after"]["1"] == 0
+    targets = reassignment_from_json(json.loads(out.read_text()), "plan.json")
+    assert len(targets) == facts["partitions_changed"] > 0
+    cluster = cluster_from_json(data, "snap")
+    goal = Goal(add_brokers=(Broker(6, "r0"), Broker(7, "r1"), Broker(8, "r2")), drain_brokers=frozenset({1}))
+
+    class Plan:
+        pass
+
+    plan = Plan()
+    plan.targets = {tp: r for tp, (r, _) in targets.items()}
+    assert hard_constraint_violations(cluster, goal, plan) == []
+    assert "replica moves" in result.output  # the summary (stderr is mixed in by CliRunner)
+
+
+def test_plan_to_stdout(app, tmp_path):
+    path, _ = snapshot(tmp_path)
+    result = CliRunner().invoke(app, ["plan", "--snapshot", str(path), "--add-broker", "6"])
+    assert result.exit_code == 0
+    assert '"version": 1' in result.output
+
+
+def test_bad_json_names_file_line_and_column(app, tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"brokers": [\n  {"id": 1,}\n]}')
+    result = CliRunner().invoke(app, ["plan", "--snapshot", str(path)])
+    assert isinstance(result.exception, MalformedInputError)
+    assert "broken.json" in str(result.exception) and "line 2 column" in str(result.exception)
+
+
+def test_bad_add_broker_flag(app, tmp_path):
+    path, _ = snapshot(tmp_path)
+    result = CliRunner().invoke(app, ["plan", "--snapshot", str(path), "--add-broker", "x:r1"])
+    assert isinstance(result.exception, MalformedInputError)
