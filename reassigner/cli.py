@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "reassigner.commands.simulate",
     "reassigner.commands.edge",
     "reassigner.commands.run",
+    "reassigner.commands.demo",
 )
 
 app = typer.Typer(

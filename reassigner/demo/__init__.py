@@ -1,0 +1,1 @@
+"""The demo: the whole product on a real local cluster, as a story a new user can follow."""
