@@ -27,6 +27,8 @@ system-packages:
 	command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing="$$missing redis-server"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	if command -v docker >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1; then \
+	  command -v docker-compose >/dev/null 2>&1 || missing="$$missing docker-compose"; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

@@ -1,8 +1,8 @@
 """docker-compose.yml describes the same stack as the local scripts (SPEC 9).
 
 Two checks, each with the best tool at hand:
-- `docker compose config` validates the file against the Compose specification when the Docker
-  client has the compose plugin (it needs no engine);
+- `docker compose config` (or the standalone `docker-compose config`) validates the file against
+  the Compose specification (it needs no engine);
 - the structure (services, a rack and two log dirs per broker, Redis durability) is checked on
   the parsed file: from `docker compose config --format json`, else PyYAML in this interpreter,
   else PyYAML in a system `python3` (the project adds no YAML dependency for one test).
@@ -26,11 +26,21 @@ EXPECTED_RACKS = {"broker-1": "/dc1/r1", "broker-2": "/dc1/r2", "broker-3": "/dc
 YAML_TO_JSON = "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)"
 
 
+def compose_command() -> list[str] | None:
+    """`docker compose` (the plugin) if the Docker client has it, else the standalone
+    `docker-compose` (Debian's package, which `make` installs where the Docker client is)."""
+    if shutil.which("docker") is not None:
+        result = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True,
+                                timeout=30)
+        if result.returncode == 0:
+            return ["docker", "compose"]
+    if shutil.which("docker-compose") is not None:
+        return ["docker-compose"]
+    return None
+
+
 def docker_compose_available() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    result = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, timeout=30)
-    return result.returncode == 0
+    return compose_command() == ["docker", "compose"]
 
 
 def parse_compose_file() -> dict[str, Any]:
@@ -64,14 +74,15 @@ def environment_of(service: dict[str, Any]) -> dict[str, str]:
 
 
 def test_docker_compose_config_validates_the_file() -> None:
-    if not docker_compose_available():
-        pytest.skip("the Docker client has no compose plugin here (`docker compose version` fails)")
+    command = compose_command()
+    if command is None:
+        pytest.skip("neither `docker compose` nor `docker-compose` is installed here")
     result = subprocess.run(
-        ["docker", "compose", "-f", str(COMPOSE_FILE), "config", "-q"], capture_output=True, text=True, timeout=60
+        [*command, "-f", str(COMPOSE_FILE), "config", "-q"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     listed = subprocess.run(
-        ["docker", "compose", "-f", str(COMPOSE_FILE), "config", "--services"],
+        [*command, "-f", str(COMPOSE_FILE), "config", "--services"],
         capture_output=True, text=True, timeout=60,
     )
     assert EXPECTED_SERVICES <= set(listed.stdout.split())

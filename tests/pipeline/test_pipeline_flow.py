@@ -1,0 +1,193 @@
+"""The pipeline against the real stack: events shaped as the watcher publishes them go into real
+Kafka topics, the real Spark query decides with state in real Redis, commands and alerts come out
+on real topics. Event times drive the clock (no ticks), so grace periods are deterministic."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from planning.model import TopicPartition
+from harness import (
+    T0,
+    Harness,
+    alerts_of,
+    broker_event,
+    commands_of,
+    partition_event,
+    request,
+    topic_event,
+)
+
+pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
+
+GRACE_SECONDS = 5
+MAX_PARTITION_MOVEMENTS = 2
+
+
+@pytest.fixture
+def pipeline(local_stack, spark, redis_client, redis_url, tmp_path):
+    from confluent_kafka import Producer
+
+    from handlers.policy import Policy
+    from reassigner.settings import load_settings
+    from streams.pipeline import PipelineRunner, ensure_topics, run_pipeline
+
+    prefix = f"p{uuid.uuid4().hex[:8]}"
+    settings = load_settings(
+        bootstrap_servers=local_stack.bootstrap_servers, redis_url=redis_url, topic_prefix=prefix,
+        cluster_name=prefix, broker_add_grace_seconds=GRACE_SECONDS,
+        broker_failure_grace_seconds=GRACE_SECONDS, max_partition_movements=MAX_PARTITION_MOVEMENTS,
+        max_leader_movements=MAX_PARTITION_MOVEMENTS, max_replica_movements=1,
+        max_movements_per_broker=MAX_PARTITION_MOVEMENTS, trigger_interval="300 milliseconds",
+        tick_interval_seconds=0,
+    )
+    # One partition per topic: the tests rely on the order they send in.
+    ensure_topics(local_stack.bootstrap_servers, {}, settings, replication_factor=1, partitions=1)
+    producer = Producer({"bootstrap.servers": local_stack.bootstrap_servers, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 1})
+    policy = Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})
+    runner = PipelineRunner(settings, redis_client, producer, policy)
+    query = run_pipeline(spark, settings, runner, {}, tmp_path / "checkpoint", tick_interval_seconds=0)
+    harness = Harness(local_stack.bootstrap_servers, prefix, prefix)
+    yield harness, runner
+    query.stop()
+    harness.close()
+    producer.flush(10)
+
+
+def send_cluster(harness: Harness, brokers=(1, 2, 3), partitions=4, at=T0) -> None:
+    for broker in brokers:
+        harness.send("broker-membership", broker_event(broker, "unfenced", at))
+    harness.send("topic-state", topic_event("orders", partitions, at))
+    for p in range(partitions):
+        harness.send("isr-changes", partition_event("orders", p, [1, 2, 3], at, leader=1))
+
+
+def tick(harness: Harness, at: int) -> None:
+    harness.send("requests", request("Tick", {}, at))
+
+
+def steps(harness: Harness, timeout: float = 20, at_least: int = 0) -> list[dict]:
+    return commands_of(harness.read("commands", lambda seen: len(commands_of(seen, "ReassignmentStep"))
+                                    >= at_least, timeout), "ReassignmentStep")
+
+
+def settle(runner, seconds: float = 4.0) -> None:
+    """Let a few micro-batches pass (the trigger is 300 ms)."""
+    batches = runner.stats.batches
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert runner.stats.batches >= batches
+
+
+def test_a_broker_added_leads_after_the_grace_period_to_at_most_p_steps(pipeline):
+    harness, runner = pipeline
+    send_cluster(harness)
+    harness.send("broker-membership", broker_event(4, "unfenced", T0 + 1000))
+    alerts = harness.read("alerts", lambda seen: alerts_of(seen, "BrokerAdded"))
+    assert alerts_of(alerts, "BrokerAdded")
+
+    tick(harness, T0 + 1000 + GRACE_SECONDS * 1000 - 1500)  # still within the grace period
+    settle(runner)
+    assert steps(harness, timeout=1) == []
+
+    tick(harness, T0 + 1000 + GRACE_SECONDS * 1000 + 500)
+    started = steps(harness, at_least=1)
+    assert 1 <= len(started) <= MAX_PARTITION_MOVEMENTS
+    for command in started:
+        assert 4 in command["payload"][1]["target_replicas"]
+        assert command["epoch"] == runner.state.epoch
+    assert alerts_of(harness.read("alerts", lambda seen: alerts_of(seen, "PlanCreated")), "PlanCreated")
+
+
+def test_completion_advances_exactly_the_completed_partitions_and_an_isr_behind_holds(pipeline):
+    harness, runner = pipeline
+    send_cluster(harness)
+    harness.send("broker-membership", broker_event(4, "unfenced", T0 + 1000))
+    tick(harness, T0 + 1000 + GRACE_SECONDS * 1000 + 500)
+    first = steps(harness, at_least=MAX_PARTITION_MOVEMENTS)
+    assert len(first) == MAX_PARTITION_MOVEMENTS
+    done, behind = first[0]["payload"][1], first[1]["payload"][1]
+    now = T0 + 20_000
+    # `done`: Kafka finished its step (replicas == target, all in sync, the new leader leads).
+    target = done["target_replicas"]
+    harness.send("isr-changes", partition_event("orders", done["partition"], target, now,
+                                                leader=target[0], epoch=1))
+    # `behind`: the new replica was added but has not joined the ISR.
+    target_behind = behind["target_replicas"]
+    harness.send("isr-changes", partition_event(
+        "orders", behind["partition"], target_behind, now, epoch=1,
+        isr=[b for b in target_behind if b not in behind["adding"]], leader=1))
+    later = steps(harness, at_least=MAX_PARTITION_MOVEMENTS + 1)[len(first):]
+    assert later, "the completed partition's slot was not refilled"
+    assert all(c["payload"][1]["partition"] != behind["partition"] for c in later)
+    assert len(later) == 1  # exactly one slot freed: P stays the bound
+    settle(runner)
+    assert len(steps(harness, timeout=1)) == MAX_PARTITION_MOVEMENTS + 1
+
+
+def test_a_cancel_yields_a_cancellation_and_the_revert(pipeline):
+    harness, runner = pipeline
+    send_cluster(harness, partitions=2)
+    harness.send("broker-membership", broker_event(4, "unfenced", T0))
+    harness.send("broker-membership", broker_event(5, "unfenced", T0))
+    harness.send("requests", request("Reassign", {
+        "partitions": [{"topic": "orders", "partition": 0, "replicas": [4, 5, 3], "log_dirs": []}],
+        "additional": False}, T0 + 100, "manual-1"))
+    [step] = steps(harness, at_least=1)
+    fields = step["payload"][1]
+    # Kafka runs the step: adding 4 while keeping 1, 2, 3.
+    harness.send("isr-changes", partition_event("orders", 0, [1, 2, 3] + fields["adding"], T0 + 200,
+                                                isr=[1, 2, 3], adding=fields["adding"], epoch=1))
+    harness.send("requests", request("Cancel", {"topic": None, "partition": None, "keep": False},
+                                     T0 + 300, "cancel-1"))
+    cancels = commands_of(harness.read("commands", lambda seen: commands_of(seen, "CancelReassignment")),
+                          "CancelReassignment")
+    assert len(cancels) == 1 and cancels[0]["payload"][1]["partition"] == 0
+    # Kafka reverts the cancelled step: the original replicas, nothing moving.
+    harness.send("isr-changes", partition_event("orders", 0, [1, 2, 3], T0 + 400, epoch=2))
+    alerts = harness.read("alerts", lambda seen: alerts_of(seen, "ReassignmentCancelled"))
+    assert alerts_of(alerts, "ReassignmentCancelled")
+    assert runner.state.reassignments == {}
+
+
+def test_an_invalid_request_is_rejected_and_nothing_else_changes(pipeline):
+    harness, runner = pipeline
+    send_cluster(harness, partitions=2)
+    harness.send("requests", request("Reassign", {
+        "partitions": [{"topic": "orders", "partition": 0, "replicas": [1, 99, 3], "log_dirs": []}],
+        "additional": False}, T0 + 100, "bad-1"))
+    harness.send("requests", request("Cancel", {"topic": None, "partition": None, "keep": False},
+                                     T0 + 200, "bad-2"))
+    alerts = harness.read("alerts", lambda seen: len(alerts_of(seen, "RequestRejected")) >= 2)
+    rejected = alerts_of(alerts, "RequestRejected")
+    codes = sorted(a["details"].get("code", "") for a in rejected)
+    assert codes == ["INVALID_REPLICA_ASSIGNMENT", "NO_REASSIGNMENT_IN_PROGRESS"]
+    assert any("99" in a["message"] for a in rejected)
+    settle(runner)
+    assert steps(harness, timeout=1) == []
+    assert runner.state.reassignments == {}
+
+
+def test_garbage_reaches_the_dead_letter_topic_and_the_next_event_is_still_handled(pipeline):
+    harness, runner = pipeline
+    send_cluster(harness, partitions=2)
+    harness.send("isr-changes", None, raw=b"\x00\x01 definitely not avro \xff\xfe")
+    harness.send("isr-changes", partition_event("orders", 1, [1, 2, 3], T0 + 500, isr=[1, 2],
+                                                epoch=3))
+    dead = harness.read("dead-letter", lambda seen: len(seen) >= 1)
+    assert dead[0]["value"] == b"\x00\x01 definitely not avro \xff\xfe"
+    assert dead[0]["source_topic"] == harness.topic("isr-changes") and dead[0]["reason"]
+    alerts = harness.read("alerts", lambda seen: alerts_of(seen, "BadEvent"))
+    assert alerts_of(alerts, "BadEvent")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        partition = runner.state.cluster.partition(TopicPartition("orders", 1))
+        if partition is not None and partition.isr == (1, 2):
+            break
+        time.sleep(0.3)
+    assert partition is not None and partition.isr == (1, 2)
