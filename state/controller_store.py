@@ -239,6 +239,10 @@ class ControllerStore:
             command_sequence=int(meta.get("command_sequence", 0)),
         )
 
+    def last_batch(self) -> int:
+        value = self.client.hget(self.keys["meta"], "last_batch")
+        return int(value) if value is not None else -1
+
     def bump_epoch(self) -> int:
         """A new pipeline instance takes over: its commands carry a higher epoch than any before."""
         return int(self.client.hincrby(self.keys["meta"], "epoch", 1))

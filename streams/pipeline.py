@@ -159,6 +159,25 @@ def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
                        bad_records=tuple(bad))
 
 
+def with_redis_retry(action: Callable[[], Any], doing: str, give_up_after: float = 300.0) -> Any:
+    """Run a Redis operation, riding out a Redis restart: connection errors are retried with
+    backoff (logged "will retry in N s"); after `give_up_after` seconds the error propagates and
+    the batch fails (Spark re-runs it when the query is restarted)."""
+    import redis
+
+    deadline = time.monotonic() + give_up_after
+    delay = 0.2
+    while True:
+        try:
+            return action()
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as error:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("%s: Redis unavailable (%s); will retry in %.1f s", doing, error, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
 class PipelineRunner:
     """The imperative shell around `decide`: Redis, Kafka and Spark live here."""
 
@@ -176,12 +195,9 @@ class PipelineRunner:
     # --- start ----------------------------------------------------------------------------------
     def start(self) -> ControllerState:
         """Load the state, take over with a new epoch, re-publish outboxes left by a crash."""
-        epoch = self.store.bump_epoch()
-        self.state = self.store.load().with_changes(epoch=epoch)
-        for batch_id, messages in self.store.pending_outbox():
-            log.info("re-publishing the outbox of batch %d (%d messages)", batch_id, len(messages))
-            self.publish(messages)
-            self.store.mark_published(batch_id)
+        epoch = with_redis_retry(self.store.bump_epoch, "bumping the planner epoch")
+        self.state = with_redis_retry(self.store.load, "loading the state").with_changes(epoch=epoch)
+        self.republish_pending()
         log.info("pipeline started: epoch %d, last batch %d, %d partitions, %d reassignments",
                  epoch, self.state.last_batch, len(self.state.cluster.partitions_by_tp),
                  len(self.state.reassignments))
@@ -194,9 +210,7 @@ class PipelineRunner:
             phases: dict[str, float] = {}
             if batch_id <= self.state.last_batch:  # 1. a replay
                 self.stats.replayed += 1
-                for pending_id, messages in self.store.pending_outbox():
-                    self.publish(messages)
-                    self.store.mark_published(pending_id)
+                self.republish_pending()
                 return
             kept, bad = reduce_batch(batch, self.settings)  # 2. reduce in Spark
             rows = [(r.topic, r.partition, r.offset, r.value) for r in kept.collect()]
@@ -217,16 +231,22 @@ class PipelineRunner:
         phases["decide"] = time.perf_counter() - mark
         new_state = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
         mark = time.perf_counter()
-        committed = self.store.commit(batch_id, self.state, new_state, decision.outbox)  # 5.
+        committed = with_redis_retry(  # 5. persist
+            lambda: self.store.commit(batch_id, self.state, new_state, decision.outbox),
+            f"committing batch {batch_id}")
         phases["persist"] = time.perf_counter() - mark
+        if not committed and with_redis_retry(self.store.last_batch, "reading the batch id") == batch_id:
+            committed = True  # our own commit, whose reply was lost when Redis went away
         if not committed:
             log.warning("batch %d was committed by another writer; reloading state", batch_id)
-            self.state = self.store.load().with_changes(epoch=self.state.epoch)
+            self.state = with_redis_retry(self.store.load, "reloading the state").with_changes(
+                epoch=self.state.epoch)
             return
         self.state = new_state
         mark = time.perf_counter()
         self.publish(decision.outbox)  # 6. publish
-        self.store.mark_published(batch_id)  # 7. mark published
+        with_redis_retry(lambda: self.store.mark_published(batch_id),  # 7. mark published
+                         f"marking batch {batch_id} published")
         phases["publish"] = time.perf_counter() - mark
         self.stats.batches += 1
         self.stats.input_rows += len(rows) + len(bad_rows)
@@ -236,6 +256,14 @@ class PipelineRunner:
         self.stats.last_phase_seconds = phases
         if decision.outbox:
             log.info("batch %d: %d rows, %d messages out", batch_id, len(rows), len(decision.outbox))
+
+    def republish_pending(self) -> None:
+        """Outboxes committed but not confirmed published (a crash between 5 and 7): again."""
+        pending = with_redis_retry(self.store.pending_outbox, "reading the outbox")
+        for batch_id, messages in pending:
+            log.info("re-publishing the outbox of batch %d (%d messages)", batch_id, len(messages))
+            self.publish(messages)
+            with_redis_retry(lambda: self.store.mark_published(batch_id), "marking published")
 
     # --- publishing -------------------------------------------------------------------------------
     def publish(self, messages: list[OutboundMessage] | tuple[OutboundMessage, ...]) -> None:

@@ -1,0 +1,178 @@
+"""Crash tests: the real pipeline process (`reassigner run`) is SIGKILLed at random moments of a
+multi-step reassignment and restarted; Redis is killed and restarted mid-run. The cluster side is
+the simulated cluster (see simulated_kafka.py). Nothing may be lost or contradictory:
+- no command id is ever published with two different contents;
+- every partition's steps are exactly those of an uninterrupted run (the SPEC 5.1 sequence when
+  each step completes in sync), and every partition ends at its target.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from harness import T0, Harness, broker_event, request, topic_event
+from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
+from planning.steps import compute_step_sequence
+from reassigner.local.processes import free_port, stop, tail
+from reassigner.local.redis_server import start_redis
+from simulated_kafka import SimulatedKafka
+
+pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
+
+PARTITIONS = 6
+ORIGINAL = (1, 2, 3)
+TARGETS = {p: ((4, 5, 3), (3, 4, 5), (2, 4, 1), (5, 1, 2), (4, 2, 3), (1, 5, 4))[p] for p in range(PARTITIONS)}
+
+
+def start_pipeline(environment: dict[str, str], log_file: Path) -> subprocess.Popen:
+    with open(log_file, "ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "reassigner.cli", "run", "--verbose"],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **environment}, start_new_session=True)
+
+
+@pytest.fixture
+def crash_run(local_stack, tmp_path, cache_dir):
+    redis_port = free_port()
+    redis_dir = tmp_path / "redis"
+    redis_pid = start_redis(redis_port, redis_dir)
+    prefix = f"c{uuid.uuid4().hex[:8]}"
+    environment = {
+        "REASSIGNER_BOOTSTRAP_SERVERS": local_stack.bootstrap_servers,
+        "REASSIGNER_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "REASSIGNER_TOPIC_PREFIX": prefix, "REASSIGNER_CLUSTER_NAME": prefix,
+        "REASSIGNER_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
+        "REASSIGNER_CACHE_DIR": str(cache_dir), "REASSIGNER_TICK_INTERVAL_SECONDS": "0",
+        "REASSIGNER_TRIGGER_INTERVAL": "300 milliseconds",
+        "REASSIGNER_MAX_PARTITION_MOVEMENTS": "3", "REASSIGNER_MAX_LEADER_MOVEMENTS": "3",
+        "REASSIGNER_MAX_REPLICA_MOVEMENTS": "1", "REASSIGNER_MAX_MOVEMENTS_PER_BROKER": "3",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    from reassigner.settings import load_settings
+    from streams.pipeline import ensure_topics
+
+    settings = load_settings(topic_prefix=prefix)
+    ensure_topics(local_stack.bootstrap_servers, {}, settings, replication_factor=1, partitions=1)
+    harness = Harness(local_stack.bootstrap_servers, prefix, prefix)
+    cluster = Cluster(
+        tuple(Broker(i, f"/dc1/r{i}") for i in range(1, 6)),
+        (Topic("orders", tuple(PartitionState("orders", p, ORIGINAL, ORIGINAL, 1, 20_000)
+                               for p in range(PARTITIONS)), 1),),
+    )
+    simulated = SimulatedKafka(harness, cluster, bytes_per_sec=10_000)
+    for broker in range(1, 6):
+        harness.send("broker-membership", broker_event(broker, "unfenced", T0))
+    harness.send("topic-state", topic_event("orders", PARTITIONS, T0, min_isr=1))
+    simulated.publish_all()
+    run = {"environment": environment, "harness": harness, "simulated": simulated,
+           "log": tmp_path / "pipeline.log", "redis": (redis_port, redis_dir, redis_pid)}
+    yield run
+    process = run.get("process")
+    if process is not None:
+        stop(process.pid)
+    stop(run["redis"][2])
+    harness.close()
+
+
+def request_the_reassignment(run) -> None:
+    run["harness"].send("requests", request("Reassign", {
+        "partitions": [{"topic": "orders", "partition": p, "replicas": list(t), "log_dirs": None}
+                       for p, t in TARGETS.items()], "additional": False}, T0 + 100, "crash-test"))
+
+
+def finished(simulated: SimulatedKafka) -> bool:
+    return all(simulated.sim.partition(TopicPartition("orders", p)).replicas == TARGETS[p]
+               and not simulated.sim.partition(TopicPartition("orders", p)).reassigning
+               for p in range(PARTITIONS))
+
+
+def drive(run, seconds: float, disturb=None) -> None:
+    """Pump the simulated cluster until every partition is at its target (or time runs out)."""
+    simulated = run["simulated"]
+    deadline = time.monotonic() + seconds
+    while not finished(simulated):
+        assert time.monotonic() < deadline, (
+            f"not finished in {seconds} s; pipeline log:\n{tail(run['log'], 40)}")
+        if run["process"].poll() is not None and not run.get("expect_down"):
+            raise AssertionError(f"the pipeline died:\n{tail(run['log'], 40)}")
+        simulated.pump(1.0)
+        simulated.tick_request()
+        if disturb is not None:
+            disturb()
+
+
+def check_no_contradiction_and_exact_steps(simulated: SimulatedKafka) -> None:
+    by_id: dict[str, list[dict]] = defaultdict(list)
+    for command in simulated.commands:
+        by_id[command["id"]].append(command)
+    for command_id, copies in by_id.items():
+        assert all(c == copies[0] for c in copies), f"{command_id} published with different contents"
+    targets_by_partition: dict[int, list[tuple[int, ...]]] = defaultdict(list)
+    for command in sorted({c["id"]: c for c in simulated.commands}.values(), key=lambda c: c["step"]):
+        kind, fields = command["payload"]
+        if kind == "ReassignmentStep":
+            targets_by_partition[fields["partition"]].append(tuple(fields["target_replicas"]))
+    for p, target in TARGETS.items():
+        expected = [s.target for s in compute_step_sequence(ORIGINAL, target, ORIGINAL, 1, 1)]
+        assert targets_by_partition[p] == expected, (p, targets_by_partition[p], expected)
+
+
+def test_sigkill_at_random_moments_loses_and_doubles_nothing(crash_run):
+    run = crash_run
+    run["process"] = start_pipeline(run["environment"], run["log"])
+    request_the_reassignment(run)
+    chooser = random.Random(int(os.environ.get("CRASH_SEED", "7")))
+    kills = {"left": 3, "next": time.monotonic() + chooser.uniform(25, 35)}
+
+    def maybe_kill() -> None:
+        if kills["left"] and time.monotonic() >= kills["next"]:
+            os.kill(run["process"].pid, signal.SIGKILL)
+            run["process"].wait(30)
+            run["process"] = start_pipeline(run["environment"], run["log"])
+            kills["left"] -= 1
+            kills["next"] = time.monotonic() + chooser.uniform(22, 32)
+
+    drive(run, 420, maybe_kill)
+    assert kills["left"] < 3, "the run finished before any kill: make the reassignment longer"
+    check_no_contradiction_and_exact_steps(run["simulated"])
+
+
+def test_a_redis_restart_mid_run_keeps_the_state(crash_run):
+    import redis
+
+    from state.controller_store import ControllerStore
+
+    run = crash_run
+    run["process"] = start_pipeline(run["environment"], run["log"])
+    request_the_reassignment(run)
+    redis_port, redis_dir, redis_pid = run["redis"]
+    store = ControllerStore(redis.Redis(port=redis_port), run["environment"]["REASSIGNER_CLUSTER_NAME"])
+    # Run until some steps have completed, then kill Redis (SIGKILL: no shutdown save).
+    deadline = time.monotonic() + 180
+    while len({c["id"] for c in run["simulated"].commands}) < 4:
+        assert time.monotonic() < deadline, tail(run["log"], 40)
+        run["simulated"].pump(1.0)
+        run["simulated"].tick_request()
+    before = store.load()
+    assert before.reassignments
+    stop(redis_pid, kill=True)
+    run["simulated"].pump(1.0)
+    time.sleep(2)
+    run["redis"] = (redis_port, redis_dir, start_redis(redis_port, redis_dir))
+    after = ControllerStore(redis.Redis(port=redis_port), store.cluster_name).load()
+    assert after.last_batch >= before.last_batch
+    assert after.cluster.partitions_by_tp.keys() == before.cluster.partitions_by_tp.keys()
+    if after.last_batch == before.last_batch:
+        assert after.reassignments == before.reassignments
+    drive(run, 300)
+    check_no_contradiction_and_exact_steps(run["simulated"])
