@@ -1,0 +1,260 @@
+"""Apply the watcher's state-carrying events to the cluster model (SPEC 2, 7).
+
+Events arrive collapsed to the latest per key, ordered brokers → topics → log dirs → partitions
+(→ snapshot markers), so a partition event may name a broker or topic the same batch introduces.
+`compute_cluster_after_events` folds them into a new `Cluster` and reports what changed, for the
+triggers (membership, disks, ISR alerts) to react to.
+
+RULES:
+- BrokerMembership: REGISTERED, UNFENCED and DRAINING mean alive; FENCED and UNREGISTERED mean
+  not alive; UNKNOWN (a symbol of a later schema) changes nothing but the rack and dirs.
+  `draining` stays set once set (a decommission is ours; the watcher does not report it), or is
+  set by a DRAINING state. The dir list (paths) keeps the health and usage of known dirs; an
+  empty list keeps the dirs known. An UNREGISTERED broker that holds no replica after the batch
+  is forgotten (it left the cluster, e.g. after a decommission).
+- TopicState: sets `min.insync.replicas` (null keeps it); `deleted` drops the topic and its
+  partitions (and partition events for it later in the same batch are ignored).
+- LogDirState: sets the dir's online flag and usage; every (non-future) replica it lists gets
+  that dir in its partition's `log_dirs`. An offline dir lists no replicas: partitions keep
+  pointing at it, which is what makes their replicas offline.
+- PartitionState: replaces the partition, unless it is stale (a leader epoch lower than the one
+  stored). An event without log dirs keeps the dirs known per broker. A partition of an unknown
+  topic creates the topic (min ISR 1 until a TopicState says otherwise).
+- SnapshotMarker: treated as a plain event (ignored). Reconciling "not in the snapshot = gone"
+  is not sound here: a snapshot's events span several topics and batches and are collapsed with
+  newer change events of the same key, so the batch cannot tell a missing event from a
+  superseded one. Deletions come as explicit events (TopicState.deleted, UNREGISTERED).
+- A record missing a field it needs is rejected (reported, the batch goes on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
+
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+
+ALIVE_STATES = ("REGISTERED", "UNFENCED", "DRAINING")
+DOWN_STATES = ("FENCED", "UNREGISTERED")
+
+
+@dataclass
+class EventEffects:
+    """What the events of one batch changed, for the triggers.
+
+    came_up: brokers that became alive (new, or back from fenced/unregistered).
+    went_down: broker id -> event time (ms) of brokers that stopped being alive.
+    dirs_failed / dirs_restored: (broker, path) of dirs that went offline / came back online.
+    topics_deleted: topics dropped.
+    touched: partitions whose state changed (for UNDER-min-ISR / offline alerts).
+    rejected: (schema, key, reason) of events that could not be applied.
+    stale: partition events ignored for a lower leader epoch.
+    first_view: the cluster knew no broker before this batch (the controller's first view).
+    """
+
+    came_up: list[int] = field(default_factory=list)
+    went_down: dict[int, int] = field(default_factory=dict)
+    dirs_failed: list[tuple[int, str]] = field(default_factory=list)
+    dirs_restored: list[tuple[int, str]] = field(default_factory=list)
+    topics_deleted: list[str] = field(default_factory=list)
+    touched: set[TopicPartition] = field(default_factory=set)
+    rejected: list[tuple[str, str, str]] = field(default_factory=list)
+    stale: int = 0
+    first_view: bool = False
+
+
+class _WorkingCluster:
+    """A mutable copy of the cluster for the length of one batch (never escapes this module)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.original = cluster
+        self.brokers: dict[int, Broker] = dict(cluster.brokers_by_id)
+        self.topics: dict[str, Topic] = dict(cluster.topics_by_name)
+        self.min_isr: dict[str, int] = {t.name: t.min_insync_replicas for t in cluster.topics}
+        self.partitions: dict[str, dict[int, PartitionState]] = {}  # only topics changed
+        self.deleted: set[str] = set()
+        self.unregistered: set[int] = set()
+
+    def topic_partitions(self, topic: str) -> dict[int, PartitionState]:
+        if topic not in self.partitions:
+            existing = self.topics.get(topic)
+            self.partitions[topic] = {p.partition: p for p in existing.partitions} if existing else {}
+            self.min_isr.setdefault(topic, 1)
+        return self.partitions[topic]
+
+    def partition(self, tp: TopicPartition) -> PartitionState | None:
+        if tp.topic in self.partitions:
+            return self.partitions[tp.topic].get(tp.partition)
+        return self.original.partition(tp) if tp.topic in self.topics else None
+
+    def build(self) -> Cluster:
+        held = {b for parts in self._all_partitions() for p in parts for b in p.replicas}
+        for broker_id in self.unregistered:
+            if broker_id not in held and broker_id in self.brokers and not self.brokers[broker_id].alive:
+                del self.brokers[broker_id]
+        topics = []
+        for name in sorted(set(self.topics) | set(self.partitions)):
+            if name in self.deleted:
+                continue
+            if name in self.partitions:
+                parts = self.partitions[name]
+                topics.append(Topic(name, tuple(parts[i] for i in sorted(parts)), self.min_isr[name]))
+            else:
+                old = self.topics[name]
+                if old.min_insync_replicas != self.min_isr[name]:
+                    old = replace(old, min_insync_replicas=self.min_isr[name])
+                topics.append(old)
+        brokers = tuple(self.brokers[b] for b in sorted(self.brokers))
+        if brokers == self.original.brokers and tuple(topics) == self.original.topics:
+            return self.original
+        return Cluster(brokers=brokers, topics=tuple(topics))
+
+    def _all_partitions(self) -> Iterable[Iterable[PartitionState]]:
+        for name, topic in self.topics.items():
+            if name not in self.deleted:
+                yield self.partitions[name].values() if name in self.partitions else topic.partitions
+        for name, parts in self.partitions.items():
+            if name not in self.topics and name not in self.deleted:
+                yield parts.values()
+
+
+def compute_cluster_after_events(
+    cluster: Cluster, events: Iterable[tuple[str, Mapping[str, Any]]]
+) -> tuple[Cluster, EventEffects]:
+    """Fold the batch's events into `cluster`; see the module docstring for the rules."""
+    work = _WorkingCluster(cluster)
+    effects = EventEffects(first_view=not cluster.brokers)
+    appliers = {
+        "BrokerMembership": _apply_broker,
+        "TopicState": _apply_topic,
+        "LogDirState": _apply_log_dir,
+        "PartitionState": _apply_partition,
+        "SnapshotMarker": lambda work, record, effects: None,
+    }
+    for schema, record in events:
+        applier = appliers.get(schema)
+        if applier is None:
+            effects.rejected.append((schema, str(record.get("key", "?")), f"unknown event type {schema!r}"))
+            continue
+        try:
+            applier(work, record, effects)
+        except (KeyError, TypeError, ValueError) as error:
+            effects.rejected.append((schema, str(record.get("key", "?")), f"malformed {schema}: {error!r}"))
+    return work.build(), effects
+
+
+def _apply_broker(work: _WorkingCluster, record: Mapping[str, Any], effects: EventEffects) -> None:
+    broker_id = int(record["broker_id"])
+    state = record["state"]
+    old = work.brokers.get(broker_id)
+    was_alive = old is not None and old.alive
+    if state in ALIVE_STATES:
+        alive = True
+    elif state in DOWN_STATES:
+        alive = False
+    else:
+        alive = old.alive if old is not None else False
+    draining = (old.draining if old is not None else False) or state == "DRAINING"
+    paths = list(record.get("log_dirs") or [])
+    known = {d.path: d for d in old.log_dirs} if old is not None else {}
+    dirs = tuple(known.get(path, LogDir(path)) for path in paths) if paths else tuple(known.values())
+    rack = record.get("rack")
+    if rack is None and state == "UNREGISTERED" and old is not None:
+        rack = old.rack
+    work.brokers[broker_id] = Broker(broker_id, rack, alive, draining, dirs)
+    if alive and not was_alive:
+        effects.came_up.append(broker_id)
+        effects.went_down.pop(broker_id, None)
+        work.unregistered.discard(broker_id)
+    elif not alive and (was_alive or old is None):
+        effects.went_down[broker_id] = int(record["event_time"])
+    if state == "UNREGISTERED":
+        work.unregistered.add(broker_id)
+
+
+def _apply_topic(work: _WorkingCluster, record: Mapping[str, Any], effects: EventEffects) -> None:
+    name = record["topic"]
+    if record.get("deleted"):
+        if name in work.topics or name in work.partitions:
+            effects.topics_deleted.append(name)
+        work.deleted.add(name)
+        return
+    work.deleted.discard(name)  # re-created under the same name
+    parts = work.topic_partitions(name)
+    min_isr = record.get("min_insync_replicas")
+    if min_isr is not None and int(min_isr) >= 1 and work.min_isr.get(name) != int(min_isr):
+        work.min_isr[name] = int(min_isr)
+        effects.touched.update(TopicPartition(name, n) for n in parts)
+
+
+def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: EventEffects) -> None:
+    broker_id = int(record["broker_id"])
+    path = record["path"]
+    online = bool(record["online"])
+    broker = work.brokers.get(broker_id) or Broker(broker_id, alive=True)
+    old_dir = next((d for d in broker.log_dirs if d.path == path), None)
+    new_dir = LogDir(path, online, record.get("total_bytes"), record.get("usable_bytes"))
+    if old_dir is None:
+        dirs = broker.log_dirs + (new_dir,)
+    else:
+        dirs = tuple(new_dir if d.path == path else d for d in broker.log_dirs)
+    work.brokers[broker_id] = replace(broker, log_dirs=dirs)
+    was_online = old_dir is None or old_dir.online
+    if was_online and not online:
+        effects.dirs_failed.append((broker_id, path))
+    elif old_dir is not None and not old_dir.online and online:
+        effects.dirs_restored.append((broker_id, path))
+    for replica in record.get("replicas") or ():
+        if replica.get("is_future"):
+            continue
+        tp = TopicPartition(replica["topic"], int(replica["partition"]))
+        partition = work.partition(tp)
+        if partition is None or broker_id not in partition.replicas:
+            continue
+        dirs_now = list(partition.log_dirs) if len(partition.log_dirs) == len(partition.replicas) \
+            else [None] * len(partition.replicas)
+        index = partition.replicas.index(broker_id)
+        if dirs_now[index] != path:
+            dirs_now[index] = path
+            work.topic_partitions(tp.topic)[tp.partition] = replace(partition, log_dirs=tuple(dirs_now))
+            effects.touched.add(tp)
+
+
+def _apply_partition(work: _WorkingCluster, record: Mapping[str, Any], effects: EventEffects) -> None:
+    tp = TopicPartition(record["topic"], int(record["partition"]))
+    if tp.topic in work.deleted:
+        return
+    old = work.partition(tp)
+    epoch = int(record.get("leader_epoch", -1))
+    if old is not None and epoch >= 0 and epoch < old.leader_epoch:
+        effects.stale += 1
+        return
+    replicas = tuple(int(b) for b in record["replicas"])
+    log_dirs = tuple(record.get("log_dirs") or ())
+    if len(log_dirs) != len(replicas):
+        log_dirs = _dirs_by_broker(old, replicas)
+    partition = PartitionState(
+        topic=tp.topic,
+        partition=tp.partition,
+        replicas=replicas,
+        isr=tuple(int(b) for b in record["isr"]),
+        leader=record.get("leader"),
+        size_bytes=record.get("size_bytes"),
+        log_dirs=log_dirs,
+        adding=tuple(int(b) for b in record.get("adding") or ()),
+        removing=tuple(int(b) for b in record.get("removing") or ()),
+        offline_replicas=tuple(int(b) for b in record.get("offline_replicas") or ()),
+        leader_epoch=epoch,
+    )
+    if partition != old:
+        work.topic_partitions(tp.topic)[tp.partition] = partition
+        effects.touched.add(tp)
+
+
+def _dirs_by_broker(old: PartitionState | None, replicas: tuple[int, ...]) -> tuple[str | None, ...]:
+    """The dirs known for these replicas from the previous state of the partition, if any."""
+    if old is None or len(old.log_dirs) != len(old.replicas):
+        return ()
+    known = dict(zip(old.replicas, old.log_dirs))
+    dirs = tuple(known.get(b) for b in replicas)
+    return dirs if any(d is not None for d in dirs) else ()

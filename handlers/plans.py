@@ -1,0 +1,111 @@
+"""From a placement goal to reassignments, proposals or alerts, depending on the mode (SPEC 3).
+
+Every reaction that moves replicas (broker added, decommission, broker failed, disk failed,
+rebalance and reassign requests, approvals) goes through `handle_plan`:
+
+- mode `observe`: a `PlanCreated` alert describing the plan (`executed=false`); nothing else;
+- mode `approve`, plan not approved yet: a `Proposal` in the state and a `ProposalReady` alert;
+  an `Approve` request executes it later;
+- mode `auto` (or an approved plan, or an explicit operator `Reassign`): the targets become
+  reassignments (`planning.cancel.compute_reassign_request`: partitions already moving get the
+  new target — supersede — and the others join), and a `PlanCreated` alert.
+
+RULES:
+- Plans are computed on the **projected** cluster: every partition with a running reassignment
+  is taken as already at its final target, so a new plan composes with the work in flight
+  instead of planning from a half-moved state.
+- An automatic plan never touches a partition that is being cancelled or reverted (the
+  operator's cancel wins); an explicit Reassign request does (it supersedes the revert).
+- Reassignment ids are `<plan id>/<topic>-<partition>`; plan ids are `b<batch>-<kind>-<n>` or
+  the request id, so every id is a function of the inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Mapping
+
+from handlers.alerts import INFO, summarise
+from handlers.context import BatchContext
+from planning.cancel import compute_reassign_request
+from planning.controller import ControllerState, Proposal
+from planning.model import Cluster, PartitionState, TopicPartition
+from planning.placement import Goal, PlacementPlan, plan_placement
+from planning.reassignment import ReassignmentState
+
+Targets = Mapping[TopicPartition, tuple[int, ...]]
+
+
+def compute_projected_cluster(state: ControllerState) -> Cluster:
+    """The cluster as it will be once every running reassignment reaches its final target."""
+    projected: list[PartitionState] = []
+    for tp, record in state.reassignments.items():
+        partition = state.cluster.partition(tp)
+        if partition is None or record.state is not ReassignmentState.RUNNING:
+            continue
+        target = record.final_target
+        dirs = dict(zip(partition.replicas, partition.log_dirs)) if partition.log_dirs else {}
+        projected.append(replace(
+            partition, replicas=target, isr=target, leader=target[0], adding=(), removing=(),
+            offline_replicas=(),
+            log_dirs=tuple(dirs.get(b) for b in target) if dirs else (),
+        ))
+    return state.cluster.with_partitions(projected)
+
+
+def compute_plan(state: ControllerState, goal: Goal,
+                 keep: Callable[[TopicPartition], bool] | None = None) -> tuple[PlacementPlan, dict, dict]:
+    """Plan `goal` on the projected cluster; the targets (and dirs) of the partitions kept.
+
+    Raises what `plan_placement` raises (PlanInfeasibleError, InvalidReplicaAssignmentError).
+    """
+    plan = plan_placement(compute_projected_cluster(state), goal)
+    targets = {tp: t for tp, t in plan.targets.items() if keep is None or keep(tp)}
+    dirs = {tp: plan.target_log_dirs[tp] for tp in targets if tp in plan.target_log_dirs}
+    return plan, targets, dirs
+
+
+def handle_plan(context: BatchContext, plan_id: str, targets: Targets, reason: str, subject: str,
+                approved: bool = False, target_log_dirs: Mapping | None = None,
+                details: Mapping[str, object] | None = None, explicit: bool = False) -> bool:
+    """Turn targets into work according to the mode (module docstring). True if executed."""
+    state = context.state
+    targets = {
+        tp: tuple(t) for tp, t in sorted(targets.items())
+        if (explicit or not _being_cancelled(state, tp)) and state.cluster.partition(tp) is not None
+    }
+    if not targets:
+        return False
+    moves = sum(len(set(t) - set(state.cluster.partition(tp).replicas)) for tp, t in targets.items())
+    info = {"plan_id": plan_id, "partitions": len(targets), "replica_moves": moves,
+            "targets": summarise([f"{tp}:{list(t)}" for tp, t in targets.items()], 10),
+            **(details or {})}
+    mode = context.policy.mode
+    if mode == "observe":
+        context.outbox.alert("PlanCreated", INFO, subject,
+                             f"{reason}: plan of {moves} replica moves over {len(targets)} partitions "
+                             f"(mode observe: not executed)", {**info, "executed": "false"})
+        return False
+    if mode == "approve" and not approved:
+        proposal = Proposal(plan_id, targets, reason, context.now_ms)
+        context.state = state.with_changes(proposals={**state.proposals, plan_id: proposal})
+        context.outbox.alert("ProposalReady", INFO, plan_id,
+                             f"{reason}: proposal {plan_id} moves {moves} replicas over "
+                             f"{len(targets)} partitions; approve it to execute",
+                             {**info, "executed": "false"})
+        return False
+    current = {tp: state.cluster.partition(tp).replicas for tp in targets}
+    dirs = {tp: tuple(d) for tp, d in (target_log_dirs or {}).items() if tp in targets}
+    records = compute_reassign_request(state.reassignments, targets, current, request_id=plan_id,
+                                       reason=reason, target_log_dirs=dirs)
+    context.state = state.with_changes(reassignments=records)
+    context.outbox.alert("PlanCreated", INFO, subject,
+                         f"{reason}: moving {moves} replicas over {len(targets)} partitions",
+                         {**info, "executed": "true"})
+    return True
+
+
+def _being_cancelled(state: ControllerState, tp: TopicPartition) -> bool:
+    record = state.reassignments.get(tp)
+    return record is not None and record.state in (ReassignmentState.CANCELLING,
+                                                   ReassignmentState.REVERTING)

@@ -1,0 +1,225 @@
+"""Operator requests (SPEC 5.4, 7): reassign, cancel, decommission, rebalance, approve, config, tick.
+
+Requests are handled in offset order. A request that cannot be honoured changes nothing and
+raises one `RequestRejected` alert (subject = the request id) whose details carry the Kafka-style
+`error_code` of the `reassigner.errors` exception that refused it:
+
+    malformed envelope or payload, unknown proposal, empty broker list  INVALID_REQUEST
+    unknown topic or partition                                          UNKNOWN_TOPIC_OR_PARTITION
+    unknown/dead/draining/negative/duplicate broker, RF not satisfiable INVALID_REPLICA_ASSIGNMENT
+    cancel with nothing in progress in its scope                        NO_REASSIGNMENT_IN_PROGRESS
+    unknown setting or bad value                                        INVALID_CONFIG
+    reassign without `additional` while reassignments run               REASSIGNMENT_IN_PROGRESS
+
+RULES:
+- Reassign: every target is validated first (`planning.validation`); one bad partition rejects
+  the whole request, as the Kafka tool does. Without `additional` it is refused while any
+  reassignment is active (the tool's behaviour, and the Reassign schema's contract); with it,
+  new partitions join and partitions already moving get the new target (KIP-455 supersede: the
+  step in flight finishes, then stepping continues towards the new target). An explicit request
+  is the operator's decision: it executes in mode `approve` too (never in `observe`).
+- Cancel: scope = everything / a topic / one partition (a partition without a topic is
+  malformed). Steps in flight get a `CancelReassignment` command (id
+  `<reassignment id>:<step>:CancelReassignment`); the reassignments then step back to their
+  original replicas (or stop, with `keep`) — see `handlers.progress`.
+- Decommission: the brokers are marked draining at once (nothing new goes to them) and a plan
+  moves every replica off them (`Goal(drain_brokers=..., heal=False, rebalance=False)`).
+- Rebalance: `Goal(rebalance=True, heal=False)`, restricted to the topics named (all if none).
+- Approve: executes a stored proposal, after re-validating its targets against the cluster now
+  (a stale proposal is rejected with INVALID_REPLICA_ASSIGNMENT and dropped).
+- SetConfig: stores the override (text) after parsing it (`handlers.policy`); `None` resets.
+  It applies from this decision on — to refills, never to steps already in flight.
+- Tick: carries only time (the batch's `now_ms` already includes it); nothing else happens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from handlers.alerts import INFO, WARNING, tp_key
+from handlers.context import BatchContext
+from handlers.plans import compute_plan, handle_plan
+from handlers.policy import DYNAMIC_KEYS, parse_config_value
+from planning.cancel import CancelScope, compute_cancel
+from planning.model import TopicPartition
+from planning.placement import Goal
+from planning.validation import validate_targets
+from reassigner.errors import (
+    InvalidConfigError,
+    InvalidInputError,
+    InvalidReplicaAssignmentError,
+    ReassignerError,
+    UnknownTopicOrPartitionError,
+)
+
+
+class ReassignmentInProgressError(InvalidInputError):
+    """A Reassign without `additional` while reassignments are running (the tool refuses it)."""
+
+    code = "REASSIGNMENT_IN_PROGRESS"
+
+
+def handle_requests(context: BatchContext, requests: tuple[Mapping[str, Any], ...]) -> None:
+    """Handle every request in order; a refused one becomes a RequestRejected alert."""
+    for request in requests:
+        request_id = str(request.get("id") or request.get("key") or "unknown-request")
+        try:
+            kind, fields = _payload(request)
+            handler = HANDLERS[kind]
+            handler(context, request_id, fields)
+        except ReassignerError as error:
+            _reject(context, request_id, error)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            _reject(context, request_id, InvalidInputError(f"malformed request: {error!r}"))
+
+
+def _payload(request: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    payload = request.get("payload")
+    if not isinstance(payload, (tuple, list)) or len(payload) != 2 or payload[0] not in HANDLERS \
+            or not isinstance(payload[1], Mapping):
+        raise InvalidInputError(f"malformed request payload {payload!r}: expected (kind, fields) with "
+                                f"kind one of {sorted(HANDLERS)}")
+    return payload[0], payload[1]
+
+
+def _reject(context: BatchContext, request_id: str, error: ReassignerError) -> None:
+    context.outbox.alert("RequestRejected", WARNING, request_id, f"request {request_id} rejected: {error}",
+                         {"error_code": error.code, "request_id": request_id})
+
+
+# --- the kinds --------------------------------------------------------------------------------
+
+
+def handle_reassign(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    entries = fields["partitions"]
+    if not entries:
+        raise InvalidInputError("a reassign request needs at least one partition")
+    targets: dict[TopicPartition, tuple[int, ...]] = {}
+    log_dirs: dict[TopicPartition, tuple[str, ...] | None] = {}
+    for entry in entries:
+        tp = TopicPartition(str(entry["topic"]), int(entry["partition"]))
+        if tp in targets:
+            raise InvalidInputError(f"{tp} appears more than once in the request")
+        targets[tp] = tuple(int(b) for b in entry["replicas"])
+        dirs = entry.get("log_dirs")
+        log_dirs[tp] = tuple(dirs) if dirs is not None else None
+    validate_targets(context.state.cluster, targets, log_dirs)
+    active = sorted(tp for tp, r in context.state.reassignments.items() if r.active)
+    if active and not fields.get("additional", False):
+        raise ReassignmentInProgressError(
+            f"{len(active)} reassignments are in progress (e.g. {active[0]}); "
+            "resubmit with --additional to join them")
+    dirs = {tp: tuple(d if d != "any" else None for d in ds) for tp, ds in log_dirs.items() if ds}
+    handle_plan(context, request_id, targets, f"reassign request {request_id}", request_id,
+                approved=True, target_log_dirs=dirs, explicit=True)
+
+
+def handle_cancel(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    topic, partition = fields.get("topic"), fields.get("partition")
+    if partition is not None and topic is None:
+        raise InvalidInputError("a cancel with a partition needs its topic")
+    scope = CancelScope(topic, partition)
+    keep = bool(fields.get("keep", False))
+    state = context.state
+    decision = compute_cancel(state.reassignments, scope, keep=keep,
+                              reason=f"cancelled by {request_id} ({scope})")
+    context.state = state.with_changes(reassignments=dict(decision.reassignments))
+    for tp in decision.cancel_in_kafka:
+        record = state.reassignments[tp]
+        number = record.in_flight.number
+        context.outbox.command(record.command_id("CancelReassignment", number), tp_key(tp),
+                               record.reassignment_id, number, f"cancelled by {request_id}",
+                               "CancelReassignment", {"topic": tp.topic, "partition": tp.partition})
+    context.outbox.alert("ReassignmentCancelled", INFO, request_id,
+                         f"cancelling {len(decision.cancelled)} reassignments ({scope}); "
+                         + ("they stop where they are" if keep else "they step back to their original replicas"),
+                         {"partitions": len(decision.cancelled), "keep": str(keep).lower(),
+                          "cancelled_in_kafka": len(decision.cancel_in_kafka)})
+
+
+def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    broker_ids = sorted({int(b) for b in fields["broker_ids"]})
+    if not broker_ids:
+        raise InvalidInputError("a decommission request needs at least one broker id")
+    cluster = context.state.cluster
+    unknown = [b for b in broker_ids if cluster.broker(b) is None]
+    if unknown:
+        raise InvalidReplicaAssignmentError(
+            f"cannot decommission broker(s) {unknown}: not in the cluster (known: {sorted(cluster.brokers_by_id)})")
+    goal = Goal(drain_brokers=frozenset(broker_ids), heal=False, rebalance=False)
+    plan, targets, dirs = compute_plan(context.state, goal)  # raises before anything changes
+    if context.policy.mode != "observe":
+        brokers = [replace(b, draining=True) if b.id in broker_ids else b for b in cluster.brokers]
+        context.state = context.state.with_changes(cluster=cluster.with_brokers(brokers))
+        context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
+    handle_plan(context, request_id, targets,
+                f"decommission of broker{'s' if len(broker_ids) > 1 else ''} {', '.join(map(str, broker_ids))}",
+                request_id, target_log_dirs=dirs, details={"lower_bound": plan.replica_moves_lower_bound})
+
+
+def handle_rebalance(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    topics = {str(t) for t in fields.get("topics") or ()}
+    unknown = sorted(t for t in topics if t not in context.state.cluster.topics_by_name)
+    if unknown:
+        raise UnknownTopicOrPartitionError(f"cannot rebalance unknown topic(s) {unknown}")
+    plan, targets, dirs = compute_plan(context.state, Goal(heal=False, rebalance=True),
+                                       keep=(lambda tp: tp.topic in topics) if topics else None)
+    if not targets:
+        context.outbox.alert("PlanCreated", INFO, request_id,
+                             "rebalance: already balanced, nothing to move",
+                             {"plan_id": request_id, "partitions": 0, "replica_moves": 0})
+        return
+    handle_plan(context, request_id, targets, f"rebalance request {request_id}", request_id,
+                target_log_dirs=dirs, details={"lower_bound": plan.replica_moves_lower_bound})
+
+
+def handle_approve(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    proposal_id = str(fields["proposal_id"])
+    proposal = context.state.proposals.get(proposal_id)
+    if proposal is None:
+        raise InvalidInputError(f"no proposal {proposal_id!r} awaits approval "
+                                f"(waiting: {sorted(context.state.proposals)})")
+    remaining = {k: v for k, v in context.state.proposals.items() if k != proposal_id}
+    cluster = context.state.cluster
+    targets = {tp: t for tp, t in proposal.targets.items() if cluster.partition(tp) is not None}
+    try:
+        validate_targets(cluster, targets)
+    except ReassignerError:
+        context.state = context.state.with_changes(proposals=remaining)
+        raise
+    context.state = context.state.with_changes(proposals=remaining)
+    handle_plan(context, proposal_id, targets, f"{proposal.reason} (approved by {request_id})",
+                proposal_id, approved=True)
+
+
+def handle_set_config(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    key, value = str(fields["key"]), fields["value"]
+    config = dict(context.state.config)
+    if value is None:
+        if key not in DYNAMIC_KEYS:
+            raise InvalidConfigError(f"unknown setting {key!r}; dynamic settings are {sorted(DYNAMIC_KEYS)}")
+        config.pop(key, None)
+    else:
+        parse_config_value(key, str(value))
+        config[key] = str(value)
+    context.state = context.state.with_changes(config=config)
+    context.refresh_policy()
+    context.outbox.alert("ConfigChanged", INFO, request_id,
+                         f"{key} = {value if value is not None else '(default)'} from the next refill on",
+                         {"key": key, "value": "" if value is None else str(value)})
+
+
+def handle_tick(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    """Time only: the batch's now_ms already includes the tick's event time."""
+
+
+HANDLERS = {
+    "Reassign": handle_reassign,
+    "Cancel": handle_cancel,
+    "Decommission": handle_decommission,
+    "Rebalance": handle_rebalance,
+    "Approve": handle_approve,
+    "SetConfig": handle_set_config,
+    "Tick": handle_tick,
+}

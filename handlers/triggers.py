@@ -1,0 +1,242 @@
+"""Reactions to what the cluster did (SPEC 3): membership, disks, drains, ISR conditions.
+
+Each reaction reads the state after the batch's events, command results and requests, and the
+`EventEffects` of the events; times are event times (`context.now_ms`), so a `Tick` request is
+enough to let a grace period expire in a quiet cluster.
+
+RULES, in the order `handle_triggers` runs them:
+1. Membership. A broker that goes down (fenced/unregistered) is recorded with the event time in
+   `broker_down_since_ms` and raises `BrokerFailed` (WARNING: "healing in N s"). A down broker
+   that comes back leaves it and raises `BrokerRecovered`; if its healing was still pending
+   (grace not over) that healing is simply never planned. A broker that comes up alive holding
+   no replica (after the controller's first view of the cluster) is recorded in
+   `broker_added_at_ms` and raises `BrokerAdded` at once.
+2. Broker added. Once the most recent addition is `broker_add_grace_seconds` old (so several
+   additions coalesce into one plan), plan a rebalance (`Goal(rebalance=True, heal=False)`) for
+   the added brokers that are still alive, eligible and empty of replicas we did not put there.
+3. Broker failed. Down brokers whose grace `broker_failure_grace_seconds` is over and that are not
+   healed yet: if more than `self_healing_max_failed_brokers` brokers are down, or at least
+   `self_healing_max_failed_fraction` of them, raise `SelfHealingSuppressed` (CRITICAL, once per
+   set of down brokers) and plan nothing; otherwise plan `Goal(heal=True, rebalance=False)` for
+   the partitions holding a replica on those brokers and mark them healed.
+4. Disk failed. A log dir that went offline raises `DiskFailed` (ERROR) with the replicas it held,
+   and its partitions are healed at once (`Goal(heal=True, rebalance=False)`: the replica goes
+   to another broker, never back to that dir's broker). No grace: the dir's data is gone.
+5. Drained. A draining broker that holds no replica and is in no target raises `BrokerDrained`
+   (once).
+6. ISR conditions, for the partitions the batch touched: `UnderMinIsr` (ISR smaller than the
+   topic's min.insync.replicas) and `OfflinePartitions` (no leader) alert once when the
+   condition starts — one alert per topic and kind per batch, naming the partitions — and the
+   condition is forgotten (silently) when it ends, so it alerts again if it comes back.
+   A deleted topic raises `TopicDeleted` and its reassignments are dropped (Kafka forgets them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from handlers.alerts import CRITICAL, ERROR, INFO, WARNING, broker_subject, summarise
+from handlers.context import BatchContext
+from handlers.events import EventEffects
+from handlers.plans import compute_plan, handle_plan
+from planning.placement import Goal
+from reassigner.errors import ReassignerError
+
+
+def handle_triggers(context: BatchContext, effects: EventEffects) -> None:
+    """Run the reactions of the module docstring, in order."""
+    handle_topic_deletions(context, effects)
+    handle_membership(context, effects)
+    handle_broker_additions(context)
+    handle_broker_failures(context)
+    handle_disk_failures(context, effects)
+    handle_drained_brokers(context)
+    handle_isr_conditions(context, effects)
+
+
+def handle_topic_deletions(context: BatchContext, effects: EventEffects) -> None:
+    for topic in sorted(set(effects.topics_deleted)):
+        state = context.state
+        dropped = sorted(tp for tp in state.reassignments if tp.topic == topic)
+        remaining = {tp: r for tp, r in state.reassignments.items() if tp.topic != topic}
+        proposals = {pid: replace(p, targets={tp: t for tp, t in p.targets.items() if tp.topic != topic})
+                     for pid, p in state.proposals.items()}
+        context.state = state.with_changes(reassignments=remaining, proposals=proposals)
+        context.close_alerts(k for k in state.open_alerts
+                             if k.split(":", 1)[-1].rsplit("-", 1)[0] == topic)
+        context.outbox.alert("TopicDeleted", WARNING, topic,
+                             f"topic {topic} was deleted; {len(dropped)} reassignments of it dropped",
+                             {"reassignments_dropped": len(dropped),
+                              "partitions": summarise([str(tp) for tp in dropped])})
+
+
+def handle_membership(context: BatchContext, effects: EventEffects) -> None:
+    state = context.state
+    cluster = state.cluster
+    down = dict(state.broker_down_since_ms)
+    added = dict(state.broker_added_at_ms)
+    healed = set(state.healed_brokers)
+    grace = context.policy.broker_failure_grace_seconds
+    for broker_id, since in sorted(effects.went_down.items()):
+        added.pop(broker_id, None)
+        if cluster.broker(broker_id) is None or broker_id in down:
+            continue  # forgotten (left the cluster empty), or already known down
+        down[broker_id] = since
+        context.outbox.alert("BrokerFailed", WARNING, broker_subject(broker_id),
+                             f"broker {broker_id} is down; its replicas move to live brokers in "
+                             f"{grace:.0f} s unless it comes back",
+                             {"broker_id": broker_id, "down_since_ms": since, "grace_seconds": grace})
+    held = {b for p in cluster.partitions() for b in p.replicas} if effects.came_up else set()
+    for broker_id in sorted(set(effects.came_up)):
+        if broker_id in down:
+            since = down.pop(broker_id)
+            was_healed = broker_id in healed
+            healed.discard(broker_id)
+            context.outbox.alert(
+                "BrokerRecovered", INFO, broker_subject(broker_id),
+                f"broker {broker_id} is back after {(context.now_ms - since) / 1000:.0f} s; "
+                + ("its replicas had already been planned away" if was_healed
+                   else "pending healing cancelled"),
+                {"broker_id": broker_id, "healing_was_planned": str(was_healed).lower()})
+        elif not effects.first_view and broker_id not in held and cluster.broker(broker_id) is not None:
+            added[broker_id] = context.now_ms
+            context.outbox.alert("BrokerAdded", INFO, broker_subject(broker_id),
+                                 f"broker {broker_id} joined empty; rebalancing onto it in "
+                                 f"{context.policy.broker_add_grace_seconds:.0f} s",
+                                 {"broker_id": broker_id})
+    known = set(cluster.brokers_by_id)
+    context.state = state.with_changes(
+        broker_down_since_ms={b: t for b, t in down.items() if b in known},
+        broker_added_at_ms={b: t for b, t in added.items() if b in known},
+        healed_brokers=frozenset(b for b in healed if b in known),
+    )
+
+
+def handle_broker_additions(context: BatchContext) -> None:
+    state = context.state
+    pending = state.broker_added_at_ms
+    if not pending or context.now_ms - max(pending.values()) < context.policy.broker_add_grace_seconds * 1000:
+        return
+    ours = {b for r in state.reassignments.values() for b in r.final_target}
+    held = {b for p in state.cluster.partitions() for b in p.replicas}
+    new = sorted(b for b in pending
+                 if (broker := state.cluster.broker(b)) is not None and broker.eligible
+                 and (b not in held or b in ours))
+    context.state = state.with_changes(broker_added_at_ms={})
+    if not new:
+        return
+    reason = f"broker{'s' if len(new) > 1 else ''} {', '.join(map(str, new))} added"
+    plan_id = context.next_plan_id("rebalance")
+    _plan_or_alert(context, plan_id, Goal(heal=False, rebalance=True), reason,
+                   subject=broker_subject(new[0]))
+
+
+def handle_broker_failures(context: BatchContext) -> None:
+    state = context.state
+    grace_ms = context.policy.broker_failure_grace_seconds * 1000
+    due = sorted(b for b, since in state.broker_down_since_ms.items()
+                 if b not in state.healed_brokers and context.now_ms - since >= grace_ms)
+    if not due:
+        return
+    down = sorted(b.id for b in state.cluster.brokers if not b.alive)
+    total = len(state.cluster.brokers)
+    limit, fraction = context.policy.self_healing_max_failed_brokers, context.policy.self_healing_max_failed_fraction
+    if len(down) > limit or (total and len(down) / total >= fraction):
+        if context.open_alert("SelfHealingSuppressed:" + ",".join(map(str, down))):
+            context.outbox.alert(
+                "SelfHealingSuppressed", CRITICAL, "cluster",
+                f"{len(down)} of {total} brokers are down ({down}): more than "
+                f"{limit} or at least {fraction:.0%}; not moving replicas, a human must look",
+                {"down_brokers": ",".join(map(str, down)), "brokers": total,
+                 "max_failed_brokers": limit, "max_failed_fraction": fraction})
+        return
+    context.close_alerts(k for k in state.open_alerts if k.startswith("SelfHealingSuppressed:"))
+    due_set = set(due)
+    reason = f"broker{'s' if len(due) > 1 else ''} {', '.join(map(str, due))} failed"
+    plan_id = context.next_plan_id("heal")
+    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False), reason,
+                   subject=broker_subject(due[0]),
+                   keep=lambda tp: bool(due_set & set(state.cluster.partition(tp).replicas)))
+    context.state = context.state.with_changes(healed_brokers=context.state.healed_brokers | due_set)
+
+
+def handle_disk_failures(context: BatchContext, effects: EventEffects) -> None:
+    if not effects.dirs_failed:
+        return
+    cluster = context.state.cluster
+    failed = set(effects.dirs_failed)
+    hit = {}
+    for p in cluster.partitions():
+        for b in p.replicas:
+            if (b, p.log_dir_of(b)) in failed:
+                hit.setdefault((b, p.log_dir_of(b)), []).append(p.tp)
+    for broker_id, path in sorted(failed):
+        tps = sorted(hit.get((broker_id, path), []))
+        context.outbox.alert("DiskFailed", ERROR, broker_subject(broker_id),
+                             f"log dir {path} on broker {broker_id} is offline; "
+                             f"{len(tps)} replicas in it are offline and will be re-replicated",
+                             {"broker_id": broker_id, "path": path, "replicas": len(tps),
+                              "partitions": summarise([str(tp) for tp in tps])})
+    affected = {tp for tps in hit.values() for tp in tps}
+    if not affected:
+        return
+    dirs = ", ".join(f"{path} on broker {b}" for b, path in sorted(failed))
+    plan_id = context.next_plan_id("disk")
+    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False), f"log dir {dirs} failed",
+                   subject=broker_subject(sorted(failed)[0][0]), keep=lambda tp: tp in affected)
+
+
+def handle_drained_brokers(context: BatchContext) -> None:
+    state = context.state
+    draining = [b.id for b in state.cluster.brokers if b.draining]
+    if not draining:
+        return
+    busy = {b for p in state.cluster.partitions() for b in p.replicas}
+    busy |= {b for r in state.reassignments.values() for b in r.final_target}
+    for broker_id in draining:
+        if broker_id not in busy and context.open_alert(f"BrokerDrained:{broker_id}"):
+            context.outbox.alert("BrokerDrained", INFO, broker_subject(broker_id),
+                                 f"broker {broker_id} holds no replica any more; it can be removed",
+                                 {"broker_id": broker_id})
+
+
+def handle_isr_conditions(context: BatchContext, effects: EventEffects) -> None:
+    cluster = context.state.cluster
+    started: dict[tuple[str, str], list[str]] = {}
+    ended: list[str] = []
+    for tp in sorted(effects.touched):
+        p = cluster.partition(tp)
+        conditions = {
+            "UnderMinIsr": p is not None and len(p.isr) < cluster.min_isr(tp.topic),
+            "OfflinePartitions": p is not None and p.leader is None,
+        }
+        for kind, holds in conditions.items():
+            key = f"{kind}:{tp}"
+            if holds and context.open_alert(key):
+                started.setdefault((kind, tp.topic), []).append(str(tp))
+            elif not holds:
+                ended.append(key)
+    context.close_alerts(ended)
+    for (kind, topic), tps in sorted(started.items()):
+        if kind == "UnderMinIsr":
+            message = (f"{len(tps)} partitions of {topic} have fewer in-sync replicas than "
+                       f"min.insync.replicas = {cluster.min_isr(topic)}")
+            severity = ERROR
+        else:
+            message = f"{len(tps)} partitions of {topic} have no leader"
+            severity = CRITICAL
+        context.outbox.alert(kind, severity, topic, message,
+                             {"count": len(tps), "partitions": summarise(tps)})
+
+
+def _plan_or_alert(context: BatchContext, plan_id: str, goal: Goal, reason: str, subject: str,
+                   keep=None) -> None:
+    """Plan `goal`, then hand it to `handle_plan`; an infeasible plan raises `PlanInfeasible`."""
+    try:
+        plan, targets, dirs = compute_plan(context.state, goal, keep)
+    except ReassignerError as error:
+        context.outbox.alert("PlanInfeasible", ERROR, subject, f"{reason}: no plan: {error}",
+                             {"plan_id": plan_id, "error_code": error.code})
+        return
+    handle_plan(context, plan_id, targets, reason, subject, target_log_dirs=dirs,
+                details={"lower_bound": plan.replica_moves_lower_bound})

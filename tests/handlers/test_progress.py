@@ -1,0 +1,161 @@
+"""Movement progress (SPEC 5.3): completion gates the next step, in the same batch; bad input and
+replays (SPEC 6, 7)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from handler_builders import T0, alerts, assert_encodes, cluster_events, commands, partition_event, reassign, simple_cluster
+
+from handlers.batch import BadRecord, BatchInputs
+from handlers.decide import decide
+from handlers.policy import Policy
+from planning.controller import ControllerState
+from planning.model import TopicPartition
+
+A, B = TopicPartition("t", 0), TopicPartition("t", 1)
+POLICY = Policy(max_partition_movements=10, max_movements_per_broker=10, max_leader_movements=10)
+
+
+def started(policy=POLICY):
+    """t-0 (0,1,2) -> (0,1,3): one step; t-1 (1,2,3) -> (4,5,1): several steps."""
+    cluster = simple_cluster(6, {"t": (2, 3)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(
+        reassign({A: (0, 1, 3), B: (4, 5, 1)}, T0 + 1000, "r1"),)), policy)
+    return cluster, decision
+
+
+def step_target(decision, tp):
+    return [tuple(c["payload"][1]["target_replicas"]) for c in commands(decision, "ReassignmentStep")
+            if c["payload"][1]["partition"] == tp.partition]
+
+
+def test_completion_events_advance_exactly_the_completed_partitions():
+    cluster, first = started()
+    assert step_target(first, A) == [(0, 1, 3)] and step_target(first, B) == [(4, 1, 2, 3)]
+    done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1,
+                     log_dirs=())
+    second = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(done_a, T0 + 2000),)), POLICY)
+    assert [a["subject"] for a in alerts(second, "ReassignmentCompleted")] == ["t-0"]
+    assert not commands(second), "t-1 has not moved: no new step for it"
+    assert A not in second.state.reassignments and second.state.reassignments[B].steps_done == 0
+    done_b1 = replace(cluster.partition(B), replicas=(4, 1, 2, 3), isr=(1, 2, 3, 4), leader=4, leader_epoch=1,
+                      log_dirs=())
+    third = decide(second.state, BatchInputs(3, T0 + 3000, (partition_event(done_b1, T0 + 3000),)), POLICY)
+    assert step_target(third, B) == [(4, 1, 3)] or step_target(third, B), "next step in the same batch"
+    assert third.state.reassignments[B].steps_done == 1
+    assert third.state.reassignments[B].in_flight.number == 2
+    assert commands(third)[0]["id"] == "r1/t-1:2:ReassignmentStep"
+
+
+def test_an_isr_that_has_not_caught_up_holds_the_step():
+    cluster, first = started()
+    lagging = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1), leader=0, leader_epoch=1, log_dirs=())
+    held = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(lagging, T0 + 2000),)), POLICY)
+    assert not held.outbox
+    assert held.state.reassignments[A].in_flight is not None
+    caught_up = replace(lagging, isr=(0, 1, 3))
+    done = decide(held.state, BatchInputs(3, T0 + 3000, (partition_event(caught_up, T0 + 3000),)), POLICY)
+    assert alerts(done, "ReassignmentCompleted")
+
+
+def test_a_new_leader_is_elected_once_its_step_is_otherwise_complete():
+    cluster, first = started()
+    not_leading = replace(cluster.partition(B), replicas=(4, 1, 2, 3), isr=(1, 2, 3, 4), leader=1,
+                          leader_epoch=1, log_dirs=())
+    second = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(not_leading, T0 + 2000),)), POLICY)
+    elect = commands(second, "ElectLeader")
+    assert [(c["id"], c["payload"][1]["preferred_leader"]) for c in elect] == [("r1/t-1:1:ElectLeader", 4)]
+    again = decide(second.state, BatchInputs(3, T0 + 3000, requests=()), POLICY)
+    assert not commands(again), "one election per step"
+
+
+def test_a_stalled_step_alerts_once_and_cancels_with_stall_action_cancel():
+    policy = replace(POLICY, step_stall_timeout_seconds=60, stall_action="cancel")
+    _, first = started(policy)
+    from handler_builders import tick
+    quiet = decide(first.state, BatchInputs(2, T0 + 30_000, requests=(tick(T0 + 30_000),)), policy)
+    assert not quiet.outbox
+    late = decide(quiet.state, BatchInputs(3, T0 + 61_000, requests=(tick(T0 + 61_000),)), policy)
+    assert len(alerts(late, "ReassignmentStalled")) == 2
+    assert {c["payload"][0] for c in commands(late)} == {"CancelReassignment"}
+
+
+def test_a_bad_record_goes_to_the_dead_letter_topic_and_the_batch_goes_on():
+    cluster = simple_cluster(3)
+    p = cluster.partition(A)
+    bad = BadRecord("reassigner.isr-changes", 2, 41, b"\x00garbage", "not a valid PartitionState record")
+    events = cluster_events(cluster, T0) + (partition_event(replace(p, isr=(p.replicas[0],)), T0),)
+    decision = decide(ControllerState(), BatchInputs(0, T0, events, bad_records=(bad,)), Policy())
+    letters = [m for m in decision.outbox if m.topic_suffix == "dead-letter"]
+    assert len(letters) == 1 and letters[0].record["value"] == b"\x00garbage"
+    assert letters[0].record["expected_schema"] == "PartitionState"
+    assert [a["kind"] for a in alerts(decision)][0] == "BadEvent"
+    assert decision.state.cluster.partition(A).isr == (p.replicas[0],), "the next event is still applied"
+    assert_encodes(decision.outbox)
+
+
+def test_a_malformed_event_is_reported_and_the_rest_applied():
+    cluster = simple_cluster(3)
+    broken = ("PartitionState", {"key": "t-9", "topic": "t"})
+    decision = decide(ControllerState(), BatchInputs(0, T0, (broken,) + cluster_events(cluster, T0)), Policy())
+    assert [a["kind"] for a in alerts(decision)] == ["BadEvent"]
+    assert decision.state.cluster.partition(A) is not None
+
+
+def test_a_stale_partition_event_is_ignored():
+    cluster = simple_cluster(3)
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), Policy()).state
+    newer = replace(cluster.partition(A), leader_epoch=5, isr=cluster.partition(A).replicas)
+    state = decide(state, BatchInputs(1, T0 + 1, (partition_event(newer, T0 + 1),)), Policy()).state
+    older = replace(newer, leader_epoch=4, isr=(newer.replicas[0],))
+    after = decide(state, BatchInputs(2, T0 + 2, (partition_event(older, T0 + 2),)), Policy()).state
+    assert after.cluster.partition(A) == state.cluster.partition(A)
+
+
+def test_replaying_a_batch_on_the_same_state_decides_the_same_outbox():
+    cluster, first = started()
+    bad = BadRecord("reassigner.requests", 0, 7, b"?", "bad")
+    lagging = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1)
+    inputs = BatchInputs(2, T0 + 2000, (partition_event(lagging, T0 + 2000),),
+                         (reassign({TopicPartition("t", 1): (5, 4, 3)}, T0 + 2000, "r2", additional=True),),
+                         bad_records=(bad,))
+    one, two = decide(first.state, inputs, POLICY), decide(first.state, inputs, POLICY)
+    assert one.outbox == two.outbox and one.state == two.state
+    assert one.outbox
+
+
+def test_a_failed_step_alerts_and_gives_up_on_the_partition():
+    _, first = started()
+    step = next(c for c in commands(first, "ReassignmentStep") if c["key"] == "t-0")
+    result = {"schema_version": 1, "event_time": T0 + 2000, "id": "res-1", "key": step["key"],
+              "command_id": step["id"], "command_kind": "ReassignmentStep", "epoch": 0,
+              "reassignment_id": step["reassignment_id"], "step": step["step"], "ok": False,
+              "error_code": "INVALID_REPLICA_ASSIGNMENT", "message": "broker 3 is gone"}
+    decision = decide(first.state, BatchInputs(2, T0 + 2000, command_results=(result,)), POLICY)
+    failed = alerts(decision, "CommandFailed")
+    assert len(failed) == 1 and failed[0]["details"]["error_code"] == "INVALID_REPLICA_ASSIGNMENT"
+    assert A not in decision.state.reassignments
+    unknown = dict(result, reassignment_id="nope/t-0")
+    assert not decide(first.state, BatchInputs(2, T0 + 2000, command_results=(unknown,)), POLICY).outbox
+
+
+def test_throttles_are_set_while_steps_move_and_cleared_after():
+    policy = replace(POLICY, throttle_bytes_per_sec=10_000_000)
+    cluster, first = started(policy)
+    sets = commands(first, "SetThrottle")
+    assert len(sets) == 1 and sets[0]["payload"][1]["rate_bytes_per_sec"] == 10_000_000
+    done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1, log_dirs=())
+    moving_b = replace(cluster.partition(B), replicas=(4, 1, 2, 3), adding=(4,), leader_epoch=1, log_dirs=())
+    state = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(done_a, T0 + 2000),
+                                                            partition_event(moving_b, T0 + 2000))), policy).state
+    assert not any(k.startswith("Throttle:") for k in state.open_alerts) is False
+    cancel = {"schema_version": 1, "event_time": T0 + 3000, "id": "c", "key": "c", "requested_by": None,
+              "payload": ("Cancel", {"topic": "t", "partition": 1, "keep": True})}
+    state = decide(state, BatchInputs(3, T0 + 3000, requests=(cancel,)), policy).state
+    back = replace(cluster.partition(B), leader_epoch=2)
+    last = decide(state, BatchInputs(4, T0 + 4000, (partition_event(back, T0 + 4000),)), policy)
+    clears = commands(last, "ClearThrottle")
+    assert len(clears) == 1 and {p["partition"] for p in clears[0]["payload"][1]["partitions"]} == {0, 1}
+    assert_encodes(last.outbox)

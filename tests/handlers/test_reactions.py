@@ -1,0 +1,160 @@
+"""Reactions to the cluster (SPEC 3): broker added / failed / recovered, decommission, disk failure."""
+
+from __future__ import annotations
+
+from handler_builders import Loop, alerts, broker_event, commands, simple_cluster
+
+from handlers.policy import Policy
+from planning.model import Broker, LogDir
+
+
+def new_broker(broker_id: int, dirs=("/d0",)) -> Broker:
+    return Broker(broker_id, rack=f"r{broker_id % 3}", log_dirs=tuple(LogDir(d) for d in dirs))
+
+
+def test_broker_added_plans_after_the_grace_period_and_not_before():
+    policy = Policy(broker_add_grace_seconds=30, max_partition_movements=2, max_movements_per_broker=10)
+    loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), policy)
+    assert not loop.step().outbox  # the first view of the cluster: nothing to say
+    loop.sim.add_broker(new_broker(3))
+    first = loop.step()
+    assert [a["kind"] for a in alerts(first)] == ["BrokerAdded"]
+    assert not commands(first)
+    for _ in range(29):
+        loop.sim.tick(1.0)
+        assert not commands(loop.step()), "no plan before broker.add.grace"
+    loop.sim.tick(1.0)
+    planned = loop.step()
+    assert alerts(planned, "PlanCreated")
+    steps = commands(planned, "ReassignmentStep")
+    assert 1 <= len(steps) <= policy.max_partition_movements
+    assert any(3 in c["payload"][1]["target_replicas"] for c in steps)
+    loop.run(600, until=lambda lp: lp.idle())
+    assert loop.idle() and not loop.violations
+    counts = {b: 0 for b in range(4)}
+    for p in loop.sim.snapshot().partitions():
+        for b in p.replicas:
+            counts[b] += 1
+    assert counts == {0: 6, 1: 6, 2: 6, 3: 6}
+
+
+def test_several_additions_coalesce_into_one_plan():
+    loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), Policy(broker_add_grace_seconds=30))
+    loop.step()
+    loop.sim.add_broker(new_broker(3))
+    loop.step()
+    loop.sim.tick(10.0)
+    loop.sim.add_broker(new_broker(4))
+    loop.step()
+    plans = []
+    for _ in range(40):
+        loop.sim.tick(1.0)
+        plans += alerts(loop.step(), "PlanCreated")
+    assert len(plans) == 1 and plans[0]["message"].startswith("brokers 3, 4 added")
+
+
+def test_broker_failure_heals_after_grace_unless_it_comes_back():
+    policy = Policy(broker_failure_grace_seconds=60)
+    loop = Loop.start(simple_cluster(4, {"t": (8, 2)}), policy)
+    loop.step()
+    loop.sim.kill_broker(3)
+    down = loop.step()
+    assert [a["kind"] for a in alerts(down, "BrokerFailed")] == ["BrokerFailed"]
+    loop.sim.tick(30.0)
+    loop.sim.restart_broker(3)
+    back = loop.step()
+    assert alerts(back, "BrokerRecovered")
+    loop.sim.tick(60.0)
+    assert not commands(loop.step()) and not loop.state.broker_down_since_ms
+
+    loop.sim.kill_broker(2)
+    loop.step()
+    for _ in range(59):
+        loop.sim.tick(1.0)
+        assert not commands(loop.step())
+    loop.sim.tick(1.0)
+    healing = loop.step()
+    assert alerts(healing, "PlanCreated") and commands(healing, "ReassignmentStep")
+    loop.run(900, until=lambda lp: lp.idle())
+    assert loop.idle() and not loop.violations
+    assert all(2 not in p.replicas for p in loop.sim.snapshot().partitions())
+
+
+def test_self_healing_is_suppressed_when_too_many_brokers_are_down():
+    policy = Policy(broker_failure_grace_seconds=10, self_healing_max_failed_brokers=1)
+    loop = Loop.start(simple_cluster(6, {"t": (12, 3)}), policy)
+    loop.step()
+    loop.sim.kill_broker(4)
+    loop.sim.kill_broker(5)
+    loop.step()
+    suppressed = []
+    for _ in range(30):
+        loop.sim.tick(1.0)
+        decision = loop.step()
+        assert not commands(decision)
+        suppressed += alerts(decision, "SelfHealingSuppressed")
+    assert len(suppressed) == 1 and suppressed[0]["severity"] == "CRITICAL"
+
+
+def test_decommission_drains_the_broker_then_says_so():
+    loop = Loop.start(simple_cluster(4, {"t": (8, 2)}), Policy(max_movements_per_broker=4))
+    loop.step()
+    from handler_builders import request
+    first = loop.step([request("Decommission", {"broker_ids": [1]}, loop.now_ms, "decom-1")])
+    assert loop.state.cluster.broker(1).draining
+    assert commands(first, "ReassignmentStep")
+    drained = []
+    for _ in range(600):
+        loop.sim.tick(1.0)
+        drained += alerts(loop.step(), "BrokerDrained")
+        if drained:
+            break
+    assert [a["subject"] for a in drained] == ["broker-1"]
+    assert all(1 not in p.replicas for p in loop.sim.snapshot().partitions())
+    assert not loop.violations
+
+
+def test_disk_failure_alerts_and_heals_the_replicas_to_other_brokers():
+    loop = Loop.start(simple_cluster(4, {"t": (8, 2)}, dirs=("/d0", "/d1")), Policy())
+    loop.step()
+    hit = [p.tp for p in loop.sim.snapshot().partitions() if p.log_dir_of(1) == "/d1"]
+    assert hit
+    loop.sim.fail_log_dir(1, "/d1")
+    failed = loop.step()
+    disk = alerts(failed, "DiskFailed")
+    assert len(disk) == 1 and disk[0]["details"]["replicas"] == str(len(hit))
+    assert commands(failed, "ReassignmentStep")
+    loop.run(900, until=lambda lp: lp.idle())
+    assert loop.idle() and not loop.violations
+    for tp in hit:
+        assert 1 not in loop.sim.partition(tp).replicas
+    assert all(p.offline_replicas == () for p in loop.sim.snapshot().partitions())
+
+
+def test_under_min_isr_alerts_once_per_condition():
+    cluster = simple_cluster(3, {"t": (3, 3)}, min_isr=2)
+    loop = Loop.start(cluster, Policy(broker_failure_grace_seconds=10_000))
+    loop.step()
+    loop.sim.kill_broker(0)
+    loop.sim.kill_broker(1)
+    first = loop.step()
+    under = alerts(first, "UnderMinIsr")
+    assert len(under) == 1 and under[0]["details"]["count"] == "3"
+    loop.sim.tick(1.0)
+    assert not alerts(loop.step(), "UnderMinIsr")
+    loop.sim.restart_broker(0)
+    loop.sim.restart_broker(1)
+    for _ in range(3):
+        loop.sim.tick(1.0)
+        loop.step()
+    assert not any(k.startswith("UnderMinIsr") for k in loop.state.open_alerts)
+    loop.sim.kill_broker(0)
+    loop.sim.kill_broker(1)
+    assert alerts(loop.step(), "UnderMinIsr"), "a new occurrence alerts again"
+
+
+def test_fenced_broker_event_for_an_unknown_broker_is_tracked_as_down():
+    loop = Loop.start(simple_cluster(3), Policy())
+    loop.step()
+    decision = loop.step(extra_events=[broker_event(Broker(9, alive=False), loop.now_ms, "FENCED")])
+    assert alerts(decision, "BrokerFailed")
