@@ -42,7 +42,8 @@ DOWN_STATES = ("FENCED", "UNREGISTERED")
 class EventEffects:
     """What the events of one batch changed, for the triggers.
 
-    came_up: brokers that became alive (new, or back from fenced/unregistered).
+    came_up: broker id -> event time (ms) of brokers that became alive (new, or back from
+        fenced/unregistered).
     went_down: broker id -> event time (ms) of brokers that stopped being alive.
     dirs_failed / dirs_restored: (broker, path) of dirs that went offline / came back online.
     topics_deleted: topics dropped.
@@ -52,7 +53,7 @@ class EventEffects:
     first_view: the cluster knew no broker before this batch (the controller's first view).
     """
 
-    came_up: list[int] = field(default_factory=list)
+    came_up: dict[int, int] = field(default_factory=dict)
     went_down: dict[int, int] = field(default_factory=dict)
     dirs_failed: list[tuple[int, str]] = field(default_factory=list)
     dirs_restored: list[tuple[int, str]] = field(default_factory=list)
@@ -163,7 +164,7 @@ def _apply_broker(work: _WorkingCluster, record: Mapping[str, Any], effects: Eve
         rack = old.rack
     work.brokers[broker_id] = Broker(broker_id, rack, alive, draining, dirs)
     if alive and not was_alive:
-        effects.came_up.append(broker_id)
+        effects.came_up[broker_id] = int(record["event_time"])
         effects.went_down.pop(broker_id, None)
         work.unregistered.discard(broker_id)
     elif not alive and (was_alive or old is None):

@@ -103,7 +103,8 @@ def handle_reassign(context: BatchContext, request_id: str, fields: Mapping[str,
             raise InvalidInputError(f"{tp} appears more than once in the request")
         targets[tp] = tuple(int(b) for b in entry["replicas"])
         dirs = entry.get("log_dirs")
-        log_dirs[tp] = tuple(dirs) if dirs is not None else None
+        # The tool's JSON leaves log_dirs out when it has none; an empty list means the same.
+        log_dirs[tp] = tuple(dirs) if dirs else None
     validate_targets(context.state.cluster, targets, log_dirs)
     active = sorted(tp for tp, r in context.state.reassignments.items() if r.active)
     if active and not fields.get("additional", False):

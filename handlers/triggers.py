@@ -99,7 +99,8 @@ def handle_membership(context: BatchContext, effects: EventEffects) -> None:
                    else "pending healing cancelled"),
                 {"broker_id": broker_id, "healing_was_planned": str(was_healed).lower()})
         elif not effects.first_view and broker_id not in held and cluster.broker(broker_id) is not None:
-            added[broker_id] = context.now_ms
+            # The grace runs from when the broker joined, not from this batch's latest event.
+            added[broker_id] = effects.came_up[broker_id]
             context.outbox.alert("BrokerAdded", INFO, broker_subject(broker_id),
                                  f"broker {broker_id} joined empty; rebalancing onto it in "
                                  f"{context.policy.broker_add_grace_seconds:.0f} s",

@@ -17,7 +17,10 @@ CONSTRAINTS (a candidate that would break one is deferred, with the reason):
 - never two steps in flight for one partition, and never a step while Kafka shows the partition
   reassigning for another reason;
 - a step adds at most R and drops at most R replicas; only a step restoring min ISR may add more
-  (up to the deficit) — and it still counts against P;
+  (up to the deficit) — and it still counts against P. Dropping a replica that is offline and
+  out of sync is free (`count_replica_drops`): it costs no redundancy, and a partition that lost
+  more such replicas than R must still be able to shed them in one step (see
+  `planning.stepping.compute_reachable_step`);
 - never a step that would leave fewer than M in-sync replicas when it completes (|TR| < M);
 - never a replica targeted to a dead or draining broker or an offline log dir (replicas a step
   keeps on a draining broker are fine: they stay in sync until a later step drops them; a kept
@@ -166,7 +169,12 @@ def is_urgent(partition: PartitionState, cluster: Cluster) -> bool:
     """Under min ISR, or holding a replica that is offline (dead broker or offline dir)."""
     if len(partition.isr) < cluster.min_isr(partition.topic) or partition.offline_replicas:
         return True
-    return any(not _replica_online(cluster, partition, b) for b in partition.replicas)
+    return any(not cluster.is_replica_online(partition, b) for b in partition.replicas)
+
+
+def count_replica_drops(step: Step, partition: PartitionState, cluster: Cluster) -> int:
+    """The replicas `step` drops that count against R: all but those offline and out of sync."""
+    return sum(1 for b in step.removing if b in partition.isr or cluster.is_replica_online(partition, b))
 
 
 def _priority(planned: PlannedStep, cluster: Cluster) -> tuple:
@@ -227,8 +235,9 @@ def _refuses_stale_step(planned, partition, cluster, limits) -> str | None:
 def _refuses_too_many_replicas(planned, partition, cluster, limits) -> str | None:
     step, r = planned.step, limits.max_replica_movements
     deficit = max(0, cluster.min_isr(partition.topic) - len(set(partition.isr) & set(partition.replicas)))
-    if len(step.removing) > r:
-        return f"step drops {len(step.removing)} replicas, limit R = {r}"
+    drops = count_replica_drops(step, partition, cluster)
+    if drops > r:
+        return f"step drops {drops} replicas, limit R = {r}"
     if len(step.adding) > max(r, deficit):
         return f"step adds {len(step.adding)} replicas, limit R = {r} (min ISR deficit {deficit})"
     return None
@@ -257,19 +266,9 @@ def _refuses_unusable_broker(planned, partition, cluster, limits) -> str | None:
         }:
             return f"step targets log dir {log_dir} on broker {broker_id}, which is offline or unknown"
     for broker_id in step.target:
-        if broker_id not in step.adding and not _replica_online(cluster, partition, broker_id):
+        if broker_id not in step.adding and not cluster.is_replica_online(partition, broker_id):
             return f"step keeps the replica on broker {broker_id}, which is offline and can never rejoin the ISR"
     return None
-
-
-def _replica_online(cluster: Cluster, partition: PartitionState, broker_id: int) -> bool:
-    broker = cluster.broker(broker_id)
-    if broker is None or not broker.alive or broker_id in partition.offline_replicas:
-        return False
-    log_dir = partition.log_dir_of(broker_id)
-    if log_dir is None or not broker.log_dirs:
-        return True
-    return any(d.path == log_dir and d.online for d in broker.log_dirs)
 
 
 def _as_planned(steps: StepsLike) -> list[PlannedStep]:

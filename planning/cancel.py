@@ -124,10 +124,13 @@ def compute_partition_after_cancel(partition: PartitionState) -> PartitionState:
 
 
 def compute_cancel_observed(reassignment: Reassignment, partition: PartitionState) -> Reassignment:
-    """Once Kafka no longer shows the cancelled step, revert or stop (a no-op until then).
+    """Once Kafka no longer shows the cancelled step, revert, stop or resume (a no-op until then).
 
-    If the step completed before the cancel reached Kafka, the partition simply shows the step's
-    target; the revert then starts from there.
+    Kafka shows either the replicas from before the step (the cancel reverted it) or the step's
+    target (the step completed before the cancel reached Kafka, which then answers
+    NO_REASSIGNMENT_IN_PROGRESS). Both end the step (`cancel_observed` counts it, so the next
+    step gets a new number and command id); the revert is the next step, computed like any step
+    from the replicas observed now, so it starts from wherever the partition is.
     """
     if reassignment.state is not ReassignmentState.CANCELLING or partition.reassigning:
         return reassignment

@@ -144,6 +144,17 @@ class Cluster:
     def partition(self, tp: TopicPartition) -> PartitionState | None:
         return self.partitions_by_tp.get(tp)
 
+    def is_replica_online(self, partition: PartitionState, broker_id: int) -> bool:
+        """The replica can be in sync: its broker is alive, Kafka does not list it offline, and its
+        log dir (when known) is online. An offline replica can never rejoin the ISR as it is."""
+        broker = self.broker(broker_id)
+        if broker is None or not broker.alive or broker_id in partition.offline_replicas:
+            return False
+        path = partition.log_dir_of(broker_id)
+        if path is None or not broker.log_dirs:
+            return True
+        return any(d.path == path and d.online for d in broker.log_dirs)
+
     def min_isr(self, topic: str) -> int:
         t = self.topics_by_name.get(topic)
         return t.min_insync_replicas if t else 1

@@ -15,13 +15,26 @@ Inside a child the partitions are assumed to hold `floor` or `ceil` of the child
 replicas each (replicas spread evenly over partitions too), which gives its own [min, max].
 With balanced racks this reduces to the flat rule above.
 
+IDEAL SHARES (`compute_ideal_shares`, used for the lower bound). The same apportioning done
+with exact fractions and without looking at where replicas are now: a node's share `X` is split
+over its children as `clamp(lambda * capacity, min, max)` with the one `lambda` that makes the
+shares add up to `X` (water-filling), where `[min, max]` is what the rack rule lets the child
+hold over all partitions. Example: brokers 0,3,6 in r0 and 1,4 / 2,5 in r1 / r2, one topic of
+50 partitions RF 3. Every partition puts exactly one replica in each rack (min = max = 50), so
+r0's brokers get 50/3 each and the others 25: the balance the racks allow is 16-17 per r0
+broker and 25 per r1/r2 broker, not the flat 21-22. Without rack constraints every broker's
+share is T / n. `compute_balanced_ranges` rounds each share down and up: a broker's count in
+any plan that balances the topic as far as the racks allow.
+
 Pure: inputs are a tree and counts; the output is a fresh dict.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Mapping
 
 from planning.racks import ROOT, RackTree
@@ -159,3 +172,88 @@ def _apportion(total: int, capacity: int, shares: list[tuple]) -> list[int]:
                     heap, (-amounts[i] / share[2], share[5] - amounts[i], -share[6] / share[2], i)
                 )
     return amounts
+
+
+def compute_balanced_ranges(
+    tree: RackTree, replica_histogram: Mapping[int, int]
+) -> dict[int, tuple[int, int]]:
+    """Per tree broker: (floor, ceil) of its ideal share of the topic (see the module docstring)."""
+    return {
+        b: (math.floor(share), math.ceil(share))
+        for b, share in compute_ideal_shares(tree, replica_histogram).items()
+    }
+
+
+def compute_ideal_shares(tree: RackTree, replica_histogram: Mapping[int, int]) -> dict[int, Fraction]:
+    """Per tree broker: its exact share of a topic whose partitions hold `replica_histogram`.
+
+    Only the rack rule and the broker counts matter, not where replicas are now. Below the top
+    level a child's per-partition count is only known as a range (`low`..`high` over the
+    parent's possible counts), which can only widen the child's [min, max]: the shares stay
+    within what any rack-spread plan can reach.
+    """
+    shares: dict[int, Fraction] = {b: Fraction(0) for b in tree.broker_node}
+    total = sum(r * k for r, k in replica_histogram.items())
+    groups = {(r, r): k for r, k in replica_histogram.items() if r > 0 and k > 0}
+    pending: list[tuple[int, Fraction, dict]] = [(ROOT, Fraction(total), groups)]
+    while pending:
+        node, amount, groups = pending.pop()
+        if amount == 0 or not groups:
+            continue
+        children = []  # (child node or None, broker id or None, capacity, min, max, groups)
+        for child in tree.node_children[node]:
+            children.append((child, None) + _child_range(tree, node, tree.node_capacity[child], groups))
+        for broker_id in tree.node_brokers[node]:
+            children.append((None, broker_id) + _child_range(tree, node, 1, groups))
+        level = _water_level(amount, [(cap, low, high) for _, _, cap, low, high, _ in children])
+        for child, broker_id, cap, low, high, child_groups in children:
+            share = min(max(level * cap, low), high)
+            if broker_id is not None:
+                shares[broker_id] = share
+            else:
+                pending.append((child, share, child_groups))
+    return shares
+
+
+def _child_range(tree: RackTree, node: int, cap: int, groups: Mapping) -> tuple:
+    """(capacity, min, max, per-partition groups) of one child of `node` under the rack rule."""
+    low_total = high_total = 0
+    child_groups: dict[tuple[int, int], int] = {}
+    for (low, high), count in groups.items():
+        low_level, _ = tree.waterfill(node, low)
+        high_level, high_extras = tree.waterfill(node, high)
+        child_low = min(cap, low_level)
+        child_high = min(cap, high_level + (1 if high_extras else 0))
+        low_total += child_low * count
+        high_total += child_high * count
+        if child_high > 0:
+            key = (child_low, child_high)
+            child_groups[key] = child_groups.get(key, 0) + count
+    return cap, low_total, high_total, child_groups
+
+
+def _water_level(amount: Fraction, children: list[tuple[int, int, int]]) -> Fraction:
+    """The `lambda` with sum(clamp(lambda * cap, low, high)) == amount (exact, piecewise linear)."""
+
+    def filled(level: Fraction) -> Fraction:
+        return sum((min(max(level * cap, low), high) for cap, low, high in children), Fraction(0))
+
+    points = sorted({Fraction(v, cap) for cap, low, high in children for v in (low, high) if cap})
+    if not points:
+        return Fraction(0)
+    lo, hi = 0, len(points) - 1  # largest breakpoint with filled(point) <= amount
+    if filled(points[0]) > amount:
+        return points[0]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if filled(points[mid]) <= amount:
+            lo = mid
+        else:
+            hi = mid - 1
+    start = points[lo]
+    below = filled(start)
+    if below == amount or lo == len(points) - 1:
+        return start
+    end = points[lo + 1]
+    slope = sum(cap for cap, low, high in children if low <= start * cap and high >= end * cap)
+    return start + (amount - below) / slope if slope else start

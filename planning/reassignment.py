@@ -11,7 +11,8 @@ Lifecycle (every transition is a pure function returning a new record)::
                    cancelled in Kafka)   └──keep──────────────► DONE   original replicas)
 
 Cancelling with no step in flight skips CANCELLING. Invariants:
-- at most one step in flight (`in_flight`), numbered `steps_done + 1`;
+- at most one step in flight (`in_flight`), numbered `steps_done + 1`; a number is never used
+  twice, since command ids derive from it (SPEC 6);
 - `original_replicas` never changes: it is what the partition held before the first step, the
   target of a revert even after a supersede;
 - a DONE record has no step in flight.
@@ -62,7 +63,8 @@ class Reassignment:
     final_target: the final target replica list (FTR) the steps walk towards.
     target_log_dirs: optional log dir per FTR replica (parallel to `final_target`, "any" allowed).
     in_flight: the step Kafka is executing, if any.
-    steps_done: steps completed so far.
+    steps_done: steps ended so far: completed, or cancelled in Kafka (a cancelled step has used
+        its number, and so its command ids; the next step takes the next number).
     state: see `ReassignmentState`.
     reason: why the reassignment exists, or why it was cancelled/superseded (for alerts, `list`).
     after_cancel: when CANCELLING, what follows once Kafka shows the step cancelled.
@@ -185,11 +187,17 @@ def begin_revert(reassignment: Reassignment) -> Reassignment:
 
 
 def cancel_observed(reassignment: Reassignment) -> Reassignment:
-    """Kafka shows the cancelled step reverted: revert further, stop where it is, or resume."""
+    """Kafka shows the cancelled step ended (reverted, or completed before the cancel reached it):
+    revert further, stop where it is, or resume.
+
+    Either way the step has ended and counts in `steps_done`: the executor knows its command id
+    (`<id>:<n>:ReassignmentStep`) and would not apply a next step that reused number n.
+    """
     if reassignment.state is not ReassignmentState.CANCELLING:
         return reassignment
+    ended = complete_step(reassignment)
     if reassignment.after_cancel is AfterCancel.RESUME:
-        return replace(reassignment, in_flight=None, state=ReassignmentState.RUNNING)
+        return replace(ended, state=ReassignmentState.RUNNING)
     if reassignment.after_cancel is AfterCancel.REVERT:
-        return begin_revert(reassignment)
-    return finish(reassignment)
+        return begin_revert(ended)
+    return finish(ended)

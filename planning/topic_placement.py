@@ -22,6 +22,8 @@ from planning.racks import ROOT, RackTree
 from reassigner.errors import PlanInfeasibleError
 
 _REPAIR_SCAN_BUDGET = 20_000  # candidate partitions looked at per overflowing slot (two-step)
+_SHIFT_FITS_BUDGET = 20_000  # rack checks per topic spent searching shifting chains
+_SHIFT_PARTITIONS_PER_BROKER = 64  # new replicas of one broker looked at per search
 
 
 @dataclass
@@ -286,6 +288,7 @@ def _move_to_under_quota(tree, work, broker_left, broker_quota, take) -> None:
 
     Trading: a broker one above a `floor` quota and one one below a `ceil` quota swap quotas;
     both stay within one of each other, so the topic stays even and nothing moves.
+    Shifting (`_shift_along_paths`): a chain of re-pointed new replicas, free of moves.
     Moving: re-pointing a new replica costs nothing; moving a kept one costs a move, needed
     only when an earlier drop was put straight back (so the total still meets the bound).
     """
@@ -299,6 +302,8 @@ def _move_to_under_quota(tree, work, broker_left, broker_quota, take) -> None:
                 quota[u] -= 1
                 broker_left[o] += 1
                 broker_left[u] -= 1
+    if any(left < 0 for left in broker_left.values()):
+        _shift_along_paths(tree, work, broker_left, take)
     over = sorted((b for b, left in broker_left.items() if left < 0), key=lambda b: (broker_left[b], b))
     if not over:
         return
@@ -322,3 +327,100 @@ def _move_to_under_quota(tree, work, broker_left, broker_quota, take) -> None:
                 if _fits_after(tree, w, o, u):
                     _swap(w, w.final.index(o), o, u, take)
                     break
+
+
+def _shift_along_paths(tree, work, broker_left, take) -> None:
+    """Re-point a chain of replicas so that one over-quota broker gives one to an under one.
+
+    Where rack spread or distinctness forbids the direct re-point (`over` -> `under` in one
+    partition), a breadth-first search over brokers finds `over = x0 -> x1 -> ... -> xk = under`;
+    applied from the end, every broker in between keeps its count. A step is either
+    - a new replica on x(i) re-pointed to x(i+1) (free), or
+    - a new replica on x(i) given back to the broker it replaced, d, which then hands one of its
+      kept replicas elsewhere to x(i+1) (one move saved, one made: free), or
+    - for the first step only, a kept replica of `over` moved (one move, counted by the bound as
+      excess; the paid fallback below would make it anyway).
+    Example (no racks, RF 3): broker 0 over and 5 under quota, but every partition where 0 is
+    new already holds 5 (* marks a new replica). p = (1, 0*, 2) may take 3 instead of 0, and
+    q = (3*, 4, 6) gives 3's place to 5: 0 -> 3 -> 5, broker 3 keeps its count, no extra move.
+    """
+    budget = _SHIFT_FITS_BUDGET
+    while budget > 0 and any(left < 0 for left in broker_left.values()):
+        if not any(left > 0 for left in broker_left.values()):
+            return
+        new_on: dict[int, list[tuple[PartitionWork, int]]] = {}
+        kept_on: dict[int, list[tuple[PartitionWork, int]]] = {}
+        for w in work:
+            if w.fixed:
+                continue
+            for position, b in enumerate(w.final):
+                if b is None or b not in tree.broker_node:
+                    continue
+                (kept_on if b in w.kept else new_on).setdefault(b, []).append((w, position))
+        for found in kept_on.values():  # followers and small partitions first
+            found.sort(key=lambda item: (item[1] == 0, item[0].size, item[0].tp.partition))
+        found = _search_chain(tree, broker_left, new_on, kept_on, False, budget)
+        if found[0] is None:
+            found = _search_chain(tree, broker_left, new_on, kept_on, True, found[2])
+        found, parent, budget = found
+        if found is None:
+            return
+        y = found
+        while parent[y] is not None:
+            x, ops = parent[y]
+            for w, position, out, into in ops:
+                if w.final[position] != out or not _fits_after(tree, w, out, into):
+                    return  # the chain crossed itself; keep what is valid and stop
+                _swap(w, position, out, into, take)
+            y = x
+
+
+def _search_chain(tree, broker_left, new_on, kept_on, paid: bool, budget: int):
+    """Breadth-first search of `_shift_along_paths`: (under broker or None, parents, budget)."""
+    sources = sorted(b for b, left in broker_left.items() if left < 0)
+    parent: dict[int, tuple[int, list] | None] = {b: None for b in sources}
+    queue = list(sources)
+    brokers = sorted(broker_left)
+    found = None
+
+    def reach(x: int, w: PartitionWork, out: int, ops: list) -> bool:
+        nonlocal budget, found
+        for y in brokers:
+            if y in parent:
+                continue
+            budget -= 1
+            if _fits_after(tree, w, out, y):
+                parent[y] = (x, ops + [(w, w.final.index(out), out, y)])
+                if broker_left[y] > 0:
+                    found = y
+                    return True
+                queue.append(y)
+        return budget <= 0
+
+    for x in queue:
+        limit = _SHIFT_PARTITIONS_PER_BROKER
+        done = False
+        for w, position in new_on.get(x, [])[:limit]:
+            if reach(x, w, x, []):
+                done = True
+                break
+            for d in sorted(w.kept - w.members):  # give the slot back to d ...
+                if not _fits_after(tree, w, x, d):
+                    continue
+                back = [(w, position, x, d)]
+                for w2, _ in kept_on.get(d, [])[:limit]:  # ... which moves a kept one on
+                    if w2 is not w and reach(x, w2, d, back):
+                        done = True
+                        break
+                if done:
+                    break
+            if done:
+                break
+        if not done and paid and parent[x] is None:
+            for w, position in kept_on.get(x, [])[:limit]:
+                if reach(x, w, x, []):
+                    done = True
+                    break
+        if done:
+            break
+    return found, parent, budget

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "reassigner.commands.edge",
     "reassigner.commands.run",
     "reassigner.commands.demo",
+    "reassigner.commands.operator",
 )
 
 app = typer.Typer(

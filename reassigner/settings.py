@@ -63,6 +63,18 @@ class Settings(BaseSettings):
     # --- watcher -----------------------------------------------------------------------------
     poll_interval_seconds: float = Field(1.0, gt=0, description="SPEC `poll.interval`.")
     snapshot_interval_seconds: float = Field(60.0, gt=0, description="Full snapshot period.")
+    watcher_max_backoff_seconds: float = Field(
+        30.0, gt=0, description="Longest wait between polls while the cluster is unreachable.")
+    event_topic_partitions: int = Field(
+        3, ge=1, description="Partitions of the product topics the watcher and executor create.")
+
+    # --- executor ----------------------------------------------------------------------------
+    executor_retry_seconds: float = Field(
+        60.0, gt=0, description="How long the executor retries one command on transient errors "
+        "(exponential backoff from 0.5 s, at most 10 s apart) before it reports the error.")
+    executor_log_dir_wait_seconds: float = Field(
+        60.0, gt=0, description="How long the executor waits for a new replica to exist on its "
+        "broker before AlterReplicaLogDirs can place it in the requested dir.")
 
     # --- reactions (SPEC 3) ------------------------------------------------------------------
     mode: Literal["auto", "approve", "observe"] = Field("auto", description="SPEC `mode`.")

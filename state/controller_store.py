@@ -29,6 +29,7 @@ Rules:
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any, Iterable, Mapping
 
@@ -36,6 +37,7 @@ from planning.controller import ControllerState, OutboundMessage, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.steps import Step
+from schemas.codec import decode, encode
 
 COMMIT_BATCH = """
 local last = tonumber(redis.call('HGET', KEYS[1], 'last_batch') or '-1')
@@ -178,15 +180,15 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
 
 
 def message_to_storage(message: OutboundMessage) -> list:
-    return [message.topic_suffix, message.key, message.schema, message.record]
+    """[topic suffix, key, schema, base64 of the Avro-encoded record]: a re-published message is
+    the very bytes decided the first time, and bytes fields (dead letters) need no special case."""
+    value = base64.b64encode(encode(message.schema, message.record)).decode("ascii")
+    return [message.topic_suffix, message.key, message.schema, value]
 
 
 def message_from_storage(stored: list) -> OutboundMessage:
-    topic_suffix, key, schema, record = stored
-    payload = record.get("payload")
-    if isinstance(payload, list) and len(payload) == 2 and isinstance(payload[0], str):
-        record = {**record, "payload": (payload[0], payload[1])}  # JSON turned the tuple to a list
-    return OutboundMessage(topic_suffix, key, schema, record)
+    topic_suffix, key, schema, value = stored
+    return OutboundMessage(topic_suffix, key, schema, decode(schema, base64.b64decode(value)))
 
 
 # --- the store ----------------------------------------------------------------------------------

@@ -62,7 +62,8 @@ def build_spark_session(
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN")
+        # A deep plan string can overflow the default stack in Spark's regex-based redaction.
+        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN -Xss16m")
         .config("spark.python.worker.reuse", "true")
     )
     if master.startswith("local"):

@@ -144,7 +144,7 @@ class Demo:
         if not plans:
             return "-", "-"
         moves = sum(int(p["details"].get("replica_moves", 0)) for p in plans)
-        bound = sum(int(p["details"].get("replica_moves_lower_bound", 0)) for p in plans)
+        bound = sum(int(p["details"].get("lower_bound", 0)) for p in plans)
         return str(moves), str(bound)
 
     # --- the story ------------------------------------------------------------------------------

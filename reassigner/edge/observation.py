@@ -38,10 +38,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from schemas.codec import partition_key
 from schemas.loader import CURRENT_SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from planning.model import Cluster
 
 KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
 MESSAGE_ID_NAMESPACE = uuid.UUID("6f0c1c9e-3a55-4d1e-9a57-2f7f4c1e0b5a")
@@ -131,7 +134,8 @@ def compute_observation(
     log_dirs: Iterable[LogDirObservation],
     min_insync_replicas: Mapping[str, int | None],
 ) -> ClusterObservation:
-    """Merge one poll's answers: reassignments give adding/removing, log dirs give each replica's
+    """Merge one poll's answers: reassignments give adding/removing (kept within the replicas),
+    log dirs give each replica's
     dir and the partition's size (the leader's replica; the largest one when leaderless), the
     brokers get their dir paths, topics get counts and min ISR."""
     dirs_by_key = {(d.broker_id, d.path): d for d in log_dirs}
@@ -155,10 +159,12 @@ def compute_observation(
         if size is None:
             known = [s for s in sizes if s is not None]
             size = max(known) if known else None
+        # The metadata and the reassignment list come from different brokers and may disagree
+        # for a moment; keep the model's invariant (adding, removing ⊆ replicas).
         merged[(p.topic, p.partition)] = replace(
             p,
-            adding=tuple(adding),
-            removing=tuple(removing),
+            adding=tuple(b for b in adding if b in p.replicas),
+            removing=tuple(b for b in removing if b in p.replicas),
             log_dirs=replica_dirs if any(d is not None for d in replica_dirs) else (),
             size_bytes=size,
         )
@@ -407,3 +413,29 @@ def apply_events(view: ClusterObservation, events: Iterable[Event]) -> ClusterOb
     return ClusterObservation(brokers=dict(sorted(brokers.items())), topics=dict(sorted(topics.items())),
                               partitions=dict(sorted(partitions.items())),
                               log_dirs=dict(sorted(log_dirs.items())))
+
+
+# --- the planning model (snapshot file) ------------------------------------------------------------
+
+
+def compute_cluster(observation: ClusterObservation) -> "Cluster":
+    """The planning model of an observation: alive = registered and unfenced, nothing draining
+    (a decommission is the pipeline's knowledge, not the cluster's), min ISR 1 where unknown."""
+    from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
+
+    dirs_of: dict[int, list[LogDir]] = {}
+    for (broker_id, _), d in observation.log_dirs.items():
+        dirs_of.setdefault(broker_id, []).append(
+            LogDir(d.path, d.online, d.total_bytes, d.usable_bytes))
+    brokers = tuple(Broker(b.broker_id, b.rack, alive=not b.fenced, draining=False,
+                           log_dirs=tuple(dirs_of.get(b.broker_id, ())))
+                    for b in observation.brokers.values())
+    parts_of: dict[str, list[PartitionState]] = {}
+    for p in observation.partitions.values():
+        parts_of.setdefault(p.topic, []).append(PartitionState(
+            p.topic, p.partition, p.replicas, p.isr, p.leader, p.size_bytes, p.log_dirs,
+            p.adding, p.removing, p.offline_replicas, p.leader_epoch))
+    topics = tuple(Topic(t.name, tuple(sorted(parts_of.get(t.name, ()), key=lambda p: p.partition)),
+                         t.min_insync_replicas if t.min_insync_replicas is not None else 1)
+                   for t in observation.topics.values())
+    return Cluster(brokers=brokers, topics=topics)

@@ -71,7 +71,7 @@ def crash_run(local_stack, tmp_path, cache_dir):
     )
     simulated = SimulatedKafka(harness, cluster, bytes_per_sec=10_000)
     for broker in range(1, 6):
-        harness.send("broker-membership", broker_event(broker, "unfenced", T0))
+        harness.send("broker-membership", broker_event(broker, "UNFENCED", T0))
     harness.send("topic-state", topic_event("orders", PARTITIONS, T0, min_isr=1))
     simulated.publish_all()
     run = {"environment": environment, "harness": harness, "simulated": simulated,

@@ -62,8 +62,11 @@ def test_a_committed_state_loads_back_equal(store):
 
 def test_a_replayed_batch_is_skipped_and_its_outbox_kept_until_published(store):
     state = sample_state()
-    message = OutboundMessage("commands", "orders-0", "Command",
-                              {"id": "r1:1:ReassignmentStep", "payload": ("ElectLeader", {"x": 1})})
+    message = OutboundMessage("dead-letter", "orders-0", "DeadLetter", {
+        "schema_version": 1, "event_time": 5, "id": "orders-0-7", "key": "orders-0",
+        "source_topic": "reassigner.isr-changes", "source_partition": 0, "source_offset": 7,
+        "source_key": None, "value": b"\x00\xffnot avro", "headers": {},
+        "expected_schema": "PartitionState", "reason": "garbage"})
     assert store.commit(5, ControllerState(), state, [message])
     shrunk = sample_state(isr=(1,))
     assert not store.commit(5, state, shrunk, [])

@@ -1,0 +1,144 @@
+"""Cost of one watcher poll: the pure diff on a synthetic 10,000-partition cluster, and the
+Admin API reads (`ClusterAdmin.observe`) against the real local stack with many partitions.
+
+Run:  .venv/bin/python benchmarks/bench_watcher.py [--partitions 10000] [--stack-partitions 3000]
+      [--bootstrap-server HOST:PORT]   (default: start a private 3-broker local stack, then stop it)
+      [--skip-stack]                   (synthetic part only)
+
+Prints milliseconds per operation (best of `--repeat`); asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from reassigner.edge.observation import (  # noqa: E402
+    BrokerObservation,
+    LogDirObservation,
+    PartitionObservation,
+    ReplicaInDir,
+    compute_events,
+    compute_observation,
+    compute_snapshot_events,
+)
+from schemas.codec import TOPICS, encode  # noqa: E402
+
+
+def synthetic_observation(partitions: int, brokers: int = 30, dirs: int = 2, seed: int = 1):
+    rng = random.Random(seed)
+    broker_list = [BrokerObservation(b, f"/dc{b % 3}/r{b % 5}", "10.0.0.1", 9092, False)
+                   for b in range(1, brokers + 1)]
+    parts, hosted = [], {}
+    for i in range(partitions):
+        topic, index = f"topic-{i // 100}", i % 100
+        replicas = tuple(rng.sample(range(1, brokers + 1), 3))
+        parts.append(PartitionObservation(topic, index, replicas, replicas, replicas[0], 7))
+        for b in replicas:
+            hosted.setdefault((b, rng.randrange(dirs)), []).append(
+                ReplicaInDir(topic, index, False, rng.randrange(10**9)))
+    log_dirs = [LogDirObservation(b, f"/data/{d}", True, None, tuple(sorted(hosted.get((b, d), ()))),
+                                  10**12, 5 * 10**11) for b in range(1, brokers + 1) for d in range(dirs)]
+    topics = sorted({p.topic for p in parts})
+    return compute_observation(broker_list, parts, {t: f"id-{t}" for t in topics}, {}, log_dirs,
+                               {t: 2 for t in topics})
+
+
+def best_ms(action, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        best = min(best, time.perf_counter() - start)
+    return best * 1000
+
+
+def bench_synthetic(partitions: int, repeat: int) -> None:
+    before = synthetic_observation(partitions)
+    churned = dict(before.partitions)
+    for key in random.Random(2).sample(sorted(churned), partitions // 100):  # 1 % lose a follower
+        p = churned[key]
+        churned[key] = replace(p, isr=p.isr[:2])
+    after = replace(before, partitions=churned)
+    events = compute_events(before, after, 0)
+    snapshot = compute_snapshot_events(after, "s", 0)
+    print(f"synthetic cluster: {partitions:,} partitions, 30 brokers x 2 dirs, RF 3")
+    print(f"  diff, nothing changed           {best_ms(lambda: compute_events(before, before, 0), repeat):8.1f} ms")
+    print(f"  diff, 1 % ISR shrunk ({len(events):,} events) {best_ms(lambda: compute_events(before, after, 0), repeat):8.1f} ms")
+    print(f"  encode those events             {best_ms(lambda: [encode(TOPICS[s], r) for s, _, r in events], repeat):8.1f} ms")
+    print(f"  snapshot events ({len(snapshot):,})        {best_ms(lambda: compute_snapshot_events(after, 's', 0), repeat):8.1f} ms")
+    print(f"  encode the snapshot             {best_ms(lambda: [encode(TOPICS[s], r) for s, _, r in snapshot], 1):8.1f} ms")
+
+
+def bench_stack(bootstrap: str | None, partitions: int, repeat: int) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from reassigner.edge.admin import ClusterAdmin
+
+    stack = None
+    if bootstrap is None:
+        from reassigner.local.stack import LocalStack
+        from reassigner.settings import load_settings
+
+        stack = LocalStack(Path(tempfile.mkdtemp(prefix="bench-watcher-")) / "stack",
+                           load_settings().cache_dir)
+        started = time.monotonic()
+        bootstrap = stack.up(brokers=3, log_dirs=2).bootstrap_servers
+        print(f"local stack up in {time.monotonic() - started:.0f} s")
+    try:
+        client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=120000)
+        topics = [NewTopic(f"bench-{i}", num_partitions=min(500, partitions - i * 500), replication_factor=2)
+                  for i in range((partitions + 499) // 500)]
+        try:
+            client.create_topics(topics, timeout_ms=120000)
+        except Exception as error:  # already there from an earlier run
+            print(f"  (create topics: {type(error).__name__})")
+        client.close()
+        admin = ClusterAdmin(bootstrap, request_timeout_ms=60000)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            observation = admin.observe()
+            ours = [p for p in observation.partitions.values() if p.topic.startswith("bench-")]
+            if len(ours) == partitions and all(p.leader is not None and p.log_dirs for p in ours):
+                break
+            time.sleep(1)
+        total = len(observation.partitions)
+        print(f"real local stack: {total:,} partitions (RF 2) on 3 brokers x 2 dirs")
+        for name, action in (
+            ("describe cluster", admin.describe_brokers),
+            ("describe topics (metadata)", admin.describe_partitions),
+            ("list reassignments", admin.list_reassignments),
+            ("describe log dirs (3 brokers)", lambda: admin.describe_log_dirs([1, 2, 3])),
+            ("describe min ISR (configs)", lambda: admin.describe_min_insync_replicas(sorted(observation.topics))),
+            ("observe (all of the above)", lambda: admin.observe(observation)),
+            ("observe + diff", lambda: compute_events(observation, admin.observe(observation), 0)),
+        ):
+            print(f"  {name:32s} {best_ms(action, repeat):8.1f} ms")
+        admin.close()
+    finally:
+        if stack is not None:
+            stack.down()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--stack-partitions", type=int, default=3_000)
+    parser.add_argument("--bootstrap-server")
+    parser.add_argument("--skip-stack", action="store_true")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    bench_synthetic(args.partitions, args.repeat)
+    if not args.skip_stack:
+        bench_stack(args.bootstrap_server, args.stack_partitions, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,342 @@
+"""The executor: applies the pipeline's commands to the cluster and reports each outcome.
+
+ONE COMMAND MESSAGE, in this order:
+1. decode the Command envelope; bytes that are not one → a DeadLetter record, commit, go on;
+2. claim the command id in Redis (one Lua script, atomic): a command id seen before is not
+   applied again — its stored result is published again instead; an epoch older than the
+   highest seen is refused (STALE_EPOCH); otherwise the highest epoch is raised and the id is
+   marked APPLYING;
+3. apply it through the Admin API, retrying transient errors with exponential backoff (0.5 s
+   doubling, at most 10 s apart) for at most `executor_retry_seconds`;
+4. store the outcome under the command id, publish a CommandResult (ok, or the Kafka error
+   name and message), and only then commit the consumer offset.
+A crash between 2 and 4 re-delivers the message; the claimed id keeps it from being applied
+twice (at most once), and its result is published when known (or says it was interrupted).
+
+REDIS KEYS (hash tag `{<cluster_name>}` as in `state.partition_store`, so one script sees them all):
+- `reassigner:{c}:executor:epoch` — highest planner epoch seen (integer text);
+- `reassigner:{c}:executor:command:<id>` — `APPLYING`, then the JSON of the published result
+  (kept 7 days: the pipeline re-publishes an outbox within minutes, not weeks).
+
+COMMANDS (payload kinds): ReassignmentStep (AlterPartitionReassignments with the target list;
+with target_log_dirs, AlterReplicaLogDirs on each named dir first — Kafka remembers the dir for
+a replica it does not host yet — and again after, until the replica is there),
+CancelReassignment (the same call with None), ElectLeader (preferred election), LogDirMove
+(AlterReplicaLogDirs until the broker hosts the replica), SetThrottle / ClearThrottle
+(IncrementalAlterConfigs on brokers and topics). A command for a deleted topic or a dead broker
+ends as an error result, never as a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from reassigner.edge.admin import (
+    FOLLOWER_THROTTLED_RATE,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_RATE,
+    LEADER_THROTTLED_REPLICAS,
+    LOG_DIR_THROTTLED_RATE,
+    ClusterAdmin,
+    group_throttled_replicas,
+)
+from reassigner.errors import DecodeError, KafkaTransientError, ReassignerError, TransientError
+from reassigner.settings import Settings
+from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
+from schemas.loader import CURRENT_SCHEMA_VERSION
+from state.partition_store import key_prefix
+
+log = logging.getLogger(__name__)
+
+EXECUTOR_TOPICS = ("commands", "command-results", "dead-letter")
+STALE_EPOCH = "STALE_EPOCH"
+INTERRUPTED = "COMMAND_INTERRUPTED"
+RESULT_TTL_SECONDS = 7 * 24 * 3600
+# AlterReplicaLogDirs answers these while the broker does not host the replica yet.
+REPLICA_NOT_THERE_YET = frozenset({"REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"})
+
+CLAIM_COMMAND = """
+local existing = redis.call('GET', KEYS[2])
+if existing then return {'DUPLICATE', existing} end
+local highest = tonumber(redis.call('GET', KEYS[1]) or '-1')
+local epoch = tonumber(ARGV[1])
+if epoch < highest then return {'STALE', tostring(highest)} end
+if epoch > highest then redis.call('SET', KEYS[1], ARGV[1]) end
+redis.call('SET', KEYS[2], 'APPLYING', 'EX', ARGV[2])
+return {'APPLY', tostring(highest)}
+"""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one command, as published."""
+
+    ok: bool
+    error_code: str | None = None
+    message: str = ""
+
+    def to_storage(self) -> str:
+        return json.dumps({"ok": self.ok, "error_code": self.error_code, "message": self.message})
+
+    @classmethod
+    def from_storage(cls, text: str) -> "Outcome":
+        data = json.loads(text)
+        return cls(bool(data["ok"]), data.get("error_code"), data.get("message", ""))
+
+
+class CommandLedger:
+    """The executor's durable memory in Redis: highest epoch and the outcome per command id."""
+
+    def __init__(self, client, cluster_name: str) -> None:
+        self.client = client
+        self.prefix = f"{key_prefix(cluster_name)}:executor"
+        self._claim = client.register_script(CLAIM_COMMAND)
+
+    def _command_key(self, command_id: str) -> str:
+        return f"{self.prefix}:command:{command_id}"
+
+    def claim(self, command_id: str, epoch: int) -> tuple[str, str]:
+        """('APPLY', highest before) | ('DUPLICATE', stored value) | ('STALE', highest)."""
+        verdict, detail = self._claim(keys=[f"{self.prefix}:epoch", self._command_key(command_id)],
+                                      args=[epoch, RESULT_TTL_SECONDS])
+        as_text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
+        return as_text(verdict), as_text(detail)
+
+    def store_outcome(self, command_id: str, outcome: Outcome) -> None:
+        self.client.set(self._command_key(command_id), outcome.to_storage(), ex=RESULT_TTL_SECONDS)
+
+    def highest_epoch(self) -> int:
+        value = self.client.get(f"{self.prefix}:epoch")
+        return int(value) if value is not None else -1
+
+
+class Executor:
+    def __init__(self, admin: ClusterAdmin, ledger: CommandLedger, consumer_config: Mapping,
+                 producer_config: Mapping, settings: Settings,
+                 clock: Callable[[], float] = time.time) -> None:
+        from confluent_kafka import Producer
+
+        self.admin = admin
+        self.ledger = ledger
+        self.settings = settings
+        self.clock = clock
+        self.consumer_config = dict(consumer_config)
+        self._producer = Producer(dict(producer_config))
+        self._consumer = None
+        self._stop = threading.Event()
+
+    # --- loop -----------------------------------------------------------------------------------
+    def prepare_topics(self) -> None:
+        names = [topic_name(s, self.settings.topic_prefix) for s in EXECUTOR_TOPICS]
+        created = self.admin.ensure_topics(names, partitions=self.settings.event_topic_partitions)
+        if created:
+            log.info("created topics %s", ", ".join(created))
+
+    def run(self, stop: threading.Event) -> None:
+        """Consume and apply commands until `stop` is set."""
+        from confluent_kafka import Consumer, KafkaError
+
+        self._stop = stop
+        backoff = 0.5
+        while not stop.is_set():
+            try:
+                self.prepare_topics()
+                break
+            except ReassignerError as error:
+                log.warning("cannot prepare topics: [%s] %s; will retry in %.1f s",
+                            error.code, error, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+        config = {"group.id": f"{self.settings.topic_prefix}.executor",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "log_level": 0} | self.consumer_config
+        self._consumer = Consumer(config)
+        self._consumer.subscribe([topic_name("commands", self.settings.topic_prefix)])
+        try:
+            while not stop.is_set():
+                message = self._consumer.poll(0.5)
+                if message is None:
+                    continue
+                if message.error() is not None:
+                    if message.error().code() != KafkaError._PARTITION_EOF:
+                        log.debug("consumer: %s", message.error())
+                    continue
+                self.handle_message(message)
+                self._consumer.commit(message=message, asynchronous=False)
+        finally:
+            self._consumer.close()
+            self._producer.flush(5)
+
+    def handle_message(self, message) -> None:
+        """Steps 1–4 of the module doc for one consumed message (except the commit)."""
+        try:
+            headers = message.headers() or []
+            command = decode("Command", message.value(), writer_version_from_headers(headers))
+        except DecodeError as error:
+            self._dead_letter(message, str(error))
+            return
+        kind, fields = command["payload"]
+        verdict, detail = self.ledger.claim(command["id"], command["epoch"])
+        if verdict == "STALE":
+            outcome = Outcome(False, STALE_EPOCH, f"command epoch {command['epoch']} is older "
+                              f"than the newest planner epoch seen, {detail}; not applied")
+            log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
+        elif verdict == "DUPLICATE":
+            if detail == "APPLYING":
+                outcome = Outcome(False, INTERRUPTED, "a previous attempt was interrupted before "
+                                  "its outcome was known; not applied again")
+            else:
+                previous = Outcome.from_storage(detail)
+                outcome = Outcome(previous.ok, previous.error_code,
+                                  f"duplicate command id, already applied: {previous.message}".rstrip(": "))
+            log.debug("duplicate command %s", command["id"])
+        else:
+            outcome = self.apply_command(kind, fields)
+            self.ledger.store_outcome(command["id"], outcome)
+            level = logging.INFO if outcome.ok else logging.WARNING
+            log.log(level, "%s %s (%s): %s%s", kind, command["id"], command["reason"],
+                    "ok" if outcome.ok else outcome.error_code,
+                    "" if outcome.ok else f" — {outcome.message}")
+        self._publish_result(command, kind, outcome)
+
+    # --- applying -------------------------------------------------------------------------------
+    def apply_command(self, kind: str, fields: Mapping) -> Outcome:
+        """Apply one payload; every failure becomes an error outcome, never an exception."""
+        appliers = {
+            "ReassignmentStep": self.apply_reassignment_step,
+            "CancelReassignment": lambda f: self.admin.alter_partition_reassignment(
+                f["topic"], f["partition"], None),
+            "ElectLeader": lambda f: self.admin.elect_preferred_leader(f["topic"], f["partition"]),
+            "LogDirMove": lambda f: self.apply_log_dir(f["broker_id"], f["topic"], f["partition"],
+                                                       f["target_dir"]),
+            "SetThrottle": self.apply_set_throttle,
+            "ClearThrottle": self.apply_clear_throttle,
+        }
+        applier = appliers.get(kind)
+        if applier is None:
+            return Outcome(False, "INVALID_REQUEST", f"unknown command kind {kind!r}")
+        try:
+            self._with_retries(kind, lambda: applier(fields))
+        except ReassignerError as error:
+            return Outcome(False, error.code, str(error))
+        except Exception as error:  # a bug must not stop the executor; it is reported instead
+            log.exception("applying %s failed unexpectedly", kind)
+            return Outcome(False, "UNKNOWN_SERVER_ERROR", f"{type(error).__name__}: {error}")
+        return Outcome(True, None, "")
+
+    def _with_retries(self, doing: str, action: Callable[[], object]) -> None:
+        deadline = time.monotonic() + self.settings.executor_retry_seconds
+        backoff = 0.5
+        while True:
+            try:
+                action()
+                return
+            except TransientError as error:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stop.is_set():
+                    raise
+                wait = min(max(backoff, error.retry_after_seconds), 10.0, remaining)
+                log.info("%s: [%s] %s; will retry in %.1f s", doing, error.code, error, wait)
+                self._stop.wait(wait)
+                backoff = min(backoff * 2, 10.0)
+
+    def apply_reassignment_step(self, fields: Mapping) -> None:
+        target = list(fields["target_replicas"])
+        dirs = list(fields.get("target_log_dirs") or [])
+        named_dirs = [(broker, path) for broker, path in zip(target, dirs)
+                      if path and path != "any"]
+        for broker_id, path in named_dirs:
+            # Before the reassignment: Kafka remembers the dir for a replica not hosted yet.
+            try:
+                self.admin.alter_replica_log_dir(broker_id, fields["topic"], fields["partition"], path)
+            except KafkaTransientError as error:
+                if error.code not in REPLICA_NOT_THERE_YET:
+                    raise
+        self.admin.alter_partition_reassignment(fields["topic"], fields["partition"], target)
+        for broker_id, path in named_dirs:
+            # After: the remembered dir is lost if the broker restarts; ask until it is placed.
+            self.apply_log_dir(broker_id, fields["topic"], fields["partition"], path)
+
+    def apply_log_dir(self, broker_id: int, topic: str, partition: int, path: str) -> None:
+        deadline = time.monotonic() + self.settings.executor_log_dir_wait_seconds
+        while True:
+            try:
+                self.admin.alter_replica_log_dir(broker_id, topic, partition, path)
+                return
+            except KafkaTransientError as error:
+                if error.code not in REPLICA_NOT_THERE_YET or time.monotonic() > deadline \
+                        or self._stop.is_set():
+                    raise
+                self._stop.wait(0.5)
+
+    def apply_set_throttle(self, fields: Mapping) -> None:
+        rate = str(fields["rate_bytes_per_sec"])
+        configs: dict[str, str | None] = {LEADER_THROTTLED_RATE: rate, FOLLOWER_THROTTLED_RATE: rate}
+        if fields.get("logdir_rate_bytes_per_sec") is not None:
+            configs[LOG_DIR_THROTTLED_RATE] = str(fields["logdir_rate_bytes_per_sec"])
+        self.admin.alter_broker_configs(fields["broker_ids"], configs)
+        self.admin.alter_topic_configs(group_throttled_replicas(fields.get("partitions") or []))
+
+    def apply_clear_throttle(self, fields: Mapping) -> None:
+        self.admin.alter_broker_configs(fields["broker_ids"], {
+            LEADER_THROTTLED_RATE: None, FOLLOWER_THROTTLED_RATE: None, LOG_DIR_THROTTLED_RATE: None})
+        topics = sorted({p["topic"] for p in fields.get("partitions") or []})
+        self.admin.alter_topic_configs({t: {LEADER_THROTTLED_REPLICAS: None,
+                                            FOLLOWER_THROTTLED_REPLICAS: None} for t in topics})
+
+    # --- publishing -----------------------------------------------------------------------------
+    def _publish_result(self, command: Mapping, kind: str, outcome: Outcome) -> None:
+        record = {
+            "schema_version": CURRENT_SCHEMA_VERSION,
+            "event_time": int(self.clock() * 1000),
+            "id": str(uuid.uuid4()),
+            "key": command["key"],
+            "command_id": command["id"],
+            "command_kind": kind,
+            "epoch": command["epoch"],
+            "reassignment_id": command["reassignment_id"],
+            "step": command["step"],
+            "ok": outcome.ok,
+            "error_code": outcome.error_code,
+            "message": outcome.message,
+        }
+        self._produce("command-results", command["key"], encode("CommandResult", record))
+
+    def _dead_letter(self, message, reason: str) -> None:
+        key = f"{message.topic()}-{message.partition()}-{message.offset()}"
+        headers = {name: (value or b"") for name, value in (message.headers() or [])}
+        record = {
+            "schema_version": CURRENT_SCHEMA_VERSION,
+            "event_time": int(self.clock() * 1000),
+            "id": key, "key": key,
+            "source_topic": message.topic(), "source_partition": message.partition(),
+            "source_offset": message.offset(), "source_key": message.key(),
+            "value": message.value(), "headers": headers,
+            "expected_schema": "Command", "reason": reason,
+        }
+        log.warning("dead-lettered %s: %s", key, reason)
+        self._produce("dead-letter", key, encode("DeadLetter", record))
+
+    def _produce(self, suffix: str, key: str, value: bytes) -> None:
+        """Send and wait for the acknowledgement; retry (backoff) until it is written or we stop."""
+        backoff = 0.5
+        while True:
+            failures: list[str] = []
+            self._producer.produce(topic_name(suffix, self.settings.topic_prefix), key=key.encode(),
+                                   value=value, headers=version_headers(),
+                                   on_delivery=lambda err, _m: err and failures.append(str(err)))
+            remaining = self._producer.flush(30)
+            if not remaining and not failures:
+                return
+            if self._stop.is_set():
+                raise KafkaTransientError(f"publishing to {suffix} failed: {failures}", "REQUEST_TIMED_OUT")
+            log.warning("publishing to %s failed (%s); will retry in %.1f s", suffix,
+                        failures or "timed out", backoff)
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, 10.0)

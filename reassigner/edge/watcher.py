@@ -1,0 +1,148 @@
+"""The watcher: polls the cluster, diffs against its last view, publishes what changed.
+
+ONE POLL, in this order:
+1. observe the cluster through the Admin API (`ClusterAdmin.observe`);
+2. compute the events: a full snapshot when one is due (on start, then every
+   `snapshot_interval_seconds`), else the change events against the last *published* view;
+3. publish them (idempotent producer, acks=all) and wait for every acknowledgement;
+4. only then adopt the observation as the new view.
+A poll that fails anywhere leaves the view as it was, so the next successful poll publishes the
+changes again (state-carrying events make a repeat harmless) — nothing is lost in an outage.
+
+INVARIANTS
+- The clock is read here (`clock()`, default `time.time`), never in `observation.py`.
+- A poll never runs more often than every `poll_interval_seconds`; after a failure the wait
+  doubles up to `watcher_max_backoff_seconds` and the log says "will retry in N s" — the loop
+  never hot-loops against a dead cluster and never stops because of one.
+- INFO is logged only for real changes (a broker, topic or dir changing, a reassignment starting
+  or ending); the partition-level churn of a busy cluster is DEBUG.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable
+
+from reassigner.edge.admin import ClusterAdmin
+from reassigner.edge.observation import (
+    EMPTY,
+    ClusterObservation,
+    Event,
+    compute_events,
+    compute_snapshot_events,
+)
+from reassigner.edge.publishing import EventPublisher
+from reassigner.errors import ReassignerError, TransientError
+from reassigner.settings import Settings
+from schemas.codec import topic_name
+
+log = logging.getLogger(__name__)
+
+WATCHER_TOPICS = ("broker-membership", "isr-changes", "disk-failures", "topic-state", "snapshots")
+
+
+@dataclass(frozen=True)
+class PollOutcome:
+    """What one poll did (for logs, tests and the benchmark)."""
+
+    events: int
+    snapshot_id: str | None
+    observe_seconds: float
+    diff_seconds: float
+    publish_seconds: float
+
+
+class Watcher:
+    def __init__(self, admin: ClusterAdmin, publisher: EventPublisher, settings: Settings,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.admin = admin
+        self.publisher = publisher
+        self.settings = settings
+        self.clock = clock
+        self.view: ClusterObservation = EMPTY
+        self._next_snapshot_at = 0.0  # a snapshot on start
+        self._topics_ready = False
+
+    def prepare_topics(self) -> None:
+        """Create the topics this watcher writes if they are missing."""
+        names = [topic_name(suffix, self.settings.topic_prefix) for suffix in WATCHER_TOPICS]
+        created = self.admin.ensure_topics(names, partitions=self.settings.event_topic_partitions)
+        if created:
+            log.info("created topics %s", ", ".join(created))
+        self._topics_ready = True
+
+    def poll_once(self) -> PollOutcome:
+        """One poll (see module doc); raises `ReassignerError` and leaves the view unchanged."""
+        if not self._topics_ready:
+            self.prepare_topics()
+        started = time.monotonic()
+        current = self.admin.observe(self.view)
+        observed = time.monotonic()
+        now = self.clock()
+        now_ms = int(now * 1000)
+        snapshot_id: str | None = None
+        if now >= self._next_snapshot_at:
+            snapshot_id = str(uuid.uuid4())
+            events = compute_snapshot_events(current, snapshot_id, now_ms)
+        else:
+            events = compute_events(self.view, current, now_ms)
+        diffed = time.monotonic()
+        if events:
+            self.publisher.publish_events(events)
+        published = time.monotonic()
+        if snapshot_id is None:
+            self._log_changes(events)
+        else:
+            log.debug("published snapshot %s: %d brokers, %d topics, %d partitions, %d dirs",
+                      snapshot_id, len(current.brokers), len(current.topics),
+                      len(current.partitions), len(current.log_dirs))
+            self._next_snapshot_at = now + self.settings.snapshot_interval_seconds
+        self.view = current
+        return PollOutcome(len(events), snapshot_id, observed - started, diffed - observed,
+                           published - diffed)
+
+    def run(self, stop: threading.Event) -> None:
+        """Poll until `stop` is set; survive any outage of the cluster."""
+        interval = self.settings.poll_interval_seconds
+        backoff = interval
+        failing = False
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.poll_once()
+            except ReassignerError as error:
+                wait = backoff if not isinstance(error, TransientError) else max(
+                    backoff, error.retry_after_seconds)
+                wait = min(wait, self.settings.watcher_max_backoff_seconds)
+                log.warning("poll failed: [%s] %s; will retry in %.1f s", error.code, error, wait)
+                failing = True
+                backoff = min(backoff * 2, self.settings.watcher_max_backoff_seconds)
+                stop.wait(wait)
+                continue
+            if failing:
+                log.info("the cluster answers again; polling every %.1f s", interval)
+                failing = False
+            backoff = interval
+            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    @staticmethod
+    def _log_changes(events: list[Event]) -> None:
+        for suffix, key, record in events:
+            if suffix == "broker-membership":
+                log.info("broker %s is %s (rack %s)", key, record["state"], record["rack"])
+            elif suffix == "topic-state":
+                log.info("topic %s %s (%d partitions, RF %d, min ISR %s)", key,
+                         "deleted" if record["deleted"] else "changed", record["partition_count"],
+                         record["replication_factor"], record["min_insync_replicas"])
+            elif suffix == "disk-failures":
+                log.info("log dir %s of broker %s is %s%s", record["path"], key,
+                         "online" if record["online"] else "OFFLINE",
+                         f" ({record['error']})" if record["error"] else "")
+            else:
+                log.debug("partition %s: replicas %s isr %s leader %s adding %s removing %s", key,
+                          record["replicas"], record["isr"], record["leader"], record["adding"],
+                          record["removing"])

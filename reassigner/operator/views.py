@@ -1,0 +1,286 @@
+"""What `list`, `status` and the status page show, computed from a ControllerState. Pure.
+
+Rows are frozen dataclasses with JSON forms (`*_to_json`), so the terminal tables, `--json` and
+the HTTP API show the same numbers.
+
+Step n of m: n is the step in flight (or the number done when none is); m is an estimate —
+the steps done, plus the step in flight, plus `compute_step_sequence` from where the partition
+will be (the in-flight target, or the current replicas) to the final target, assuming every
+step completes with its replicas in sync. The ISR may change the real count (a partition under
+min ISR takes bigger steps), so m can move while a reassignment runs; progress is steps done / m.
+
+Invariants: nothing here reads a clock (`now_seconds` is an argument) or does I/O; a state that
+is inconsistent (a reassignment for a partition the cluster does not show) is shown as it is,
+with unknown fields as None, never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+from planning.controller import ControllerState
+from planning.model import PartitionState
+from planning.reassignment import Reassignment
+from planning.steps import compute_step_sequence
+
+REPLICA_MOVEMENTS_KEY = "reassignment.max.concurrent.replica.movements"
+
+
+@dataclass(frozen=True)
+class ReassignmentRow:
+    """One line of `list`: one partition's ongoing reassignment."""
+
+    topic: str
+    partition: int
+    reassignment_id: str
+    state: str
+    current_replicas: tuple[int, ...] | None  # as the cluster shows them; None = not observed
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    isr: tuple[int, ...]
+    original_replicas: tuple[int, ...]
+    final_target: tuple[int, ...]
+    step: int  # the step in flight, or the number done when none is in flight
+    steps_estimated: int | None  # m of "step n of m"; None when the replicas are unknown
+    steps_done: int
+    in_flight: bool
+    step_target: tuple[int, ...] | None
+    step_started_at: float | None
+    size_bytes: int | None
+    reason: str
+
+    @property
+    def progress(self) -> float | None:
+        """Steps done / estimated steps (1.0 at the end); None when unknown."""
+        if not self.steps_estimated:
+            return None
+        return min(1.0, self.steps_done / self.steps_estimated)
+
+
+@dataclass(frozen=True)
+class InFlightRow:
+    """One step of the batch in flight."""
+
+    topic: str
+    partition: int
+    step: int
+    target: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    leader_movement: bool
+    age_seconds: float | None
+
+
+@dataclass(frozen=True)
+class BrokerRow:
+    id: int
+    rack: str | None
+    alive: bool
+    draining: bool
+    dirs_online: int
+    dirs_total: int
+    offline_dirs: tuple[str, ...]
+    replicas: int
+    leaders: int
+
+
+@dataclass(frozen=True)
+class PartitionProblem:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int | None
+    min_insync_replicas: int
+
+
+@dataclass(frozen=True)
+class StatusView:
+    brokers: tuple[BrokerRow, ...]
+    under_replicated: tuple[PartitionProblem, ...]
+    under_min_isr: tuple[PartitionProblem, ...]
+    offline: tuple[PartitionProblem, ...]
+    reassignments: tuple[ReassignmentRow, ...]
+    in_flight: tuple[InFlightRow, ...]
+    topics: int
+    partitions: int
+    steps_done: int
+    steps_estimated: int
+    epoch: int
+    last_batch: int
+    proposals: tuple[str, ...]
+    config: Mapping[str, str]
+
+    @property
+    def overall_progress(self) -> float | None:
+        if not self.steps_estimated:
+            return None
+        return min(1.0, self.steps_done / self.steps_estimated)
+
+
+def compute_reassignment_rows(state: ControllerState, default_replica_movements: int) -> tuple[ReassignmentRow, ...]:
+    """The rows of `list`, sorted by (topic, partition)."""
+    movements = _replica_movements(state.config, default_replica_movements)
+    return tuple(_row(state, r, movements) for _tp, r in sorted(state.reassignments.items()))
+
+
+def compute_in_flight(state: ControllerState, now_seconds: float | None = None) -> tuple[InFlightRow, ...]:
+    """The batch in flight: every step Kafka is executing, oldest first."""
+    rows = []
+    for tp, r in sorted(state.reassignments.items()):
+        if r.in_flight is None:
+            continue
+        started = r.in_flight.started_at
+        age = None if now_seconds is None or started is None else max(0.0, now_seconds - _seconds(started))
+        step = r.in_flight.step
+        rows.append(InFlightRow(tp.topic, tp.partition, r.in_flight.number, tuple(step.target),
+                                tuple(step.adding), tuple(step.removing), step.leader_movement, age))
+    return tuple(sorted(rows, key=lambda row: (-(row.age_seconds or 0.0), row.topic, row.partition)))
+
+
+def compute_status(state: ControllerState, default_replica_movements: int,
+                   now_seconds: float | None = None) -> StatusView:
+    """Everything `status` and the status page show."""
+    cluster = state.cluster
+    replicas_on: dict[int, int] = {}
+    leaders_on: dict[int, int] = {}
+    under_replicated, under_min_isr, offline = [], [], []
+    for p in cluster.partitions():
+        for b in p.replicas:
+            replicas_on[b] = replicas_on.get(b, 0) + 1
+        if p.leader is not None and p.leader >= 0:
+            leaders_on[p.leader] = leaders_on.get(p.leader, 0) + 1
+        min_isr = cluster.min_isr(p.topic)
+        problem = PartitionProblem(p.topic, p.partition, tuple(p.replicas), tuple(p.isr),
+                                   p.leader if p.leader is not None and p.leader >= 0 else None, min_isr)
+        if problem.leader is None:
+            offline.append(problem)
+        if len(set(p.isr)) < len(set(p.replicas) - set(p.adding)):
+            under_replicated.append(problem)
+        if len(set(p.isr)) < min_isr:
+            under_min_isr.append(problem)
+    brokers = tuple(
+        BrokerRow(b.id, b.rack, b.alive, b.draining, sum(1 for d in b.log_dirs if d.online),
+                  len(b.log_dirs), tuple(d.path for d in b.log_dirs if not d.online),
+                  replicas_on.get(b.id, 0), leaders_on.get(b.id, 0))
+        for b in sorted(cluster.brokers, key=lambda b: b.id)
+    )
+    rows = compute_reassignment_rows(state, default_replica_movements)
+    return StatusView(
+        brokers=brokers,
+        under_replicated=tuple(under_replicated),
+        under_min_isr=tuple(under_min_isr),
+        offline=tuple(offline),
+        reassignments=rows,
+        in_flight=compute_in_flight(state, now_seconds),
+        topics=len(cluster.topics),
+        partitions=sum(len(t.partitions) for t in cluster.topics),
+        steps_done=sum(r.steps_done for r in rows),
+        steps_estimated=sum(r.steps_estimated or 0 for r in rows),
+        epoch=state.epoch,
+        last_batch=state.last_batch,
+        proposals=tuple(sorted(state.proposals)),
+        config=dict(state.config),
+    )
+
+
+# --- JSON forms -----------------------------------------------------------------------------------
+
+
+def reassignment_row_to_json(row: ReassignmentRow) -> dict[str, Any]:
+    data = _plain(asdict(row))
+    data["progress"] = row.progress
+    data["step_label"] = step_label(row)
+    return data
+
+
+def status_to_json(view: StatusView) -> dict[str, Any]:
+    return {
+        "brokers": [_plain(asdict(b)) for b in view.brokers],
+        "under_replicated": [_plain(asdict(p)) for p in view.under_replicated],
+        "under_min_isr": [_plain(asdict(p)) for p in view.under_min_isr],
+        "offline": [_plain(asdict(p)) for p in view.offline],
+        "reassignments": [reassignment_row_to_json(r) for r in view.reassignments],
+        "in_flight": [_plain(asdict(s)) for s in view.in_flight],
+        "topics": view.topics,
+        "partitions": view.partitions,
+        "progress": {"steps_done": view.steps_done, "steps_estimated": view.steps_estimated,
+                     "fraction": view.overall_progress},
+        "epoch": view.epoch,
+        "last_batch": view.last_batch,
+        "proposals": list(view.proposals),
+        "config": dict(view.config),
+    }
+
+
+def step_label(row: ReassignmentRow) -> str:
+    """"step 2 of 4", "step 2 of ?" when the estimate is unknown, "0 of 3" before the first."""
+    total = "?" if row.steps_estimated is None else str(row.steps_estimated)
+    return f"step {row.step} of {total}"
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def _row(state: ControllerState, r: Reassignment, movements: int) -> ReassignmentRow:
+    partition = state.cluster.partition(r.tp)
+    estimated = _estimate_steps(r, partition, movements, state.cluster.min_isr(r.tp.topic))
+    in_flight = r.in_flight
+    return ReassignmentRow(
+        topic=r.tp.topic,
+        partition=r.tp.partition,
+        reassignment_id=r.reassignment_id,
+        state=r.state.value,
+        current_replicas=tuple(partition.replicas) if partition else None,
+        adding=tuple(partition.adding) if partition else (),
+        removing=tuple(partition.removing) if partition else (),
+        isr=tuple(partition.isr) if partition else (),
+        original_replicas=tuple(r.original_replicas),
+        final_target=tuple(r.final_target),
+        step=in_flight.number if in_flight else r.steps_done,
+        steps_estimated=estimated,
+        steps_done=r.steps_done,
+        in_flight=in_flight is not None,
+        step_target=tuple(in_flight.step.target) if in_flight else None,
+        step_started_at=in_flight.started_at if in_flight else None,
+        size_bytes=partition.size_bytes if partition else None,
+        reason=r.reason,
+    )
+
+
+def _estimate_steps(r: Reassignment, partition: PartitionState | None, movements: int,
+                    min_isr: int) -> int | None:
+    if r.in_flight is not None:
+        start, isr, done = tuple(r.in_flight.step.target), tuple(r.in_flight.step.target), r.steps_done + 1
+    elif partition is not None and partition.replicas:
+        start, isr, done = tuple(partition.replicas), tuple(partition.isr), r.steps_done
+    else:
+        return None
+    if not r.final_target:
+        return None
+    try:
+        remaining = compute_step_sequence(start, r.final_target, isr, max(1, movements), max(1, min_isr))
+    except Exception:  # an invalid list in a stored state: show it, do not fail the view
+        return None
+    return done + len(remaining)
+
+
+def _replica_movements(config: Mapping[str, str], default: int) -> int:
+    try:
+        return max(1, int(config.get(REPLICA_MOVEMENTS_KEY, default)))
+    except (TypeError, ValueError):
+        return max(1, default)
+
+
+def _seconds(started_at: float) -> float:
+    """`started_at` is seconds; a value that looks like milliseconds is read as such."""
+    return started_at / 1000.0 if started_at > 1e11 else float(started_at)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

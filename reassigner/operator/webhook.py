@@ -1,0 +1,268 @@
+"""`reassigner alerts webhook --url URL`: every alert POSTed as JSON; failures retried, then
+dead-lettered.
+
+DELIVERY RULE (per alert, in each partition's offset order):
+1. decode the Alert; an undecodable message is dead-lettered at once (reason: the decoder's);
+2. below `--min-severity`: skipped (its offset still moves on);
+3. POST `alert_to_json(alert)`; a 2xx answer is delivery. Anything else (a non-2xx status,
+   refused connection, timeout) is a failed attempt;
+4. after attempt k fails, wait `base * 2**(k-1)` seconds (capped at `max_delay`), up to
+   `max_attempts` attempts in all; then publish a `DeadLetter` record (the alert's bytes, key,
+   headers, source offset and the last error as reason) on the dead-letter topic;
+5. only then does the consumer's offset move past the alert (at-least-once: a crash mid-retry
+   re-delivers it; receivers de-duplicate by the alert `id`).
+
+Consumers: the alerts topic is read in the consumer group `reassigner-webhook.<prefix>`, so a
+restarted forwarder resumes where it stopped and two forwarders share the work.
+
+Two runners share that rule (`compute_backoff_delays`, `deliver_with_retries`, `build_dead_letter`
+are pure or take their I/O as arguments):
+- `run_faust_forwarder`: a faust-streaming agent (the package the issue asked to try here);
+- `run_confluent_forwarder`: a plain confluent-kafka consumer loop.
+Which one is the default, and why, is recorded in README.md ("Dependencies") and below
+`DEFAULT_RUNNER`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from reassigner.operator.alerts_follow import alert_to_json, severity_at_least
+from schemas.loader import CURRENT_SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+RUNNERS = ("faust", "confluent")
+DEFAULT_RUNNER = "faust"
+"""faust-streaming survived the outage test (a broker stopped, and one killed, then restarted,
+under the running forwarder: every alert POSTed once, none lost; tests/operator/
+test_alert_consumers_outage.py), so the issue's choice stands. `--runner confluent` is the
+fallback with the same rule, for sites that cannot run faust's asyncio worker (it installs its
+own signal handlers and logging, and takes ~5 s to join its group)."""
+
+
+@dataclass(frozen=True)
+class WebhookPolicy:
+    url: str
+    min_severity: str = "INFO"
+    max_attempts: int = 5
+    base_delay_seconds: float = 0.5
+    max_delay_seconds: float = 30.0
+    timeout_seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    delivered: bool
+    attempts: int
+    last_error: str | None = None
+
+
+class WebhookRefused(Exception):
+    """One failed POST (non-2xx status or transport error); the rule retries it."""
+
+
+def compute_backoff_delays(max_attempts: int, base_seconds: float, cap_seconds: float) -> tuple[float, ...]:
+    """Waits between attempts: base, 2·base, 4·base, … capped; one fewer than the attempts."""
+    return tuple(min(cap_seconds, base_seconds * 2 ** k) for k in range(max(0, max_attempts - 1)))
+
+
+def deliver_with_retries(post: Callable[[bytes], None], body: bytes, policy: WebhookPolicy,
+                         sleep: Callable[[float], None], stopping: Callable[[], bool] = lambda: False,
+                         ) -> DeliveryOutcome:
+    """Steps 3–4 of the rule; `post` raises `WebhookRefused` on a failed attempt."""
+    delays = compute_backoff_delays(policy.max_attempts, policy.base_delay_seconds,
+                                    policy.max_delay_seconds)
+    last_error = None
+    for attempt in range(1, policy.max_attempts + 1):
+        try:
+            post(body)
+            return DeliveryOutcome(True, attempt)
+        except WebhookRefused as error:
+            last_error = str(error)
+        if attempt < policy.max_attempts:
+            delay = delays[attempt - 1]
+            log.warning("webhook POST failed (%s), attempt %d of %d; will retry in %.1f s",
+                        last_error, attempt, policy.max_attempts, delay)
+            if stopping():
+                break
+            sleep(delay)
+    log.warning("webhook POST failed %d times (%s); giving up: dead-lettering", attempt, last_error)
+    return DeliveryOutcome(False, attempt, last_error)
+
+
+def build_dead_letter(*, source_topic: str, partition: int, offset: int, key: bytes | None,
+                      value: bytes | None, headers: Mapping[str, bytes], reason: str,
+                      now_ms: int) -> dict[str, Any]:
+    """The DeadLetter record for an alert that could not be forwarded (id = key, deterministic)."""
+    letter_key = f"{source_topic}-{partition}-{offset}"
+    return {
+        "schema_version": CURRENT_SCHEMA_VERSION, "event_time": int(now_ms), "id": letter_key,
+        "key": letter_key, "source_topic": source_topic, "source_partition": int(partition),
+        "source_offset": int(offset), "source_key": key, "value": value,
+        "headers": {k: v for k, v in headers.items() if v is not None},
+        "expected_schema": "Alert", "reason": reason,
+    }
+
+
+def plan_message(value: bytes | None, headers: Mapping[str, bytes], policy: WebhookPolicy,
+                 ) -> tuple[str, bytes | str | None]:
+    """Steps 1–2: ("post", json body) | ("skip", None) | ("dead-letter", reason)."""
+    from reassigner.errors import DecodeError
+    from schemas.codec import decode, writer_version_from_headers
+
+    try:
+        alert = decode("Alert", value or b"", writer_version_from_headers(headers))
+    except DecodeError as error:
+        return "dead-letter", f"not an Alert: {error}"
+    if not severity_at_least(alert["severity"], policy.min_severity):
+        return "skip", None
+    return "post", json.dumps(alert_to_json(alert)).encode()
+
+
+# --- the shell ----------------------------------------------------------------------------------
+
+
+def post_json(url: str, timeout_seconds: float) -> Callable[[bytes], None]:
+    """A `post` for `deliver_with_retries`: urllib, JSON content type, 2xx or WebhookRefused."""
+    def post(body: bytes) -> None:
+        request = urllib.request.Request(url, data=body, method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "User-Agent": "kafka-reassigner-webhook"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_seconds) as answer:
+                if not 200 <= answer.status < 300:
+                    raise WebhookRefused(f"HTTP {answer.status}")
+        except urllib.error.HTTPError as error:
+            raise WebhookRefused(f"HTTP {error.code}") from None
+        except (urllib.error.URLError, OSError) as error:
+            raise WebhookRefused(f"{type(error).__name__}: {getattr(error, 'reason', error)}") from None
+    return post
+
+
+def group_id(topic_prefix: str) -> str:
+    return f"reassigner-webhook.{topic_prefix}"
+
+
+def run_confluent_forwarder(bootstrap_servers: str, client_config: Mapping[str, str],
+                            alerts_topic: str, dead_letter_topic: str, policy: WebhookPolicy,
+                            consumer_group: str, stop: threading.Event | None = None,
+                            on_ready: Callable[[], None] | None = None) -> None:
+    """The rule with confluent-kafka: subscribe, deliver, dead-letter, commit, in that order."""
+    from confluent_kafka import Consumer
+
+    from reassigner.operator.kafka_io import build_producer, raise_delivery_failure
+    from schemas.codec import encode, version_headers
+
+    stop = stop or threading.Event()
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": consumer_group,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "topic.metadata.refresh.interval.ms": 5000, **client_config})
+    producer = build_producer(bootstrap_servers, client_config)
+    post = post_json(policy.url, policy.timeout_seconds)
+    ready = threading.Event()
+
+    def assigned(_consumer, partitions) -> None:
+        if partitions and not ready.is_set():
+            ready.set()
+            if on_ready:
+                on_ready()
+
+    consumer.subscribe([alerts_topic], on_assign=assigned)
+    try:
+        while not stop.is_set():
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                log.info("webhook consumer: %s (librdkafka retries by itself)", message.error())
+                continue
+            headers = {k: v for k, v in (message.headers() or [])}
+            action, detail = plan_message(message.value(), headers, policy)
+            reason = None
+            if action == "dead-letter":
+                reason = str(detail)
+            elif action == "post":
+                outcome = deliver_with_retries(post, detail, policy, stop.wait, stop.is_set)  # type: ignore[arg-type]
+                if not outcome.delivered:
+                    if stop.is_set():
+                        break  # not delivered, not dead-lettered: re-delivered after a restart
+                    reason = f"webhook {policy.url} failed {outcome.attempts} times: {outcome.last_error}"
+            if reason is not None:
+                letter = build_dead_letter(source_topic=message.topic(), partition=message.partition(),
+                                           offset=message.offset(), key=message.key(),
+                                           value=message.value(), headers=headers, reason=reason,
+                                           now_ms=int(time.time() * 1000))
+                outcome_box: list[object] = []
+                producer.produce(dead_letter_topic, key=letter["key"].encode(),
+                                 value=encode("DeadLetter", letter), headers=version_headers(),
+                                 on_delivery=lambda error, _m: outcome_box.append(error))
+                if producer.flush(30) or not outcome_box or outcome_box[0] is not None:
+                    raise_delivery_failure(dead_letter_topic, outcome_box[0] if outcome_box else None, 30)
+            consumer.commit(message=message, asynchronous=False)
+    finally:
+        consumer.close()
+        producer.flush(5)
+
+
+def build_faust_forwarder(bootstrap_servers: str, alerts_topic: str, dead_letter_topic: str,
+                          policy: WebhookPolicy, consumer_group: str):
+    """The rule as a faust-streaming agent (web server off, in-memory store, raw bytes topics).
+
+    The blocking POST-and-retry runs in the loop's executor, so the worker's heartbeats and
+    commits go on while a webhook is slow; faust acks (commits) the event after the agent's
+    body returns, i.e. after delivery or dead-lettering (step 5).
+    """
+    import asyncio
+
+    import faust
+
+    from schemas.codec import encode, version_headers
+
+    brokers = [f"kafka://{server}" for server in bootstrap_servers.split(",")]
+    app = faust.App(consumer_group, broker=brokers, value_serializer="raw", key_serializer="raw",
+                    web_enabled=False, store="memory://", topic_disable_leader=True,
+                    consumer_auto_offset_reset="earliest", broker_commit_every=1,
+                    broker_commit_interval=1.0)
+    source = app.topic(alerts_topic, value_type=bytes, key_type=bytes, value_serializer="raw")
+    sink = app.topic(dead_letter_topic, value_type=bytes, key_type=bytes, value_serializer="raw")
+    post = post_json(policy.url, policy.timeout_seconds)
+
+    @app.agent(source)
+    async def forward(stream):
+        loop = asyncio.get_running_loop()
+        async for event in stream.events():
+            message = event.message
+            headers = {k: v for k, v in (message.headers or [])}
+            action, detail = plan_message(message.value, headers, policy)
+            reason = None
+            if action == "dead-letter":
+                reason = str(detail)
+            elif action == "post":
+                outcome = await loop.run_in_executor(
+                    None, deliver_with_retries, post, detail, policy, time.sleep)
+                if not outcome.delivered:
+                    reason = f"webhook {policy.url} failed {outcome.attempts} times: {outcome.last_error}"
+            if reason is not None:
+                letter = build_dead_letter(source_topic=message.topic, partition=message.partition,
+                                           offset=message.offset, key=message.key, value=message.value,
+                                           headers=headers, reason=reason, now_ms=int(time.time() * 1000))
+                await sink.send(key=letter["key"].encode(), value=encode("DeadLetter", letter),
+                                headers=version_headers())
+
+    return app
+
+
+def run_faust_forwarder(app, loglevel: str = "warning") -> None:
+    """Run a faust app built by `build_faust_forwarder` until SIGINT/SIGTERM."""
+    import faust
+
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True, override_logging=False)
+    worker.execute_from_commandline()

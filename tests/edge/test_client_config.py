@@ -1,0 +1,117 @@
+"""`--command-config`: one Java client properties file, translated for every client library."""
+
+from __future__ import annotations
+
+import pytest
+
+from reassigner.edge.client_config import (
+    compute_client_config,
+    parse_jaas_config,
+    parse_properties,
+    read_command_config,
+)
+from reassigner.errors import InvalidConfigError
+
+SASL_SSL = """
+# a typical client.properties
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\
+    username="alice" \\
+    password="s3cr=t;x";
+ssl.truststore.type=PEM
+ssl.truststore.location=/etc/kafka/ca.pem
+ssl.endpoint.identification.algorithm=
+ssl.protocol=TLSv1.3
+"""
+
+
+def test_java_properties_syntax():
+    props = parse_properties("a=1\n! bang comment\nb : two words\nc three\nd=x\\\n  y\ne=tab\\tand\\u0041\n")
+    assert props == {"a": "1", "b": "two words", "c": "three", "d": "xy", "e": "tab\tandA"}
+
+
+def test_sasl_ssl_with_scram_translates_for_each_library():
+    config = compute_client_config(parse_properties(SASL_SSL))
+    assert config.librdkafka == {
+        "security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "alice", "sasl.password": 's3cr=t;x', "ssl.ca.location": "/etc/kafka/ca.pem",
+        "ssl.endpoint.identification.algorithm": "none",
+    }
+    assert config.kafka_python == {
+        "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "alice", "sasl_plain_password": 's3cr=t;x',
+        "ssl_cafile": "/etc/kafka/ca.pem", "ssl_check_hostname": False,
+    }
+    assert config.spark_options["kafka.sasl.jaas.config"].startswith("org.apache.kafka")
+    assert config.spark_options["kafka.ssl.truststore.location"] == "/etc/kafka/ca.pem"
+    assert all(key.startswith("kafka.") for key in config.spark_options)
+    assert config.ignored == ("ssl.protocol",)
+
+
+def test_plain_login_module_implies_plain_mechanism():
+    config = compute_client_config({
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                            'username=bob password="pw";'})
+    assert config.librdkafka["sasl.mechanisms"] == "PLAIN"
+    assert (config.kafka_python["sasl_plain_username"], config.kafka_python["sasl_plain_password"]) == ("bob", "pw")
+
+
+def test_jks_truststore_is_refused_with_what_to_do():
+    with pytest.raises(InvalidConfigError, match="ssl.ca.location"):
+        compute_client_config({"security.protocol": "SSL",
+                               "ssl.truststore.location": "/etc/kafka/truststore.jks",
+                               "ssl.truststore.password": "changeit"})
+
+
+def test_jks_truststore_with_a_pem_ca_too_is_refused():
+    # The truststore would silently be ignored by Python clients: say so instead.
+    with pytest.raises(InvalidConfigError, match="JKS"):
+        compute_client_config({"ssl.truststore.location": "/x/t.jks", "ssl.ca.location": "/x/ca.pem"})
+
+
+def test_jks_keystore_is_refused_but_pem_client_cert_works():
+    with pytest.raises(InvalidConfigError, match="ssl.certificate.location"):
+        compute_client_config({"ssl.keystore.location": "/x/k.jks"})
+    config = compute_client_config({"security.protocol": "SSL", "ssl.ca.location": "/x/ca.pem",
+                                    "ssl.certificate.location": "/x/c.pem",
+                                    "ssl.key.location": "/x/k.pem", "ssl.key.password": "kp"})
+    assert config.kafka_python["ssl_certfile"] == "/x/c.pem"
+    assert config.kafka_python["ssl_keyfile"] == "/x/k.pem"
+    assert config.kafka_python["ssl_password"] == "kp"
+    assert config.librdkafka["ssl.key.location"] == "/x/k.pem"
+
+
+@pytest.mark.parametrize("properties, fragment", [
+    ({"security.protocol": "TLS"}, "security.protocol"),
+    ({"sasl.mechanism": "MAGIC"}, "sasl.mechanism"),
+    ({"sasl.mechanism": "PLAIN", "sasl.jaas.config":
+      'org.apache.kafka.common.security.scram.ScramLoginModule required username="a" password="b";'},
+     "does not match"),
+    ({"sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="a";'},
+     "lacks password"),
+    ({"sasl.jaas.config": "com.example.MyLogin required;"}, "cannot run"),
+    ({"sasl.jaas.config": "garbage"}, "sasl.jaas.config"),
+])
+def test_bad_security_settings_are_refused(properties, fragment):
+    with pytest.raises(InvalidConfigError, match=fragment):
+        compute_client_config(properties)
+
+
+def test_jaas_options_quoted_and_bare():
+    module, options = parse_jaas_config(
+        'org.apache.kafka.common.security.plain.PlainLoginModule required user_x="1" username=u password="p w";')
+    assert module.endswith("PlainLoginModule")
+    assert options == {"user_x": "1", "username": "u", "password": "p w"}
+
+
+def test_read_command_config_file(tmp_path):
+    path = tmp_path / "client.properties"
+    path.write_text("security.protocol=PLAINTEXT\nclient.id=ops\n")
+    config = read_command_config(path)
+    assert config.librdkafka == {"security.protocol": "PLAINTEXT", "client.id": "ops"}
+    assert config.kafka_python == {"security_protocol": "PLAINTEXT", "client_id": "ops"}
+    assert read_command_config(None).librdkafka == {}
+    with pytest.raises(InvalidConfigError, match="cannot read"):
+        read_command_config(tmp_path / "missing.properties")

@@ -1,0 +1,277 @@
+"""The executor against a real cluster and Redis: every command kind changes the cluster as the
+Admin API then reports; duplicates and stale epochs are refused; bad bytes are dead-lettered;
+it keeps working while a broker is down and after it is back. Runs its own stack."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from confluent_kafka import Consumer, Producer
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from reassigner.edge.admin import ClusterAdmin
+from reassigner.edge.executor import CommandLedger, Executor
+from reassigner.edge.publishing import producer_config
+from reassigner.settings import load_settings
+from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
+from tests.edge.conftest import eventually
+
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
+
+PREFIX = "exectest"
+
+
+@pytest.fixture(scope="module")
+def cluster(private_stack):
+    local, state = private_stack
+    admin = ClusterAdmin(state.bootstrap_servers)
+    yield local, state, admin
+    admin.close()
+
+
+@pytest.fixture(scope="module")
+def executor(cluster):
+    local, state, admin = cluster
+    settings = load_settings(topic_prefix=PREFIX, executor_retry_seconds=20,
+                             executor_log_dir_wait_seconds=30, cluster_name=f"exec-{uuid.uuid4().hex[:6]}")
+    ledger = CommandLedger(redis.Redis.from_url(state.redis_url), settings.cluster_name)
+    executor = Executor(ClusterAdmin(state.bootstrap_servers), ledger,
+                        {"bootstrap.servers": state.bootstrap_servers},
+                        producer_config(state.bootstrap_servers), settings)
+    stop = threading.Event()
+    thread = threading.Thread(target=executor.run, args=(stop,), daemon=True)
+    thread.start()
+    yield executor
+    stop.set()
+    thread.join(30)
+    assert not thread.is_alive(), "the executor did not stop on request"
+
+
+class Commands:
+    """Sends Command envelopes and reads CommandResults, both through real topics."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap})
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"results-{uuid.uuid4()}",
+                                  "auto.offset.reset": "earliest"})
+        self.consumer.subscribe([topic_name("command-results", PREFIX), topic_name("dead-letter", PREFIX)])
+        self.results: list[dict] = []
+        self.dead_letters: list[dict] = []
+
+    def send(self, kind: str, fields: dict, *, epoch: int = 100, command_id: str | None = None,
+             key: str = "k") -> str:
+        command_id = command_id or f"test:{uuid.uuid4()}:{kind}"
+        record = {"schema_version": 1, "event_time": int(time.time() * 1000), "id": command_id,
+                  "key": key, "epoch": epoch, "reassignment_id": "r1", "step": 1,
+                  "reason": "test", "payload": (kind, fields)}
+        self.send_raw(encode("Command", record), key)
+        return command_id
+
+    def send_raw(self, value: bytes, key: str = "k") -> None:
+        self.producer.produce(topic_name("commands", PREFIX), key=key.encode(), value=value,
+                              headers=version_headers())
+        self.producer.flush(10)
+
+    def _read(self) -> None:
+        message = self.consumer.poll(0.2)
+        if message is None or message.error() is not None:
+            return
+        if message.topic().endswith("dead-letter"):
+            self.dead_letters.append(decode("DeadLetter", message.value()))
+        else:
+            self.results.append(decode("CommandResult", message.value(),
+                                       writer_version_from_headers(message.headers())))
+
+    def results_of(self, command_id: str, count: int = 1, timeout: float = 60.0) -> list[dict]:
+        def found():
+            self._read()
+            matching = [r for r in self.results if r["command_id"] == command_id]
+            return matching if len(matching) >= count else None
+        return eventually(found, timeout, 0, f"{count} result(s) of {command_id}")
+
+    def result_of(self, command_id: str, timeout: float = 60.0) -> dict:
+        return self.results_of(command_id, 1, timeout)[0]
+
+
+@pytest.fixture(scope="module")
+def commands(cluster, executor):
+    names = {topic_name(s, PREFIX) for s in ("commands", "command-results", "dead-letter")}
+    # Subscribe once the executor has created its topics (a consumer learns of a topic created
+    # after it subscribed only at its next metadata refresh, minutes later).
+    eventually(lambda: names <= set(cluster[2].describe_partitions()[1]), 30, what="executor topics")
+    sender = Commands(cluster[1].bootstrap_servers)
+    yield sender
+    sender.consumer.close()
+
+
+def create_topic(state, name: str, replicas: list[int]) -> None:
+    client = KafkaAdminClient(bootstrap_servers=state.bootstrap_servers)
+    try:
+        client.create_topics([NewTopic(name, num_partitions=-1, replication_factor=-1,
+                                       replica_assignments={0: replicas})])
+    finally:
+        client.close()
+    eventually(lambda: (name, 0) in ClusterAdmin(state.bootstrap_servers).observe().partitions, 30)
+
+
+def partition(admin: ClusterAdmin, topic: str):
+    return admin.observe().partitions[(topic, 0)]
+
+
+def test_a_reassignment_step_moves_a_real_partition(cluster, commands):
+    local, state, admin = cluster
+    create_topic(state, "step", [1, 2])
+    command_id = commands.send("ReassignmentStep", {"topic": "step", "partition": 0,
+                                                    "target_replicas": [2, 3], "adding": [3], "removing": [1]})
+    result = commands.result_of(command_id)
+    assert (result["ok"], result["error_code"], result["command_kind"]) == (True, None, "ReassignmentStep")
+    eventually(lambda: partition(admin, "step").replicas == (2, 3) and not partition(admin, "step").adding,
+               60, what="step-0 on [2, 3]")
+
+
+def test_a_step_with_a_target_dir_places_the_new_replica_there(cluster, commands):
+    local, state, admin = cluster
+    create_topic(state, "placed", [1, 2])
+    current = partition(admin, "placed")
+    broker3_dirs = sorted(state.brokers[3].log_dirs)
+    command_id = commands.send("ReassignmentStep", {
+        "topic": "placed", "partition": 0, "target_replicas": [1, 2, 3], "adding": [3],
+        "target_log_dirs": ["any", "any", broker3_dirs[1]]})
+    assert commands.result_of(command_id)["ok"] is True
+    eventually(lambda: partition(admin, "placed").log_dirs[2:] == (broker3_dirs[1],), 60,
+               what="the new replica in the named dir")
+    assert current.replicas == (1, 2)
+
+
+def test_a_log_dir_move_moves_a_real_replica_between_dirs(cluster, commands):
+    local, state, admin = cluster
+    create_topic(state, "intra", [1])
+    source = partition(admin, "intra").log_dirs[0]
+    target = next(d for d in state.brokers[1].log_dirs if d != source)
+    command_id = commands.send("LogDirMove", {"broker_id": 1, "topic": "intra", "partition": 0,
+                                              "target_dir": target})
+    assert commands.result_of(command_id)["ok"] is True
+    eventually(lambda: partition(admin, "intra").log_dirs == (target,) and not any(
+        r.is_future for d in admin.observe().log_dirs.values() for r in d.replicas if r.topic == "intra"),
+        60, what="intra-0 in the other dir with no future replica")
+
+
+def test_cancel_reverts_a_real_reassignment_and_says_when_there_is_none(cluster, commands):
+    local, state, admin = cluster
+    create_topic(state, "cancelled", [1])
+    producer = Producer({"bootstrap.servers": state.bootstrap_servers, "linger.ms": 50})
+    for _ in range(300):
+        producer.produce("cancelled", value=b"y" * 10_000)
+    producer.flush(30)
+    admin.alter_broker_configs([1, 2], {"leader.replication.throttled.rate": "20000",
+                                        "follower.replication.throttled.rate": "20000"})
+    admin.alter_topic_configs({"cancelled": {"leader.replication.throttled.replicas": "0:1",
+                                             "follower.replication.throttled.replicas": "0:2"}})
+    try:
+        admin.alter_partition_reassignment("cancelled", 0, [1, 2])
+        assert partition(admin, "cancelled").adding == (2,)
+        command_id = commands.send("CancelReassignment", {"topic": "cancelled", "partition": 0})
+        assert commands.result_of(command_id)["ok"] is True
+        eventually(lambda: partition(admin, "cancelled").replicas == (1,)
+                   and not partition(admin, "cancelled").adding, 30, what="reassignment reverted")
+        again = commands.send("CancelReassignment", {"topic": "cancelled", "partition": 0})
+        result = commands.result_of(again)
+        assert (result["ok"], result["error_code"]) == (False, "NO_REASSIGNMENT_IN_PROGRESS")
+    finally:
+        admin.alter_broker_configs([1, 2], {"leader.replication.throttled.rate": None,
+                                            "follower.replication.throttled.rate": None})
+
+
+def test_elect_leader_makes_the_preferred_replica_lead(cluster, commands):
+    local, state, admin = cluster
+    create_topic(state, "lead", [1, 2, 3])
+    # Reorder the replicas without an election: broker 2 becomes preferred, 1 still leads.
+    admin.alter_partition_reassignment("lead", 0, [2, 1, 3])
+    eventually(lambda: partition(admin, "lead").replicas == (2, 1, 3), 30)
+    assert partition(admin, "lead").leader == 1
+    command_id = commands.send("ElectLeader", {"topic": "lead", "partition": 0, "preferred_leader": 2})
+    assert commands.result_of(command_id)["ok"] is True
+    eventually(lambda: partition(admin, "lead").leader == 2, 30, what="broker 2 leads")
+
+
+def test_set_and_clear_throttle_change_broker_and_topic_configs(cluster, commands):
+    local, state, admin = cluster
+    create_topic(state, "throttled", [1, 2])
+    throttled = [{"topic": "throttled", "partition": 0, "leader_broker_ids": [1, 2],
+                  "follower_broker_ids": [3]}]
+    set_id = commands.send("SetThrottle", {"broker_ids": [1, 2, 3], "rate_bytes_per_sec": 1_000_000,
+                                           "logdir_rate_bytes_per_sec": 500_000, "partitions": throttled})
+    assert commands.result_of(set_id)["ok"] is True
+    assert admin.describe_broker_configs(2, ["leader.replication.throttled.rate",
+                                             "follower.replication.throttled.rate",
+                                             "replica.alter.log.dirs.io.max.bytes.per.second"]) == {
+        "leader.replication.throttled.rate": "1000000", "follower.replication.throttled.rate": "1000000",
+        "replica.alter.log.dirs.io.max.bytes.per.second": "500000"}
+    assert admin.describe_topic_configs("throttled", ["leader.replication.throttled.replicas",
+                                                      "follower.replication.throttled.replicas"]) == {
+        "leader.replication.throttled.replicas": "0:1,0:2", "follower.replication.throttled.replicas": "0:3"}
+    clear_id = commands.send("ClearThrottle", {"broker_ids": [1, 2, 3], "partitions": throttled})
+    assert commands.result_of(clear_id)["ok"] is True
+    assert admin.describe_broker_configs(2, ["leader.replication.throttled.rate"]) == {
+        "leader.replication.throttled.rate": None}
+    assert admin.describe_topic_configs("throttled", ["leader.replication.throttled.replicas"]) == {
+        "leader.replication.throttled.replicas": ""}
+
+
+def test_a_duplicate_command_id_is_not_applied_again_and_a_stale_epoch_is_refused(cluster, commands, executor):
+    local, state, admin = cluster
+    create_topic(state, "dup", [1, 2])
+    fields = {"topic": "dup", "partition": 0, "target_replicas": [2, 1]}
+    command_id = commands.send("ReassignmentStep", fields, epoch=100)
+    assert commands.result_of(command_id)["ok"] is True
+    eventually(lambda: partition(admin, "dup").replicas == (2, 1), 30)
+    # Someone else changes it back; a re-published duplicate must not undo that.
+    admin.alter_partition_reassignment("dup", 0, [1, 2])
+    eventually(lambda: partition(admin, "dup").replicas == (1, 2), 30)
+    commands.send("ReassignmentStep", fields, epoch=100, command_id=command_id)
+    first, second = commands.results_of(command_id, 2)
+    assert second["ok"] is True and "duplicate" in second["message"]
+    time.sleep(1)
+    assert partition(admin, "dup").replicas == (1, 2)
+    stale = commands.send("ReassignmentStep", fields, epoch=99)
+    result = commands.result_of(stale)
+    assert (result["ok"], result["error_code"], result["epoch"]) == (False, "STALE_EPOCH", 99)
+    assert partition(admin, "dup").replicas == (1, 2)
+    assert executor.ledger.highest_epoch() == 100
+
+
+def test_bad_commands_become_results_or_dead_letters_and_the_executor_goes_on(cluster, commands):
+    local, state, admin = cluster
+    commands.send_raw(b"\x00\x01 not a command", key="garbage")
+    eventually(lambda: (commands._read(), commands.dead_letters)[1], 30, 0, what="a dead letter")
+    (letter,) = commands.dead_letters
+    assert letter["value"] == b"\x00\x01 not a command" and letter["expected_schema"] == "Command"
+    gone = commands.send("ReassignmentStep", {"topic": "no-such-topic", "partition": 0,
+                                              "target_replicas": [1, 2]})
+    result = commands.result_of(gone)
+    assert (result["ok"], result["error_code"]) == (False, "UNKNOWN_TOPIC_OR_PARTITION")
+    dead = commands.send("SetThrottle", {"broker_ids": [42], "rate_bytes_per_sec": 1000})
+    result = commands.result_of(dead, timeout=60)
+    assert result["ok"] is False and result["error_code"] == "BROKER_NOT_AVAILABLE"
+
+
+def test_the_executor_keeps_working_while_a_broker_is_stopped_and_restarted(cluster, commands):
+    local, state, admin = cluster
+    create_topic(state, "survive", [1, 2])
+    local.stop_broker(3, kill=True)
+    try:
+        during = commands.send("ReassignmentStep", {"topic": "survive", "partition": 0,
+                                                    "target_replicas": [2, 1]})
+        result = commands.result_of(during, timeout=90)
+        assert result["ok"] is True, result
+    finally:
+        local.start_broker(3)
+    after = commands.send("ReassignmentStep", {"topic": "survive", "partition": 0,
+                                               "target_replicas": [2, 1, 3]})
+    assert commands.result_of(after, timeout=90)["ok"] is True
+    eventually(lambda: sorted(partition(admin, "survive").isr) == [1, 2, 3], 60, what="3 joined")

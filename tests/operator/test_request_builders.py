@@ -1,0 +1,133 @@
+"""Requests are built and checked locally: a good one encodes as a Request, a bad one fails at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from reassigner.errors import InvalidConfigError, InvalidInputError, MalformedInputError
+from reassigner.operator.dynamic_config import DYNAMIC_KEYS, compute_config_value, compute_effective_config
+from reassigner.operator.requests import (
+    build_approve_request,
+    build_cancel_request,
+    build_decommission_request,
+    build_reassign_request,
+    build_rebalance_request,
+    build_set_config_request,
+    parse_json_document,
+)
+from reassigner.settings import Settings
+from schemas.codec import decode, encode
+
+ENVELOPE = {"request_id": "r-1", "now_ms": 1_700_000_000_000, "requested_by": "ops@host"}
+
+
+def roundtrip(request: dict) -> dict:
+    return decode("Request", encode("Request", request))
+
+
+def test_reassign_keeps_the_tool_json_including_log_dirs():
+    document = {"version": 1, "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [4, 2, 3], "log_dirs": ["/d/a", "any", "any"]},
+        {"topic": "orders", "partition": 1, "replicas": [1, 4, 2]},
+    ]}
+    request = build_reassign_request(document, "plan.json", additional=True, **ENVELOPE)
+    decoded = roundtrip(request)
+    kind, fields = decoded["payload"]
+    assert kind == "Reassign" and fields["additional"] is True
+    assert fields["partitions"][0] == {"topic": "orders", "partition": 0, "replicas": [4, 2, 3],
+                                       "log_dirs": ["/d/a", "any", "any"]}
+    assert fields["partitions"][1]["log_dirs"] is None
+    assert decoded["key"] == "r-1" and decoded["requested_by"] == "ops@host"
+
+
+def test_a_one_partition_request_is_keyed_by_topic_partition():
+    document = {"version": 1, "partitions": [{"topic": "orders", "partition": 7, "replicas": [1, 2]}]}
+    assert build_reassign_request(document, "f", additional=False, **ENVELOPE)["key"] == "orders-7"
+    assert build_cancel_request("orders", 7, False, **ENVELOPE)["key"] == "orders-7"
+    assert build_cancel_request("orders", None, False, **ENVELOPE)["key"] == "r-1"
+
+
+@pytest.mark.parametrize("document, path", [
+    ({"version": 1}, "$"),
+    ({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, "x"]}]}, "$.partitions[0].replicas[1]"),
+    ({"version": 1, "partitions": [{"topic": "t", "partition": -1, "replicas": [1]}]}, "$.partitions[0].partition"),
+    ({"version": 2, "partitions": []}, "$.version"),
+    ({"version": 1, "partitions": []}, "$.partitions"),
+])
+def test_malformed_reassignment_names_file_and_json_path(document, path):
+    with pytest.raises(MalformedInputError) as error:
+        build_reassign_request(document, "plan.json", additional=False, **ENVELOPE)
+    assert str(error.value).startswith(f"plan.json: at {path}")
+    assert error.value.code == "INVALID_REQUEST"
+
+
+def test_json_syntax_error_names_line_and_column():
+    with pytest.raises(MalformedInputError, match=r"plan.json: at line 2 column \d+: expected valid JSON"):
+        parse_json_document('{"version": 1,\n "partitions": [}', "plan.json")
+
+
+def test_cancel_partition_needs_topic():
+    with pytest.raises(InvalidInputError, match="--partition needs --topic"):
+        build_cancel_request(None, 3, False, **ENVELOPE)
+    kind, fields = roundtrip(build_cancel_request(None, None, True, **ENVELOPE))["payload"]
+    assert (kind, fields) == ("Cancel", {"topic": None, "partition": None, "keep": True})
+
+
+def test_decommission_rebalance_approve():
+    assert roundtrip(build_decommission_request([3, 1, 3], **ENVELOPE))["payload"] == ("Decommission", {"broker_ids": [1, 3]})
+    with pytest.raises(InvalidInputError):
+        build_decommission_request([], **ENVELOPE)
+    with pytest.raises(InvalidInputError):
+        build_decommission_request([-1], **ENVELOPE)
+    assert roundtrip(build_rebalance_request([], **ENVELOPE))["payload"] == ("Rebalance", {"topics": []})
+    assert roundtrip(build_approve_request(" p-1 ", **ENVELOPE))["payload"] == ("Approve", {"proposal_id": "p-1"})
+    with pytest.raises(InvalidInputError):
+        build_approve_request("  ", **ENVELOPE)
+
+
+@pytest.mark.parametrize("assignment, expected", [
+    ("reassignment.max.concurrent.partition.movements=10", "10"),
+    ("step.stall.timeout=10m", "600"),
+    ("step.stall.timeout=1500ms", "1.5"),
+    ("throttle.bytes.per.sec=10MB", "10000000"),
+    ("stall.action=Cancel", "cancel"),
+    ("mode=approve", "approve"),
+    ("throttle.bytes.per.sec=", None),
+])
+def test_set_config_normalises_known_keys(assignment, expected):
+    kind, fields = roundtrip(build_set_config_request(assignment, **ENVELOPE))["payload"]
+    assert kind == "SetConfig" and fields["value"] == expected
+
+
+@pytest.mark.parametrize("assignment, message", [
+    ("reassignment.max.concurrent.partition.movement=3", "unknown setting"),
+    ("reassignment.max.concurrent.leader.movements=0", "at least 1"),
+    ("reassignment.max.concurrent.leader.movements=many", "at least 1"),
+    ("mode=yolo", "expected one of auto, approve, observe"),
+    ("step.stall.timeout=soon", "duration"),
+    ("no-equals-sign", "KEY=VALUE"),
+])
+def test_set_config_refuses_locally(assignment, message):
+    with pytest.raises(InvalidConfigError, match=message) as error:
+        build_set_config_request(assignment, **ENVELOPE)
+    assert error.value.code == "INVALID_CONFIG"
+
+
+def test_every_dynamic_key_maps_to_a_setting_and_config_get_merges_overrides():
+    for key in DYNAMIC_KEYS.values():
+        assert key.field in Settings.model_fields, key.name
+    effective = compute_effective_config({"stall.action": "cancel"}, Settings())
+    assert effective["stall.action"] == {"value": "cancel", "source": "override", "doc": DYNAMIC_KEYS["stall.action"].doc}
+    assert effective["reassignment.max.concurrent.replica.movements"]["source"] == "default"
+    assert compute_config_value("mode=") == ("mode", None)
+
+
+def test_the_pipeline_accepts_every_key_and_canonical_value_the_cli_sends():
+    policy = pytest.importorskip("handlers.policy")
+    samples = {"mode": "observe", "stall.action": "cancel", "step.stall.timeout": "10m",
+               "broker.add.grace": "0", "broker.failure.grace": "5m", "throttle.bytes.per.sec": "1MB",
+               "self.healing.max.failed.brokers": "0", "self.healing.max.failed.fraction": "0.5"}
+    assert set(DYNAMIC_KEYS) == set(policy.DYNAMIC_KEYS)
+    for key in DYNAMIC_KEYS:
+        _key, value = compute_config_value(f"{key}={samples.get(key, '3')}")
+        policy.parse_config_value(key, value)  # raises if the pipeline would reject it

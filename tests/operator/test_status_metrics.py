@@ -1,0 +1,69 @@
+"""Prometheus metrics and the progress estimates of the status server, from hand-built states."""
+
+from __future__ import annotations
+
+from planning.controller import ControllerState
+from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
+from planning.reassignment import Reassignment, StepInFlight
+from planning.steps import Step
+from reassigner.operator.status_server import AlertBook, ProgressTracker, StateCache, render_metrics
+from reassigner.operator.views import compute_status
+
+TP = TopicPartition("orders", 0)
+BROKERS = tuple(Broker(i) for i in (1, 2, 3, 4))
+
+
+def state(replicas, adding=(), in_flight=True, steps_done=0, last_batch=5, present=True) -> ControllerState:
+    partition = PartitionState("orders", 0, replicas, isr=tuple(b for b in replicas if b not in adding),
+                               leader=replicas[0], size_bytes=1000, adding=adding)
+    step = StepInFlight(Step((2, 3, 4), adding=(4,), removing=(1,)), steps_done + 1, 0.0) if in_flight else None
+    reassignments = {TP: Reassignment("r1", TP, (1, 2, 3), (2, 3, 4), in_flight=step, steps_done=steps_done)} if present else {}
+    return ControllerState(cluster=Cluster(BROKERS, (Topic("orders", (partition,)),)), reassignments=reassignments,
+                           last_batch=last_batch)
+
+
+def test_metrics_text_format_and_counters_survive_a_finished_reassignment():
+    tracker = ProgressTracker()
+    running = compute_status(state((1, 2, 3, 4), adding=(4,)), 1)
+    tracker.observe(running, now=10.0)
+    text = render_metrics(running, tracker, {"DiskFailed": 2}, {"REASSIGNMENT_IN_PROGRESS": 1}, now=12.5)
+    lines = text.splitlines()
+    assert "reassigner_steps_in_flight 1" in lines and "reassigner_steps_completed_total 0" in lines
+    assert 'reassigner_alerts_total{kind="DiskFailed"} 2' in lines and 'reassigner_alerts_total{kind="BadEvent"} 0' in lines
+    assert "reassigner_executor_errors_total 1" in lines and "reassigner_pipeline_lag_seconds 2.5" in lines
+    assert all(line.startswith("#") or len(line.split(" ")) == 2 for line in lines)
+
+    done = compute_status(state((2, 3, 4), present=False, last_batch=6), 1)
+    tracker.observe(done, now=20.0)
+    text = render_metrics(done, tracker, {}, {}, now=20.0)
+    assert "reassigner_steps_completed_total 1" in text.splitlines()
+    assert "reassigner_bytes_moved_total 1000" in text.splitlines()  # one replica of a 1000-byte partition
+    assert "reassigner_pipeline_lag_seconds 0" in text.splitlines()
+
+
+def test_alert_book_keeps_the_last_alerts_and_counts_all():
+    book = AlertBook(capacity=2)
+    for i in range(3):
+        book.add_alert({"id": f"a{i}", "event_time": 0, "severity": "INFO", "kind": "BrokerAdded",
+                        "subject": "broker-4", "message": "", "details": {}})
+    book.add_result({"ok": False, "error_code": None})
+    assert [a["id"] for a in book.recent()] == ["a1", "a2"]
+    assert book.counts() == ({"BrokerAdded": 3}, {"UNKNOWN": 1}, 1)
+
+
+def test_state_cache_loads_at_most_once_per_ttl_and_keeps_the_last_state_on_error():
+    now = [0.0]
+    calls = []
+
+    def load():
+        calls.append(now[0])
+        if len(calls) == 2:
+            raise ConnectionError("redis away")
+        return ControllerState(last_batch=len(calls))
+
+    cache = StateCache(load, ttl=1.0, clock=lambda: now[0])
+    assert cache.get().last_batch == 1 and cache.get().last_batch == 1 and len(calls) == 1
+    now[0] = 1.5
+    assert cache.get().last_batch == 1 and "redis away" in cache.error
+    now[0] = 3.0
+    assert cache.get().last_batch == 3 and cache.error is None

@@ -1,0 +1,87 @@
+"""`list` and `status` rows from a hand-built ControllerState: step n of m, problems, progress."""
+
+from __future__ import annotations
+
+from planning.controller import ControllerState
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.reassignment import Reassignment, ReassignmentState, StepInFlight
+from planning.steps import Step, compute_step_sequence
+from reassigner.operator.views import (
+    compute_in_flight,
+    compute_reassignment_rows,
+    compute_status,
+    status_to_json,
+    step_label,
+)
+
+BROKERS = tuple(Broker(i, rack=f"/dc1/r{i % 3}", log_dirs=(LogDir("/d/a"), LogDir("/d/b"))) for i in range(10))
+TP = TopicPartition("orders", 0)
+
+
+def state_with(partition: PartitionState, reassignment: Reassignment, brokers=BROKERS, config=None,
+               more_partitions=()) -> ControllerState:
+    cluster = Cluster(brokers, (Topic("orders", (partition, *more_partitions), min_insync_replicas=1),))
+    return ControllerState(cluster=cluster, reassignments={reassignment.tp: reassignment},
+                           config=config or {}, epoch=3, last_batch=41)
+
+
+def worked_example(in_flight: StepInFlight | None, steps_done: int, replicas, adding=()) -> ControllerState:
+    partition = PartitionState("orders", 0, tuple(replicas), isr=tuple(b for b in replicas if b not in adding),
+                               leader=0, size_bytes=1_000, adding=tuple(adding))
+    r = Reassignment("req-1:orders-0", TP, (0, 1, 2, 3, 4), (5, 6, 7, 8, 9), in_flight=in_flight,
+                     steps_done=steps_done)
+    return state_with(partition, r, config={"reassignment.max.concurrent.replica.movements": "2"})
+
+
+def test_step_n_of_m_follows_the_spec_worked_example():
+    # SPEC 5.1 with R = 2: four steps from (0..4) to (5..9).
+    before = compute_reassignment_rows(worked_example(None, 0, (0, 1, 2, 3, 4)), default_replica_movements=1)[0]
+    assert (before.step, before.steps_estimated, before.progress) == (0, 4, 0.0)
+    first = Step(target=(5, 0, 1, 2, 3, 4), adding=(5,), elect_leader=True, leader_movement=True)
+    during = compute_reassignment_rows(
+        worked_example(StepInFlight(first, 1, 100.0), 0, (5, 0, 1, 2, 3, 4), adding=(5,)), 1)[0]
+    assert step_label(during) == "step 1 of 4"
+    assert during.adding == (5,) and during.final_target == (5, 6, 7, 8, 9) and during.in_flight
+    later = compute_reassignment_rows(worked_example(None, 2, (5, 6, 2, 3, 4)), 1)[0]
+    assert (later.step, later.steps_estimated, later.progress) == (2, 4, 0.5)
+
+
+def test_m_uses_the_default_replica_movements_when_not_overridden():
+    state = worked_example(None, 0, (0, 1, 2, 3, 4)).with_changes(config={})
+    row = compute_reassignment_rows(state, default_replica_movements=1)[0]
+    assert row.steps_estimated == len(compute_step_sequence((0, 1, 2, 3, 4), (5, 6, 7, 8, 9), (0, 1, 2, 3, 4), 1, 1))
+
+
+def test_unknown_partition_shows_unknown_not_an_error():
+    r = Reassignment("x", TopicPartition("gone", 1), (1, 2), (2, 3))
+    row = compute_reassignment_rows(ControllerState(reassignments={r.tp: r}), 1)[0]
+    assert row.current_replicas is None and row.steps_estimated is None and step_label(row) == "step 0 of ?"
+
+
+def test_batch_in_flight_lists_steps_oldest_first_with_age():
+    first = Step(target=(5, 0, 1, 2, 3, 4), adding=(5,), elect_leader=True, leader_movement=True)
+    state = worked_example(StepInFlight(first, 1, 100.0), 0, (5, 0, 1, 2, 3, 4), adding=(5,))
+    (row,) = compute_in_flight(state, now_seconds=130.0)
+    assert (row.topic, row.partition, row.step, row.adding, row.leader_movement, row.age_seconds) == \
+        ("orders", 0, 1, (5,), True, 30.0)
+
+
+def test_status_shows_dead_brokers_offline_dirs_and_partition_problems():
+    brokers = (Broker(1, "/dc1/r1", log_dirs=(LogDir("/d/a"), LogDir("/d/b", online=False))),
+               Broker(2, "/dc1/r2", alive=False), Broker(3, "/dc2/r1", draining=True))
+    healthy = PartitionState("orders", 0, (1, 2, 3), isr=(1, 2, 3), leader=1)
+    under = PartitionState("orders", 1, (1, 2, 3), isr=(1, 3), leader=1)
+    offline = PartitionState("orders", 2, (2,), isr=(), leader=None)
+    r = Reassignment("r", TopicPartition("orders", 0), (1, 2, 3), (1, 3, 4), state=ReassignmentState.RUNNING)
+    state = state_with(healthy, r, brokers=brokers, more_partitions=(under, offline))
+    view = compute_status(state, default_replica_movements=1)
+    by_id = {b.id: b for b in view.brokers}
+    assert (by_id[1].dirs_online, by_id[1].dirs_total, by_id[1].offline_dirs) == (1, 2, ("/d/b",))
+    assert not by_id[2].alive and by_id[3].draining
+    assert by_id[1].leaders == 2 and by_id[1].replicas == 2
+    assert [p.partition for p in view.under_replicated] == [1, 2]
+    assert [p.partition for p in view.under_min_isr] == [2]
+    assert [p.partition for p in view.offline] == [2]
+    document = status_to_json(view)
+    assert document["progress"]["steps_estimated"] >= 1 and document["epoch"] == 3
+    assert document["reassignments"][0]["step_label"].startswith("step 0 of ")
