@@ -143,7 +143,12 @@ def test_sigkill_at_random_moments_loses_and_doubles_nothing(crash_run):
             kills["next"] = time.monotonic() + chooser.uniform(22, 32)
 
     drive(run, 420, maybe_kill)
-    assert kills["left"] < 3, "the run finished before any kill: make the reassignment longer"
+    kills_done = 3 - kills["left"]
+    assert kills_done >= 1, "the run finished before any kill: make the reassignment longer"
+    starts = run["log"].read_text().count("pipeline started: epoch")
+    assert starts == 1 + kills_done
+    epochs = {c["epoch"] for c in run["simulated"].commands}
+    assert len(epochs) >= 2, f"every command came from one instance: {epochs}"
     check_no_contradiction_and_exact_steps(run["simulated"])
 
 
