@@ -74,8 +74,11 @@ ALERT_KINDS = (
     "CommandFailed",
     "SelfHealingSuppressed",
     "BadEvent",
+    "TopicDeleted",
+    "ConfigChanged",
 )
-"""Alert kinds of SPEC 7. `Alert.kind` is a string: readers must accept kinds not listed here."""
+"""Alert kinds of SPEC 7 (plus TopicDeleted and ConfigChanged). `Alert.kind` is a string: readers
+must accept kinds not listed here."""
 
 __all__ = [
     "ALERT_KINDS",
