@@ -22,6 +22,8 @@ KAFKA-PYTHON QUIRKS handled here:
   forgets it when that broker dies, so every controller request then fails: on any transient
   error the client is closed and re-created (lazily, on the next call);
 - its reconnect backoff grows to 30 s by default, which would hide a restarted broker: capped low;
+- `describe_log_dirs()` with no partitions fetches all metadata and lists every partition in
+  the request: the protocol's null list ("all") is sent instead (4x faster at 10k partitions);
 - `describe_configs` answers {} for an unknown topic instead of an error; `alter_configs` answers
   error *strings*; `alter_partition_reassignments` answers an error class per partition.
 
@@ -303,7 +305,7 @@ class ClusterAdmin:
         for broker_id in sorted(broker_ids):
             try:
                 answer = self._call(f"describe log dirs of broker {broker_id}",
-                                    lambda c, b=broker_id: c.describe_log_dirs(brokers=[b]))
+                                    lambda c, b=broker_id: _describe_all_log_dirs(c, b))
             except (KafkaTransientError, KafkaPermanentError) as error:
                 log.debug("%s", error)
                 unreachable.add(broker_id)
@@ -447,6 +449,16 @@ class ClusterAdmin:
                 if error.code != "TOPIC_ALREADY_EXISTS":  # another instance was quicker
                     raise
         return created
+
+
+def _describe_all_log_dirs(client, broker_id: int) -> list[dict]:
+    """DescribeLogDirs of every partition on one broker. kafka-python's public method, given no
+    partitions, first fetches the whole cluster metadata and then lists every partition in the
+    request (0.8 s instead of 0.2 s per broker at 10,000 partitions); the protocol's null topic
+    list means "all" on its own, so that is what is sent."""
+    if hasattr(client, "_async_describe_log_dirs"):
+        return client._manager.run(client._async_describe_log_dirs, None, [broker_id])
+    return client.describe_log_dirs(brokers=[broker_id])
 
 
 def compute_log_dirs(answer: Sequence[Mapping]) -> list[LogDirObservation]:
