@@ -96,7 +96,12 @@ def build_input_stream(spark, settings: Settings, client_properties: dict[str, s
 
 
 def reduce_batch(batch, settings: Settings):
-    """Step 2 in Spark: (good rows, latest per key for state-carrying topics, bad rows)."""
+    """Step 2 in Spark, one job: every row that survives, with `decoded_ok`.
+
+    Undecodable rows all survive (each becomes a dead letter); decoded state-carrying events
+    survive only as the latest of their (topic, key); requests and results all survive. No sort
+    here: the driver orders the few surviving rows itself, which spares Spark a sampling job.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -105,22 +110,16 @@ def reduce_batch(batch, settings: Settings):
         column = suffix.replace("-", "_")
         decoded_ok = F.when(F.col("topic") == settings.topic(suffix),
                             F.col(f"{column}.id").isNotNull()).otherwise(decoded_ok)
-    marked = batch.withColumn("decoded_ok", decoded_ok)
-    bad = marked.where(~F.col("decoded_ok")).select("topic", "partition", "offset", "value")
-
     state_topics = [settings.topic(s) for s in STATE_CARRYING]
     latest_first = Window.partitionBy("topic", "key").orderBy(F.col("partition").desc(),
                                                               F.col("offset").desc())
-    good = marked.where(F.col("decoded_ok"))
-    collapsed = (
-        good.where(F.col("topic").isin(state_topics))
-        .withColumn("rank", F.row_number().over(latest_first))
+    collapsible = F.col("decoded_ok") & F.col("topic").isin(state_topics)
+    return (
+        batch.withColumn("decoded_ok", decoded_ok)
+        .withColumn("rank", F.when(collapsible, F.row_number().over(latest_first)).otherwise(1))
         .where(F.col("rank") == 1)
-        .drop("rank")
+        .select("topic", "partition", "offset", "value", "decoded_ok")
     )
-    others = good.where(~F.col("topic").isin(state_topics))
-    kept = collapsed.unionByName(others).select("topic", "partition", "offset", "value")
-    return kept.orderBy("topic", "partition", "offset"), bad
 
 
 def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
@@ -212,9 +211,10 @@ class PipelineRunner:
                 self.stats.replayed += 1
                 self.republish_pending()
                 return
-            kept, bad = reduce_batch(batch, self.settings)  # 2. reduce in Spark
-            rows = [(r.topic, r.partition, r.offset, r.value) for r in kept.collect()]
-            bad_rows = [(r.topic, r.partition, r.offset, r.value) for r in bad.collect()]
+            rows: list = []  # 2. reduce in Spark (one job)
+            bad_rows: list = []
+            for r in reduce_batch(batch, self.settings).collect():
+                (rows if r.decoded_ok else bad_rows).append((r.topic, r.partition, r.offset, r.value))
             phases["spark"] = time.perf_counter() - started
             self.process_rows(batch_id, rows, bad_rows, phases, started)
 
@@ -255,7 +255,8 @@ class PipelineRunner:
         self.stats.last_batch_seconds = time.perf_counter() - started
         self.stats.last_phase_seconds = phases
         if decision.outbox:
-            log.info("batch %d: %d rows, %d messages out", batch_id, len(rows), len(decision.outbox))
+            log.info("batch %d: %d rows, %d messages out (%s)", batch_id, len(rows),
+                     len(decision.outbox), ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in phases.items()))
 
     def republish_pending(self) -> None:
         """Outboxes committed but not confirmed published (a crash between 5 and 7): again."""
