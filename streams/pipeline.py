@@ -99,7 +99,8 @@ def reduce_batch(batch, settings: Settings):
     """Step 2 in Spark, one job: every row that survives, with `decoded_ok`.
 
     Undecodable rows all survive (each becomes a dead letter); decoded state-carrying events
-    survive only as the latest of their (topic, key); requests and results all survive. No sort
+    survive only as the latest about their subject (the Kafka key; broker and path for log dirs);
+    requests and results all survive. No sort
     here: the driver orders the few surviving rows itself, which spares Spark a sampling job.
     """
     from pyspark.sql import Window
@@ -111,11 +112,17 @@ def reduce_batch(batch, settings: Settings):
         decoded_ok = F.when(F.col("topic") == settings.topic(suffix),
                             F.col(f"{column}.id").isNotNull()).otherwise(decoded_ok)
     state_topics = [settings.topic(s) for s in STATE_CARRYING]
-    latest_first = Window.partitionBy("topic", "key").orderBy(F.col("partition").desc(),
-                                                              F.col("offset").desc())
+    # What one state-carrying event is the whole state of: its Kafka key, except for log dirs,
+    # which are keyed by broker (SPEC 7) but carry the state of one dir each.
+    subject = F.when(F.col("topic") == settings.topic("disk-failures"),
+                     F.concat_ws(":", F.col("key").cast("string"), F.col("disk_failures.path"))
+                     ).otherwise(F.col("key").cast("string"))
+    latest_first = Window.partitionBy("topic", "subject").orderBy(F.col("partition").desc(),
+                                                                  F.col("offset").desc())
     collapsible = F.col("decoded_ok") & F.col("topic").isin(state_topics)
     return (
         batch.withColumn("decoded_ok", decoded_ok)
+        .withColumn("subject", subject)
         .withColumn("rank", F.when(collapsible, F.row_number().over(latest_first)).otherwise(1))
         .where(F.col("rank") == 1)
         .select("topic", "partition", "offset", "value", "decoded_ok")

@@ -4,7 +4,7 @@ Order (each scene waits on what Kafka itself shows, never on sleeps):
 0. a KRaft cluster of 3 brokers (2 log dirs each, racks /dc1/r1, /dc1/r2, /dc2/r1) and Redis;
    topics with data (RF 3, min.insync.replicas 2) and sequenced traffic that runs throughout;
    the product: pipeline (Spark), watcher, executor, status page;
-1. add a broker → the batched rebalance onto it;
+1. add two brokers → one coalesced plan, the batched rebalance onto them;
 2. decommission a broker → drained, `BrokerDrained`;
 3. fail a log dir → `DiskFailed`, replication factor restored;
 4. a manual reassignment cancelled mid-flight → reverted to the original replicas;
@@ -35,7 +35,8 @@ from reassigner.local.processes import free_port
 from reassigner.local.stack import LocalStack
 
 RACKS = ("/dc1/r1", "/dc1/r2", "/dc2/r1")
-TOPICS = {"orders": 12, "payments": 8, "audit": 4}
+TOPICS = {"orders": 12, "payments": 8, "audit": 4}  # carry the sequenced traffic
+BULK_TOPIC = "archive"  # a few MB of filler per partition, for the cancelled manual move
 MIN_INSYNC_REPLICAS = 2
 CLUSTER_NAME = "demo"
 
@@ -122,7 +123,7 @@ class Demo:
 
     def fully_replicated(self) -> tuple[int, int]:
         parts = self.partitions()
-        alive = set(self.probe.brokers())
+        alive = {b for b, info in self.probe.brokers().items() if not info["is_fenced"]}
         good = sum(1 for p in parts.values()
                    if len(p["replicas"]) == 3 and set(p["replicas"]) <= alive
                    and sorted(p["isr"]) == sorted(p["replicas"]) and not p["reassigning"]
@@ -152,7 +153,7 @@ class Demo:
         started = time.monotonic()
         try:
             self.setup()
-            self.scene("1. add a broker", self.add_broker)
+            self.scene("1. add two brokers", self.add_broker)
             self.scene("2. decommission a broker", self.decommission)
             self.scene("3. fail a log dir", self.fail_log_dir)
             self.scene("4. cancel a manual reassignment", self.cancel_manual)
@@ -179,7 +180,7 @@ class Demo:
         self.bootstrap = state.bootstrap_servers
         self.probe = ClusterProbe(self.bootstrap)
         self.say(f"  cluster up: {self.bootstrap}; racks {', '.join(RACKS)}")
-        create_topics(self.bootstrap, TOPICS, MIN_INSYNC_REPLICAS)
+        create_topics(self.bootstrap, {**TOPICS, BULK_TOPIC: 2}, MIN_INSYNC_REPLICAS)
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS).start()
         self.say(f"  topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())}: RF 3, "
                  f"min.insync.replicas {MIN_INSYNC_REPLICAS}; sequenced traffic running")
@@ -220,16 +221,18 @@ class Demo:
 
     def add_broker(self, result: SceneResult) -> None:
         since = self.alerts.mark()
-        added = self.stack.add_broker(rack="/dc2/r2")
-        self.say(f"  broker {added.id} joined (rack {added.rack}); the product waits out the add "
-                 f"grace so that several additions coalesce")
+        added = [self.stack.add_broker(rack="/dc2/r2"), self.stack.add_broker(rack="/dc1/r3")]
+        names = " and ".join(f"{b.id} (rack {b.rack})" for b in added)
+        self.say(f"  brokers {names} joined; the product waits out the add grace, so that the "
+                 "two additions coalesce into one plan")
         self.alerts.wait_for("BrokerAdded", since, 60)
-        self.alerts.wait_for("PlanCreated", since, 60)
+        self.alerts.wait_for("PlanCreated", since, 90)
         result.replica_moves, result.lower_bound = self.plan_figures(since)
         self.say(f"  plan: {result.replica_moves} replica moves (lower bound {result.lower_bound})")
-        self.wait("rebalancing onto the new broker (steps in rolling batches)",
+        self.wait("rebalancing onto the new brokers (steps in rolling batches)",
                   lambda: self.settled(since), timeout=300)
-        self.say(f"  broker {added.id} now holds {self.replicas_on(added.id)} replicas")
+        held = ", ".join(f"broker {b.id}: {self.replicas_on(b.id)}" for b in added)
+        self.say(f"  replicas of the demo topics now on the new brokers — {held}")
 
     def settled(self, since: int) -> tuple[int, int]:
         """(partitions fully replicated, total), and nothing left moving."""
@@ -256,33 +259,39 @@ class Demo:
 
     def cancel_manual(self, result: SceneResult) -> None:
         since = self.alerts.mark()
-        parts = self.partitions()
-        live = sorted(b for b in self.probe.brokers() if b != 2)
-        chosen = sorted(parts)[:3]
+        commands_before = self.commands.mark()
+        parts = self.probe.partitions([BULK_TOPIC])
+        usable = sorted(b for b, info in self.probe.brokers().items()
+                        if not info["is_fenced"] and b != 2)  # broker 2 was decommissioned
+        chosen = sorted(parts)
         before = {tp: parts[tp]["replicas"] for tp in chosen}
+        # Some bulk data, moved under a throttle, so that the cancel lands mid-flight.
+        write_bulk(self.bootstrap, chosen, megabytes=4)
+        self.cli("config", "set", "throttle.bytes.per.sec=300000")
         plan = {"version": 1, "partitions": [
             {"topic": t, "partition": p,
-             "replicas": [b for b in live if b not in before[(t, p)]][:1] + before[(t, p)][1:]}
+             "replicas": [b for b in usable if b not in before[(t, p)]][:1] + before[(t, p)][1:]}
             for t, p in chosen]}
         plan_file = self.stack_dir / "manual-plan.json"
         plan_file.write_text(json.dumps(plan))
-        self.cli("config", "set", "throttle.bytes.per.sec=50000")
         self.cli("request", "reassign", "--file", str(plan_file))
-        self.say(f"  manual reassignment of {len(chosen)} partitions requested (throttled)")
-        self.alerts.wait_for("PlanCreated", since, 60)
+        self.say(f"  `reassigner request reassign --file {plan_file.name}`: {len(chosen)} partitions "
+                 "with 4 MB each, throttled to 300 kB/s")
+        self.commands.wait_for("ReassignmentStep", commands_before, 90)
         self.cli("request", "cancel")
-        self.say("  `reassigner request cancel` while it runs")
-        self.alerts.wait_for("ReassignmentCancelled", since, 180)
+        self.say("  `reassigner request cancel` while the first step copies data")
+        self.alerts.wait_for("ReassignmentCancelled", since, 90,
+                             where=lambda a: "back at its original replicas" in a["message"])
         self.wait("reverting to the original replicas",
-                  lambda: all(sorted(self.partitions()[tp]["replicas"]) == sorted(before[tp])
-                              for tp in chosen), 180)
+                  lambda: (sum(sorted(self.probe.partitions([BULK_TOPIC])[tp]["replicas"])
+                               == sorted(before[tp]) for tp in chosen), len(chosen)), 180)
         self.cli("config", "set", "throttle.bytes.per.sec=")
         self.say("  every partition is back on its original replicas")
 
     def kill_broker(self, result: SceneResult) -> None:
         since = self.alerts.mark()
         self.stack.stop_broker(1, kill=True)
-        self.say("  broker 1 killed (SIGKILL); healing starts once the failure grace has passed")
+        self.say("  broker 1 killed (SIGKILL); healing starts once the failure grace (15 s) has passed")
         self.alerts.wait_for("BrokerFailed", since, 90)
         self.wait("healing: replicas of broker 1 move to live brokers", lambda: self.settled(since), 300)
         result.replica_moves, result.lower_bound = self.plan_figures(since)
@@ -328,6 +337,24 @@ class Demo:
             self.product.stop()
         if self.stack.state_file.exists():
             self.stack.down()
+
+
+def write_bulk(bootstrap_servers: str, partitions: list[tuple[str, int]], megabytes: int) -> None:
+    """Write `megabytes` of filler to each partition (acks=all)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "acks": "all", "linger.ms": 20,
+                         "log_level": 0})
+    chunk = b"x" * 100_000
+    for topic, partition in partitions:
+        for _ in range(megabytes * 10):
+            while True:
+                try:
+                    producer.produce(topic, value=chunk, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.2)
+    producer.flush(120)
 
 
 def create_topics(bootstrap_servers: str, topics: dict[str, int], min_insync_replicas: int) -> None:

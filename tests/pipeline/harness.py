@@ -49,6 +49,18 @@ def partition_event(topic: str, partition: int, replicas: list[int], at_ms: int,
     }
 
 
+def log_dir_event(broker_id: int, path: str, online: bool, at_ms: int,
+                  replicas: list[tuple[str, int]] = ()) -> dict:
+    return {
+        "schema_version": 1, "event_time": at_ms, "id": str(uuid.uuid4()), "key": str(broker_id),
+        "snapshot_id": None, "broker_id": broker_id, "path": path, "online": online,
+        "error": None if online else "KAFKA_STORAGE_ERROR", "total_bytes": None,
+        "usable_bytes": None,
+        "replicas": [{"topic": t, "partition": p, "size_bytes": 100, "offset_lag": 0,
+                      "is_future": False} for t, p in replicas],
+    }
+
+
 def request(kind: str, fields: dict, at_ms: int, request_id: str | None = None) -> dict:
     request_id = request_id or f"req-{uuid.uuid4().hex[:8]}"
     return {"schema_version": 1, "event_time": at_ms, "id": request_id, "key": request_id,
@@ -75,6 +87,13 @@ class Harness:
         value = raw if raw is not None else encode(TOPICS[suffix], record)
         self.producer.produce(self.topic(suffix), key=(record or {}).get("key", "x").encode(),
                               value=value, headers=version_headers())
+        assert self.producer.flush(30) == 0
+
+    def send_together(self, suffix: str, records: list[dict]) -> None:
+        """Produce several records with one flush, so that one micro-batch sees them all."""
+        for record in records:
+            self.producer.produce(self.topic(suffix), key=record["key"].encode(),
+                                  value=encode(TOPICS[suffix], record), headers=version_headers())
         assert self.producer.flush(30) == 0
 
     def _consumer(self, suffix: str) -> Consumer:
@@ -118,4 +137,4 @@ def commands_of(messages: list[dict], kind: str) -> list[dict]:
 
 
 __all__ = ["T0", "Harness", "Any", "KafkaTopicPartition", "alerts_of", "broker_event",
-           "commands_of", "kinds", "partition_event", "request", "topic_event"]
+           "commands_of", "kinds", "log_dir_event", "partition_event", "request", "topic_event"]

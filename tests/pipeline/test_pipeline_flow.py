@@ -16,6 +16,7 @@ from harness import (
     alerts_of,
     broker_event,
     commands_of,
+    log_dir_event,
     partition_event,
     request,
     topic_event,
@@ -197,3 +198,17 @@ def test_garbage_reaches_the_dead_letter_topic_and_the_next_event_is_still_handl
             break
         time.sleep(0.3)
     assert partition is not None and partition.isr == (1, 2)
+
+
+def test_two_log_dirs_of_one_broker_in_one_batch_are_both_applied(pipeline):
+    """Regression: log-dir events share their broker's key; collapsing by key alone kept only
+    the last dir of a batch, and a failed dir reported next to a healthy one went unseen."""
+    harness, runner = pipeline
+    send_cluster(harness, runner, partitions=2)
+    failed, healthy = "/data/b1/d0", "/data/b1/d1"
+    harness.send_together("disk-failures", [
+        log_dir_event(1, failed, False, T0 + 500, [("orders", 0)]),
+        log_dir_event(1, healthy, True, T0 + 500, [("orders", 1)])])
+    alerts = harness.read("alerts", lambda seen: alerts_of(seen, "DiskFailed"))
+    [disk_failed] = alerts_of(alerts, "DiskFailed")
+    assert failed in disk_failed["message"] or failed in str(disk_failed["details"])
