@@ -61,7 +61,7 @@ def main() -> None:
                                  topic_prefix=prefix, cluster_name=prefix, tick_interval_seconds=0,
                                  trigger_interval="100 milliseconds", max_partition_movements=1000,
                                  max_leader_movements=1000, max_movements_per_broker=1000)
-        ensure_topics(state.bootstrap_servers, {}, settings, replication_factor=1, partitions=1)
+        ensure_topics(state.bootstrap_servers, None, settings, replication_factor=1, partitions=1)
         producer = Producer({"bootstrap.servers": state.bootstrap_servers, "acks": "all",
                              "enable.idempotence": True, "linger.ms": 5, "log_level": 0})
         policy = Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})

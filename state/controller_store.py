@@ -192,6 +192,12 @@ def message_from_storage(stored: list) -> OutboundMessage:
 
 
 # --- the store ----------------------------------------------------------------------------------
+def key_prefix(cluster_name: str) -> str:
+    """`reassigner:{<cluster>}`: every key of one Kafka cluster carries this hash tag."""
+    return f"reassigner:{{{cluster_name}}}"
+
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -202,7 +208,7 @@ class ControllerStore:
     def __init__(self, client, cluster_name: str) -> None:
         self.client = client
         self.cluster_name = cluster_name
-        self.keys = {name: f"reassigner:{{{cluster_name}}}:{name}" for name in HASHES}
+        self.keys = {name: f"{key_prefix(cluster_name)}:{name}" for name in HASHES}
         self._commit = client.register_script(COMMIT_BATCH)
 
     def load(self) -> ControllerState:

@@ -37,6 +37,7 @@ from handlers.batch import BadRecord, BatchInputs
 from handlers.decide import decide
 from handlers.policy import Policy
 from planning.controller import ControllerState, OutboundMessage
+from reassigner.edge.client_config import ClientConfig
 from reassigner.settings import Settings
 from schemas.codec import (
     TOPICS,
@@ -310,26 +311,17 @@ class PipelineRunner:
         self.producer.poll(0)
 
 
-def ensure_topics(bootstrap_servers: str, client_config: dict[str, Any], settings: Settings,
-                  replication_factor: int | None = None, partitions: int = 3) -> None:
-    """Create the product's topics if missing (RF = min(3, brokers) unless given)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+def ensure_topics(bootstrap_servers: str, client_config: ClientConfig | None, settings: Settings,
+                  replication_factor: int | None = None, partitions: int = 3) -> list[str]:
+    """Create the product's topics that are missing (RF = min(3, brokers) unless given)."""
+    from reassigner.edge.admin import ClusterAdmin
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **client_config})
-    metadata = admin.list_topics(timeout=15)
-    rf = replication_factor or min(3, len(metadata.brokers))
-    wanted = [settings.topic(s) for s in TOPICS if settings.topic(s) not in metadata.topics]
-    if not wanted:
-        return
-    futures = admin.create_topics([NewTopic(t, num_partitions=partitions, replication_factor=rf)
-                                   for t in wanted])
-    for topic, future in futures.items():
-        try:
-            future.result(30)
-        except KafkaException as error:
-            if "TOPIC_ALREADY_EXISTS" not in str(error):
-                raise
+    admin = ClusterAdmin(bootstrap_servers, client_config)
+    try:
+        return admin.ensure_topics([settings.topic(s) for s in TOPICS], partitions,
+                                   replication_factor)
+    finally:
+        admin.close()
 
 
 def run_pipeline(spark, settings: Settings, runner: PipelineRunner,

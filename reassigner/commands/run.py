@@ -46,7 +46,7 @@ def run(
     settings = settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
                                            "redis_url": connections.redis_url})
     client = read_command_config(settings.command_config)
-    ensure_topics(connections.bootstrap_servers, dict(client.librdkafka), settings)
+    ensure_topics(connections.bootstrap_servers, client, settings)
     producer = Producer({"bootstrap.servers": connections.bootstrap_servers, "acks": "all",
                          "enable.idempotence": True, "linger.ms": 2, **client.librdkafka})
     policy = Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})

@@ -13,7 +13,7 @@ ONE COMMAND MESSAGE, in this order:
 A crash between 2 and 4 re-delivers the message; the claimed id keeps it from being applied
 twice (at most once), and its result is published when known (or says it was interrupted).
 
-REDIS KEYS (hash tag `{<cluster_name>}` as in `state.partition_store`, so one script sees them all):
+REDIS KEYS (hash tag `{<cluster_name>}` as in `state.controller_store`, so one script sees them all):
 - `reassigner:{c}:executor:epoch` — highest planner epoch seen (integer text);
 - `reassigner:{c}:executor:command:<id>` — `APPLYING`, then the JSON of the published result
   (kept 7 days: the pipeline re-publishes an outbox within minutes, not weeks).
@@ -50,7 +50,7 @@ from reassigner.errors import DecodeError, KafkaTransientError, ReassignerError,
 from reassigner.settings import Settings
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
-from state.partition_store import key_prefix
+from state.controller_store import key_prefix
 
 log = logging.getLogger(__name__)
 

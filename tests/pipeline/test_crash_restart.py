@@ -62,7 +62,7 @@ def crash_run(local_stack, tmp_path, cache_dir):
     from streams.pipeline import ensure_topics
 
     settings = load_settings(topic_prefix=prefix)
-    ensure_topics(local_stack.bootstrap_servers, {}, settings, replication_factor=1, partitions=1)
+    ensure_topics(local_stack.bootstrap_servers, None, settings, replication_factor=1, partitions=1)
     harness = Harness(local_stack.bootstrap_servers, prefix, prefix)
     cluster = Cluster(
         tuple(Broker(i, f"/dc1/r{i}") for i in range(1, 6)),

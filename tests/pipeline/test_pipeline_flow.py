@@ -46,7 +46,7 @@ def pipeline(local_stack, spark, redis_client, redis_url, tmp_path):
         tick_interval_seconds=0,
     )
     # One partition per topic: the tests rely on the order they send in.
-    ensure_topics(local_stack.bootstrap_servers, {}, settings, replication_factor=1, partitions=1)
+    ensure_topics(local_stack.bootstrap_servers, None, settings, replication_factor=1, partitions=1)
     producer = Producer({"bootstrap.servers": local_stack.bootstrap_servers, "acks": "all",
                          "enable.idempotence": True, "linger.ms": 1})
     policy = Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})
@@ -212,3 +212,32 @@ def test_two_log_dirs_of_one_broker_in_one_batch_are_both_applied(pipeline):
     alerts = harness.read("alerts", lambda seen: alerts_of(seen, "DiskFailed"))
     [disk_failed] = alerts_of(alerts, "DiskFailed")
     assert failed in disk_failed["message"] or failed in str(disk_failed["details"])
+
+
+def test_events_flow_from_kafka_through_spark_into_redis(pipeline, redis_client):
+    """The foundation's smoke flow: Avro events produced with confluent-kafka, read by the Spark
+    query with `from_avro`, written to Redis in `foreachBatch` — checked in Redis itself."""
+    from state.controller_store import ControllerStore
+
+    harness, runner = pipeline
+    send_cluster(harness, runner, partitions=6)
+    expected = {}
+    burst = []
+    for p in range(6):
+        # Several states per partition in one batch: only the newest (highest epoch) may stay.
+        for epoch, isr in enumerate(([1], [1, 2], [1, 2, 3][: 1 + p % 3]), start=1):
+            burst.append(partition_event("orders", p, [1, 2, 3], T0 + 1000 + epoch, isr=isr,
+                                         epoch=epoch, size_bytes=1000 * (p + 1)))
+        expected[TopicPartition("orders", p)] = tuple([1, 2, 3][: 1 + p % 3])
+    harness.send_together("isr-changes", burst)
+    store = ControllerStore(redis_client, harness.cluster_name)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        stored = store.load().cluster.partitions_by_tp
+        if {tp: p.isr for tp, p in stored.items()} == expected:
+            break
+        time.sleep(0.3)
+    assert {tp: p.isr for tp, p in stored.items()} == expected
+    assert all(p.leader_epoch == 3 for p in stored.values())
+    assert stored[TopicPartition("orders", 3)].size_bytes == 4000
+    assert store.last_batch() >= 0 and store.load().epoch == runner.state.epoch
