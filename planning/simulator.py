@@ -35,7 +35,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Union
 
-from planning.batches import Limits, PlannedStep
+from planning.batches import Limits, PlannedStep, count_replica_drops
 from planning.cancel import CancelScope, compute_cancel, compute_partition_after_cancel, compute_reassign_request
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.reassignment import Reassignment
@@ -471,7 +471,8 @@ class _InvariantChecker:
                 if b not in step.adding and b in p.offline_replicas:
                     self.violations.append(f"{tp}: step keeps offline replica on broker {b}")
             deficit = max(0, min_isr - len(set(p.isr) & set(p.replicas)))
-            if len(step.removing) > self.limits.max_replica_movements or len(step.adding) > max(
+            drops = count_replica_drops(step, p, view)
+            if drops > self.limits.max_replica_movements or len(step.adding) > max(
                 self.limits.max_replica_movements, deficit
             ):
                 self.violations.append(f"{tp}: step {step} exceeds R = {self.limits.max_replica_movements}")

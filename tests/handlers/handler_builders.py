@@ -139,6 +139,7 @@ class Loop:
     decisions: list[Decision] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     peak_in_flight: int = 0
+    applied: set[str] = field(default_factory=set)  # command ids, as the executor's ledger keeps them
 
     @classmethod
     def start(cls, cluster: Cluster, policy: Policy, bytes_per_sec: float = 5 * 10**7) -> "Loop":
@@ -165,7 +166,11 @@ class Loop:
         return decision
 
     def apply(self, decision: Decision) -> None:
+        """Apply the commands as the executor does: a command id seen before is not applied again."""
         for record in commands(decision):
+            if record["id"] in self.applied:
+                continue
+            self.applied.add(record["id"])
             kind, fields = record["payload"]
             if kind in ("ReassignmentStep", "CancelReassignment", "ElectLeader"):
                 tp = TopicPartition(fields["topic"], fields["partition"])

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from handler_builders import Loop, alerts, broker_event, commands, simple_cluster
+from handler_builders import Loop, alerts, broker_event, commands, reassign, simple_cluster
 
 from handlers.policy import Policy
-from planning.model import Broker, LogDir
+from planning.model import Broker, LogDir, TopicPartition
 
 
 def new_broker(broker_id: int, dirs=("/d0",)) -> Broker:
@@ -78,6 +78,34 @@ def test_broker_failure_heals_after_grace_unless_it_comes_back():
     loop.run(900, until=lambda lp: lp.idle())
     assert loop.idle() and not loop.violations
     assert all(2 not in p.replicas for p in loop.sim.snapshot().partitions())
+
+
+def test_healing_two_dead_replicas_with_the_preferred_leader_completes_with_r_1():
+    # t-0 (0, 1, 2) and t-5 (5, 0, 1) lose two replicas each, t-0 its preferred leader too. R = 1
+    # lets a step drop one replica, yet both dead ones must go (they never rejoin the ISR).
+    policy = Policy(broker_failure_grace_seconds=10, max_replica_movements=1)
+    loop = Loop.start(simple_cluster(6, {"t": (6, 3)}), policy)
+    loop.step()
+    assert loop.sim.partition(TopicPartition("t", 0)).replicas == (0, 1, 2)
+    loop.sim.kill_broker(0)
+    loop.sim.kill_broker(1)
+    loop.run(600, until=lambda lp: lp.idle() and lp.state.healed_brokers)
+    assert loop.idle() and not loop.violations
+    assert all(not {0, 1} & set(p.replicas) for p in loop.sim.snapshot().partitions())
+
+
+def test_a_new_preferred_leader_replaces_two_dead_replicas_with_r_1():
+    # SPEC 5.1 adds a new preferred leader alone; the step also drops both dead replicas.
+    tp = TopicPartition("t", 0)
+    loop = Loop.start(simple_cluster(6, {"t": (1, 3)}), Policy(max_replica_movements=1))
+    loop.step()
+    loop.sim.kill_broker(0)
+    loop.sim.kill_broker(1)
+    first = loop.step([reassign({tp: (3, 4, 2)}, loop.now_ms, "heal")])
+    assert [c["payload"][1]["target_replicas"] for c in commands(first, "ReassignmentStep")] == [[3, 2]]
+    loop.run(600, until=lambda lp: lp.idle())
+    assert loop.idle() and not loop.violations
+    assert loop.sim.partition(tp).replicas == (3, 4, 2) and loop.sim.partition(tp).leader == 3
 
 
 def test_self_healing_is_suppressed_when_too_many_brokers_are_down():

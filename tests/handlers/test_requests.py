@@ -106,6 +106,26 @@ def test_cancel_sends_cancel_reassignment_then_reverts_to_the_original_replicas(
     assert revert_steps, "the revert is stepped, not a single jump"
 
 
+def test_a_step_that_completed_before_the_cancel_is_reverted_from_where_it_ended():
+    # The executor answers the cancel NO_REASSIGNMENT_IN_PROGRESS; the revert step must get a new
+    # number: the executor would not apply a second `r1/t-0:1:ReassignmentStep`.
+    loop = Loop.start(simple_cluster(6, {"t": (2, 3)}), Policy(max_replica_movements=1))
+    loop.step()
+    original = loop.sim.partition(TP0).replicas
+    first = loop.step([reassign({TP0: (0, 1, 3)}, loop.now_ms, "r1")])
+    assert [c["id"] for c in commands(first, "ReassignmentStep")] == ["r1/t-0:1:ReassignmentStep"]
+    loop.sim.tick(10.0)
+    assert loop.sim.partition(TP0).replicas == (0, 1, 3) and not loop.sim.reassigning()
+    cancel = loop.step([request("Cancel", {"topic": "t", "partition": 0, "keep": False}, loop.now_ms, "c1")])
+    assert [c["id"] for c in commands(cancel)] == ["r1/t-0:1:CancelReassignment", "r1/t-0:2:ReassignmentStep"]
+    assert commands(cancel, "ReassignmentStep")[0]["payload"][1]["adding"] == [2]
+    loop.run(60, until=lambda lp: lp.idle())
+    assert loop.idle() and not loop.violations
+    assert set(loop.sim.partition(TP0).replicas) == set(original)
+    cancelled = [a for d in loop.decisions for a in alerts(d, "ReassignmentCancelled") if a["subject"] == "t-0"]
+    assert cancelled and "original replicas" in cancelled[-1]["message"]
+
+
 def test_cancel_with_keep_stops_where_it_is():
     loop = Loop.start(simple_cluster(6, {"t": (2, 3)}, size=10**9), Policy(), bytes_per_sec=10**8)
     loop.step()

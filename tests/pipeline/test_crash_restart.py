@@ -149,7 +149,7 @@ def test_sigkill_at_random_moments_loses_and_doubles_nothing(crash_run):
     drive(run, 480, maybe_kill)
     assert len(kills_done) >= 2, f"only {kills_done} kills before the end (points {kill_points})"
     starts = run["log"].read_text().count("pipeline started: epoch")
-    assert starts == 1 + len(kills_done)
+    assert 2 <= starts <= 1 + len(kills_done)  # a kill may land before a restart finished starting
     epochs = {c["epoch"] for c in run["simulated"].commands}
     assert len(epochs) >= 2, f"every command came from one instance: {epochs}"
     check_no_contradiction_and_exact_steps(run["simulated"])

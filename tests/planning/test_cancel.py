@@ -15,6 +15,7 @@ from planning.cancel import (
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.reassignment import ReassignmentState, start_reassignment, start_step
 from planning.simulator import CancelReassignments, SimulatedCluster, SimulationParams, run_plan
+from planning.stepping import compute_stepping
 from planning.steps import Step
 from reassigner.errors import NoReassignmentInProgressError
 
@@ -73,6 +74,21 @@ def test_cancel_with_step_in_flight_cancels_in_kafka_then_reverts_or_keeps():
     assert reverted.state is ReassignmentState.REVERTING and reverted.final_target == (1, 2, 3)
     kept = compute_cancel({TP: record}, keep=True).reassignments[TP]
     assert compute_cancel_observed(kept, PartitionState("t", 0, (1, 2, 3))).state is ReassignmentState.DONE
+
+
+def test_a_step_that_completed_before_the_cancel_counts_and_the_revert_starts_from_its_target():
+    # SPEC 5.4's first example completed before the cancel reached Kafka (NO_REASSIGNMENT_IN_PROGRESS).
+    step = Step((4, 3, 2), adding=(4,), removing=(1,), elect_leader=True, leader_movement=True)
+    record = start_step(start_reassignment("r", TP, (1, 2, 3), (4, 3, 2)), step, 0.0)
+    cancelling = compute_cancel({TP: record}, CancelScope("t", 0)).reassignments[TP]
+    done = PartitionState("t", 0, (4, 3, 2), (4, 3, 2), 4)
+    reverting = compute_cancel_observed(cancelling, done)
+    assert reverting.state is ReassignmentState.REVERTING and reverting.final_target == (1, 2, 3)
+    assert reverting.steps_done == 1 and reverting.next_step_number == 2, "step 1's command id is used"
+    cluster = Cluster(tuple(Broker(b) for b in range(1, 7)), (Topic("t", (done,), 1),))
+    revert = compute_stepping({TP: cancelling}, cluster, Limits(max_replica_movements=1), 1.0).reassignments[TP]
+    assert revert.in_flight.number == 2
+    assert revert.in_flight.step.adding == (1,), "from (4, 3, 2), not from the stale (1, 2, 3)"
 
 
 def test_supersede_keeps_the_step_in_flight_and_the_original_replicas():
