@@ -232,8 +232,13 @@ def _apply_partition(work: _WorkingCluster, record: Mapping[str, Any], effects: 
         return
     replicas = tuple(int(b) for b in record["replicas"])
     log_dirs = tuple(record.get("log_dirs") or ())
+    known = _dirs_by_broker(old, replicas)
     if len(log_dirs) != len(replicas):
-        log_dirs = _dirs_by_broker(old, replicas)
+        log_dirs = known
+    elif known:
+        # None means "not described" (an offline dir lists no replicas), not "moved": the
+        # replica is still where it was, which is what tells a disk failure which replicas it hit.
+        log_dirs = tuple(d if d is not None else k for d, k in zip(log_dirs, known))
     partition = PartitionState(
         topic=tp.topic,
         partition=tp.partition,

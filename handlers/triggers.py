@@ -167,10 +167,16 @@ def handle_disk_failures(context: BatchContext, effects: EventEffects) -> None:
     cluster = context.state.cluster
     failed = set(effects.dirs_failed)
     hit = {}
+    failed_brokers = {b for b, _ in failed}
     for p in cluster.partitions():
         for b in p.replicas:
             if (b, p.log_dir_of(b)) in failed:
                 hit.setdefault((b, p.log_dir_of(b)), []).append(p.tp)
+            elif b in failed_brokers and b in p.offline_replicas and p.log_dir_of(b) is None:
+                # Kafka says the replica is offline on a live broker whose dir we never learnt:
+                # it sits in the failed dir (with several failed dirs, the first one).
+                path = min(path for broker, path in failed if broker == b)
+                hit.setdefault((b, path), []).append(p.tp)
     for broker_id, path in sorted(failed):
         tps = sorted(hit.get((broker_id, path), []))
         context.outbox.alert("DiskFailed", ERROR, broker_subject(broker_id),

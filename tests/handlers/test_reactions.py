@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from handler_builders import Loop, alerts, broker_event, commands, reassign, simple_cluster
+from handler_builders import (
+    T0,
+    Loop,
+    alerts,
+    broker_event,
+    cluster_events,
+    commands,
+    log_dir_event,
+    partition_event,
+    reassign,
+    simple_cluster,
+)
 
 from handlers.policy import Policy
+from planning.controller import ControllerState
 from planning.model import Broker, LogDir, TopicPartition
 
 
@@ -186,3 +198,31 @@ def test_fenced_broker_event_for_an_unknown_broker_is_tracked_as_down():
     loop.step()
     decision = loop.step(extra_events=[broker_event(Broker(9, alive=False), loop.now_ms, "FENCED")])
     assert alerts(decision, "BrokerFailed")
+
+
+def test_disk_failure_is_traced_when_the_watcher_no_longer_knows_the_replicas_dir():
+    """Regression: Kafka describes an offline dir with no replicas, so the watcher's partition
+    events carry None as the dir of a replica in it (and list it offline). The replica must
+    still count as hit by the failure, and be healed."""
+    from dataclasses import replace as replace_
+
+    from handlers.batch import BatchInputs
+    from handlers.decide import decide
+
+    cluster = simple_cluster(4, {"t": (8, 2)}, dirs=("/d0", "/d1"))
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), Policy()).state
+    hit = [p for p in cluster.partitions() if p.log_dir_of(1) == "/d1"]
+    assert hit
+    failed_dir = next(d for d in cluster.broker(1).log_dirs if d.path == "/d1")
+    as_the_watcher_reports = tuple(
+        partition_event(replace_(
+            p, isr=tuple(b for b in p.isr if b != 1), offline_replicas=(1,),
+            log_dirs=tuple(None if b == 1 else d for b, d in zip(p.replicas, p.log_dirs))), T0 + 1000)
+        for p in hit)
+    events = (log_dir_event(1, replace_(failed_dir, online=False), T0 + 1000),) + as_the_watcher_reports
+    decision = decide(state, BatchInputs(1, T0 + 1000, events), Policy())
+    [disk] = alerts(decision, "DiskFailed")
+    assert disk["details"]["replicas"] == str(len(hit))
+    healing = {(c["payload"][1]["topic"], c["payload"][1]["partition"])
+               for c in commands(decision, "ReassignmentStep")}
+    assert healing and healing <= {(p.topic, p.partition) for p in hit}
