@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from reassigner.demo.monitor import InvariantMonitor
 from reassigner.demo.product import ClusterProbe, ProductProcesses, TopicCollector
 from reassigner.demo.traffic import SequencedTraffic
 from reassigner.local.processes import free_port
@@ -160,13 +161,15 @@ class Demo:
             self.scene("5. kill a broker", self.kill_broker)
             self.scene("6. bad input", self.bad_input)
             report = self.traffic.stop_and_verify()
+            self.monitor_report = self.monitor.stop()
             self.summary(report, time.monotonic() - started)
             if keep_running:
                 self.say(f"\n[bold]Still running.[/] Status page: http://127.0.0.1:{self.status_port}/ "
                          f"— Ctrl-C stops everything.")
                 while True:
                     time.sleep(1)
-            return report.clean and all(r.outcome == "ok" for r in self.results)
+            return (report.clean and not self.monitor_report.violations
+                    and all(r.outcome == "ok" for r in self.results))
         except KeyboardInterrupt:
             self.say("\ninterrupted; shutting down")
             return False
@@ -198,6 +201,11 @@ class Demo:
                  f"status page http://127.0.0.1:{self.status_port}/")
         self.wait("waiting for the pipeline to see the whole cluster",
                   lambda: self.pipeline_sees(sum(TOPICS.values())), timeout=240)
+        self.monitor = InvariantMonitor(
+            self.bootstrap, int(DEMO_SETTINGS["REASSIGNER_MAX_PARTITION_MOVEMENTS"]),
+            int(DEMO_SETTINGS["REASSIGNER_MAX_LEADER_MOVEMENTS"]),
+            {t: MIN_INSYNC_REPLICAS for t in TOPICS}).start()
+        self.say("  invariant monitor sampling the cluster every 250 ms")
 
     def pipeline_sees(self, partitions: int) -> tuple[int, int]:
         seen = self.controller_state().cluster.partitions_by_tp
@@ -327,9 +335,18 @@ class Demo:
         self.say(f"traffic: {report.produced} records written, {report.read} read back: "
                  f"{report.lost} lost, {report.out_of_order} out of order, "
                  f"{report.duplicated} duplicated — {verdict}")
+        monitor = self.monitor_report
+        self.say(f"invariant monitor: {monitor.samples} samples; peak partitions moving "
+                 f"{monitor.peak_partitions_moving} (P = {DEMO_SETTINGS['REASSIGNER_MAX_PARTITION_MOVEMENTS']}), "
+                 f"peak leader movements {monitor.peak_leader_movements} "
+                 f"(L = {DEMO_SETTINGS['REASSIGNER_MAX_LEADER_MOVEMENTS']}); "
+                 + ("[green]no violation[/]" if not monitor.violations else
+                    f"[red]{len(monitor.violations)} violations[/]: {monitor.violations[:3]}"))
         self.say(f"total {total_seconds:.0f} s; status page http://127.0.0.1:{self.status_port}/")
 
     def teardown(self) -> None:
+        if getattr(self, "monitor", None) is not None and not hasattr(self, "monitor_report"):
+            self.monitor.stop()
         for closing in (getattr(self, "alerts", None), getattr(self, "commands", None)):
             if closing is not None:
                 closing.close()

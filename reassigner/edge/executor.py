@@ -251,17 +251,25 @@ class Executor:
         dirs = list(fields.get("target_log_dirs") or [])
         named_dirs = [(broker, path) for broker, path in zip(target, dirs)
                       if path and path != "any"]
+        # The dirs are a preference (the tool's JSON allows "any"): a broker that will not take
+        # one (e.g. KAFKA_STORAGE_ERROR on a broker with a failed dir) must not fail the step,
+        # which then lands in a dir of the broker's choosing.
         for broker_id, path in named_dirs:
             # Before the reassignment: Kafka remembers the dir for a replica not hosted yet.
             try:
                 self.admin.alter_replica_log_dir(broker_id, fields["topic"], fields["partition"], path)
-            except KafkaTransientError as error:
+            except ReassignerError as error:
                 if error.code not in REPLICA_NOT_THERE_YET:
-                    raise
+                    log.warning("%s-%s: broker %d did not take log dir %s (%s); the broker chooses",
+                                fields["topic"], fields["partition"], broker_id, path, error)
         self.admin.alter_partition_reassignment(fields["topic"], fields["partition"], target)
         for broker_id, path in named_dirs:
             # After: the remembered dir is lost if the broker restarts; ask until it is placed.
-            self.apply_log_dir(broker_id, fields["topic"], fields["partition"], path)
+            try:
+                self.apply_log_dir(broker_id, fields["topic"], fields["partition"], path)
+            except ReassignerError as error:
+                log.warning("%s-%s: replica on broker %d not placed in %s (%s); the broker chooses",
+                            fields["topic"], fields["partition"], broker_id, path, error)
 
     def apply_log_dir(self, broker_id: int, topic: str, partition: int, path: str) -> None:
         deadline = time.monotonic() + self.settings.executor_log_dir_wait_seconds
