@@ -258,19 +258,24 @@ class Demo:
         self.say("  broker 2 holds nothing: BrokerDrained")
 
     def fail_log_dir(self, result: SceneResult) -> None:
+        # Broker 1, which scene 5 kills: Kafka cannot host again, until it restarts, a partition
+        # that its failed dir held, so the later scenes must not move those back onto it.
         since = self.alerts.mark()
-        self.cli("local", "fail-logdir", "3", "data-0")
-        self.say("  log dir data-0 of broker 3 replaced by a plain file; Kafka took it offline")
-        self.alerts.wait_for("DiskFailed", since, 60)
+        self.cli("local", "fail-logdir", "1", "data-0")
+        self.say("  log dir data-0 of broker 1 replaced by a plain file; Kafka took it offline")
+        disk = self.alerts.wait_for("DiskFailed", since, 60)
+        self.say(f"  → DiskFailed: {disk['message']}")
         self.wait("restoring the replication factor", lambda: self.settled(since), 300)
         result.replica_moves, result.lower_bound = self.plan_figures(since)
+        self.say("  every partition has its 3 replicas in sync again")
 
     def cancel_manual(self, result: SceneResult) -> None:
         since = self.alerts.mark()
         commands_before = self.commands.mark()
         parts = self.probe.partitions([BULK_TOPIC])
+        # Not broker 2 (decommissioned), nor broker 1 (its failed dir: see `fail_log_dir`).
         usable = sorted(b for b, info in self.probe.brokers().items()
-                        if not info["is_fenced"] and b != 2)  # broker 2 was decommissioned
+                        if not info["is_fenced"] and b not in (1, 2))
         chosen = sorted(parts)
         before = {tp: parts[tp]["replicas"] for tp in chosen}
         # Some bulk data, moved under a throttle, so that the cancel lands mid-flight.
