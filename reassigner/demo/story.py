@@ -308,6 +308,7 @@ class Demo:
         self.alerts.wait_for("BrokerFailed", since, 90)
         self.wait("healing: replicas of broker 1 move to live brokers", lambda: self.settled(since), 300)
         result.replica_moves, result.lower_bound = self.plan_figures(since)
+        self.say("  healed: every partition has 3 in-sync replicas on live brokers")
 
     def bad_input(self, result: SceneResult) -> None:
         since = self.alerts.mark()
@@ -320,7 +321,7 @@ class Demo:
         self.say(f"  → RequestRejected: {rejected['message']}")
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap})
+        producer = Producer({"bootstrap.servers": self.bootstrap, "log_level": 0})
         producer.produce("reassigner.isr-changes", key=b"garbage", value=b"\x07not avro\xff")
         producer.flush(10)
         self.say("  a garbage message on reassigner.isr-changes")
