@@ -55,7 +55,7 @@ def build_spark_session(
         SparkSession.builder.appName(app_name)
         .master(master)
         .config("spark.jars", jars)
-        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.shuffle.partitions", "1")  # micro-batches are small: one reduce task
         .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
