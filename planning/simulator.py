@@ -13,7 +13,7 @@ Admin API shows:
 - `tick(seconds)`: each live broker fetches its adding replicas at `bytes_per_sec`, shared
   fairly among the replicas it is fetching (processor sharing, exact within a tick: the
   smallest remaining replica finishes first and frees its share). A replica that has fetched
-  the partition's size joins the ISR. When every adding replica is in sync, Kafka finishes: the
+  the partition's size joins the ISR. When every target replica is in sync, Kafka finishes: the
   removing replicas leave the replica list and the ISR, replicas == target, and a leader that
   was removed is replaced by the first in-sync replica of the target.
 - `cancel(tp)` is Kafka's revert (`planning.cancel.compute_partition_after_cancel`);
@@ -216,9 +216,11 @@ class SimulatedCluster:
                 left -= 1
 
     def _maybe_finish(self, tp: TopicPartition) -> None:
-        """Kafka finishes a reassignment once every adding replica is in the ISR."""
+        """Kafka finishes a reassignment once every target replica is in the ISR — not only the
+        adding ones: a target member that fell out of the ISR (a restarted broker) holds the
+        removal of the others, or a pure removal could drop the last in-sync replica."""
         p = self.partition(tp)
-        if any(b not in p.isr for b in p.adding):
+        if any(b not in p.isr for b in self._targets[tp]):
             return
         target = self._targets.pop(tp)
         removing = set(p.removing)

@@ -12,18 +12,17 @@ file, as for Kafka's own tools. The long-running commands stop cleanly on SIGTER
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import signal
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from typing import Iterator, Optional
 
 import typer
 
-from reassigner.errors import ReassignerError
+from reassigner.commands import one_line_errors
 from reassigner.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -39,23 +38,11 @@ TopicPrefix = typer.Option(None, "--topic-prefix", help="Prefix of the product's
 
 def register(app: typer.Typer) -> None:
     app.command("watch", help="Poll the cluster and publish what changes (and snapshots).")(
-        _one_line_errors(watch))
+        one_line_errors(watch))
     app.command("execute", help="Apply commands from the commands topic; publish results.")(
-        _one_line_errors(execute))
+        one_line_errors(execute))
     app.command("snapshot", help="Dump a live cluster to a snapshot file (SPEC 8 JSON).")(
-        _one_line_errors(snapshot))
-
-
-def _one_line_errors(command: Callable) -> Callable:
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        try:
-            return command(*args, **kwargs)
-        except ReassignerError as error:
-            typer.echo(f"error: [{error.code}] {error}", err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
+        one_line_errors(snapshot))
 
 
 def _settings(bootstrap_server: Optional[str], command_config: Optional[Path],

@@ -11,39 +11,26 @@ Errors are `ReassignerError`s printed as one line (`error: [CODE] message`) with
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 import typer
+
+from reassigner.commands import one_line_errors
 
 from planning.batches import Limits
 from planning.model import Broker, Cluster, LogDir
 from planning.simulator import KillBroker, SimulationParams, SimulationReport, run_plan
 from planning.steps import Step, compute_step_sequence
-from reassigner.errors import InvalidReplicaAssignmentError, MalformedInputError, ReassignerError
+from reassigner.errors import InvalidReplicaAssignmentError, MalformedInputError
 
 DEFAULTS = Limits()
 
 
 def register(app: typer.Typer) -> None:
-    app.command("steps", help="Print the incremental steps that move one partition (SPEC 5.1).")(_one_line_errors(steps))
-    app.command("simulate", help="Plan, then run the plan through a simulated cluster.")(_one_line_errors(simulate))
-
-
-def _one_line_errors(command: Callable) -> Callable:
-    """A ReassignerError becomes `error: [CODE] message` on stderr and exit code 2."""
-
-    @functools.wraps(command)
-    def wrapper(*args, **kwargs):
-        try:
-            return command(*args, **kwargs)
-        except ReassignerError as error:
-            typer.echo(f"error: [{error.code}] {error}", err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
+    app.command("steps", help="Print the incremental steps that move one partition (SPEC 5.1).")(one_line_errors(steps))
+    app.command("simulate", help="Plan, then run the plan through a simulated cluster.")(one_line_errors(simulate))
 
 
 # -- steps -------------------------------------------------------------------------------------

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reassigner.errors import LocalStackError, StackNotUpError, UnknownBrokerError
@@ -35,7 +34,6 @@ from reassigner.local.processes import (
     port_open,
     require_port_free,
     stop,
-    tail,
     wait_until,
 )
 from reassigner.local.redis_server import start_redis

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 import redis

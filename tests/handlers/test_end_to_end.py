@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from handler_builders import Loop, reassign, request
 
 from handlers.policy import Policy
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 
 DIRS = ("/d0", "/d1")
 

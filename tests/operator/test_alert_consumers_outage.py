@@ -15,7 +15,6 @@ SIGKILLed broker (the controller fences it after the session timeout): same outc
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 

@@ -8,12 +8,11 @@ its original replicas when cancelled.
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planning.batches import Limits
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.reassignment import ReassignmentState
 from planning.simulator import (
     CancelReassignments,
@@ -156,3 +155,29 @@ def test_peak_replicas_per_partition_stays_within_the_larger_list_plus_r():
     # (5, 0, 1, 2, 3, 4) while 6 is added: |CR| + 1 = 7 = max(|CR0|, |FTR|) + R
     assert report.peak_replicas_per_partition == 7
     assert report.invariant_violations == ()
+
+
+def test_a_pure_removal_waits_for_a_restarted_target_replica_to_rejoin_the_isr():
+    """Regression (found by hypothesis): broker 2, the new home of an RF-1 partition, restarts
+    mid-move; the next step drops the old replica 0 while 2 is still out of the ISR. Kafka
+    finishes a reassignment only when every target replica is in sync; the simulator used to
+    finish once the *adding* ones were, leaving the partition with no in-sync replica."""
+    dirs = tuple(LogDir(d) for d in DIRS)
+    brokers = tuple(Broker(i, log_dirs=dirs) for i in range(5))
+
+    def part(topic: str, n: int, replicas: tuple[int, ...], size: int | None = None):
+        return PartitionState(topic, n, replicas, replicas, replicas[0], size, (DIRS[0],))
+
+    cluster = Cluster(brokers, (
+        Topic("t0", (part("t0", 0, (1,)), part("t0", 1, (0,)), part("t0", 2, (0,))), 1),
+        Topic("t1", tuple(part("t1", n, (0,)) for n in range(3)), 1),
+        Topic("t2", (part("t2", 0, (0,)), part("t2", 1, (0,), 0), part("t2", 2, (0,)),
+                     part("t2", 3, (0,))), 1)))
+    tp = TopicPartition
+    targets = {tp("t0", 0): (0,), tp("t1", 2): (0,), tp("t2", 0): (1,), tp("t2", 1): (2,)}
+    params = SimulationParams(bytes_per_sec=10**8, tick_seconds=5.0, default_size_bytes=2 * 10**8,
+                              max_seconds=50_000.0)
+    report = run_plan(cluster, targets, Limits(1, 1, 1, 1), params,
+                      [KillBroker(21.0, 2), RestartBroker(26.0, 2)])
+    assert report.invariant_violations == ()
+    assert report.finished and report.final_replicas[tp("t2", 1)] == (2,)

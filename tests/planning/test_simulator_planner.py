@@ -6,7 +6,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planning.batches import Limits
 from planning.model import Broker, LogDir
 from planning.simulator import KillBroker, SimulationParams, run_plan
 
