@@ -9,13 +9,16 @@ export REASSIGNER_CACHE_DIR := $(CURDIR)/.cache
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: demo test test-fast install system-packages jars lint bench clean
+.PHONY: demo test test-scenarios test-fast install system-packages jars lint bench clean
 
 demo: install                    ## the main job on a real local Kafka cluster, Redis and Spark
 	$(BIN)/reassigner demo $(DEMO_ARGS)
 
 test: install                    ## the whole suite (unit, property, real-stack and Spark tests)
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-scenarios: install          ## the demo story as a test (flaky under load: see issue notes)
+	$(BIN)/pytest -m scenario $(PYTEST_ARGS)
 
 test-fast: install               ## only the fast tests (no Kafka, Redis or Spark started)
 	$(BIN)/pytest -m "not slow and not stack and not spark" $(PYTEST_ARGS)

@@ -71,6 +71,19 @@ def watcher(stack):
 
     eventually(settled, 30, 0.3, "the watcher's topics led in the metadata")
     watcher.poll_once()  # the start snapshot
+
+    def snapshot_sees_every_partition():
+        # Brokers learn new topics' metadata a little apart: snapshot again until it is whole.
+        described = sum(len(t["partitions"]) for t in admin._call("describe", lambda c: c.describe_topics()))
+        end = [e for e in watcher.publisher.sent if e[2].get("phase") == "END"][-1][2]
+        if end["partition_count"] == described:
+            return True
+        watcher.publisher.sent.clear()
+        watcher._next_snapshot_at = 0.0
+        watcher.poll_once()
+        return False
+
+    eventually(snapshot_sees_every_partition, 30, 0.5, "a start snapshot of every partition")
     yield watcher
     admin.close()
 

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from reassigner.demo.story import Demo
 
-pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.scenario]
 
 
 def test_every_scene_of_the_story_succeeds_with_no_data_lost_and_no_invariant_broken(
