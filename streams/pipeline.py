@@ -45,9 +45,7 @@ from schemas.codec import (
     decode,
     encode,
     schema_json,
-    topic_name,
     version_headers,
-    writer_version_from_headers,
 )
 from state.controller_store import ControllerStore
 from streams.spark_session import kafka_client_options
@@ -57,8 +55,6 @@ log = logging.getLogger(__name__)
 INPUT_TOPICS = ("broker-membership", "topic-state", "disk-failures", "isr-changes", "snapshots",
                 "requests", "command-results")
 STATE_CARRYING = ("broker-membership", "topic-state", "disk-failures", "isr-changes")
-# The field that names what a state-carrying event is about, beyond its Kafka key.
-OUTPUT_TOPICS = ("commands", "alerts", "dead-letter")
 
 
 @dataclass
@@ -352,4 +348,4 @@ def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
 
 
 __all__ = ["PipelineRunner", "build_input_stream", "compute_batch_inputs", "ensure_topics",
-           "reduce_batch", "run_pipeline", "topic_name", "writer_version_from_headers"]
+           "reduce_batch", "run_pipeline"]

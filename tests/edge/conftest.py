@@ -3,20 +3,9 @@ tests that kill brokers or fail dirs (the shared session stack must stay undistu
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
-
-def eventually(condition, timeout: float = 60.0, interval: float = 0.3, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not met within {timeout} s")
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from reassigner.edge.executor import CommandLedger, Executor
 from reassigner.edge.publishing import producer_config
 from reassigner.settings import load_settings
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
-from tests.edge.conftest import eventually
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 

@@ -18,7 +18,7 @@ from reassigner.edge.watcher import Watcher
 from reassigner.errors import TransientError
 from reassigner.settings import load_settings
 from schemas.codec import TOPICS, decode, topic_name, writer_version_from_headers
-from tests.edge.conftest import eventually
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 

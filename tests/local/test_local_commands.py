@@ -15,6 +15,8 @@ import pytest
 from confluent_kafka import Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from tests.waiting import eventually
+
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 KAFKA_STORAGE_ERROR = 56
@@ -32,17 +34,6 @@ def reassigner(*args: str, stack_dir: Path, check: bool = True) -> subprocess.Co
 
 def last_json(result: subprocess.CompletedProcess) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def eventually(condition, timeout: float = 60.0, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="module")

@@ -74,17 +74,6 @@ def consume_all(bootstrap: str, topic: str, schema: str, expected: int, timeout:
     return records
 
 
-def eventually(condition, timeout: float = 60.0, interval: float = 0.3, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not met within {timeout} s")
-        time.sleep(interval)
-
-
 class LineReader:
     """Collects a subprocess's stdout/stderr lines in background threads."""
 

@@ -18,7 +18,8 @@ import json
 
 import pytest
 
-from operator_helpers import LineReader, Webhook, alert, eventually, produce, start_cli, unique_prefix
+from operator_helpers import LineReader, Webhook, alert, produce, start_cli, unique_prefix
+from tests.waiting import eventually
 from reassigner.local.stack import LocalStack
 from reassigner.settings import load_settings
 

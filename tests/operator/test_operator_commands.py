@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from operator_helpers import (LineReader, Webhook, alert, consume_all, eventually, produce, run_cli,
+from operator_helpers import (LineReader, Webhook, alert, consume_all, produce, run_cli,
                               start_cli, unique_prefix)
 from planning.controller import ControllerState
+from tests.waiting import eventually
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.reassignment import Reassignment, StepInFlight
 from planning.steps import compute_next_step
