@@ -7,9 +7,10 @@ undecodable value becomes nulls, never a failed query), and hands every micro-ba
 
 1. **skip a replay**: a batch id not above the stored `last_batch` was applied before (Spark
    re-runs the last batch after a restart): re-publish its outbox if still pending, stop there;
-2. **reduce in Spark**: split undecodable rows off; collapse state-carrying events (brokers,
-   topics, log dirs, partitions) to the latest per key, so a burst of 100,000 ISR events costs
-   one row per partition at the driver; order the rest by (topic, partition, offset);
+2. **reduce**: split undecodable rows off; collapse state-carrying events (brokers, topics, log
+   dirs, partitions) to the latest per key — in Spark when the batch is big, so that a burst of
+   100,000 ISR events costs one row per partition at the driver, at the driver when it is small
+   (one Spark job less on the latency path); order the rest by (topic, partition, offset);
 3. **decode at the driver** with fastavro (`schemas.codec`), giving the handlers the same dicts
    every other component sees;
 4. **decide**: `handlers.decide.decide(state, inputs, policy)`, a pure function;
@@ -31,7 +32,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from handlers.batch import BadRecord, BatchInputs
 from handlers.decide import decide
@@ -70,9 +71,6 @@ class PipelineStats:
 
 def build_input_stream(spark, settings: Settings, client_properties: dict[str, str]):
     """The Kafka source over every input topic, one decoded struct column per topic."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.avro.functions import from_avro
-
     topics = [settings.topic(suffix) for suffix in INPUT_TOPICS]
     source = (
         spark.readStream.format("kafka")
@@ -81,26 +79,43 @@ def build_input_stream(spark, settings: Settings, client_properties: dict[str, s
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", "false")
         .option("maxOffsetsPerTrigger", str(settings.max_records_per_batch))
+        # The source's consumers leave a fetch in flight at the end of the log; the broker holds
+        # it for fetch.max.wait.ms (500 ms by default) and the next micro-batch's read waits for
+        # it. A short wait takes ~500 ms off the event-to-command latency.
+        .option("kafka.fetch.max.wait.ms", client_properties.get("fetch.max.wait.ms", "10"))
         .load()
     )
+    return decode_records(source, settings)
+
+
+def decode_records(records, settings: Settings):
+    """Kafka records (topic, partition, offset, key, value) with one decoded column per topic."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
     columns = [F.col("topic"), F.col("partition"), F.col("offset"), F.col("key"), F.col("value")]
     for suffix in INPUT_TOPICS:
         decoded = from_avro(F.col("value"), schema_json(TOPICS[suffix]), {"mode": "PERMISSIVE"})
         # CASE WHEN evaluates the decoder only for rows of its own topic.
         columns.append(F.when(F.col("topic") == settings.topic(suffix), decoded)
                        .alias(suffix.replace("-", "_")))
-    return source.select(*columns)
+    return records.select(*columns)
 
 
-def reduce_batch(batch, settings: Settings):
-    """Step 2 in Spark, one job: every row that survives, with `decoded_ok`.
+# Up to this many rows a micro-batch is collected as it is and collapsed at the driver; above
+# it Spark collapses it (a window over a shuffle, ~150 ms more on this machine), so that a burst
+# of 100,000 ISR events still reaches the driver as one row per partition.
+DRIVER_COLLAPSE_ROWS = 5_000
 
-    Undecodable rows all survive (each becomes a dead letter); decoded state-carrying events
-    survive only as the latest about their subject (the Kafka key; broker and path for log dirs);
-    requests and results all survive. No sort
-    here: the driver orders the few surviving rows itself, which spares Spark a sampling job.
+
+def annotate_batch(batch, settings: Settings):
+    """Every row of the batch with `decoded_ok`, its `subject` and whether it is `collapsible`.
+
+    The subject of a state-carrying event is what it is the whole state of: its Kafka key,
+    except for log dirs, which are keyed by broker (SPEC 7) but carry the state of one dir each.
+    Only decoded state-carrying events collapse; undecodable rows (each becomes a dead letter),
+    requests and results all survive.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     decoded_ok = F.lit(False)
@@ -109,21 +124,58 @@ def reduce_batch(batch, settings: Settings):
         decoded_ok = F.when(F.col("topic") == settings.topic(suffix),
                             F.col(f"{column}.id").isNotNull()).otherwise(decoded_ok)
     state_topics = [settings.topic(s) for s in STATE_CARRYING]
-    # What one state-carrying event is the whole state of: its Kafka key, except for log dirs,
-    # which are keyed by broker (SPEC 7) but carry the state of one dir each.
     subject = F.when(F.col("topic") == settings.topic("disk-failures"),
                      F.concat_ws(":", F.col("key").cast("string"), F.col("disk_failures.path"))
                      ).otherwise(F.col("key").cast("string"))
-    latest_first = Window.partitionBy("topic", "subject").orderBy(F.col("partition").desc(),
-                                                                  F.col("offset").desc())
-    collapsible = F.col("decoded_ok") & F.col("topic").isin(state_topics)
     return (
         batch.withColumn("decoded_ok", decoded_ok)
         .withColumn("subject", subject)
-        .withColumn("rank", F.when(collapsible, F.row_number().over(latest_first)).otherwise(1))
-        .where(F.col("rank") == 1)
-        .select("topic", "partition", "offset", "value", "decoded_ok")
+        .withColumn("collapsible", F.col("decoded_ok") & F.col("topic").isin(state_topics))
+        .select("topic", "partition", "offset", "value", "decoded_ok", "subject", "collapsible")
     )
+
+
+def collapse_in_spark(annotated):
+    """The latest row per (topic, subject) among collapsible rows; every other row."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    latest_first = Window.partitionBy("topic", "subject").orderBy(F.col("partition").desc(),
+                                                                  F.col("offset").desc())
+    return (
+        annotated.withColumn("rank", F.when(F.col("collapsible"), F.row_number().over(latest_first))
+                             .otherwise(1))
+        .where(F.col("rank") == 1)
+        .drop("rank")
+    )
+
+
+def latest_per_subject(rows: Iterable[Any]) -> list[Any]:
+    """`collapse_in_spark` at the driver, for a batch small enough to collect whole."""
+    latest: dict[tuple[str, str], Any] = {}
+    kept: list[Any] = []
+    for row in rows:
+        if not row.collapsible:
+            kept.append(row)
+            continue
+        subject = (row.topic, row.subject)
+        known = latest.get(subject)
+        if known is None or (row.partition, row.offset) > (known.partition, known.offset):
+            latest[subject] = row
+    return kept + list(latest.values())
+
+
+def reduce_batch(batch, settings: Settings) -> list[Any]:
+    """Step 2: the rows that survive the collapse, collected (no sort: the driver orders them).
+
+    A small batch costs one Spark job: a scan limited to `DRIVER_COLLAPSE_ROWS` + 1 rows, which
+    holds the whole batch, collapsed at the driver. A bigger one also runs the collapse in Spark.
+    """
+    annotated = annotate_batch(batch, settings)
+    head = annotated.limit(DRIVER_COLLAPSE_ROWS + 1).collect()
+    if len(head) <= DRIVER_COLLAPSE_ROWS:
+        return latest_per_subject(head)
+    return collapse_in_spark(annotated).collect()
 
 
 def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
@@ -217,7 +269,7 @@ class PipelineRunner:
                 return
             rows: list = []  # 2. reduce in Spark (one job)
             bad_rows: list = []
-            for r in reduce_batch(batch, self.settings).collect():
+            for r in reduce_batch(batch, self.settings):
                 (rows if r.decoded_ok else bad_rows).append((r.topic, r.partition, r.offset, r.value))
             phases["spark"] = time.perf_counter() - started
             self.process_rows(batch_id, rows, bad_rows, phases, started)
@@ -347,5 +399,6 @@ def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
     return query
 
 
-__all__ = ["PipelineRunner", "build_input_stream", "compute_batch_inputs", "ensure_topics",
+__all__ = ["PipelineRunner", "annotate_batch", "build_input_stream", "collapse_in_spark",
+           "compute_batch_inputs", "decode_records", "ensure_topics", "latest_per_subject",
            "reduce_batch", "run_pipeline"]
