@@ -17,7 +17,7 @@ demo: install                    ## the main job on a real local Kafka cluster, 
 test: install                    ## the whole suite (unit, property, real-stack and Spark tests)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-test-scenarios: install          ## the demo story as a test (flaky under load: see issue notes)
+test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios)
 	$(BIN)/pytest -m scenario $(PYTEST_ARGS)
 
 test-fast: install               ## only the fast tests (no Kafka, Redis or Spark started)

@@ -9,8 +9,9 @@ IDS (deterministic, so a replayed batch decides byte-identical messages, SPEC 6)
 - a throttle command: `throttle-<n>:0:<kind>`, n = `ControllerState.command_sequence`;
 - an alert: `alert-<batch id>-<index in the batch>`;
 - a dead letter: its key, `<source topic>-<partition>-<offset>`.
-Every record carries `schema_version` 1 and `event_time` = the batch's time (`now_ms`); commands
-carry the planner epoch. Records are shaped exactly as `schemas.codec.encode` wants them.
+Every record carries `schema_version` (the current schema set's) and `event_time` = the batch's
+time (`now_ms`); commands carry the planner epoch. Records are shaped exactly as
+`schemas.codec.encode` wants them.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from typing import Any, Mapping
 
 from planning.controller import OutboundMessage
 from planning.model import TopicPartition
-
-SCHEMA_VERSION = 1
+from schemas.loader import CURRENT_SCHEMA_VERSION
 
 INFO, WARNING, ERROR, CRITICAL = "INFO", "WARNING", "ERROR", "CRITICAL"
 
@@ -40,7 +40,7 @@ class Outbox:
         alert_id = f"alert-{self.batch_id}-{self._alerts}"
         self._alerts += 1
         record = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": CURRENT_SCHEMA_VERSION,
             "event_time": self.now_ms,
             "id": alert_id,
             "key": subject,
@@ -55,7 +55,7 @@ class Outbox:
     def command(self, command_id: str, key: str, reassignment_id: str | None, step: int,
                 reason: str, kind: str, fields: Mapping[str, Any]) -> None:
         record = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": CURRENT_SCHEMA_VERSION,
             "event_time": self.now_ms,
             "id": command_id,
             "key": key,
@@ -71,7 +71,7 @@ class Outbox:
                     reason: str, expected_schema: str | None = None) -> str:
         key = f"{source_topic}-{partition}-{offset}"
         record = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": CURRENT_SCHEMA_VERSION,
             "event_time": self.now_ms,
             "id": key,
             "key": key,

@@ -6,8 +6,9 @@ commit) decides exactly what it decided before (SPEC 6).
 
 THE ORDER (the code below follows it):
 1. bad records  → a DeadLetter (raw bytes + reason) and a `BadEvent` alert each; the batch goes on;
-2. events       → the cluster model (`handlers.events`); events that cannot be applied raise
-                  `BadEvent` too;
+2. events       → the cluster model and its observation times (`handlers.events`), a snapshot's
+                  inventory reconciling what lost events left behind; events that cannot be
+                  applied raise `BadEvent` too;
 3. command results → failures alert and may end a reassignment (`handlers.results`);
 4. requests     → reassign, cancel, decommission, rebalance, approve, config, tick
                   (`handlers.requests`);
@@ -47,8 +48,9 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     context = BatchContext(state, inputs, policy, Outbox(inputs.batch_id, now_ms, state.epoch))
 
     handle_bad_records(context, inputs.bad_records)  # 1
-    cluster, effects = compute_cluster_after_events(context.state.cluster, inputs.events)  # 2
-    context.state = context.state.with_changes(cluster=cluster)
+    cluster, observed_at, effects = compute_cluster_after_events(  # 2
+        context.state.cluster, inputs.events, context.state.observed_at)
+    context.state = context.state.with_changes(cluster=cluster, observed_at=observed_at)
     handle_rejected_events(context, effects)
     handle_command_results(context, inputs.command_results)  # 3
     handle_requests(context, inputs.requests)  # 4

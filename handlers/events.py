@@ -20,10 +20,27 @@ RULES:
 - PartitionState: replaces the partition, unless it is stale (a leader epoch lower than the one
   stored). An event without log dirs keeps the dirs known per broker. A partition of an unknown
   topic creates the topic (min ISR 1 until a TopicState says otherwise).
-- SnapshotMarker: treated as a plain event (ignored). Reconciling "not in the snapshot = gone"
-  is not sound here: a snapshot's events span several topics and batches and are collapsed with
-  newer change events of the same key, so the batch cannot tell a missing event from a
-  superseded one. Deletions come as explicit events (TopicState.deleted, UNREGISTERED).
+- Observation times (`ControllerState.observed_at`): every applied event raises the time of
+  what it is about to its event time (TopicState and PartitionState → the topic; BrokerMembership
+  and LogDirState → the broker). A snapshot's own events carry its poll time.
+- SnapshotMarker END with an inventory (every topic with its partition count and every broker
+  id one poll saw, at time T = `started_at`) reconciles, after the batch's other events: what is
+  absent from the inventory and was **not observed after T** is gone — its deletion event was
+  lost (SPEC 2: never wrong longer than one snapshot period):
+    a topic          → deleted, exactly as by TopicState(deleted=true);
+    a broker         → UNREGISTERED, exactly as by a BrokerMembership event at time T;
+    partitions ≥ the inventory's count of a topic not observed after T → dropped (a topic
+                       re-created smaller; a count of 0 means "not described yet": kept).
+  Why "not observed after T" and not just "absent": the snapshot's events span several Kafka
+  topics and batches and are collapsed with newer change events, so the marker may be applied
+  before or after changes newer than its poll. A change observed after T carries a later event
+  time, so an entity created (or re-created) after the poll is never dropped; an entity the poll
+  saw is in the inventory whatever the order. What reconciliation removed is reported in
+  `EventEffects.reconciled` (a `SnapshotReconciled` alert). A START marker, or an END marker
+  without inventory (a version 1 writer), changes nothing.
+  Not covered: a topic deleted and re-created under the same name while the deletion event is
+  lost keeps its old partitions' leader epochs, so the new incarnation's events (epochs from 0)
+  are ignored as stale; telling incarnations apart needs the topic id, which is not stored.
 - A record missing a field it needs is rejected (reported, the batch goes on).
 """
 
@@ -32,10 +49,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from planning.controller import ObservationTimes
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 
 ALIVE_STATES = ("REGISTERED", "UNFENCED", "DRAINING")
 DOWN_STATES = ("FENCED", "UNREGISTERED")
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """What one snapshot's inventory removed (see the module rules).
+
+    snapshot_id: the snapshot. observed_at_ms: its poll time T.
+    topics / partitions / brokers: what was absent from it and not observed after T (brokers
+        that were already down and still hold replicas are not listed: nothing changes for them).
+    """
+
+    snapshot_id: str
+    observed_at_ms: int
+    topics: tuple[str, ...] = ()
+    partitions: tuple[TopicPartition, ...] = ()
+    brokers: tuple[int, ...] = ()
 
 
 @dataclass
@@ -51,6 +85,8 @@ class EventEffects:
     rejected: (schema, key, reason) of events that could not be applied.
     stale: partition events ignored for a lower leader epoch.
     first_view: the cluster knew no broker before this batch (the controller's first view).
+    reconciled: what snapshot inventories removed in this batch (their deletions are also in
+        `topics_deleted` / `went_down` like those of explicit events).
     """
 
     came_up: dict[int, int] = field(default_factory=dict)
@@ -62,13 +98,17 @@ class EventEffects:
     rejected: list[tuple[str, str, str]] = field(default_factory=list)
     stale: int = 0
     first_view: bool = False
+    reconciled: list[Reconciliation] = field(default_factory=list)
 
 
 class _WorkingCluster:
     """A mutable copy of the cluster for the length of one batch (never escapes this module)."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, observed_at: ObservationTimes) -> None:
         self.original = cluster
+        self.original_times = observed_at
+        self.topic_times: dict[str, int] = dict(observed_at.topics)
+        self.broker_times: dict[int, int] = dict(observed_at.brokers)
         self.brokers: dict[int, Broker] = dict(cluster.brokers_by_id)
         self.topics: dict[str, Topic] = dict(cluster.topics_by_name)
         self.min_isr: dict[str, int] = {t.name: t.min_insync_replicas for t in cluster.topics}
@@ -88,8 +128,22 @@ class _WorkingCluster:
             return self.partitions[tp.topic].get(tp.partition)
         return self.original.partition(tp) if tp.topic in self.topics else None
 
+    def live_topics(self) -> list[str]:
+        return sorted((set(self.topics) | set(self.partitions)) - self.deleted)
+
+    def held_brokers(self) -> set[int]:
+        return {b for parts in self._all_partitions() for p in parts for b in p.replicas}
+
+    def build_times(self, cluster: Cluster) -> ObservationTimes:
+        """The observation times of what `cluster` still holds."""
+        topics = {t: at for t, at in self.topic_times.items() if t in cluster.topics_by_name}
+        brokers = {b: at for b, at in self.broker_times.items() if b in cluster.brokers_by_id}
+        if topics == self.original_times.topics and brokers == self.original_times.brokers:
+            return self.original_times
+        return ObservationTimes(topics=topics, brokers=brokers)
+
     def build(self) -> Cluster:
-        held = {b for parts in self._all_partitions() for p in parts for b in p.replicas}
+        held = self.held_brokers()
         for broker_id in self.unregistered:
             if broker_id not in held and broker_id in self.brokers and not self.brokers[broker_id].alive:
                 del self.brokers[broker_id]
@@ -120,28 +174,89 @@ class _WorkingCluster:
 
 
 def compute_cluster_after_events(
-    cluster: Cluster, events: Iterable[tuple[str, Mapping[str, Any]]]
-) -> tuple[Cluster, EventEffects]:
-    """Fold the batch's events into `cluster`; see the module docstring for the rules."""
-    work = _WorkingCluster(cluster)
+    cluster: Cluster, events: Iterable[tuple[str, Mapping[str, Any]]],
+    observed_at: ObservationTimes | None = None,
+) -> tuple[Cluster, ObservationTimes, EventEffects]:
+    """Fold the batch's events into `cluster` and its observation times; snapshot markers are
+    applied after every other event. See the module docstring for the rules."""
+    work = _WorkingCluster(cluster, observed_at or ObservationTimes())
     effects = EventEffects(first_view=not cluster.brokers)
     appliers = {
         "BrokerMembership": _apply_broker,
         "TopicState": _apply_topic,
         "LogDirState": _apply_log_dir,
         "PartitionState": _apply_partition,
-        "SnapshotMarker": lambda work, record, effects: None,
     }
+    markers: list[Mapping[str, Any]] = []
     for schema, record in events:
+        if schema == "SnapshotMarker":
+            markers.append(record)
+            continue
         applier = appliers.get(schema)
         if applier is None:
             effects.rejected.append((schema, str(record.get("key", "?")), f"unknown event type {schema!r}"))
             continue
         try:
             applier(work, record, effects)
+            _note_observed(work, schema, record)
         except (KeyError, TypeError, ValueError) as error:
             effects.rejected.append((schema, str(record.get("key", "?")), f"malformed {schema}: {error!r}"))
-    return work.build(), effects
+    for record in markers:
+        try:
+            _reconcile(work, record, effects)
+        except (KeyError, TypeError, ValueError) as error:
+            effects.rejected.append(("SnapshotMarker", str(record.get("key", "?")),
+                                     f"malformed SnapshotMarker: {error!r}"))
+    built = work.build()
+    return built, work.build_times(built), effects
+
+
+def _note_observed(work: _WorkingCluster, schema: str, record: Mapping[str, Any]) -> None:
+    """Raise the observation time of what an applied event is about (see the module rules)."""
+    at = int(record["event_time"])
+    if schema in ("BrokerMembership", "LogDirState"):
+        broker_id = int(record["broker_id"])
+        work.broker_times[broker_id] = max(at, work.broker_times.get(broker_id, at))
+    elif record["topic"] not in work.deleted:  # TopicState, PartitionState
+        topic = record["topic"]
+        work.topic_times[topic] = max(at, work.topic_times.get(topic, at))
+
+
+def _reconcile(work: _WorkingCluster, marker: Mapping[str, Any], effects: EventEffects) -> None:
+    """Remove what a snapshot's inventory says is gone (see the module rules)."""
+    if marker.get("phase") != "END" or not marker.get("has_inventory"):
+        return
+    seen_at = int(marker["started_at"])
+    counts = {str(t["name"]): int(t["partition_count"]) for t in marker["topics"]}
+    registered = {int(b) for b in marker["broker_ids"]}
+    topics: list[str] = []
+    partitions: list[TopicPartition] = []
+    for name in work.live_topics():
+        if work.topic_times.get(name, 0) > seen_at:
+            continue  # observed after the poll: the inventory is older news
+        if name not in counts:
+            _apply_topic(work, {"topic": name, "deleted": True}, effects)
+            topics.append(name)
+            continue
+        count = counts[name]
+        known = work.partitions[name] if name in work.partitions else {
+            p.partition: p for p in work.topics[name].partitions}
+        extra = sorted(n for n in known if n >= count) if count > 0 else []
+        if extra:
+            parts = work.topic_partitions(name)
+            for number in extra:
+                del parts[number]
+            partitions.extend(TopicPartition(name, number) for number in extra)
+    gone = [b for b in sorted(work.brokers)
+            if b not in registered and work.broker_times.get(b, 0) <= seen_at]
+    held = work.held_brokers() if gone else set()
+    brokers = [b for b in gone if work.brokers[b].alive or b not in held]
+    for broker_id in gone:
+        _apply_broker(work, {"broker_id": broker_id, "state": "UNREGISTERED", "rack": None,
+                             "log_dirs": [], "event_time": seen_at}, effects)
+    if topics or partitions or brokers:
+        effects.reconciled.append(Reconciliation(
+            str(marker["snapshot_id"]), seen_at, tuple(topics), tuple(partitions), tuple(brokers)))
 
 
 def _apply_broker(work: _WorkingCluster, record: Mapping[str, Any], effects: EventEffects) -> None:

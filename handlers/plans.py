@@ -8,7 +8,8 @@ rebalance and reassign requests, approvals) goes through `handle_plan`:
   an `Approve` request executes it later;
 - mode `auto` (or an approved plan, or an explicit operator `Reassign`): the targets become
   reassignments (`planning.cancel.compute_reassign_request`: partitions already moving get the
-  new target — supersede — and the others join), and a `PlanCreated` alert.
+  new target — supersede — and the others join), and a `PlanCreated` alert; its details count
+  the partitions superseded (`superseded`, `superseded_partitions`).
 
 RULES:
 - Plans are computed on the **projected** cluster: every partition with a running reassignment
@@ -96,13 +97,24 @@ def handle_plan(context: BatchContext, plan_id: str, targets: Targets, reason: s
         return False
     current = {tp: state.cluster.partition(tp).replicas for tp in targets}
     dirs = {tp: tuple(d) for tp, d in (target_log_dirs or {}).items() if tp in targets}
+    superseded = compute_superseded(state, targets)
     records = compute_reassign_request(state.reassignments, targets, current, request_id=plan_id,
                                        reason=reason, target_log_dirs=dirs)
     context.state = state.with_changes(reassignments=records)
+    note = (f"; {len(superseded)} of them were already moving and take this new target "
+            f"(superseded: the step in flight finishes first)" if superseded else "")
     context.outbox.alert("PlanCreated", INFO, subject,
-                         f"{reason}: moving {moves} replicas over {len(targets)} partitions",
-                         {**info, "executed": "true"})
+                         f"{reason}: moving {moves} replicas over {len(targets)} partitions{note}",
+                         {**info, "executed": "true", "superseded": len(superseded),
+                          "superseded_partitions": summarise([str(tp) for tp in superseded], 10)})
     return True
+
+
+def compute_superseded(state: ControllerState, targets: Targets) -> list[TopicPartition]:
+    """The partitions of `targets` already moving towards another target (SPEC 5.4 supersede)."""
+    return [tp for tp, target in sorted(targets.items())
+            if (record := state.reassignments.get(tp)) is not None and record.active
+            and (record.final_target != tuple(target) or record.state is not ReassignmentState.RUNNING)]
 
 
 def _being_cancelled(state: ControllerState, tp: TopicPartition) -> bool:

@@ -5,19 +5,32 @@ names, same defaults), so the pipeline shell builds it as
 `Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})`.
 
 Operators change some of them at runtime with a `SetConfig` request, using Kafka-style dotted
-names (`DYNAMIC_KEYS`). The overrides live in `ControllerState.config` as text; every decision
-reads the effective values through `effective_policy` / `effective_limits`:
+names. `DYNAMIC_KEYS` is the one table of those names (the CLI's `config set` / `config get` in
+`reassigner.operator.dynamic_config` reads it too): each `DynamicKey` maps a name to its `Policy`
+field and to a `ValueKind` that turns text into one canonical text and the typed value:
+
+    integer          decimal text                      "+5" → "5"
+    duration         seconds as decimal text           "10m" → "600", "1500ms" → "1.5"
+    rate             bytes per second as decimal text  "10MB" → "10000000"
+    fraction         decimal text in (0, 1]            "0.40" → "0.4"
+    choice           lower-case symbol                 "Cancel" → "cancel"
+
+The overrides live in `ControllerState.config` as canonical text; every decision reads the
+effective values through `effective_policy` / `effective_limits`.
 
 RULES:
 - an override applies from the decision that reads it onwards, never to a step already in
   flight (limits are only consulted when slots are refilled);
 - `parse_config_value` refuses an unknown key or a value of the wrong shape with
   `InvalidConfigError` (INVALID_CONFIG), so a stored override always parses;
+- parsing is idempotent: the canonical text of a canonical text is itself, so the CLI may
+  normalise before publishing and the pipeline parse again;
 - a `None` value resets the key to the static setting.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
@@ -49,74 +62,137 @@ class Policy:
     logdir_throttle_bytes_per_sec: int | None = None
 
 
-def _positive_int(key: str, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidConfigError(f"{key} must be an integer of at least 1, got {text!r}") from None
-    if value < 1:
-        raise InvalidConfigError(f"{key} must be an integer of at least 1, got {value}")
-    return value
+@dataclass(frozen=True)
+class ValueKind:
+    """How the text of one kind of setting reads: `parse(text)` gives (canonical text, typed
+    value) or raises ValueError; `expected` says what would have parsed, for the message."""
+
+    expected: str
+    parse: Callable[[str], tuple[str, object]]
 
 
-def _non_negative_seconds(key: str, text: str) -> float:
+def _integer_kind(minimum: int) -> ValueKind:
+    expected = f"an integer of at least {minimum}"
+
+    def parse(text: str) -> tuple[str, int]:
+        if not re.fullmatch(r"[+]?\d+", text) or int(text) < minimum:
+            raise ValueError(expected)
+        return str(int(text)), int(text)
+    return ValueKind(expected, parse)
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "": 1.0}
+
+
+def _parse_duration(text: str) -> tuple[str, float]:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|)", text.lower())
+    if not match:
+        raise ValueError(DURATION.expected)
+    seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    return (f"{seconds:g}" if seconds != int(seconds) else str(int(seconds))), seconds
+
+
+_RATE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+               "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+def _parse_rate(text: str) -> tuple[str, int]:
+    match = re.fullmatch(r"(\d+)\s*([kmg]i?b|b|)", text.lower())
+    if not match or int(match.group(1)) * _RATE_UNITS[match.group(2)] < 1:
+        raise ValueError(RATE.expected)
+    rate = int(match.group(1)) * _RATE_UNITS[match.group(2)]
+    return str(rate), rate
+
+
+def _parse_fraction(text: str) -> tuple[str, float]:
     try:
         value = float(text)
     except ValueError:
-        raise InvalidConfigError(f"{key} must be a number of seconds, got {text!r}") from None
-    if not value >= 0:  # also refuses NaN
-        raise InvalidConfigError(f"{key} must be at least 0 seconds, got {text!r}")
-    return value
+        raise ValueError(FRACTION.expected) from None
+    if not 0 < value <= 1:  # also refuses NaN
+        raise ValueError(FRACTION.expected)
+    return f"{value:g}", value
 
 
-def _one_of(choices: tuple[str, ...]) -> Callable[[str, str], str]:
-    def parse(key: str, text: str) -> str:
-        if text not in choices:
-            raise InvalidConfigError(f"{key} must be one of {list(choices)}, got {text!r}")
-        return text
-    return parse
+def _choice_kind(choices: tuple[str, ...]) -> ValueKind:
+    expected = f"one of {', '.join(choices)}"
+
+    def parse(text: str) -> tuple[str, str]:
+        if text.lower() not in choices:
+            raise ValueError(expected)
+        return text.lower(), text.lower()
+    return ValueKind(expected, parse)
 
 
-def _fraction(key: str, text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InvalidConfigError(f"{key} must be a fraction in (0, 1], got {text!r}") from None
-    if not 0 < value <= 1:
-        raise InvalidConfigError(f"{key} must be a fraction in (0, 1], got {value}")
-    return value
+DURATION = ValueKind("a duration such as 600, 600s, 10m or 1500ms", _parse_duration)
+RATE = ValueKind("bytes per second, at least 1, such as 10000000 or 10MB", _parse_rate)
+FRACTION = ValueKind("a fraction in (0, 1] such as 0.4", _parse_fraction)
 
 
-def _non_negative_int(key: str, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidConfigError(f"{key} must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise InvalidConfigError(f"{key} must be a non-negative integer, got {value}")
-    return value
+@dataclass(frozen=True)
+class DynamicKey:
+    """One setting an operator may change at run time."""
+
+    name: str
+    """The Kafka-style dotted name operators write (`config set NAME=VALUE`)."""
+    field: str
+    """The `Policy` (and `Settings`) field that holds its default and its effective value."""
+    kind: ValueKind
+    """How its text reads."""
+    doc: str
+    """One line for `config get`."""
 
 
-# Kafka-style name -> (Policy field, parser). The limit keys are those of `planning.batches`.
-DYNAMIC_KEYS: Mapping[str, tuple[str, Callable[[str, str], object]]] = {
-    **{key: (field, _positive_int) for key, field in CONFIG_KEYS.items()},
-    "mode": ("mode", _one_of(MODES)),
-    "broker.add.grace": ("broker_add_grace_seconds", _non_negative_seconds),
-    "broker.failure.grace": ("broker_failure_grace_seconds", _non_negative_seconds),
-    "self.healing.max.failed.brokers": ("self_healing_max_failed_brokers", _non_negative_int),
-    "self.healing.max.failed.fraction": ("self_healing_max_failed_fraction", _fraction),
-    "step.stall.timeout": ("step_stall_timeout_seconds", _non_negative_seconds),
-    "stall.action": ("stall_action", _one_of(STALL_ACTIONS)),
-    "throttle.bytes.per.sec": ("throttle_bytes_per_sec", _positive_int),
+_LIMIT_DOCS = {
+    "max_partition_movements": "P: partitions with a step in flight",
+    "max_leader_movements": "L: leader-moving steps in flight",
+    "max_replica_movements": "R: replicas a step adds (and drops) per partition",
+    "max_movements_per_broker": "B: steps in flight touching one broker",
+    "max_logdir_movements_per_broker": "log-dir moves in flight per broker",
 }
 
+# The limit keys are those of `planning.batches` (SPEC 5.2).
+DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
+    *(DynamicKey(name, field, _integer_kind(1), _LIMIT_DOCS[field]) for name, field in CONFIG_KEYS.items()),
+    DynamicKey("step.stall.timeout", "step_stall_timeout_seconds", DURATION,
+               "seconds before a step counts as stalled"),
+    DynamicKey("stall.action", "stall_action", _choice_kind(STALL_ACTIONS),
+               "what a stalled step triggers"),
+    DynamicKey("throttle.bytes.per.sec", "throttle_bytes_per_sec", RATE,
+               "replication throttle on steps in flight"),
+    DynamicKey("mode", "mode", _choice_kind(MODES),
+               "auto executes, approve waits for approval, observe only alerts"),
+    DynamicKey("broker.add.grace", "broker_add_grace_seconds", DURATION,
+               "seconds to wait for more new brokers before rebalancing"),
+    DynamicKey("broker.failure.grace", "broker_failure_grace_seconds", DURATION,
+               "seconds a broker may be down before its replicas are moved"),
+    DynamicKey("self.healing.max.failed.brokers", "self_healing_max_failed_brokers", _integer_kind(0),
+               "more brokers down than this: alert instead of healing"),
+    DynamicKey("self.healing.max.failed.fraction", "self_healing_max_failed_fraction", FRACTION,
+               "more of the brokers down than this: alert instead of healing"),
+)}
 
-def parse_config_value(key: str, value: str) -> object:
-    """The typed value of one override; raises InvalidConfigError for an unknown key or bad value."""
+
+def require_dynamic_key(key: str) -> DynamicKey:
+    """The table entry of `key`; raises InvalidConfigError naming the known keys."""
     if key not in DYNAMIC_KEYS:
-        raise InvalidConfigError(f"unknown setting {key!r}; dynamic settings are {sorted(DYNAMIC_KEYS)}")
-    _, parse = DYNAMIC_KEYS[key]
-    return parse(key, value)
+        raise InvalidConfigError(f"unknown setting {key!r}; dynamic settings are {', '.join(sorted(DYNAMIC_KEYS))}")
+    return DYNAMIC_KEYS[key]
+
+
+def compute_config_text(key: str, text: str) -> tuple[str, object]:
+    """(canonical text, typed value) of one override; the canonical text is what is stored and
+    published. Raises InvalidConfigError for an unknown key or a value of the wrong shape."""
+    known = require_dynamic_key(key)
+    try:
+        return known.kind.parse(text.strip())
+    except ValueError as error:
+        raise InvalidConfigError(f"{key}={text!r}: expected {error}") from None
+
+
+def parse_config_value(key: str, text: str) -> object:
+    """The typed value of one override; raises InvalidConfigError for an unknown key or bad value."""
+    return compute_config_text(key, text)[1]
 
 
 def effective_policy(policy: Policy, config: Mapping[str, str]) -> Policy:
@@ -124,7 +200,7 @@ def effective_policy(policy: Policy, config: Mapping[str, str]) -> Policy:
     changes = {}
     for key, text in sorted(config.items()):
         if key in DYNAMIC_KEYS:
-            changes[DYNAMIC_KEYS[key][0]] = parse_config_value(key, text)
+            changes[DYNAMIC_KEYS[key].field] = parse_config_value(key, text)
     return replace(policy, **changes) if changes else policy
 
 

@@ -40,13 +40,12 @@ from typing import Any, Mapping
 from handlers.alerts import INFO, WARNING, tp_key
 from handlers.context import BatchContext
 from handlers.plans import compute_plan, handle_plan
-from handlers.policy import DYNAMIC_KEYS, parse_config_value
+from handlers.policy import compute_config_text, require_dynamic_key
 from planning.cancel import CancelScope, compute_cancel
 from planning.model import TopicPartition
 from planning.placement import Goal
 from planning.validation import validate_targets
 from reassigner.errors import (
-    InvalidConfigError,
     InvalidInputError,
     InvalidReplicaAssignmentError,
     ReassignerError,
@@ -198,12 +197,11 @@ def handle_set_config(context: BatchContext, request_id: str, fields: Mapping[st
     key, value = str(fields["key"]), fields["value"]
     config = dict(context.state.config)
     if value is None:
-        if key not in DYNAMIC_KEYS:
-            raise InvalidConfigError(f"unknown setting {key!r}; dynamic settings are {sorted(DYNAMIC_KEYS)}")
+        require_dynamic_key(key)
         config.pop(key, None)
     else:
-        parse_config_value(key, str(value))
-        config[key] = str(value)
+        value, _typed = compute_config_text(key, str(value))
+        config[key] = value
     context.state = context.state.with_changes(config=config)
     context.refresh_policy()
     context.outbox.alert("ConfigChanged", INFO, request_id,

@@ -10,7 +10,9 @@ RULES, in the order `handle_triggers` runs them:
    that comes back leaves it and raises `BrokerRecovered`; if its healing was still pending
    (grace not over) that healing is simply never planned. A broker that comes up alive holding
    no replica (after the controller's first view of the cluster) is recorded in
-   `broker_added_at_ms` and raises `BrokerAdded` at once.
+   `broker_added_at_ms` and raises `BrokerAdded` at once — also when it was down before: a new
+   broker is first seen fenced if a poll falls in the moment KRaft keeps it fenced after it
+   registers, and a broker whose replicas were healed away comes back empty.
 2. Broker added. Once the most recent addition is `broker_add_grace_seconds` old (so several
    additions coalesce into one plan), plan a rebalance (`Goal(rebalance=True, heal=False)`) for
    the added brokers that are still alive, eligible and empty of replicas we did not put there.
@@ -29,6 +31,10 @@ RULES, in the order `handle_triggers` runs them:
    condition starts — one alert per topic and kind per batch, naming the partitions — and the
    condition is forgotten (silently) when it ends, so it alerts again if it comes back.
    A deleted topic raises `TopicDeleted` and its reassignments are dropped (Kafka forgets them).
+0. Reconciled (runs first). What a snapshot's inventory removed (`handlers.events`: a deletion or
+   unregistration event was lost) raises one `SnapshotReconciled` (WARNING) per snapshot naming
+   the topics, partitions and brokers; the removals then get the reactions above like explicit
+   events (`TopicDeleted`, `BrokerFailed`, ...).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from reassigner.errors import ReassignerError
 
 def handle_triggers(context: BatchContext, effects: EventEffects) -> None:
     """Run the reactions of the module docstring, in order."""
+    handle_reconciliations(context, effects)
     handle_topic_deletions(context, effects)
     handle_membership(context, effects)
     handle_broker_additions(context)
@@ -52,6 +59,21 @@ def handle_triggers(context: BatchContext, effects: EventEffects) -> None:
     handle_disk_failures(context, effects)
     handle_drained_brokers(context)
     handle_isr_conditions(context, effects)
+
+
+def handle_reconciliations(context: BatchContext, effects: EventEffects) -> None:
+    for found in effects.reconciled:
+        parts = [f"topics {', '.join(found.topics)}" if found.topics else "",
+                 f"{len(found.partitions)} partitions" if found.partitions else "",
+                 f"brokers {', '.join(map(str, found.brokers))}" if found.brokers else ""]
+        context.outbox.alert(
+            "SnapshotReconciled", WARNING, f"snapshot-{found.snapshot_id}",
+            f"snapshot {found.snapshot_id} no longer lists {'; '.join(p for p in parts if p)}: "
+            "removed (an event telling it was lost)",
+            {"snapshot_id": found.snapshot_id, "observed_at_ms": found.observed_at_ms,
+             "topics": summarise(list(found.topics)),
+             "partitions": summarise([str(tp) for tp in found.partitions]),
+             "brokers": summarise([str(b) for b in found.brokers])})
 
 
 def handle_topic_deletions(context: BatchContext, effects: EventEffects) -> None:
@@ -98,7 +120,10 @@ def handle_membership(context: BatchContext, effects: EventEffects) -> None:
                 + ("its replicas had already been planned away" if was_healed
                    else "pending healing cancelled"),
                 {"broker_id": broker_id, "healing_was_planned": str(was_healed).lower()})
-        elif not effects.first_view and broker_id not in held and cluster.broker(broker_id) is not None:
+        if not effects.first_view and broker_id not in held and cluster.broker(broker_id) is not None:
+            # Holding nothing, it is an empty broker to rebalance onto, also when it comes back
+            # from down: a new broker is first seen fenced when a poll falls in the second or two
+            # KRaft keeps it fenced after registering, and a healed broker returns empty.
             # The grace runs from when the broker joined, not from this batch's latest event.
             added[broker_id] = effects.came_up[broker_id]
             context.outbox.alert("BrokerAdded", INFO, broker_subject(broker_id),

@@ -54,6 +54,22 @@ class Proposal:
 
 
 @dataclass(frozen=True)
+class ObservationTimes:
+    """When the watcher last told something about each topic and broker: the greatest event time
+    (epoch ms) of the events applied about it. A snapshot's inventory is only allowed to drop
+    what was not observed after the snapshot's poll (`handlers.events`), so that an entity
+    created after that poll is never dropped. A missing entry means "never" (state written before
+    these times were kept).
+
+    topics: topic name → time of its latest TopicState or PartitionState event.
+    brokers: broker id → time of its latest BrokerMembership or LogDirState event.
+    """
+
+    topics: Mapping[str, int] = field(default_factory=dict)
+    brokers: Mapping[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ControllerState:
     """Everything the pipeline decides from.
 
@@ -73,6 +89,8 @@ class ControllerState:
         condition alerts once when it starts, not once per batch.
     command_sequence: count of commands ever issued, for ids of commands that serve no single
         reassignment (throttles, elections).
+    observed_at: when each topic and broker of `cluster` was last told about (for reconciling
+        with a snapshot's inventory); keys are a subset of the cluster's topics and brokers.
     """
 
     cluster: Cluster = field(default_factory=Cluster)
@@ -86,6 +104,7 @@ class ControllerState:
     last_batch: int = -1
     open_alerts: frozenset[str] = frozenset()
     command_sequence: int = 0
+    observed_at: ObservationTimes = field(default_factory=ObservationTimes)
 
     def with_changes(self, **changes: object) -> "ControllerState":
         return replace(self, **changes)

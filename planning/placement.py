@@ -26,8 +26,10 @@ ALGORITHM, per topic (topics in name order; partitions in id order; everything d
 4. Balance (`rebalance=True`): a broker above its quota gives up that many replicas, choosing
    partitions not yet touched, then small ones, then ones it does not lead.
 5. Fill every slot top-down through the rack tree: at each node the child with the most
-   remaining quota among those that keep the partition completable; at the leaves the broker
-   with the most remaining quota, then the fewest replicas cluster-wide, then the lowest id.
+   remaining quota among those that keep the partition completable, then the fewest replicas
+   of the topic per broker (a slot the rack rule forces into a domain whose quota is used up
+   spreads there instead of piling on one broker); at the leaves the broker with the most
+   remaining quota, then the fewest replicas of the topic, then of the cluster, then lowest id.
    A slot that had to overflow a full broker is repaired by re-pointing it, or it and another
    new replica, to a broker still below quota (no extra moves); what remains is shifted along
    a chain of re-pointed replicas found by breadth-first search, paying a move only as a last

@@ -68,15 +68,20 @@ def plan_topic_replicas(
     node_left = [0] * len(tree.node_labels)
     for node, quota in quotas.node_quota.items():
         node_left[node] = quota
+    node_count = [0] * len(tree.node_labels)  # replicas of this topic under each node, so far
+    topic_count = dict(current)  # replicas of this topic per broker, so far
     for b, count in current.items():
         for ancestor in tree.node_ancestry[tree.broker_node[b]]:
             node_left[ancestor] -= count
+            node_count[ancestor] += count
 
     def take(b: int, delta: int) -> None:  # delta +1: b gains a replica of this topic
         broker_left[b] -= delta
+        topic_count[b] = topic_count.get(b, 0) + delta
         cluster_load[b] = cluster_load.get(b, 0) + delta
         for ancestor in tree.node_ancestry[tree.broker_node[b]]:
             node_left[ancestor] -= delta
+            node_count[ancestor] += delta
 
     if rebalance:
         _drop_above_quota(tree, work, broker_left, take)
@@ -86,7 +91,8 @@ def plan_topic_replicas(
         for position, b in enumerate(w.final):
             if b is not None or w.fixed:
                 continue
-            chosen = _choose_broker(tree, w, node_left, broker_left, cluster_load)
+            chosen = _choose_broker(tree, w, node_left, broker_left, node_count, topic_count,
+                                    cluster_load)
             if chosen is None:
                 raise PlanInfeasibleError(
                     f"partition {w.tp}: no eligible broker can take replica {position + 1} of "
@@ -196,7 +202,13 @@ def _key(tree: RackTree, members) -> tuple[int, ...]:
     return tuple(sorted([node_of[b] for b in members]))
 
 
-def _choose_broker(tree, w, node_left, broker_left, cluster_load) -> int | None:
+def _choose_broker(tree, w, node_left, broker_left, node_count, topic_count, cluster_load) -> int | None:
+    """The broker for one open slot of `w`, down the rack tree: at each node the child with the
+    most quota left among those that keep `w` completable, then the one holding the fewest
+    replicas of this topic per broker (this decides when the rack rule forces a slot into a
+    domain whose quota is used up, as a drain or heal can, so that the overflow spreads instead
+    of piling on the first child); at the leaves the broker with the most quota left, then the
+    fewest replicas of this topic, then the fewest cluster-wide, then the lowest id."""
     key = _key(tree, w.members)
     members, excluded, replication = w.members, w.excluded, w.replication
 
@@ -204,20 +216,20 @@ def _choose_broker(tree, w, node_left, broker_left, cluster_load) -> int | None:
         options: list[tuple] = []
         for child in tree.node_children[node]:
             if tree.fits(key, replication, child):
-                options.append((-node_left[child], 0, child))
+                options.append((-node_left[child], node_count[child] / tree.node_capacity[child], 0, child))
         hanging = tree.node_brokers[node]
         if hanging and tree.fits(tuple(sorted(key + (node,))), replication):
             best = None
             for b in hanging:
                 if b in members or b in excluded:
                     continue
-                rank = (-broker_left[b], cluster_load.get(b, 0), b)
+                rank = (-broker_left[b], topic_count.get(b, 0), cluster_load.get(b, 0), b)
                 if best is None or rank < best:
                     best = rank
             if best is not None:
-                options.append((best[0], 1, best[2]))
+                options.append((best[0], best[1], 1, best[-1]))
         options.sort()
-        for _, kind, what in options:
+        for _, _, kind, what in options:
             if kind == 1:
                 return what
             found = descend(what)

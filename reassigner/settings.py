@@ -66,6 +66,9 @@ class Settings(BaseSettings):
     # --- watcher -----------------------------------------------------------------------------
     poll_interval_seconds: float = Field(1.0, gt=0, description="SPEC `poll.interval`.")
     snapshot_interval_seconds: float = Field(60.0, gt=0, description="Full snapshot period.")
+    log_dirs_interval_seconds: float = Field(
+        2.0, gt=0, description="Longest time between two reads of every broker's log dirs; a poll "
+        "reads them sooner when the metadata hints a dir changed (see reassigner.edge.admin).")
     watcher_max_backoff_seconds: float = Field(
         30.0, gt=0, description="Longest wait between polls while the cluster is unreachable.")
     event_topic_partitions: int = Field(

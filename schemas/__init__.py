@@ -76,8 +76,9 @@ ALERT_KINDS = (
     "BadEvent",
     "TopicDeleted",
     "ConfigChanged",
+    "SnapshotReconciled",
 )
-"""Alert kinds of SPEC 7 (plus TopicDeleted and ConfigChanged). `Alert.kind` is a string: readers
+"""Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged and SnapshotReconciled). `Alert.kind` is a string: readers
 must accept kinds not listed here."""
 
 __all__ = [

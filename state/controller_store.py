@@ -4,8 +4,9 @@ Keys (every key of one Kafka cluster carries the hash tag `{<cluster>}`, so the 
 may touch them all, on one Redis or on Redis Cluster alike):
 
     reassigner:{c}:brokers        HASH  broker id → [rack, alive, draining, [[path, online,
-                                                     total_bytes, usable_bytes], ...]]
-    reassigner:{c}:topics         HASH  topic → min.insync.replicas
+                                                     total_bytes, usable_bytes], ...],
+                                                     observed_at_ms]
+    reassigner:{c}:topics         HASH  topic → [min.insync.replicas, observed_at_ms]
     reassigner:{c}:partitions     HASH  "topic:partition" → [replicas, isr, leader, leader_epoch,
                                         adding, removing, offline, size_bytes, dir indexes]
     reassigner:{c}:reassignments  HASH  "topic:partition" → the active Reassignment record
@@ -22,6 +23,8 @@ Rules:
   few ISR events costs a few fields, not the cluster;
 - a partition's log dirs are stored as indexes into its broker's dir list (paths are long and
   repeat for every replica): about 60 bytes of value per partition;
+- `observed_at_ms` (`ControllerState.observed_at`) is null when unknown; the forms written before
+  it was kept (a broker list of four, a bare min ISR number) still load, as "unknown";
 - Topic names cannot contain ':' (Kafka allows only [a-zA-Z0-9._-]), so "topic:partition" is
   an unambiguous field name.
 `to_storage`/`from_storage` functions are the one place where stored forms are defined.
@@ -33,7 +36,7 @@ import base64
 import json
 from typing import Any, Iterable, Mapping
 
-from planning.controller import ControllerState, OutboundMessage, Proposal
+from planning.controller import ControllerState, ObservationTimes, OutboundMessage, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.steps import Step
@@ -77,15 +80,31 @@ def tp_from_field(field: str) -> TopicPartition:
     return TopicPartition(topic, int(partition))
 
 
-def broker_to_storage(broker: Broker) -> str:
+def broker_to_storage(broker: Broker, observed_at_ms: int | None = None) -> str:
     dirs = [[d.path, d.online, d.total_bytes, d.usable_bytes] for d in broker.log_dirs]
-    return json.dumps([broker.rack, broker.alive, broker.draining, dirs], separators=(",", ":"))
+    return json.dumps([broker.rack, broker.alive, broker.draining, dirs, observed_at_ms],
+                      separators=(",", ":"))
 
 
-def broker_from_storage(broker_id: int, stored: str) -> Broker:
-    rack, alive, draining, dirs = json.loads(stored)
-    return Broker(broker_id, rack, alive, draining,
-                  tuple(LogDir(path, online, total, usable) for path, online, total, usable in dirs))
+def broker_from_storage(broker_id: int, stored: str) -> tuple[Broker, int | None]:
+    """The broker and its observation time (None when unknown)."""
+    rack, alive, draining, dirs, *observed = json.loads(stored)
+    broker = Broker(broker_id, rack, alive, draining,
+                    tuple(LogDir(path, online, total, usable) for path, online, total, usable in dirs))
+    return broker, (observed[0] if observed else None)
+
+
+def topic_to_storage(topic: Topic, observed_at_ms: int | None = None) -> str:
+    return json.dumps([topic.min_insync_replicas, observed_at_ms], separators=(",", ":"))
+
+
+def topic_from_storage(stored: str) -> tuple[int, int | None]:
+    """(min.insync.replicas, observation time or None)."""
+    value = json.loads(stored)
+    if isinstance(value, int):  # the form written before observation times were kept
+        return value, None
+    min_isr, observed_at_ms = value
+    return int(min_isr), observed_at_ms
 
 
 def partition_to_storage(partition: PartitionState, brokers: Mapping[int, Broker]) -> str:
@@ -214,17 +233,22 @@ class ControllerStore:
     def load(self) -> ControllerState:
         raw = {name: {_text(k): _text(v) for k, v in self.client.hgetall(key).items()}
                for name, key in self.keys.items() if name != "outbox"}
-        brokers = {int(k): broker_from_storage(int(k), v) for k, v in raw["brokers"].items()}
+        stored_brokers = {int(k): broker_from_storage(int(k), v) for k, v in raw["brokers"].items()}
+        brokers = {broker_id: broker for broker_id, (broker, _) in stored_brokers.items()}
+        stored_topics = {name: topic_from_storage(v) for name, v in raw["topics"].items()}
         by_topic: dict[str, list[PartitionState]] = {}
         for field, stored in raw["partitions"].items():
             partition = partition_from_storage(tp_from_field(field), stored, brokers)
             by_topic.setdefault(partition.topic, []).append(partition)
-        topic_names = sorted(set(by_topic) | set(raw["topics"]))
+        topic_names = sorted(set(by_topic) | set(stored_topics))
         topics = tuple(
             Topic(name, tuple(sorted(by_topic.get(name, []), key=lambda p: p.partition)),
-                  int(raw["topics"].get(name, 1)))
+                  stored_topics.get(name, (1, None))[0])
             for name in topic_names
         )
+        observed_at = ObservationTimes(
+            topics={name: at for name, (_, at) in stored_topics.items() if at is not None},
+            brokers={broker_id: at for broker_id, (_, at) in stored_brokers.items() if at is not None})
         cluster = Cluster(tuple(brokers[i] for i in sorted(brokers)), topics)
         meta = raw["meta"]
 
@@ -245,6 +269,7 @@ class ControllerStore:
             last_batch=int(meta.get("last_batch", -1)),
             open_alerts=frozenset(meta_json("open_alerts", [])),
             command_sequence=int(meta.get("command_sequence", 0)),
+            observed_at=observed_at,
         )
 
     def last_batch(self) -> int:
@@ -290,10 +315,12 @@ def compute_changes(before: ControllerState, after: ControllerState) -> dict[str
             changes[name] = {"set": to_set, "del": to_delete}
 
     def brokers_of(state: ControllerState) -> dict[str, str]:
-        return {str(b.id): broker_to_storage(b) for b in state.cluster.brokers}
+        times = state.observed_at.brokers
+        return {str(b.id): broker_to_storage(b, times.get(b.id)) for b in state.cluster.brokers}
 
     def topics_of(state: ControllerState) -> dict[str, str]:
-        return {t.name: str(t.min_insync_replicas) for t in state.cluster.topics}
+        times = state.observed_at.topics
+        return {t.name: topic_to_storage(t, times.get(t.name)) for t in state.cluster.topics}
 
     diff("brokers", brokers_of(before), brokers_of(after))
     diff("topics", topics_of(before), topics_of(after))

@@ -227,11 +227,10 @@ def config_get(
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
 ) -> None:
     """The effective value of each dynamic setting: the pipeline's override, else the default."""
-    from reassigner.errors import InvalidConfigError
-    from reassigner.operator.dynamic_config import DYNAMIC_KEYS, compute_effective_config
+    from reassigner.operator.dynamic_config import compute_effective_config, require_known_key
 
-    if key is not None and key not in DYNAMIC_KEYS:
-        raise InvalidConfigError(f"config get: unknown setting {key!r}; known: {', '.join(sorted(DYNAMIC_KEYS))}")
+    if key is not None:
+        require_known_key(key, "config get")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
     effective = compute_effective_config(ctx.load_state().config, ctx.settings)

@@ -1,15 +1,20 @@
 """An invariant monitor that samples the real cluster, independently of the product.
 
-Every `interval` (default 250 ms) it asks Kafka (Admin API) for every partition and the ongoing
-reassignments, and checks the SPEC 6 safety invariants as Kafka shows them:
+Every `interval` (default 250 ms) it asks Kafka (Admin API) for every partition of every topic
+and the ongoing reassignments, and checks the SPEC 6 safety invariants as Kafka shows them:
 - partitions with a reassignment in flight never exceed P (`max_partition_movements`);
 - reassignments in flight that move leadership (the target's first replica is not the current
   leader) never exceed L;
 - no partition is under min ISR while it is being reassigned with every replica on a live
   broker (under min ISR because of a step, not because of a failure);
-Kafka itself shows at most one reassignment per partition, so "two steps in flight for one
-partition" cannot be observed here; the product's state is checked for it instead by the
-pipeline's own tests. Peaks are recorded for the summary.
+- no partition has two steps in flight: Kafka keeps one reassignment per partition, so a second
+  step submitted while one runs shows as the partition's target changing *without* the
+  reassignment ending in between. Two samples less than `OVERLAP_WINDOW` apart that show one
+  partition moving towards two different replica sets are that; further apart, the first step
+  may have completed and the next started between them (the product's loop — watcher poll,
+  micro-batch, executor — takes about a second), so such pairs are not judged.
+Peaks are recorded for the summary, and every sample's steps in flight are kept (`series`) so
+that a test can check a limit changed at run time against what Kafka showed after the change.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+OVERLAP_WINDOW = 0.4  # seconds; see the module docstring
+
+Key = tuple[str, int]
+
 
 @dataclass
 class MonitorReport:
@@ -25,6 +34,18 @@ class MonitorReport:
     peak_partitions_moving: int = 0
     peak_leader_movements: int = 0
     violations: list[str] = field(default_factory=list)
+    overlap_checks: int = 0  # consecutive-sample pairs judged for "two steps in one partition"
+    failed_samples: int = 0  # samples Kafka did not answer (a broker being killed, say)
+    last_error: str = ""
+    longest_gap_seconds: float = 0.0  # longest time without a successful sample
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What Kafka showed at `at` (wall clock, seconds): each moving partition's step target."""
+
+    at: float
+    moving: dict[Key, frozenset[int]]
 
 
 class InvariantMonitor:
@@ -33,9 +54,11 @@ class InvariantMonitor:
         self.bootstrap_servers = bootstrap_servers
         self.max_partition_movements = max_partition_movements
         self.max_leader_movements = max_leader_movements
-        self.min_isr = min_isr
+        self.min_isr = dict(min_isr)  # topics not named here count with min ISR 1
         self.interval = interval
         self.report = MonitorReport()
+        self.series: list[Sample] = []
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="invariant-monitor", daemon=True)
 
@@ -48,6 +71,19 @@ class InvariantMonitor:
         self._thread.join(10)
         return self.report
 
+    def watch_topic(self, topic: str, min_insync_replicas: int) -> None:
+        """Check a topic created after the start against its own min ISR."""
+        with self._lock:
+            self.min_isr[topic] = min_insync_replicas
+
+    def samples_since(self, wall_time: float) -> list[Sample]:
+        with self._lock:
+            return [s for s in self.series if s.at >= wall_time]
+
+    def latest(self) -> Sample | None:
+        with self._lock:
+            return self.series[-1] if self.series else None
+
     def _run(self) -> None:
         from kafka.admin import KafkaAdminClient
 
@@ -59,7 +95,9 @@ class InvariantMonitor:
                     client = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
                                               request_timeout_ms=5000)
                 self.sample(client)
-            except Exception:  # a broker being killed by the story: sample again next time
+            except Exception as error:  # a broker being killed by the story: sample again next time
+                self.report.failed_samples += 1
+                self.report.last_error = f"{time.strftime('%H:%M:%S')} {error!r}"[:300]
                 if client is not None:
                     client.close()
                 client = None
@@ -68,40 +106,54 @@ class InvariantMonitor:
             client.close()
 
     def sample(self, client) -> None:
+        at = time.time()
         brokers = {b["broker_id"]: b for b in client.describe_cluster()["brokers"]}
         live = {b for b, info in brokers.items() if not info.get("is_fenced")}
         moving = client.list_partition_reassignments()
-        described = client.describe_topics(sorted(self.min_isr))
+        described = client.describe_topics()
         by_key = {(t["name"], p["partition_index"]): p for t in described for p in t["partitions"]}
-        in_flight = []
+        with self._lock:
+            min_isr = dict(self.min_isr)
+        in_flight: dict[Key, frozenset[int]] = {}
+        leader_moves = 0
+        violations = []
         for key, reassignment in (moving or {}).items():
             topic, partition = getattr(key, "topic", None), getattr(key, "partition", None)
             if topic is None:
                 topic, partition = key
-            in_flight.append(((topic, partition), reassignment))
-        leader_moves = 0
-        for (topic, partition), reassignment in in_flight:
             state = by_key.get((topic, partition))
+            removing = set(reassignment.get("removing_replicas", []))
+            # The replicas of the same answer: the topic metadata may lag behind it by a moment.
+            replicas = list(reassignment.get("replicas") or (state["replica_nodes"] if state else []))
+            target = [b for b in replicas if b not in removing]
+            in_flight[(topic, partition)] = frozenset(target)
             if state is None:
                 continue
-            replicas = list(state["replica_nodes"])
-            removing = set(reassignment.get("removing_replicas", []))
-            target = [b for b in replicas if b not in removing]
             if target and target[0] != state["leader_id"]:
                 leader_moves += 1
             isr = state["isr_nodes"]
-            if (len(isr) < self.min_isr.get(topic, 1) and set(replicas) <= live
+            if (len(isr) < min_isr.get(topic, 1) and set(state["replica_nodes"]) <= live
                     and not state.get("offline_replicas")):
-                self.report.violations.append(
-                    f"{topic}-{partition} under min ISR ({len(isr)} < {self.min_isr[topic]}) "
-                    f"while reassigning, every replica live")
+                violations.append(f"{topic}-{partition} under min ISR ({len(isr)} < {min_isr[topic]}) "
+                                  f"while reassigning, every replica live")
         report = self.report
+        with self._lock:
+            previous = self.series[-1] if self.series else None
+            self.series.append(Sample(at, in_flight))
+        if previous is not None:
+            report.longest_gap_seconds = max(report.longest_gap_seconds, at - previous.at)
+        if previous is not None and at - previous.at <= OVERLAP_WINDOW:
+            report.overlap_checks += 1
+            for key, target in sorted(in_flight.items()):
+                before = previous.moving.get(key)
+                if before is not None and before != target:
+                    violations.append(f"{key[0]}-{key[1]}: a second step (to {sorted(target)}) while "
+                                      f"the step to {sorted(before)} was in flight")
         report.samples += 1
         report.peak_partitions_moving = max(report.peak_partitions_moving, len(in_flight))
         report.peak_leader_movements = max(report.peak_leader_movements, leader_moves)
         if len(in_flight) > self.max_partition_movements:
-            report.violations.append(f"{len(in_flight)} partitions moving > P = "
-                                     f"{self.max_partition_movements}")
+            violations.append(f"{len(in_flight)} partitions moving > P = {self.max_partition_movements}")
         if leader_moves > self.max_leader_movements:
-            report.violations.append(f"{leader_moves} leader movements > L = "
-                                     f"{self.max_leader_movements}")
+            violations.append(f"{leader_moves} leader movements > L = {self.max_leader_movements}")
+        report.violations.extend(f"{time.strftime('%H:%M:%S', time.localtime(at))} {v}" for v in violations)

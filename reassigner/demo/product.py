@@ -115,9 +115,30 @@ class TopicCollector:
             return [a for a in self.alerts[since:]
                     if a.get("kind", (a.get("payload") or ("",))[0]) == kind]
 
+    def records(self, since: int = 0) -> list[dict]:
+        """Every record decoded since the mark `since`, in arrival order."""
+        with self._condition:
+            return list(self.alerts[since:])
+
     def mark(self) -> int:
         with self._condition:
             return len(self.alerts)
+
+    def describe(self, since: int = 0, limit: int = 60) -> str:
+        """The records since `since`, one line each (alerts: kind and message; commands: kind,
+        id and target), for a failure message."""
+        lines = []
+        for record in self.records(since)[-limit:]:
+            if "kind" in record:
+                lines.append(f"  {record['kind']}: {record['message']}")
+            elif "payload" in record:
+                kind, fields = record["payload"]
+                target = fields.get("target_replicas")
+                lines.append(f"  {kind} {record['id']}" + (f" -> {target}" if target else ""))
+            else:
+                lines.append(f"  {record.get('command_kind')} {record.get('command_id')}: "
+                             f"{'ok' if record.get('ok') else record.get('error_code')}")
+        return "\n".join(lines) or "  (none)"
 
     def wait_for(self, kind: str, since: int = 0, timeout: float = 120,
                  where: Callable[[dict], bool] = lambda alert: True,
@@ -150,7 +171,9 @@ class ClusterProbe:
 
         return KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=15000)
 
-    def partitions(self, topics: list[str]) -> dict[tuple[str, int], dict]:
+    def partitions(self, topics: list[str] | None = None) -> dict[tuple[str, int], dict]:
+        """Every partition of `topics` (all topics when None): replicas, ISR, leader, offline
+        replicas and whether a reassignment is in progress."""
         client = self._client()
         try:
             described = client.describe_topics(topics)

@@ -12,6 +12,10 @@ Order (each scene waits on what Kafka itself shows, never on sleeps):
 6. bad input on purpose → `RequestRejected` and `BadEvent`, and the product carries on;
 then the no-data-loss check and a summary table (per scene: replicas moved vs the planner's lower
 bound, steps, peak partitions in flight, time).
+
+The scenario tests (tests/scenarios/test_scenarios.py) reuse the same `Demo`: `setup()` once for
+a module, each scene run with `scene(..., catch=False)` and asserted on the cluster, `finish()`
+for the no-data-loss check and the monitor's report, `diagnostics()` when something fails.
 """
 
 from __future__ import annotations
@@ -29,13 +33,16 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from reassigner.demo.monitor import InvariantMonitor
+from reassigner.demo.cluster_tools import SlowReplication, create_topics, throttled_brokers, write_bulk
+from reassigner.demo.monitor import InvariantMonitor, MonitorReport
 from reassigner.demo.product import ClusterProbe, ProductProcesses, TopicCollector
-from reassigner.demo.traffic import SequencedTraffic
-from reassigner.local.processes import free_port
+from reassigner.demo.traffic import SequencedTraffic, TrafficReport
+from reassigner.local.processes import free_port, tail
 from reassigner.local.stack import LocalStack
 
 RACKS = ("/dc1/r1", "/dc1/r2", "/dc2/r1")
+ADDED_RACKS = ("/dc2/r2", "/dc1/r3")  # the two brokers of scene 1 (ids 4 and 5)
+ADD_GRACE_SECONDS = 30  # scene 1: longer than one broker takes to start, so both share a plan
 TOPICS = {"orders": 12, "payments": 8, "audit": 4}  # carry the sequenced traffic
 BULK_TOPIC = "archive"  # a few MB of filler per partition, for the cancelled manual move
 MIN_INSYNC_REPLICAS = 2
@@ -119,11 +126,11 @@ class Demo:
                 time.sleep(0.5)
 
     # --- probes -------------------------------------------------------------------------------------
-    def partitions(self) -> dict[tuple[str, int], dict]:
-        return self.probe.partitions(list(TOPICS))
+    def partitions(self, topics: list[str] | None = None) -> dict[tuple[str, int], dict]:
+        return self.probe.partitions(topics or list(TOPICS))
 
-    def fully_replicated(self) -> tuple[int, int]:
-        parts = self.partitions()
+    def fully_replicated(self, topics: list[str] | None = None) -> tuple[int, int]:
+        parts = self.partitions(topics)
         alive = {b for b, info in self.probe.brokers().items() if not info["is_fenced"]}
         good = sum(1 for p in parts.values()
                    if len(p["replicas"]) == 3 and set(p["replicas"]) <= alive
@@ -160,8 +167,7 @@ class Demo:
             self.scene("4. cancel a manual reassignment", self.cancel_manual)
             self.scene("5. kill a broker", self.kill_broker)
             self.scene("6. bad input", self.bad_input)
-            report = self.traffic.stop_and_verify()
-            self.monitor_report = self.monitor.stop()
+            report, _ = self.finish()
             self.summary(report, time.monotonic() - started)
             if keep_running:
                 self.say(f"\n[bold]Still running.[/] Status page: http://127.0.0.1:{self.status_port}/ "
@@ -211,30 +217,88 @@ class Demo:
         seen = self.controller_state().cluster.partitions_by_tp
         return sum(1 for tp in seen if tp.topic in TOPICS), partitions
 
-    def scene(self, name: str, action: Callable[[SceneResult], None]) -> None:
+    def scene(self, name: str, action: Callable[[SceneResult], None], catch: bool = True) -> SceneResult:
+        """Run one scene and record its figures. A scene that times out (or whose product process
+        died) is marked FAILED and the story goes on; with `catch=False` the error propagates,
+        with the scene's alerts, commands and logs appended (`diagnostics`)."""
         self.say(f"\n[bold cyan]{name}[/]")
         result = SceneResult(name, 0.0)
         mark = time.monotonic()
-        commands_before = self.commands.mark()
+        alerts_before, commands_before = self.alerts.mark(), self.commands.mark()
         self.peak_in_flight = 0
         try:
             action(result)
-        except (TimeoutError, RuntimeError) as error:
+        except (TimeoutError, RuntimeError, AssertionError) as error:
             result.outcome = f"FAILED: {error}"
             self.say(f"  [red]{error}[/]")
-        result.seconds = time.monotonic() - mark
-        result.steps = len(self.commands.of_kind("ReassignmentStep", commands_before))
-        result.peak_in_flight = self.peak_in_flight
-        self.results.append(result)
+            if not catch:
+                raise AssertionError(f"{name}: {error}\n{self.diagnostics(alerts_before, commands_before)}") \
+                    from error
+        finally:
+            result.seconds = time.monotonic() - mark
+            result.steps = len(self.commands.of_kind("ReassignmentStep", commands_before))
+            result.peak_in_flight = self.peak_in_flight
+            self.results.append(result)
+        return result
+
+    def diagnostics(self, alerts_since: int = 0, commands_since: int = 0) -> str:
+        """What the product did since the marks, what Kafka shows moving, and its logs' ends."""
+        parts = [f"alerts since the scene began:\n{self.alerts.describe(alerts_since)}",
+                 f"commands since the scene began:\n{self.commands.describe(commands_since)}"]
+        try:
+            moving = {k: v for k, v in self.probe.partitions().items() if v["reassigning"] or v["offline"]
+                      or sorted(v["isr"]) != sorted(v["replicas"])}
+            parts.append("Kafka: partitions moving, offline or under-replicated: "
+                         + (", ".join(f"{t}-{p} {v['replicas']} isr {v['isr']}"
+                                      for (t, p), v in sorted(moving.items())) or "none"))
+            state = self.store.load()
+            parts.append("pipeline state: " + (", ".join(
+                f"{tp} {r.state.value} -> {list(r.final_target)}"
+                + (f" (step {r.in_flight.number} in flight)" if r.in_flight else "")
+                for tp, r in sorted(state.reassignments.items())) or "nothing moving"))
+        except Exception as error:  # diagnostics must never hide the original failure
+            parts.append(f"(could not read the cluster or Redis: {error!r})")
+        monitor = getattr(self, "monitor", None)
+        if monitor is not None:
+            latest = monitor.latest()
+            parts.append(f"invariant monitor: {monitor.report.samples} samples, "
+                         f"{monitor.report.failed_samples} failed (last: {monitor.report.last_error or '-'}); "
+                         + (f"latest {time.time() - latest.at:.1f} s ago, moving "
+                            f"{ {f'{t}-{n}': sorted(r) for (t, n), r in sorted(latest.moving.items())} }"
+                            if latest else "no sample yet"))
+        for name in ("pipeline", "watcher", "executor"):
+            parts.append(f"--- {name} log (last lines) ---\n{tail(self.product.log_dir / f'{name}.log', 15)}")
+        return "\n".join(parts)
+
+    def set_config(self, assignment: str, timeout: float = 90) -> dict:
+        """`reassigner config set KEY=VALUE`, then the pipeline's ConfigChanged alert for it."""
+        since = self.alerts.mark()
+        key = assignment.partition("=")[0]
+        self.cli("config", "set", assignment)
+        return self.alerts.wait_for("ConfigChanged", since, timeout,
+                                    where=lambda a: a["details"].get("key") == key)
+
+    def finish(self) -> tuple[TrafficReport, MonitorReport]:
+        """Stop the traffic and read every record back; stop the monitor."""
+        report = self.traffic.stop_and_verify()
+        self.monitor_report = self.monitor.stop()
+        return report, self.monitor_report
 
     def add_broker(self, result: SceneResult) -> None:
         since = self.alerts.mark()
-        added = [self.stack.add_broker(rack="/dc2/r2"), self.stack.add_broker(rack="/dc1/r3")]
-        names = " and ".join(f"{b.id} (rack {b.rack})" for b in added)
-        self.say(f"  brokers {names} joined; the product waits out the add grace, so that the "
-                 "two additions coalesce into one plan")
-        self.alerts.wait_for("BrokerAdded", since, 60)
-        self.alerts.wait_for("PlanCreated", since, 90)
+        # A broker takes several seconds to start here: a grace longer than the demo's 5 s lets
+        # the second addition join the first one's plan.
+        self.set_config(f"broker.add.grace={ADD_GRACE_SECONDS}")
+        try:
+            added = [self.stack.add_broker(rack=rack) for rack in ADDED_RACKS]
+            names = " and ".join(f"{b.id} (rack {b.rack})" for b in added)
+            self.say(f"  `reassigner config set broker.add.grace={ADD_GRACE_SECONDS}`; brokers {names} "
+                     "joined; the product waits out the add grace, so that the two additions coalesce "
+                     "into one plan")
+            self.alerts.wait_for("BrokerAdded", since, 60)
+            self.alerts.wait_for("PlanCreated", since, ADD_GRACE_SECONDS + 90)
+        finally:
+            self.set_config("broker.add.grace=")
         result.replica_moves, result.lower_bound = self.plan_figures(since)
         self.say(f"  plan: {result.replica_moves} replica moves (lower bound {result.lower_bound})")
         self.wait("rebalancing onto the new brokers (steps in rolling batches)",
@@ -242,9 +306,9 @@ class Demo:
         held = ", ".join(f"broker {b.id}: {self.replicas_on(b.id)}" for b in added)
         self.say(f"  replicas of the demo topics now on the new brokers — {held}")
 
-    def settled(self, since: int) -> tuple[int, int]:
-        """(partitions fully replicated, total), and nothing left moving."""
-        good, total = self.fully_replicated()
+    def settled(self, since: int = 0, topics: list[str] | None = None) -> tuple[int, int]:
+        """(partitions of `topics` fully replicated, total), and nothing left moving."""
+        good, total = self.fully_replicated(topics)
         moving = self.controller_state().reassignments
         return (good if not moving else min(good, total - 1)), total
 
@@ -261,10 +325,12 @@ class Demo:
         # Broker 1, which scene 5 kills: Kafka cannot host again, until it restarts, a partition
         # that its failed dir held, so the later scenes must not move those back onto it.
         since = self.alerts.mark()
-        self.cli("local", "fail-logdir", "1", "data-0")
+        self.cli("local", "fail-logdir", "1", "data-0")  # returns once Kafka shows the dir offline
+        offline_at = time.monotonic()
         self.say("  log dir data-0 of broker 1 replaced by a plain file; Kafka took it offline")
-        disk = self.alerts.wait_for("DiskFailed", since, 60)
-        self.say(f"  → DiskFailed: {disk['message']}")
+        # Normally a few seconds (watcher poll + one micro-batch); generous for a loaded machine.
+        disk = self.alerts.wait_for("DiskFailed", since, 150, on_wait=self.product.check_alive)
+        self.say(f"  → DiskFailed {time.monotonic() - offline_at:.0f} s later: {disk['message']}")
         self.wait("restoring the replication factor", lambda: self.settled(since), 300)
         result.replica_moves, result.lower_bound = self.plan_figures(since)
         self.say("  every partition has its 3 replicas in sync again")
@@ -278,28 +344,37 @@ class Demo:
                         if not info["is_fenced"] and b not in (1, 2))
         chosen = sorted(parts)
         before = {tp: parts[tp]["replicas"] for tp in chosen}
-        # Some bulk data, moved under a throttle, so that the cancel lands mid-flight.
+        # Some bulk data, moved slowly, so that the cancel lands mid-flight: the product's own
+        # throttle reaches the brokers only after its steps have started (a few MB copy in
+        # well under a second locally), so the demo first slows replication of the topic
+        # itself, as a busy network would (`SlowReplication`, Kafka's quotas).
         write_bulk(self.bootstrap, chosen, megabytes=4)
-        self.cli("config", "set", "throttle.bytes.per.sec=300000")
-        plan = {"version": 1, "partitions": [
-            {"topic": t, "partition": p,
-             "replicas": [b for b in usable if b not in before[(t, p)]][:1] + before[(t, p)][1:]}
-            for t, p in chosen]}
-        plan_file = self.stack_dir / "manual-plan.json"
-        plan_file.write_text(json.dumps(plan))
-        self.cli("request", "reassign", "--file", str(plan_file))
-        self.say(f"  `reassigner request reassign --file {plan_file.name}`: {len(chosen)} partitions "
-                 "with 4 MB each, throttled to 300 kB/s")
-        self.commands.wait_for("ReassignmentStep", commands_before, 90)
-        self.cli("request", "cancel")
-        self.say("  `reassigner request cancel` while the first step copies data")
-        self.alerts.wait_for("ReassignmentCancelled", since, 90,
-                             where=lambda a: "back at its original replicas" in a["message"])
-        self.wait("reverting to the original replicas",
-                  lambda: (sum(sorted(self.probe.partitions([BULK_TOPIC])[tp]["replicas"])
-                               == sorted(before[tp]) for tp in chosen), len(chosen)), 180)
+        live = [b for b, info in self.probe.brokers().items() if not info["is_fenced"]]
+        with SlowReplication(self.bootstrap, BULK_TOPIC, live, 100_000):
+            self.cli("config", "set", "throttle.bytes.per.sec=300000")
+            plan = {"version": 1, "partitions": [
+                {"topic": t, "partition": p,
+                 "replicas": [b for b in usable if b not in before[(t, p)]][:1] + before[(t, p)][1:]}
+                for t, p in chosen]}
+            plan_file = self.stack_dir / "manual-plan.json"
+            plan_file.write_text(json.dumps(plan))
+            self.cli("request", "reassign", "--file", str(plan_file))
+            self.say(f"  `reassigner request reassign --file {plan_file.name}`: {len(chosen)} partitions "
+                     "with 4 MB each, throttled to 300 kB/s")
+            self.commands.wait_for("ReassignmentStep", commands_before, 90)
+            self.wait("the first steps copy data", lambda: any(
+                p["reassigning"] for p in self.probe.partitions([BULK_TOPIC]).values()), 60)
+            self.cli("request", "cancel")
+            self.say("  `reassigner request cancel` while the first step copies data")
+            self.alerts.wait_for("ReassignmentCancelled", since, 90,
+                                 where=lambda a: "back at its original replicas" in a["message"])
+            self.wait("reverting to the original replicas",
+                      lambda: (sum(sorted(self.probe.partitions([BULK_TOPIC])[tp]["replicas"])
+                                   == sorted(before[tp]) for tp in chosen), len(chosen)), 180)
         self.cli("config", "set", "throttle.bytes.per.sec=")
-        self.say("  every partition is back on its original replicas")
+        self.commands.wait_for("ClearThrottle", commands_before, 60)
+        self.wait("the product clears its throttle", lambda: not throttled_brokers(self.bootstrap, live), 60)
+        self.say("  every partition is back on its original replicas; throttle cleared")
 
     def kill_broker(self, result: SceneResult) -> None:
         since = self.alerts.mark()
@@ -361,32 +436,3 @@ class Demo:
         if self.stack.state_file.exists():
             self.stack.down()
 
-
-def write_bulk(bootstrap_servers: str, partitions: list[tuple[str, int]], megabytes: int) -> None:
-    """Write `megabytes` of filler to each partition (acks=all)."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "acks": "all", "linger.ms": 20,
-                         "log_level": 0})
-    chunk = b"x" * 100_000
-    for topic, partition in partitions:
-        for _ in range(megabytes * 10):
-            while True:
-                try:
-                    producer.produce(topic, value=chunk, partition=partition)
-                    break
-                except BufferError:
-                    producer.poll(0.2)
-    producer.flush(120)
-
-
-def create_topics(bootstrap_servers: str, topics: dict[str, int], min_insync_replicas: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
-    futures = admin.create_topics([
-        NewTopic(name, num_partitions=count, replication_factor=3,
-                 config={"min.insync.replicas": str(min_insync_replicas)})
-        for name, count in topics.items()])
-    for future in futures.values():
-        future.result(60)

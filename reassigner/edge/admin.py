@@ -24,8 +24,23 @@ KAFKA-PYTHON QUIRKS handled here:
 - its reconnect backoff grows to 30 s by default, which would hide a restarted broker: capped low;
 - `describe_log_dirs()` with no partitions fetches all metadata and lists every partition in
   the request: the protocol's null list ("all") is sent instead (4x faster at 10k partitions);
+- its `describe_topics()` and `describe_log_dirs()` turn the answer into dicts (`to_dict`),
+  which at 10,000 partitions costs more client CPU than decoding it: the Metadata and
+  DescribeLogDirs requests are sent here and their answer structs read as they are;
 - `describe_configs` answers {} for an unknown topic instead of an error; `alter_configs` answers
   error *strings*; `alter_partition_reassignments` answers an error class per partition.
+
+ONE POLL (`observe`): DescribeCluster first (the live brokers), then the topic metadata, the
+ongoing reassignments, min.insync.replicas of the topics known from the last poll and — when due
+or hinted (`observation.compute_log_dirs_hint`) — every live broker's DescribeLogDirs are sent
+**together** on kafka-python's event loop, so that their broker-side work overlaps (one round
+trip of wall time instead of one per request); a new topic's min.insync.replicas is asked
+after. Any of those reads that fails is done again alone
+through the usual path (with its retries and translation), so the fast path never changes what
+an error looks like. Log dirs that are neither due nor hinted are carried over from the previous
+poll: they cost as much as the metadata at 10,000 partitions, and a failed dir that holds a
+replica shows in the metadata at once (offline replicas), so only an empty dir's failure waits
+for the next due read (`log_dirs_interval_seconds`, 2 s by default).
 
 RECONNECTING: a client that cannot be created (cluster unreachable) raises
 `KafkaTransientError`, and the next attempt is refused until an exponential backoff (0.5 s doubling
@@ -37,16 +52,18 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from reassigner.edge.client_config import ClientConfig
 from reassigner.edge.observation import (
+    EMPTY,
     KAFKA_STORAGE_ERROR,
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
     PartitionObservation,
     ReplicaInDir,
+    compute_log_dirs_hint,
     compute_observation,
 )
 from reassigner.errors import (
@@ -270,33 +287,13 @@ class ClusterAdmin:
         ]
 
     def describe_partitions(self) -> tuple[list[PartitionObservation], dict[str, str | None]]:
-        """Every partition of every topic (Metadata) and the topic ids. A topic being deleted
-        (topic-level error other than LEADER_NOT_AVAILABLE, or no partitions) is left out."""
-        topics = self._call("describe topics", lambda c: c.describe_topics())
-        partitions: list[PartitionObservation] = []
-        topic_ids: dict[str, str | None] = {}
-        for topic in topics:
-            # LEADER_NOT_AVAILABLE (5) right after creation still lists the partitions.
-            if topic.get("error_code", 0) not in (0, 5) or not topic.get("partitions"):
-                continue
-            topic_id = topic.get("topic_id")
-            topic_ids[topic["name"]] = str(topic_id) if topic_id else None
-            for p in topic["partitions"]:
-                leader = p.get("leader_id", -1)
-                partitions.append(PartitionObservation(
-                    topic=topic["name"], partition=p["partition_index"],
-                    replicas=tuple(p["replica_nodes"]), isr=tuple(p["isr_nodes"]),
-                    leader=None if leader is None or leader < 0 else leader,
-                    leader_epoch=p.get("leader_epoch", -1),
-                    offline_replicas=tuple(p.get("offline_replicas") or ()),
-                ))
-        return partitions, topic_ids
+        """Every partition of every topic (Metadata) and the topic ids (see `compute_partitions`)."""
+        return compute_partitions(self._call("describe topics", lambda c: _run(c, _read_metadata)))
 
     def list_reassignments(self) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """Ongoing reassignments: (topic, partition) → (adding, removing)."""
-        answer = self._call("list partition reassignments", lambda c: c.list_partition_reassignments())
-        return {(tp.topic, tp.partition): (tuple(r["adding_replicas"]), tuple(r["removing_replicas"]))
-                for tp, r in answer.items()}
+        return compute_reassignments(
+            self._call("list partition reassignments", lambda c: c.list_partition_reassignments()))
 
     def describe_log_dirs(self, broker_ids: Iterable[int]) -> tuple[list[LogDirObservation], set[int]]:
         """Log dirs of each broker (DescribeLogDirs), and the brokers that could not answer."""
@@ -305,44 +302,88 @@ class ClusterAdmin:
         for broker_id in sorted(broker_ids):
             try:
                 answer = self._call(f"describe log dirs of broker {broker_id}",
-                                    lambda c, b=broker_id: _describe_all_log_dirs(c, b))
+                                    lambda c, b=broker_id: _run(c, _read_log_dirs, b))
             except (KafkaTransientError, KafkaPermanentError) as error:
                 log.debug("%s", error)
                 unreachable.add(broker_id)
                 continue
-            dirs.extend(compute_log_dirs(answer))
+            dirs.extend(compute_log_dirs(broker_id, answer))
         return dirs, unreachable
+
+    def read_together(self, reads: Mapping[str, tuple[Read, tuple]]) -> dict[str, object]:
+        """Send several reads at once (`reads`: name → (a `_read_*` coroutine, its arguments
+        after the client)); each answer is the read's result or the exception it raised. The
+        caller redoes a failed read alone (see ONE POLL)."""
+        return self._call("read the cluster", lambda c: _gather(c, reads))
 
     def describe_min_insync_replicas(self, topics: Sequence[str]) -> dict[str, int | None]:
         """Effective min.insync.replicas per topic (None where the broker gave no value)."""
         if not topics:
             return {}
-        from kafka.admin import ConfigResource, ConfigResourceType
+        answer = self._call("describe topic configs", lambda c: _run(c, _read_min_insync_replicas, topics))
+        return compute_min_insync_replicas(topics, answer)  # type: ignore[arg-type]
 
-        resources = [ConfigResource(ConfigResourceType.TOPIC, t, {MIN_INSYNC_REPLICAS: None})
-                     for t in topics]
-        answer = self._call("describe topic configs",
-                            lambda c: c.describe_configs(resources, config_filter="all"))
-        found = answer.get("topic", {})
-        result: dict[str, int | None] = {}
-        for topic in topics:
-            value = found.get(topic, {}).get(MIN_INSYNC_REPLICAS, {}).get("value")
-            result[topic] = int(value) if value not in (None, "") else None
-        return result
-
-    def observe(self, previous: ClusterObservation | None = None) -> ClusterObservation:
-        """One full poll. Log dirs of a broker that cannot answer are carried over from
-        `previous` (nothing new is known about them; its fencing tells the rest)."""
+    def observe(self, previous: ClusterObservation | None = None,
+                log_dirs_due: bool = True) -> ClusterObservation:
+        """One poll (see ONE POLL in the module doc). Log dirs are read when `log_dirs_due` or
+        when the metadata hints a change, else carried over from `previous`; those of a broker
+        that cannot answer are carried over too (nothing new is known about them; its fencing
+        tells the rest)."""
+        previous = previous or EMPTY
         brokers = self.describe_brokers()
-        partitions, topic_ids = self.describe_partitions()
-        reassignments = self.list_reassignments()
-        live = [b.broker_id for b in brokers if not b.fenced]
-        log_dirs, unreachable = self.describe_log_dirs(live)
-        silent = unreachable | {b.broker_id for b in brokers if b.fenced}
-        if previous is not None:
+        live = sorted(b.broker_id for b in brokers if not b.fenced)
+        read_dirs = log_dirs_due or compute_log_dirs_hint(previous, brokers) is not None
+        reads: dict[str, tuple[Read, tuple]] = {"metadata": (_read_metadata, ()),
+                                                "reassignments": (_read_reassignments, ())}
+        known_topics = sorted(previous.topics)
+        if known_topics:  # the topics of the last poll; a new one is asked about below
+            reads["min isr"] = (_read_min_insync_replicas, (known_topics,))
+        if read_dirs:
+            reads |= _log_dir_reads(live)
+        answers = self.read_together(reads)
+        metadata = answers["metadata"]
+        if isinstance(metadata, BaseException):
+            partitions, topic_ids = self.describe_partitions()
+        else:
+            partitions, topic_ids = compute_partitions(metadata)  # type: ignore[arg-type]
+        listed = answers["reassignments"]
+        reassignments = (self.list_reassignments() if isinstance(listed, BaseException)
+                         else compute_reassignments(listed))
+        if not read_dirs:
+            hint = compute_log_dirs_hint(previous, brokers, partitions)
+            if hint is not None:
+                log.debug("reading the log dirs before they are due: %s", hint)
+                answers |= self.read_together(_log_dir_reads(live))
+                read_dirs = True
+        registered = {b.broker_id for b in brokers}
+        if read_dirs:
+            log_dirs, unreachable = self._log_dirs_of(live, answers)
+            silent = unreachable | {b.broker_id for b in brokers if b.fenced}
             log_dirs += [d for (broker_id, _), d in previous.log_dirs.items() if broker_id in silent]
-        min_isr = self.describe_min_insync_replicas(sorted(topic_ids))
+        else:
+            log_dirs = [d for (broker_id, _), d in previous.log_dirs.items() if broker_id in registered]
+        configs = answers.get("min isr")
+        if isinstance(configs, BaseException):
+            min_isr = self.describe_min_insync_replicas(known_topics)
+        else:
+            min_isr = compute_min_insync_replicas(known_topics, configs or {})  # type: ignore[arg-type]
+        min_isr |= self.describe_min_insync_replicas(sorted(set(topic_ids) - set(known_topics)))
         return compute_observation(brokers, partitions, topic_ids, reassignments, log_dirs, min_isr)
+
+    def _log_dirs_of(self, broker_ids: Sequence[int], answers: Mapping[str, object],
+                     ) -> tuple[list[LogDirObservation], set[int]]:
+        """The dirs of `_log_dir_reads` answers; a broker whose read failed is asked again alone."""
+        dirs: list[LogDirObservation] = []
+        unreachable: set[int] = set()
+        for broker_id in broker_ids:
+            answer = answers[f"log dirs {broker_id}"]
+            if isinstance(answer, BaseException):
+                again, failed = self.describe_log_dirs([broker_id])
+                dirs += again
+                unreachable |= failed
+            else:
+                dirs += compute_log_dirs(broker_id, answer)  # type: ignore[arg-type]
+        return dirs, unreachable
 
     # --- change ---------------------------------------------------------------------------------
     def alter_partition_reassignment(self, topic: str, partition: int,
@@ -451,41 +492,130 @@ class ClusterAdmin:
         return created
 
 
-def _describe_all_log_dirs(client, broker_id: int) -> list[dict]:
-    """DescribeLogDirs of every partition on one broker. kafka-python's public method, given no
-    partitions, first fetches the whole cluster metadata and then lists every partition in the
-    request (0.8 s instead of 0.2 s per broker at 10,000 partitions); the protocol's null topic
-    list means "all" on its own, so that is what is sent."""
-    if hasattr(client, "_async_describe_log_dirs"):
-        return client._manager.run(client._async_describe_log_dirs, None, [broker_id])
-    return client.describe_log_dirs(brokers=[broker_id])
+Read = Callable[..., Awaitable[object]]
+"""A read for `read_together`: a coroutine function taking kafka-python's admin client first."""
 
 
-def compute_log_dirs(answer: Sequence[Mapping]) -> list[LogDirObservation]:
-    """kafka-python's describe_log_dirs answer as observations (error 56 = dir offline)."""
+async def _read_metadata(client) -> list:
+    """Every topic's metadata (Metadata, all topics) as kafka-python's answer structs."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    response = await client._manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    return list(response.topics)
+
+
+async def _read_reassignments(client) -> dict:
+    """Every ongoing reassignment (ListPartitionReassignments, sent to the controller)."""
+    return await client._async_list_partition_reassignments(None, None)
+
+
+async def _read_log_dirs(client, broker_id: int) -> list:
+    """DescribeLogDirs of every partition on one broker, as kafka-python's answer structs. Its
+    public method, given no partitions, first fetches the whole cluster metadata and then lists
+    every partition in the request (0.8 s instead of 0.2 s per broker at 10,000 partitions); the
+    protocol's null topic list means "all" on its own, so that is what is sent."""
+    from kafka.protocol.admin import DescribeLogDirsRequest
+
+    response = await client._manager.send(DescribeLogDirsRequest(topics=None), node_id=broker_id)
+    return list(response.results)
+
+
+async def _read_min_insync_replicas(client, topics: Sequence[str]) -> dict:
+    """DescribeConfigs of min.insync.replicas of these topics (kafka-python's answer form)."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    resources = [ConfigResource(ConfigResourceType.TOPIC, t, {MIN_INSYNC_REPLICAS: None}) for t in topics]
+    return await client._async_describe_configs(resources, False, "all")
+
+
+def compute_min_insync_replicas(topics: Sequence[str], answer: Mapping) -> dict[str, int | None]:
+    """Per topic the effective min.insync.replicas of a DescribeConfigs answer (None where the
+    broker gave no value: kafka-python answers nothing for an unknown topic)."""
+    found = answer.get("topic", {})
+    result: dict[str, int | None] = {}
+    for topic in topics:
+        value = found.get(topic, {}).get(MIN_INSYNC_REPLICAS, {}).get("value")
+        result[topic] = int(value) if value not in (None, "") else None
+    return result
+
+
+def _log_dir_reads(broker_ids: Iterable[int]) -> dict[str, tuple[Read, tuple]]:
+    return {f"log dirs {b}": (_read_log_dirs, (b,)) for b in broker_ids}
+
+
+def _run(client, read: Read, *args: object) -> object:
+    """One read on kafka-python's event loop, waiting for its answer."""
+    return client._manager.run(read, client, *args)
+
+
+def _gather(client, reads: Mapping[str, tuple[Read, tuple]]) -> dict[str, object]:
+    """Run reads side by side on kafka-python's event loop (its `_manager.run` waits for one
+    coroutine; this one schedules them all, then awaits each)."""
+    network = client._manager._net
+
+    async def gather() -> dict[str, object]:
+        pending = {name: network.call_soon_with_future(read, client, *args)
+                   for name, (read, args) in reads.items()}
+        answers: dict[str, object] = {}
+        for name, future in pending.items():
+            try:
+                answers[name] = await future
+            except Exception as error:  # redone alone by the caller, with the usual translation
+                answers[name] = error
+        return answers
+
+    return client._manager.run(gather)
+
+
+def compute_partitions(topics: Iterable) -> tuple[list[PartitionObservation], dict[str, str | None]]:
+    """Metadata answer structs as partitions and topic ids. A topic being deleted (topic-level
+    error other than LEADER_NOT_AVAILABLE, or no partitions) is left out."""
+    partitions: list[PartitionObservation] = []
+    topic_ids: dict[str, str | None] = {}
+    for topic in topics:
+        # LEADER_NOT_AVAILABLE (5) right after creation still lists the partitions.
+        if topic.error_code not in (0, 5) or not topic.partitions:
+            continue
+        name = topic.name
+        topic_ids[name] = str(topic.topic_id) if topic.topic_id else None
+        for p in topic.partitions:
+            leader = p.leader_id
+            partitions.append(PartitionObservation(
+                name, p.partition_index, tuple(p.replica_nodes), tuple(p.isr_nodes),
+                None if leader is None or leader < 0 else leader, p.leader_epoch,
+                offline_replicas=tuple(p.offline_replicas or ()),
+            ))
+    return partitions, topic_ids
+
+
+def compute_reassignments(answer: Mapping) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+    """kafka-python's list_partition_reassignments answer: (topic, partition) → (adding, removing)."""
+    return {(tp.topic, tp.partition): (tuple(r["adding_replicas"]), tuple(r["removing_replicas"]))
+            for tp, r in answer.items()}
+
+
+def compute_log_dirs(broker_id: int, results: Iterable) -> list[LogDirObservation]:
+    """One broker's DescribeLogDirs answer structs as observations (error 56 = dir offline)."""
     import kafka.errors as kafka_errors
 
     dirs: list[LogDirObservation] = []
-    for broker in answer:
-        for entry in broker.get("log_dirs", []):
-            error_code = entry.get("error_code", 0)
-            error = None
-            if error_code:
-                error = (KAFKA_STORAGE_ERROR if error_code == 56
-                         else kafka_error_name(kafka_errors.for_code(error_code)()))
-            replicas = tuple(sorted(
-                ReplicaInDir(topic["name"], part["partition_index"],
-                             bool(part.get("is_future_key", False)),
-                             int(part.get("partition_size", 0)), int(part.get("offset_lag", 0)))
-                for topic in entry.get("topics", []) for part in topic.get("partitions", [])
-            ))
-            total, usable = entry.get("total_bytes"), entry.get("usable_bytes")
-            dirs.append(LogDirObservation(
-                broker_id=broker["broker"], path=entry["log_dir"], online=error_code == 0,
-                error=error, replicas=replicas,
-                total_bytes=total if total is not None and total >= 0 else None,
-                usable_bytes=usable if usable is not None and usable >= 0 else None,
-            ))
+    for entry in results:
+        error_code = entry.error_code
+        error = None
+        if error_code:
+            error = (KAFKA_STORAGE_ERROR if error_code == 56
+                     else kafka_error_name(kafka_errors.for_code(error_code)()))
+        replicas = [ReplicaInDir(topic.name, part.partition_index, bool(part.is_future_key),
+                                 int(part.partition_size or 0), int(part.offset_lag or 0))
+                    for topic in entry.topics or () for part in topic.partitions]
+        replicas.sort(key=lambda r: (r.topic, r.partition, r.is_future))
+        total, usable = entry.total_bytes, entry.usable_bytes
+        dirs.append(LogDirObservation(
+            broker_id=broker_id, path=entry.log_dir, online=error_code == 0, error=error,
+            replicas=tuple(replicas),
+            total_bytes=total if total is not None and total >= 0 else None,
+            usable_bytes=usable if usable is not None and usable >= 0 else None,
+        ))
     return dirs
 
 

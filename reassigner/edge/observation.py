@@ -4,6 +4,8 @@ A `ClusterObservation` is one poll's answer of the Admin API, merged: brokers (r
 fenced), topics (id, min.insync.replicas), partitions (replicas, ISR, leader, leader epoch,
 adding/removing of an ongoing reassignment, offline replicas, log dir per replica, size) and the
 log dirs of every broker (online, sizes, the replicas and future replicas in them).
+`compute_log_dirs_hint` tells when the metadata suggests the dirs changed (a poll reads them
+then, and otherwise only every few seconds: they are half of a poll's cost).
 
 `compute_events(previous, current, now_ms)` gives the state-carrying events for what changed, as
 `(topic_suffix, key, record)` with `record` ready for `schemas.codec.encode`:
@@ -17,7 +19,10 @@ log dirs of every broker (online, sizes, the replicas and future replicas in the
       / adding / removing / offline / log dirs
 
 `compute_snapshot_events(current, snapshot_id, now_ms)` gives a START marker, the state of every
-broker, topic, log dir and partition carrying the snapshot id, and an END marker with the counts.
+broker, topic, log dir and partition carrying the snapshot id, and an END marker with the counts
+and the inventory (every topic with its partition count, every broker id): the pipeline drops
+what is absent from it and was not observed after `now_ms` (a deletion event that was lost,
+SPEC 2), see `handlers.events`.
 
 INVARIANTS
 - Pure: no I/O, no clock (`now_ms` is an argument), no randomness (message ids are UUID-5 of
@@ -139,35 +144,41 @@ def compute_observation(
     dir and the partition's size (the leader's replica; the largest one when leaderless), the
     brokers get their dir paths, topics get counts and min ISR."""
     dirs_by_key = {(d.broker_id, d.path): d for d in log_dirs}
-    dir_of_replica: dict[tuple[str, int, int], str] = {}
-    size_of_replica: dict[tuple[str, int, int], int] = {}
+    # (topic, partition) → broker → (dir, size) of its replica; one lookup per partition below
+    # (this merge runs on every poll: at 10,000 partitions it is a sizeable part of one).
+    hosted_by_partition: dict[PartitionKey, dict[int, tuple[str, int]]] = {}
     paths_of_broker: dict[int, list[str]] = {}
     for (broker_id, path), log_dir in dirs_by_key.items():
         paths_of_broker.setdefault(broker_id, []).append(path)
         for replica in log_dir.replicas:
             if replica.is_future:
                 continue
-            dir_of_replica[(replica.topic, replica.partition, broker_id)] = path
-            size_of_replica[(replica.topic, replica.partition, broker_id)] = replica.size_bytes
+            hosted_by_partition.setdefault((replica.topic, replica.partition), {})[broker_id] = (
+                path, replica.size_bytes)
 
     merged: dict[PartitionKey, PartitionObservation] = {}
     for p in partitions:
-        adding, removing = reassignments.get((p.topic, p.partition), ((), ()))
-        replica_dirs = tuple(dir_of_replica.get((p.topic, p.partition, b)) for b in p.replicas)
-        sizes = [size_of_replica.get((p.topic, p.partition, b)) for b in p.replicas]
-        size = size_of_replica.get((p.topic, p.partition, p.leader)) if p.leader is not None else None
-        if size is None:
-            known = [s for s in sizes if s is not None]
-            size = max(known) if known else None
-        # The metadata and the reassignment list come from different brokers and may disagree
-        # for a moment; keep the model's invariant (adding, removing ⊆ replicas).
-        merged[(p.topic, p.partition)] = replace(
-            p,
-            adding=tuple(b for b in adding if b in p.replicas),
-            removing=tuple(b for b in removing if b in p.replicas),
-            log_dirs=replica_dirs if any(d is not None for d in replica_dirs) else (),
-            size_bytes=size,
-        )
+        key = (p.topic, p.partition)
+        adding, removing = reassignments.get(key, ((), ()))
+        if adding or removing:
+            # The metadata and the reassignment list come from different brokers and may disagree
+            # for a moment; keep the model's invariant (adding, removing ⊆ replicas).
+            adding = tuple(b for b in adding if b in p.replicas)
+            removing = tuple(b for b in removing if b in p.replicas)
+        hosted = hosted_by_partition.get(key)
+        replica_dirs: tuple[str | None, ...] = ()
+        size = None
+        if hosted:
+            replica_dirs = tuple(hosted[b][0] if b in hosted else None for b in p.replicas)
+            if not any(d is not None for d in replica_dirs):
+                replica_dirs = ()
+            if p.leader in hosted:
+                size = hosted[p.leader][1]
+            else:
+                size = max((hosted[b][1] for b in p.replicas if b in hosted), default=None)
+        merged[key] = PartitionObservation(
+            p.topic, p.partition, p.replicas, p.isr, p.leader, p.leader_epoch, tuple(adding),
+            tuple(removing), p.offline_replicas, replica_dirs, size)
 
     broker_map = {
         b.broker_id: replace(b, log_dirs=tuple(sorted(paths_of_broker.get(b.broker_id, b.log_dirs))))
@@ -192,9 +203,32 @@ def compute_observation(
     return ClusterObservation(
         brokers=dict(sorted(broker_map.items())),
         topics=topics,
-        partitions=dict(sorted(merged.items())),
+        partitions={key: merged[key] for key in sorted(merged)},
         log_dirs=dict(sorted(dirs_by_key.items())),
     )
+
+
+def compute_log_dirs_hint(previous: ClusterObservation, brokers: Iterable[BrokerObservation],
+                          partitions: Iterable[PartitionObservation] = ()) -> str | None:
+    """Why a poll must read the log dirs although they are not due, or None when the previous
+    poll's dirs still describe the cluster as far as the metadata can tell. A dir can change
+    unseen by the metadata only by failing empty, by moving a replica between dirs of one
+    broker (a move in flight shows as a future replica), by a broker's restart (fencing) or by
+    a replica being created (a new partition, a reassignment in flight)."""
+    if not previous.brokers:
+        return "no earlier poll"
+    live = {b.broker_id for b in brokers if not b.fenced}
+    if live != {b.broker_id for b in previous.brokers.values() if not b.fenced}:
+        return "the live brokers changed"
+    if any(r.is_future for d in previous.log_dirs.values() for r in d.replicas):
+        return "a replica is moving between dirs"
+    if any(p.adding or p.removing for p in previous.partitions.values()):
+        return "a reassignment is in flight"  # its new replicas' dirs appear as they are created
+    for p in partitions:
+        before = previous.partitions.get((p.topic, p.partition))
+        if before is None or before.replicas != p.replicas or before.offline_replicas != p.offline_replicas:
+            return f"the replicas of {p.topic}-{p.partition} changed"
+    return None
 
 
 def compute_replication_factor(partitions: Sequence[PartitionObservation]) -> int:
@@ -265,7 +299,8 @@ def compute_snapshot_events(current: ClusterObservation, snapshot_id: str, now_m
     start = snapshot_marker(snapshot_id, "START", now_ms, now_ms)
     end = snapshot_marker(snapshot_id, "END", now_ms, now_ms, ended_at=now_ms,
                           counts=(len(current.brokers), len(current.topics),
-                                  len(current.partitions), len(current.log_dirs)))
+                                  len(current.partitions), len(current.log_dirs)),
+                          inventory=current)
     return [start, *body, end]
 
 
@@ -345,7 +380,9 @@ def partition_event(p: PartitionObservation, now_ms: int, snapshot_id: str | Non
 
 
 def snapshot_marker(snapshot_id: str, phase: str, now_ms: int, started_at: int,
-                    ended_at: int | None = None, counts: tuple[int, int, int, int] = (0, 0, 0, 0)) -> Event:
+                    ended_at: int | None = None, counts: tuple[int, int, int, int] = (0, 0, 0, 0),
+                    inventory: ClusterObservation | None = None) -> Event:
+    """A START or END marker; an END marker given the poll's observation lists its inventory."""
     brokers, topics, partitions, log_dirs = counts
     record = _header("snapshots", f"{snapshot_id}:{phase}", now_ms, snapshot_id) | {
         "key": snapshot_id,
@@ -357,6 +394,10 @@ def snapshot_marker(snapshot_id: str, phase: str, now_ms: int, started_at: int,
         "topic_count": topics,
         "partition_count": partitions,
         "log_dir_count": log_dirs,
+        "has_inventory": inventory is not None,
+        "topics": [] if inventory is None else [
+            {"name": t.name, "partition_count": t.partition_count} for t in inventory.topics.values()],
+        "broker_ids": [] if inventory is None else sorted(inventory.brokers),
     }
     return ("snapshots", snapshot_id, record)
 

@@ -1,7 +1,9 @@
 """The watcher: polls the cluster, diffs against its last view, publishes what changed.
 
 ONE POLL, in this order:
-1. observe the cluster through the Admin API (`ClusterAdmin.observe`);
+1. observe the cluster through the Admin API (`ClusterAdmin.observe`), reading the log dirs when
+   they are due (every `log_dirs_interval_seconds`, and for every snapshot; the admin reads them
+   sooner when the metadata hints a change);
 2. compute the events: a full snapshot when one is due (on start, then every
    `snapshot_interval_seconds`), else the change events against the last *published* view;
 3. publish them (idempotent producer, acks=all) and wait for every acknowledgement;
@@ -65,6 +67,7 @@ class Watcher:
         self.clock = clock
         self.view: ClusterObservation = EMPTY
         self._next_snapshot_at = 0.0  # a snapshot on start
+        self._next_log_dirs_at = 0.0
         self._topics_ready = False
 
     def prepare_topics(self) -> None:
@@ -80,12 +83,15 @@ class Watcher:
         if not self._topics_ready:
             self.prepare_topics()
         started = time.monotonic()
-        current = self.admin.observe(self.view)
+        polled_at = self.clock()
+        snapshot_due = polled_at >= self._next_snapshot_at
+        log_dirs_due = snapshot_due or polled_at >= self._next_log_dirs_at
+        current = self.admin.observe(self.view, log_dirs_due=log_dirs_due)
         observed = time.monotonic()
         now = self.clock()
         now_ms = int(now * 1000)
         snapshot_id: str | None = None
-        if now >= self._next_snapshot_at:
+        if snapshot_due:
             snapshot_id = str(uuid.uuid4())
             events = compute_snapshot_events(current, snapshot_id, now_ms)
         else:
@@ -101,6 +107,8 @@ class Watcher:
                       snapshot_id, len(current.brokers), len(current.topics),
                       len(current.partitions), len(current.log_dirs))
             self._next_snapshot_at = now + self.settings.snapshot_interval_seconds
+        if log_dirs_due:
+            self._next_log_dirs_at = polled_at + self.settings.log_dirs_interval_seconds
         self.view = current
         return PollOutcome(len(events), snapshot_id, observed - started, diffed - observed,
                            published - diffed)

@@ -258,7 +258,7 @@ class LocalStack:
         path = Path(log_dir)
         if not path.is_dir():
             raise LocalStackError(f"log dir {log_dir} of broker {broker_id} has already failed")
-        shutil.rmtree(path)
+        _remove_tree(path)
         path.write_text("this log dir was failed on purpose by `reassigner local fail-logdir`\n")
         kafka_admin.wait_for_log_dir_offline(state.bootstrap_servers, broker_id, log_dir, timeout)
         return log_dir
@@ -354,3 +354,19 @@ class LocalStack:
                 f"the local stack has no broker {broker_id}; its brokers are {known}"
             )
         return state.brokers[broker_id]
+
+
+def _remove_tree(path: Path) -> None:
+    """`shutil.rmtree` of a dir a running broker writes to: Kafka deletes `*-delete` dirs in it
+    in the background, so an entry can vanish under us (FileNotFoundError); go on, and try again
+    until the dir is gone."""
+    for _ in range(20):
+        shutil.rmtree(path, onerror=_ignore_vanished)
+        if not path.exists():
+            return
+    raise LocalStackError(f"could not remove {path}: the broker keeps writing to it")
+
+
+def _ignore_vanished(function, name, exc_info) -> None:
+    if not issubclass(exc_info[0], FileNotFoundError):
+        raise exc_info[1]

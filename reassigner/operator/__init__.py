@@ -2,7 +2,7 @@
 
 Modules, and which of them do I/O:
 
-    dynamic_config  pure   the SetConfig keys an operator may change, their parsers and defaults
+    dynamic_config  pure   `config set` / `config get` over the pipeline's table of dynamic keys
     requests        pure builders of Request envelopes + `publish_request` (confluent-kafka)
     views           pure   ControllerState → the rows of `list` and `status`, and JSON for the API
     kafka_io        I/O    the one place that talks confluent-kafka for this package: client

@@ -85,6 +85,12 @@ def test_a_snapshot_alone_rebuilds_the_view_and_counts_itself(observation):
                ("broker-membership", "topic-state", "isr-changes", "disk-failures")}
     assert (end["broker_count"], end["topic_count"], end["partition_count"], end["log_dir_count"]) == (
         counted["broker-membership"], counted["topic-state"], counted["isr-changes"], counted["disk-failures"])
+    # The END marker carries the inventory the pipeline reconciles with (SPEC 2); START does not.
+    assert not start["has_inventory"] and end["has_inventory"]
+    assert {t["name"]: t["partition_count"] for t in end["topics"]} == {
+        name: sum(1 for key in observation.partitions if key[0] == name) for name in observation.topics}
+    assert end["broker_ids"] == sorted(observation.brokers)
+    assert end["started_at"] == NOW and all(record["event_time"] == NOW for _, _, record in body)
 
 
 @settings(max_examples=60, deadline=None)

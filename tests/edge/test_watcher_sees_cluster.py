@@ -237,7 +237,7 @@ def test_the_loop_survives_an_unreachable_cluster_without_hot_looping(caplog):
     admin = ClusterAdmin("127.0.0.1:1", request_timeout_ms=1000)
     attempts = []
     original = admin.observe
-    admin.observe = lambda previous=None: (attempts.append(time.monotonic()), original(previous))[1]
+    admin.observe = lambda previous=None, **kwargs: (attempts.append(time.monotonic()), original(previous, **kwargs))[1]
     watcher = Watcher(admin, EventPublisher(producer_config("127.0.0.1:1"), PREFIX), settings)
     watcher._topics_ready = True  # only observation matters here
     stop = threading.Event()

@@ -53,6 +53,18 @@ def partition_event(p: PartitionState, at_ms: int) -> tuple[str, dict]:
         "log_dirs": list(p.log_dirs)})
 
 
+def snapshot_end(cluster: Cluster, at_ms: int, snapshot_id: str = "snap-1",
+                 inventory: bool = True) -> tuple[str, dict]:
+    """The END marker of a snapshot of `cluster` polled at `at_ms` (with its inventory)."""
+    return ("SnapshotMarker", {
+        **envelope(snapshot_id, at_ms), "snapshot_id": snapshot_id, "phase": "END",
+        "started_at": at_ms, "ended_at": at_ms, "broker_count": len(cluster.brokers),
+        "topic_count": len(cluster.topics), "partition_count": len(cluster.partitions_by_tp),
+        "log_dir_count": sum(len(b.log_dirs) for b in cluster.brokers), "has_inventory": inventory,
+        "topics": [{"name": t.name, "partition_count": len(t.partitions)} for t in cluster.topics] if inventory else [],
+        "broker_ids": [b.id for b in cluster.brokers] if inventory else []})
+
+
 def cluster_events(cluster: Cluster, at_ms: int) -> tuple[tuple[str, dict], ...]:
     """Every broker, topic, dir and partition of `cluster`, in the pipeline's order."""
     events = [broker_event(b, at_ms) for b in cluster.brokers]

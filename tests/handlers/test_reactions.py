@@ -200,6 +200,25 @@ def test_fenced_broker_event_for_an_unknown_broker_is_tracked_as_down():
     assert alerts(decision, "BrokerFailed")
 
 
+
+def test_a_new_broker_first_seen_fenced_is_still_rebalanced_onto():
+    """Regression (scenario test, add two brokers): KRaft registers a new broker fenced and
+    unfences it a second or two later; a poll in between made it a failed broker that then
+    "recovered", and no plan ever moved a replica onto it."""
+    policy = Policy(broker_add_grace_seconds=5)
+    loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), policy)
+    loop.step()
+    fenced = loop.step(extra_events=[broker_event(Broker(3, rack="r0", alive=False), loop.now_ms, "FENCED")])
+    assert [a["kind"] for a in alerts(fenced)] == ["BrokerFailed"]
+    loop.sim.add_broker(new_broker(3))
+    joined = loop.step()
+    assert [a["kind"] for a in alerts(joined)] == ["BrokerRecovered", "BrokerAdded"]
+    plans = []
+    for _ in range(10):
+        loop.sim.tick(1.0)
+        plans += alerts(loop.step(), "PlanCreated")
+    assert len(plans) == 1 and plans[0]["message"].startswith("broker 3 added")
+
 def test_disk_failure_is_traced_when_the_watcher_no_longer_knows_the_replicas_dir():
     """Regression: Kafka describes an offline dir with no replicas, so the watcher's partition
     events carry None as the dir of a replica in it (and list it offline). The replica must

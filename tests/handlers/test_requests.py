@@ -83,6 +83,23 @@ def test_reassign_without_additional_is_refused_while_others_run_and_joins_with_
     assert joined.state.reassignments[TP0] == first.state.reassignments[TP0], "running work undisturbed"
 
 
+
+def test_a_new_target_for_a_moving_partition_supersedes_it_and_the_plan_says_so():
+    state = bootstrapped()
+    first = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({TP0: (3, 4, 0)}, T0 + 1000, "r1"),)), Policy())
+    assert alerts(first, "PlanCreated")[0]["details"]["superseded"] == "0"
+    tp1 = TopicPartition("t", 1)
+    second = decide(first.state, BatchInputs(2, T0 + 2000, requests=(
+        reassign({TP0: (4, 3, 0), tp1: (0, 3, 4)}, T0 + 2000, "r2", additional=True),)), Policy())
+    plan = alerts(second, "PlanCreated")[0]
+    assert plan["details"]["superseded"] == "1" and plan["details"]["superseded_partitions"] == "t-0"
+    assert "superseded" in plan["message"]
+    record = second.state.reassignments[TP0]
+    assert record.final_target == (4, 3, 0)
+    assert record.in_flight == first.state.reassignments[TP0].in_flight, "the step in flight finishes first"
+    assert record.reassignment_id == first.state.reassignments[TP0].reassignment_id
+    assert not commands(second, "CancelReassignment")
+
 def test_cancel_sends_cancel_reassignment_then_reverts_to_the_original_replicas():
     cluster = simple_cluster(6, {"t": (2, 3)}, size=10**9)
     loop = Loop.start(cluster, Policy(max_replica_movements=1), bytes_per_sec=10**8)

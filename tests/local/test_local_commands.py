@@ -103,9 +103,16 @@ def test_add_broker_registers_unfenced_with_its_rack(stack, observer):
     assert broker["rack"] == "/dc2/r2" and broker["is_fenced"] is False
 
 
+def only_partition(observer, topic: str) -> dict | None:
+    """The single partition of `topic`, or None while its metadata has not reached the broker."""
+    described = observer.describe_topics([topic])
+    partitions = described[0]["partitions"] if described else []
+    return partitions[0] if partitions else None
+
+
 def test_kill_broker_fences_it_and_it_leaves_the_isr(stack, observer):
     create_topic(stack, "kill-test", [1, 2, 3])
-    eventually(lambda: observer.describe_topics(["kill-test"])[0]["partitions"][0]["isr_nodes"])
+    eventually(lambda: (only_partition(observer, "kill-test") or {}).get("isr_nodes"))
     reassigner("local", "kill-broker", "3", stack_dir=stack["dir"])
 
     def fenced_or_gone():
@@ -114,15 +121,15 @@ def test_kill_broker_fences_it_and_it_leaves_the_isr(stack, observer):
 
     eventually(fenced_or_gone, timeout=30)
     def partition_without_broker_3():
-        [partition] = observer.describe_topics(["kill-test"])[0]["partitions"]
-        return partition if 3 not in partition["isr_nodes"] else None
+        partition = only_partition(observer, "kill-test")
+        return partition if partition and 3 not in partition["isr_nodes"] else None
 
     partition = eventually(partition_without_broker_3, timeout=30)
     assert sorted(partition["isr_nodes"]) == [1, 2]
 
     reassigner("local", "start-broker", "3", stack_dir=stack["dir"])
     assert not brokers_seen(observer)[3]["is_fenced"]
-    eventually(lambda: 3 in observer.describe_topics(["kill-test"])[0]["partitions"][0]["isr_nodes"],
+    eventually(lambda: 3 in (only_partition(observer, "kill-test") or {}).get("isr_nodes", ()),
                timeout=60)
 
 

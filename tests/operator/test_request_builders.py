@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reassigner.errors import InvalidConfigError, InvalidInputError, MalformedInputError
-from reassigner.operator.dynamic_config import DYNAMIC_KEYS, compute_config_value, compute_effective_config
+from handlers.policy import DYNAMIC_KEYS
+from reassigner.operator.dynamic_config import compute_config_value, compute_effective_config
 from reassigner.operator.requests import (
     build_approve_request,
     build_cancel_request,
@@ -122,12 +123,18 @@ def test_every_dynamic_key_maps_to_a_setting_and_config_get_merges_overrides():
     assert compute_config_value("mode=") == ("mode", None)
 
 
-def test_the_pipeline_accepts_every_key_and_canonical_value_the_cli_sends():
-    policy = pytest.importorskip("handlers.policy")
-    samples = {"mode": "observe", "stall.action": "cancel", "step.stall.timeout": "10m",
-               "broker.add.grace": "0", "broker.failure.grace": "5m", "throttle.bytes.per.sec": "1MB",
-               "self.healing.max.failed.brokers": "0", "self.healing.max.failed.fraction": "0.5"}
-    assert set(DYNAMIC_KEYS) == set(policy.DYNAMIC_KEYS)
-    for key in DYNAMIC_KEYS:
-        _key, value = compute_config_value(f"{key}={samples.get(key, '3')}")
-        policy.parse_config_value(key, value)  # raises if the pipeline would reject it
+def test_the_pipeline_reads_the_canonical_value_the_cli_sends_as_the_same_value():
+    from handlers.policy import Policy, compute_config_text, effective_policy
+
+    samples = {"mode": "Observe", "stall.action": "cancel", "step.stall.timeout": "10m",
+               "broker.add.grace": "0", "broker.failure.grace": "1500ms", "throttle.bytes.per.sec": "1MB",
+               "self.healing.max.failed.brokers": "0", "self.healing.max.failed.fraction": "0.50"}
+    for key in DYNAMIC_KEYS.values():
+        assert key.field in Policy.__dataclass_fields__, key.name
+        _name, canonical = compute_config_value(f"{key.name}={samples.get(key.name, '+3')}")
+        assert compute_config_text(key.name, canonical) == compute_config_text(key.name, samples.get(key.name, "+3"))
+        assert compute_config_text(key.name, canonical)[0] == canonical  # a fixed point
+    effective = effective_policy(Policy(), {"step.stall.timeout": "600", "throttle.bytes.per.sec": "1000000",
+                                            "broker.failure.grace": "1.5", "mode": "observe"})
+    assert (effective.step_stall_timeout_seconds, effective.throttle_bytes_per_sec) == (600.0, 1_000_000)
+    assert (effective.broker_failure_grace_seconds, effective.mode) == (1.5, "observe")

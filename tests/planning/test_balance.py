@@ -64,3 +64,51 @@ def test_planning_is_deterministic(seed):
     assert first == second
     shuffled = Cluster(tuple(reversed(cluster.brokers)), tuple(reversed(cluster.topics)))
     assert plan_placement(shuffled, goal).targets == first.targets
+
+
+RACKED = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2", 5: "/dc1/r3", 6: "/dc2/r3"}
+
+
+def _drained_or_healed(parts, goal_kind):
+    brokers = tuple(Broker(b, rack=r, alive=not (b == 2 and goal_kind == "heal"),
+                           draining=b == 2 and goal_kind == "drain") for b, r in RACKED.items())
+    topic = Topic("t", tuple(PartitionState("t", i, tuple(p), isr=tuple(p), leader=p[0])
+                            for i, p in enumerate(parts)))
+    cluster = Cluster(brokers, (topic,))
+    goal = (Goal(drain_brokers=frozenset({2}), heal=False, rebalance=False) if goal_kind == "drain"
+            else Goal(heal=True, rebalance=False))
+    plan = plan_placement(cluster, goal)
+    return [plan.targets.get(p.tp, p.replicas) for p in topic.partitions]
+
+
+def test_a_slot_forced_into_a_full_rack_domain_goes_to_its_least_loaded_broker():
+    # Regression (scenario test, decommission of broker 2): t-0 and t-1 lose their only dc1
+    # replica, so both new replicas must go to dc1 = {1, 5}, whose quota (3) the kept replicas
+    # already fill. Both went to broker 1 (the first rack by tie-break): 1 held 3, 5 held 1.
+    parts = [[2, 6, 3], [6, 2, 3], [4, 5, 1]]
+    for kind in ("drain", "heal"):
+        finals = _drained_or_healed(parts, kind)
+        counts = {b: sum(b in f for f in finals) for b in (1, 5)}
+        assert counts == {1: 2, 5: 2}, (kind, finals)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 100_000), kind=st.sampled_from(["drain", "heal"]))
+def test_a_drain_or_heal_sends_each_replica_to_a_least_loaded_broker_of_its_domain(seed, kind):
+    """No rebalance moves, so counts need not even out; but no new replica lands on a broker
+    holding two more of the topic than another broker of the same top-level domain that could
+    have taken it (not in the partition, eligible)."""
+    rnd = random.Random(seed)
+    eligible = [b for b in RACKED if b != 2]
+    for _ in range(1000):
+        parts = [rnd.sample(sorted(RACKED), 3) for _ in range(rnd.randint(1, 6))]
+        if all(1 <= sum(RACKED[b].startswith("/dc1") for b in p) <= 2 for p in parts):
+            break
+    finals = _drained_or_healed(parts, kind)
+    counts = {b: sum(b in f for f in finals) for b in eligible}
+    for before, final in zip(parts, finals):
+        for receiver in set(final) - set(before):
+            domain = RACKED[receiver].split("/")[1]
+            passed_over = [b for b in eligible if RACKED[b].split("/")[1] == domain and b not in final
+                           and b not in before and counts[b] + 2 <= counts[receiver]]
+            assert not passed_over, (parts, finals)

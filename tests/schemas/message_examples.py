@@ -143,6 +143,9 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "topic_count": 0,
             "partition_count": 0,
             "log_dir_count": 0,
+            "has_inventory": False,
+            "topics": [],
+            "broker_ids": [],
         },
         {
             **envelope("snap-0007"),
@@ -151,9 +154,12 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "started_at": EVENT_TIME - 250,
             "ended_at": EVENT_TIME,
             "broker_count": 4,
-            "topic_count": 31,
+            "topic_count": 2,
             "partition_count": 1_204,
             "log_dir_count": 8,
+            "has_inventory": True,
+            "topics": [{"name": "orders", "partition_count": 24}, {"name": "payments", "partition_count": 1_180}],
+            "broker_ids": [1, 2, 3, 4],
         },
     ],
     "Request": [

@@ -17,6 +17,7 @@ from schemas.loader import compute_self_contained_schema, known_versions, schema
 
 FROZEN_DIGESTS = {
     1: "a3629875edcc25cdd7fbd32f29b999fca231e4760f63f05f26dac40f2c70d85a",
+    2: "11af5d9884d9e203e8bb08193971f277f095a8849d070a457e849f1819b2dce8",  # SnapshotMarker inventory
 }
 """sha256 over (file name, content) of each released `history/v<N>`: released sets never change."""
 

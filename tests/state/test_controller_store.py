@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from planning.controller import ControllerState, Proposal
+from planning.controller import ControllerState, ObservationTimes, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.reassignment import StepInFlight, start_reassignment, start_step
 from planning.steps import Step
@@ -42,6 +42,7 @@ def sample_state(isr=(1, 2, 3)) -> ControllerState:
         epoch=3,
         open_alerts=frozenset({"UnderMinIsr:orders-1"}),
         command_sequence=5,
+        observed_at=ObservationTimes(topics={"orders": 1_800_000_000_123}, brokers={1: 7, 3: 9}),
     )
 
 
@@ -97,6 +98,15 @@ def test_only_changed_fields_are_written_and_removals_delete(store, redis_client
     loaded = store.load()
     assert loaded.reassignments == {}
     assert loaded.cluster.partitions_by_tp[TopicPartition("orders", 1)].isr == (1, 2)
+
+
+def test_state_written_before_observation_times_were_kept_still_loads(store, redis_client):
+    redis_client.hset(store.keys["brokers"], "1", '["/dc1/r1",true,false,[["/data/d0",true,100,40]]]')
+    redis_client.hset(store.keys["topics"], "orders", "2")
+    loaded = store.load()
+    assert loaded.cluster.broker(1) == Broker(1, "/dc1/r1", True, False, (LogDir("/data/d0", True, 100, 40),))
+    assert loaded.cluster.min_isr("orders") == 2
+    assert loaded.observed_at == ObservationTimes()
 
 
 def test_epoch_only_grows(store):

@@ -1,0 +1,160 @@
+"""What one watcher poll reads: the log dirs (half a poll's cost at 10,000 partitions) only when
+due or when the metadata hints a change; the rest sent together. No Kafka here: the Admin API's
+answers are stubbed at `ClusterAdmin`'s own seams."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+from reassigner.edge.admin import ClusterAdmin
+from reassigner.edge.observation import (
+    EMPTY,
+    BrokerObservation,
+    LogDirObservation,
+    ReplicaInDir,
+    compute_log_dirs_hint,
+)
+from reassigner.edge.watcher import Watcher
+from reassigner.errors import KafkaTransientError
+from reassigner.settings import load_settings
+
+BROKERS = [BrokerObservation(1, "/r1", "h", 1, False), BrokerObservation(2, "/r2", "h", 2, False)]
+
+
+def metadata(replicas=(1, 2), offline=()) -> list[SimpleNamespace]:
+    """A Metadata answer as kafka-python's structs (attributes named as in Kafka's schema)."""
+    partition = SimpleNamespace(partition_index=0, replica_nodes=list(replicas), isr_nodes=list(replicas),
+                                leader_id=replicas[0], leader_epoch=0, offline_replicas=list(offline))
+    return [SimpleNamespace(name="t", error_code=0, topic_id=None, partitions=[partition])]
+
+
+def dirs_answer(online: bool = True) -> list[SimpleNamespace]:
+    """One broker's DescribeLogDirs answer as kafka-python's structs."""
+    replica = SimpleNamespace(partition_index=0, partition_size=7, offset_lag=0, is_future_key=False)
+    return [SimpleNamespace(log_dir="/data", error_code=0 if online else 56, total_bytes=100, usable_bytes=50,
+                            topics=[SimpleNamespace(name="t", partitions=[replica])] if online else [])]
+
+
+class StubbedAdmin(ClusterAdmin):
+    """ClusterAdmin with its Kafka reads answered from fields; records what each poll asked."""
+
+    def __init__(self) -> None:
+        super().__init__("127.0.0.1:1")
+        self.metadata = metadata()
+        self.online = {1: True, 2: True}
+        self.failing: set[str] = set()
+        self.reads: list[list[str]] = []
+        self.alone: list[str] = []
+
+    def describe_brokers(self):
+        return list(BROKERS)
+
+    def read_together(self, reads):
+        self.reads.append(sorted(reads))
+        answers = {}
+        for name in reads:
+            if name in self.failing:
+                answers[name] = KafkaTransientError("stubbed", "NETWORK_EXCEPTION")
+            elif name == "metadata":
+                answers[name] = self.metadata
+            elif name == "reassignments":
+                answers[name] = {}
+            elif name == "min isr":
+                (topics,) = reads[name][1]
+                answers[name] = {"topic": {t: {"min.insync.replicas": {"value": "1"}} for t in topics}}
+            else:
+                broker_id = int(name.rsplit(" ", 1)[1])
+                answers[name] = dirs_answer(self.online[broker_id])
+        return answers
+
+    def describe_partitions(self):
+        self.alone.append("metadata")
+        from reassigner.edge.admin import compute_partitions
+        return compute_partitions(self.metadata)
+
+    def describe_log_dirs(self, broker_ids):
+        self.alone += [f"log dirs {b}" for b in broker_ids]
+        return [], set(broker_ids)
+
+    def describe_min_insync_replicas(self, topics):
+        self.alone += [f"min isr {t}" for t in topics]
+        return {t: 1 for t in topics}
+
+
+DIR_READS = ["log dirs 1", "log dirs 2"]
+
+
+def test_the_first_poll_reads_everything_at_once_and_then_dirs_only_when_due():
+    admin = StubbedAdmin()
+    first = admin.observe(None, log_dirs_due=False)  # no earlier poll: the dirs are read anyway
+    assert admin.reads == [sorted(["metadata", "reassignments", *DIR_READS])]
+    assert first.topics["t"].min_insync_replicas == 1  # a new topic's: asked alone
+    assert first.partitions[("t", 0)].log_dirs == ("/data", "/data")
+    admin.reads.clear()
+    second = admin.observe(first, log_dirs_due=False)
+    assert admin.reads == [["metadata", "min isr", "reassignments"]]
+    assert second == first  # the dirs carried over
+    admin.observe(first, log_dirs_due=True)
+    assert admin.reads[-1] == sorted(["metadata", "min isr", "reassignments", *DIR_READS])
+
+
+def test_a_hint_in_the_metadata_reads_the_dirs_before_they_are_due():
+    admin = StubbedAdmin()
+    first = admin.observe(None)
+    # A dir holding a replica fails: the metadata lists the replica offline at once.
+    admin.online[2] = False
+    admin.metadata = metadata(offline=(2,))
+    admin.reads.clear()
+    after = admin.observe(first, log_dirs_due=False)
+    assert admin.reads == [["metadata", "min isr", "reassignments"], DIR_READS]
+    assert after.log_dirs[(2, "/data")].online is False
+
+
+def test_a_read_that_fails_together_is_done_again_alone():
+    admin = StubbedAdmin()
+    admin.failing = {"metadata", "log dirs 2"}
+    first = admin.observe(None)
+    assert admin.alone == ["metadata", "log dirs 2", "min isr t"]
+    assert ("t", 0) in first.partitions and (1, "/data") in first.log_dirs
+
+
+def test_the_hint_names_what_the_dirs_may_have_changed_with():
+    admin = StubbedAdmin()
+    view = admin.observe(None)
+    partitions = [p for p in view.partitions.values()]
+    assert compute_log_dirs_hint(EMPTY, BROKERS) == "no earlier poll"
+    assert compute_log_dirs_hint(view, BROKERS, partitions) is None
+    fenced = [BROKERS[0], replace(BROKERS[1], fenced=True)]
+    assert compute_log_dirs_hint(view, fenced) == "the live brokers changed"
+    moved = [replace(partitions[0], replicas=(1,))]
+    assert compute_log_dirs_hint(view, BROKERS, moved) == "the replicas of t-0 changed"
+    moving = replace(view, log_dirs={**view.log_dirs, (1, "/data"): LogDirObservation(
+        1, "/data", True, replicas=(ReplicaInDir("t", 0, is_future=True),))})
+    assert compute_log_dirs_hint(moving, BROKERS, partitions) == "a replica is moving between dirs"
+    reassigning = replace(view, partitions={("t", 0): replace(partitions[0], adding=(2,))})
+    assert compute_log_dirs_hint(reassigning, BROKERS, partitions) == "a reassignment is in flight"
+
+
+class FakePublisher:
+    def publish_events(self, events, timeout_seconds: float = 30.0) -> int:
+        return len(list(events))
+
+
+def test_the_watcher_asks_for_dirs_every_interval_and_for_every_snapshot():
+    now = [1000.0]
+    asked: list[bool] = []
+
+    class RecordingAdmin(StubbedAdmin):
+        def observe(self, previous=None, log_dirs_due=True):
+            asked.append(log_dirs_due)
+            return super().observe(previous, log_dirs_due)
+
+    settings = load_settings(log_dirs_interval_seconds=2, snapshot_interval_seconds=10)
+    watcher = Watcher(RecordingAdmin(), FakePublisher(), settings, clock=lambda: now[0])
+    watcher._topics_ready = True
+    for _ in range(12):
+        watcher.poll_once()
+        now[0] += 1.0
+    # t = 0 (snapshot), 2, 4, 6, 8, 10 (snapshot), ...: never more than 2 s without a read.
+    assert asked == [True, False] * 6
