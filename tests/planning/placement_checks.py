@@ -12,6 +12,16 @@ from collections import Counter
 
 from planning.model import Broker, Cluster, PartitionState, Topic
 
+# Rack layouts for generated clusters, by name: broker index → rack (None: no rack).
+RACK_SHAPES = {
+    "flat2": lambda i: f"r{i % 2}",
+    "flat3": lambda i: f"r{i % 3}",
+    "uneven": lambda i: "r0" if i % 5 == 0 else f"r{1 + i % 2}",
+    "dc2x2": lambda i: f"/dc{i % 2}/r{(i // 2) % 2}",
+    "dc3x4": lambda i: f"/dc{i % 3}/r{(i // 3) % 4}",
+    "mixed": lambda i: None if i % 5 == 4 else f"/dc{i % 2}/r{i % 3}",
+}
+
 
 def rack_levels(broker: Broker) -> tuple[str, ...]:
     if broker.rack is None or not broker.rack.strip("/ "):

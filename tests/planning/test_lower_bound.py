@@ -15,7 +15,7 @@ from collections import Counter
 
 from hypothesis import given, settings, strategies as st
 
-from placement_checks import _spread_ok, random_spread_cluster
+from placement_checks import RACK_SHAPES, _spread_ok, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
 from planning.placement import Goal, compute_lower_bound, compute_planning_cluster, plan_placement
 from planning.quotas import compute_balanced_ranges
@@ -88,19 +88,12 @@ def test_bound_never_exceeds_a_brute_force_balanced_plan(racks, added_rack, rf, 
     assert plan.replica_moves >= bound
 
 
-SHAPES = {
-    "flat3": lambda i: f"r{i % 3}",
-    "uneven": lambda i: "r0" if i % 5 == 0 else f"r{1 + i % 2}",
-    "dc2x2": lambda i: f"/dc{i % 2}/r{(i // 2) % 2}",
-    "dc3x4": lambda i: f"/dc{i % 3}/r{(i // 3) % 4}",
-    "mixed": lambda i: None if i % 5 == 4 else f"/dc{i % 2}/r{i % 3}",
-}
 
 
 @settings(max_examples=80, deadline=None)
 @given(
     seed=st.integers(0, 100_000),
-    shape=st.sampled_from(sorted(SHAPES)),
+    shape=st.sampled_from(sorted(RACK_SHAPES)),
     brokers=st.integers(4, 16),
     rf=st.integers(1, 4),
     added=st.integers(0, 3),
@@ -108,7 +101,7 @@ SHAPES = {
 )
 def test_our_moves_are_never_below_the_bound(seed, shape, brokers, rf, added, drained):
     rnd = random.Random(seed)
-    rack = SHAPES[shape]
+    rack = RACK_SHAPES[shape]
     rf = min(rf, brokers - drained)
     cluster = random_spread_cluster(rnd, [Broker(i, rack=rack(i)) for i in range(brokers)], 3, 40, rf)
     goal = Goal(

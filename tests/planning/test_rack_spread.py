@@ -6,7 +6,7 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from placement_checks import hard_constraint_violations, random_spread_cluster
+from placement_checks import RACK_SHAPES, hard_constraint_violations, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
 from planning.placement import Goal, plan_placement
 from planning.racks import (
@@ -71,13 +71,6 @@ def test_planner_repairs_a_rack_violation_with_one_move():
     assert final[0] == 0  # the leader stayed: a follower was moved
 
 
-RACK_SHAPES = {
-    "flat3": lambda i: f"r{i % 3}",
-    "flat2": lambda i: f"r{i % 2}",
-    "dc2x2": lambda i: f"/dc{i % 2}/r{(i // 2) % 2}",
-    "dc3x4": lambda i: f"/dc{i % 3}/r{(i // 3) % 4}",
-    "mixed": lambda i: None if i % 5 == 4 else f"/dc{i % 2}/r{i % 3}",
-}
 
 
 @settings(max_examples=60, deadline=None)
