@@ -146,10 +146,11 @@ class Watcher:
                 log.info("topic %s %s (%d partitions, RF %d, min ISR %s)", key,
                          "deleted" if record["deleted"] else "changed", record["partition_count"],
                          record["replication_factor"], record["min_insync_replicas"])
-            elif suffix == "disk-failures":
-                log.info("log dir %s of broker %s is %s%s", record["path"], key,
-                         "online" if record["online"] else "OFFLINE",
-                         f" ({record['error']})" if record["error"] else "")
+            elif suffix == "disk-failures" and not record["online"]:
+                log.warning("log dir %s of broker %s is OFFLINE%s", record["path"], key,
+                            f" ({record['error']})" if record["error"] else "")
+            elif suffix == "disk-failures":  # published whenever its bytes or replicas change
+                log.debug("log dir %s of broker %s is online", record["path"], key)
             else:
                 log.debug("partition %s: replicas %s isr %s leader %s adding %s removing %s", key,
                           record["replicas"], record["isr"], record["leader"], record["adding"],
