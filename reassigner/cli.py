@@ -41,7 +41,11 @@ def main() -> None:
     if debug:
         sys.argv.remove("--debug")
     try:
-        app(standalone_mode=False)
+        # Not standalone, so that ReassignerError gets the one-line form below; click then
+        # *returns* the code of a `typer.Exit` instead of exiting with it.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code != 0:
+            sys.exit(code)
     except ReassignerError as error:
         if debug:
             raise

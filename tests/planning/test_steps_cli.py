@@ -80,3 +80,19 @@ def test_simulate_runs_a_snapshot(run, tmp_path):
     text = run("simulate", "--snapshot", str(path), "--remove-broker", "2")
     assert text.exit_code == 0, text.output
     assert "invariant violations:        0" in text.output
+
+
+@pytest.mark.parametrize("args", [
+    ("steps", "--from", "0,0", "--to", "1"),  # a ReassignerError turned into typer.Exit(2)
+    ("steps", "--from", "0", "--to", "1", "--max-replica-movements", "0"),
+])
+def test_the_installed_command_exits_non_zero_on_bad_input(args):
+    """Through the real entry point (`reassigner.cli.main`, not standalone): the exit code of a
+    `typer.Exit` must reach the shell (a failed demo or a rejected input used to exit 0)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "reassigner.cli", *args], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert len(result.stderr.strip().splitlines()) == 1 and "error: [" in result.stderr
