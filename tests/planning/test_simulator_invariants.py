@@ -181,3 +181,17 @@ def test_a_pure_removal_waits_for_a_restarted_target_replica_to_rejoin_the_isr()
                       [KillBroker(21.0, 2), RestartBroker(26.0, 2)])
     assert report.invariant_violations == ()
     assert report.finished and report.final_replicas[tp("t2", 1)] == (2,)
+
+
+def test_a_step_cancelled_in_kafka_is_not_judged_as_a_completed_step():
+    """Found by hypothesis: a one-in-one-out step (0, 1) → (0, 2) cancelled mid-copy went back to
+    (0, 1) and was then checked as if it had completed with only broker 0 of its target in sync."""
+    dirs = (LogDir("/d1"), LogDir("/d2"))
+    parts = tuple(PartitionState("t0", n, (0, 1), (0, 1), 0, log_dirs=("/d1", "/d1")) for n in range(6))
+    cluster = Cluster(tuple(Broker(b, log_dirs=dirs) for b in range(3)), (Topic("t0", parts, 2),))
+    targets = {parts[0].tp: (0, 2)}
+    report = run_plan(cluster, targets, Limits(1, 1, 1, 1),
+                      SimulationParams(bytes_per_sec=10**8, tick_seconds=1.0, default_size_bytes=2 * 10**8),
+                      [CancelReassignments(1.0, keep=False)])
+    assert report.invariant_violations == ()
+    assert report.final_replicas[parts[0].tp] == (0, 1)
