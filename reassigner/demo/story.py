@@ -231,9 +231,13 @@ class Demo:
         except (TimeoutError, RuntimeError, AssertionError) as error:
             result.outcome = f"FAILED: {error}"
             self.say(f"  [red]{error}[/]")
+            details = self.diagnostics(alerts_before, commands_before)
             if not catch:
-                raise AssertionError(f"{name}: {error}\n{self.diagnostics(alerts_before, commands_before)}") \
-                    from error
+                raise AssertionError(f"{name}: {error}\n{details}") from error
+            # Kept outside the stack dir, which the teardown deletes.
+            report = self.stack_dir.with_name(f"{self.stack_dir.name}-failed-scene-{len(self.results) + 1}.txt")
+            report.write_text(f"{name}: {error}\n{details}\n")
+            self.say(f"  what the product and Kafka showed: {report}")
         finally:
             result.seconds = time.monotonic() - mark
             result.steps = len(self.commands.of_kind("ReassignmentStep", commands_before))
