@@ -1,8 +1,10 @@
 """What the executor reported about our commands (SPEC 2, 7: CommandResult).
 
 RULES:
-- `ok` results change nothing: completion is judged from the cluster (partition events), never
-  from the executor's word.
+- `ok` results change nothing — completion is judged from the cluster (partition events), never
+  from the executor's word — but one: an ok `CancelReassignment` of the step in flight confirms
+  that Kafka reverted it, so the view of the replicas from before the step can be trusted even
+  if it never showed the step (`planning.cancel.compute_cancel_observed`).
 - A failed `ReassignmentStep` that is the step in flight of an active reassignment (same
   reassignment id and step number): `CommandFailed` (ERROR) and the controller **gives up on that
   partition** — the record is dropped and the partition stays wherever Kafka has it (the
@@ -26,6 +28,7 @@ from typing import Any, Mapping
 
 from handlers.alerts import ERROR, WARNING, tp_key
 from handlers.context import BatchContext
+from planning.reassignment import confirm_cancel
 
 IGNORED_ERRORS = {
     "CancelReassignment": {"NO_REASSIGNMENT_IN_PROGRESS"},
@@ -37,6 +40,8 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
     by_id = None
     for result in results:
         if result.get("ok", True):
+            if result.get("command_kind") == "CancelReassignment":
+                _confirm_cancel(context, result)
             continue
         code = result.get("error_code") or "UNKNOWN_SERVER_ERROR"
         kind = str(result.get("command_kind", ""))
@@ -68,3 +73,13 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
         else:
             context.outbox.alert("CommandFailed", ERROR if kind == "CancelReassignment" else WARNING,
                                  tp_key(tp), f"{kind} for {tp} failed: {detail}", details)
+
+
+def _confirm_cancel(context: BatchContext, result: Mapping[str, Any]) -> None:
+    reassignments = context.state.reassignments
+    for tp, record in reassignments.items():
+        if record.reassignment_id == result.get("reassignment_id"):
+            confirmed = confirm_cancel(record, int(result.get("step", 0)))
+            if confirmed is not record:
+                context.state = context.state.with_changes(reassignments={**reassignments, tp: confirmed})
+            return

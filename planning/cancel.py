@@ -123,7 +123,8 @@ def compute_partition_after_cancel(partition: PartitionState) -> PartitionState:
     )
 
 
-def compute_cancel_observed(reassignment: Reassignment, partition: PartitionState) -> Reassignment:
+def compute_cancel_observed(reassignment: Reassignment, partition: PartitionState,
+                            stalled: bool = False) -> Reassignment:
     """Once Kafka no longer shows the cancelled step, revert, stop or resume (a no-op until then).
 
     Kafka shows either the replicas from before the step (the cancel reverted it) or the step's
@@ -131,10 +132,21 @@ def compute_cancel_observed(reassignment: Reassignment, partition: PartitionStat
     NO_REASSIGNMENT_IN_PROGRESS). Both end the step (`cancel_observed` counts it, so the next
     step gets a new number and command id); the revert is the next step, computed like any step
     from the replicas observed now, so it starts from wherever the partition is.
+
+    A view that is not reassigning counts only if it can be trusted: it shows the step's target,
+    or the view has shown the step before (`seen_in_kafka`), or the executor confirmed the cancel
+    (`cancel_confirmed`). Otherwise it may predate the step: a step that only drops replicas
+    completes at once in Kafka, and the stale view of the replicas from before it would pass
+    for a reverted step — the revert would then end at once with Kafka one replica short.
+    `stalled` (the step is older than the stall timeout) trusts the view anyway, so that a lost
+    command result cannot hold a partition forever.
     """
     if reassignment.state is not ReassignmentState.CANCELLING or partition.reassigning:
         return reassignment
-    return cancel_observed(reassignment)
+    flight = reassignment.in_flight
+    trusted = (flight is None or flight.seen_in_kafka or flight.cancel_confirmed or stalled
+               or set(partition.replicas) == set(flight.step.target))
+    return cancel_observed(reassignment) if trusted else reassignment
 
 
 def compute_reassign_request(

@@ -46,11 +46,20 @@ class AfterCancel(str, Enum):
 
 @dataclass(frozen=True)
 class StepInFlight:
-    """The step Kafka is executing for this partition."""
+    """The step Kafka is executing for this partition.
+
+    seen_in_kafka: the cluster view has shown this step: the partition reassigning while it is
+        in flight, or at the step's target. Until then an unchanged view may just be stale (a
+        step that only drops replicas completes in Kafka before the next poll shows anything).
+    cancel_confirmed: the executor reported this step's CancelReassignment applied, so Kafka
+        reverted it: the replicas from before the step are then the truth, seen or not.
+    """
 
     step: Step
     number: int  # 1-based; with the reassignment id it makes the command id deterministic
     started_at: float  # seconds, as passed in by the caller; stall detection measures from here
+    seen_in_kafka: bool = False
+    cancel_confirmed: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,23 @@ def start_step(reassignment: Reassignment, step: Step, started_at: float) -> Rea
         raise ValueError(f"{reassignment.tp}: cannot start a step while {reassignment.state.value} "
                          f"with step {reassignment.in_flight and reassignment.in_flight.number} in flight")
     return replace(reassignment, in_flight=StepInFlight(step, reassignment.next_step_number, started_at))
+
+
+def mark_step_seen(reassignment: Reassignment) -> Reassignment:
+    """The cluster view has shown the step in flight (see `StepInFlight.seen_in_kafka`)."""
+    flight = reassignment.in_flight
+    if flight is None or flight.seen_in_kafka:
+        return reassignment
+    return replace(reassignment, in_flight=replace(flight, seen_in_kafka=True))
+
+
+def confirm_cancel(reassignment: Reassignment, step_number: int) -> Reassignment:
+    """The executor cancelled step `step_number` in Kafka (a no-op for any other step)."""
+    flight = reassignment.in_flight
+    if reassignment.state is not ReassignmentState.CANCELLING or flight is None \
+            or flight.number != step_number or flight.cancel_confirmed:
+        return reassignment
+    return replace(reassignment, in_flight=replace(flight, cancel_confirmed=True))
 
 
 def complete_step(reassignment: Reassignment) -> Reassignment:

@@ -38,7 +38,7 @@ from typing import Iterable, Mapping, Union
 from planning.batches import Limits, PlannedStep, count_replica_drops
 from planning.cancel import CancelScope, compute_cancel, compute_partition_after_cancel, compute_reassign_request
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.reassignment import Reassignment, ReassignmentState
+from planning.reassignment import Reassignment, ReassignmentState, confirm_cancel
 from planning.stepping import compute_stepping
 from reassigner.errors import InvalidReplicaAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
 
@@ -439,10 +439,12 @@ def _apply_event(sim: SimulatedCluster, records: dict, event: SimulationEvent) -
             decision = compute_cancel(records, event.scope, keep=event.keep)
         except NoReassignmentInProgressError:
             return records
+        updated = dict(decision.reassignments)
         for tp in decision.cancel_in_kafka:
             if tp in sim.reassigning():
-                sim.cancel(tp)
-        return dict(decision.reassignments)
+                sim.cancel(tp)  # the executor's "ok" for the CancelReassignment
+                updated[tp] = confirm_cancel(updated[tp], updated[tp].in_flight.number)
+        return updated
     return records
 
 

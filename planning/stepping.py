@@ -9,8 +9,10 @@ view in, new records and what to do out; `now` is passed in.
 ORDER (the code follows it):
 1. For every active record, in (topic, partition) order, read its partition from the cluster:
    - gone (topic deleted) → DONE, ending DELETED;
-   - CANCELLING and Kafka no longer shows a reassignment → revert, keep (DONE, ending STOPPED)
-     or resume (`planning.cancel.compute_cancel_observed`);
+   - a step in flight the view shows (reassigning, or at the step's target) is marked seen;
+   - CANCELLING and Kafka no longer shows a reassignment, in a view that can be trusted (seen,
+     at the step's target, or the cancel confirmed by the executor) → revert, keep (DONE,
+     ending STOPPED) or resume (`planning.cancel.compute_cancel_observed`);
    - step in flight complete (completion.py) → count it; Kafka finished but TR[0] does not lead
      → ask for a preferred-leader election; still running past the stall timeout → report it
      (every decision while it lasts: signalling once is the caller's business);
@@ -38,7 +40,14 @@ from planning.completion import (
     needs_leader_election,
 )
 from planning.model import Cluster, PartitionState, TopicPartition
-from planning.reassignment import Reassignment, ReassignmentState, complete_step, finish, start_step
+from planning.reassignment import (
+    Reassignment,
+    ReassignmentState,
+    complete_step,
+    finish,
+    mark_step_seen,
+    start_step,
+)
 from planning.steps import Step, compute_next_step
 
 
@@ -94,7 +103,12 @@ def compute_stepping(
             updated[tp] = finish(record)
             finished.append((tp, Ending.DELETED))
             continue
-        record = compute_cancel_observed(record, partition)
+        if record.in_flight is not None and (
+                partition.reassigning or set(partition.replicas) == set(record.in_flight.step.target)):
+            record = mark_step_seen(record)
+        flight = record.in_flight
+        record = compute_cancel_observed(
+            record, partition, stalled=flight is not None and is_step_stalled(flight.started_at, now, stall_timeout))
         if not record.active:
             updated[tp] = record
             finished.append((tp, Ending.STOPPED))

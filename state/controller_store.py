@@ -152,7 +152,8 @@ def reassignment_to_storage(reassignment: Reassignment) -> str:
         "final": list(reassignment.final_target),
         "dirs": list(reassignment.target_log_dirs),
         "in_flight": None if in_flight is None else
-        [step_to_storage(in_flight.step), in_flight.number, in_flight.started_at],
+        [step_to_storage(in_flight.step), in_flight.number, in_flight.started_at,
+         in_flight.seen_in_kafka, in_flight.cancel_confirmed],
         "done": reassignment.steps_done,
         "state": reassignment.state.value,
         "reason": reassignment.reason,
@@ -164,8 +165,8 @@ def reassignment_from_storage(tp: TopicPartition, stored: str) -> Reassignment:
     data = json.loads(stored)
     in_flight = None
     if data["in_flight"] is not None:
-        step, number, started_at = data["in_flight"]
-        in_flight = StepInFlight(step_from_storage(step), number, started_at)
+        step, number, started_at, *flags = data["in_flight"]  # flags: absent in older state
+        in_flight = StepInFlight(step_from_storage(step), number, started_at, *map(bool, flags))
     return Reassignment(
         reassignment_id=data["id"], tp=tp, original_replicas=tuple(data["original"]),
         final_target=tuple(data["final"]), target_log_dirs=tuple(data["dirs"]),

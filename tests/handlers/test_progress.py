@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from handler_builders import T0, alerts, assert_encodes, cluster_events, commands, partition_event, reassign, simple_cluster
+from handler_builders import (
+    T0,
+    alerts,
+    assert_encodes,
+    cluster_events,
+    commands,
+    partition_event,
+    reassign,
+    request,
+    simple_cluster,
+)
 
 from handlers.batch import BadRecord, BatchInputs
 from handlers.decide import decide
@@ -159,3 +169,25 @@ def test_throttles_are_set_while_steps_move_and_cleared_after():
     clears = commands(last, "ClearThrottle")
     assert len(clears) == 1 and {p["partition"] for p in clears[0]["payload"][1]["partitions"]} == {0, 1}
     assert_encodes(last.outbox)
+
+
+def test_an_ok_cancel_result_lets_the_unchanged_view_count_as_reverted():
+    """A cancel that meets a view which never showed its step waits (the view may be stale) until
+    the executor confirms the CancelReassignment; then the reassignment is back where it began."""
+    cluster, first = started()
+    step = next(c for c in commands(first, "ReassignmentStep") if c["key"] == "t-0")
+    cancel = decide(first.state, BatchInputs(2, T0 + 1500, requests=(
+        request("Cancel", {"topic": "t", "partition": 0, "keep": False}, T0 + 1500, "c1"),)), POLICY)
+    assert [c["payload"][0] for c in commands(cancel) if c["key"] == "t-0"] == ["CancelReassignment"]
+    assert cancel.state.reassignments[A].state.value == "cancelling"
+    assert not [a for a in alerts(cancel, "ReassignmentCancelled") if a["subject"] == "t-0"], \
+        "the view still shows (0, 1, 2) only because nothing was polled since the step started"
+    cancel_command = next(c for c in commands(cancel, "CancelReassignment") if c["key"] == "t-0")
+    result = {"schema_version": 1, "event_time": T0 + 2000, "id": "res-2", "key": "t-0",
+              "command_id": cancel_command["id"], "command_kind": "CancelReassignment", "epoch": 0,
+              "reassignment_id": step["reassignment_id"], "step": step["step"], "ok": True,
+              "error_code": None, "message": None}
+    done = decide(cancel.state, BatchInputs(3, T0 + 2000, command_results=(result,)), POLICY)
+    back = [a for a in alerts(done, "ReassignmentCancelled") if a["subject"] == "t-0"]
+    assert back and "back at its original replicas [0, 1, 2]" in back[0]["message"]
+    assert A not in {tp for tp, r in done.state.reassignments.items() if r.active}

@@ -13,7 +13,13 @@ from planning.cancel import (
     compute_reassign_request,
 )
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.reassignment import ReassignmentState, start_reassignment, start_step
+from planning.reassignment import (
+    ReassignmentState,
+    confirm_cancel,
+    mark_step_seen,
+    start_reassignment,
+    start_step,
+)
 from planning.simulator import CancelReassignments, SimulatedCluster, SimulationParams, run_plan
 from planning.stepping import compute_stepping
 from planning.steps import Step
@@ -70,10 +76,31 @@ def test_cancel_with_step_in_flight_cancels_in_kafka_then_reverts_or_keeps():
     assert cancelling.state is ReassignmentState.CANCELLING and not cancelling.wants_next_step
     still_moving = PartitionState("t", 0, (1, 2, 3, 4), (1, 2, 3), 1, adding=(4,))
     assert compute_cancel_observed(cancelling, still_moving) == cancelling
-    reverted = compute_cancel_observed(cancelling, compute_partition_after_cancel(still_moving))
+    seen = mark_step_seen(cancelling)  # what compute_stepping does with the view above
+    reverted = compute_cancel_observed(seen, compute_partition_after_cancel(still_moving))
     assert reverted.state is ReassignmentState.REVERTING and reverted.final_target == (1, 2, 3)
-    kept = compute_cancel({TP: record}, keep=True).reassignments[TP]
+    kept = mark_step_seen(compute_cancel({TP: record}, keep=True).reassignments[TP])
     assert compute_cancel_observed(kept, PartitionState("t", 0, (1, 2, 3))).state is ReassignmentState.DONE
+
+
+def test_an_unchanged_view_of_a_step_never_seen_is_not_taken_for_a_revert():
+    # Found by the demo: a step that only drops a replica, (4, 5, 3) -> (5, 3), completes in Kafka
+    # before the watcher's next poll; a cancel right after met the stale view (4, 5, 3), took it
+    # for a revert and reported "back at its original replicas" while Kafka held (5, 3).
+    step = Step((5, 3), adding=(), removing=(4,))
+    record = start_step(start_reassignment("r", TP, (4, 5, 3), (5, 3)), step, 0.0)
+    cancelling = compute_cancel({TP: record}, CancelScope("t", 0)).reassignments[TP]
+    stale = PartitionState("t", 0, (4, 5, 3), (4, 5, 3), 4)
+    assert compute_cancel_observed(cancelling, stale) == cancelling, "the stale view proves nothing"
+    reverting = compute_cancel_observed(cancelling, PartitionState("t", 0, (5, 3), (5, 3), 5))
+    assert reverting.state is ReassignmentState.REVERTING and reverting.final_target == (4, 5, 3)
+    confirmed = confirm_cancel(cancelling, 1)  # the executor: CancelReassignment applied
+    assert compute_cancel_observed(confirmed, stale).state is ReassignmentState.REVERTING
+    assert confirm_cancel(cancelling, 2) == cancelling, "another step's cancel confirms nothing"
+    assert compute_cancel_observed(cancelling, stale, stalled=True).state is ReassignmentState.REVERTING
+    cluster = Cluster(tuple(Broker(b) for b in range(1, 7)), (Topic("t", (stale,), 1),))
+    still = compute_stepping({TP: cancelling}, cluster, Limits(), 1.0).reassignments[TP]
+    assert still.state is ReassignmentState.CANCELLING and still.in_flight.number == 1
 
 
 def test_a_step_that_completed_before_the_cancel_counts_and_the_revert_starts_from_its_target():

@@ -3,7 +3,9 @@ the outbox, and the memory a partition costs."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -12,7 +14,7 @@ from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, Topic
 from planning.reassignment import StepInFlight, start_reassignment, start_step
 from planning.steps import Step
 from planning.controller import OutboundMessage
-from state.controller_store import ControllerStore
+from state.controller_store import ControllerStore, reassignment_from_storage, reassignment_to_storage
 
 pytestmark = [pytest.mark.stack]
 
@@ -137,3 +139,15 @@ def test_redis_memory_per_partition_is_small(store, redis_client):
     print(f"redis memory per partition: {per_partition:.0f} bytes")
     assert per_partition <= 300
     assert len(store.load().cluster.partitions_by_tp) == count
+
+
+def test_a_step_in_flight_keeps_its_seen_and_cancel_flags_and_older_rows_still_load():
+    tp = TopicPartition("orders", 0)
+    record = start_step(start_reassignment("r1-orders-0", tp, (1, 2, 3), (2, 3)),
+                        Step((2, 3), (), (1,)), started_at=3.0)
+    flagged = replace(record, in_flight=replace(record.in_flight, seen_in_kafka=True, cancel_confirmed=True))
+    assert reassignment_from_storage(tp, reassignment_to_storage(flagged)) == flagged
+    older = json.loads(reassignment_to_storage(record))
+    older["in_flight"] = older["in_flight"][:3]  # written before the flags existed
+    loaded = reassignment_from_storage(tp, json.dumps(older))
+    assert loaded == record and not loaded.in_flight.seen_in_kafka
