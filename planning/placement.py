@@ -31,9 +31,12 @@ ALGORITHM, per topic (topics in name order; partitions in id order; everything d
    spreads there instead of piling on one broker); at the leaves the broker with the most
    remaining quota, then the fewest replicas of the topic, then of the cluster, then lowest id.
    A slot that had to overflow a full broker is repaired by re-pointing it, or it and another
-   new replica, to a broker still below quota (no extra moves); what remains is shifted along
-   a chain of re-pointed replicas found by breadth-first search, paying a move only as a last
-   resort (`planning.topic_placement._shift_along_paths`).
+   new replica, to a broker still below quota (no extra moves). Then a new replica on a broker
+   holding two or more replicas of the topic more than an eligible broker outside the partition
+   is re-pointed there when the racks allow (no extra moves; it matters without rebalance,
+   where kept replicas skew the quotas). With rebalance, what remains is shifted along a chain
+   of re-pointed replicas found by breadth-first search, paying a move only as a last resort
+   (`planning.topic_placement._shift_along_paths`).
 6. Leaders (`planning.leadership`): keep, then pick and even out by reordering.
 
 THE BOUND (`compute_lower_bound`, reported as `replica_moves_lower_bound`): per topic, the

@@ -104,6 +104,7 @@ def plan_topic_replicas(
             fills.append((w, position, chosen))
     if any(left < 0 for left in broker_left.values()):
         _repair_overflow(tree, fills, broker_left, take)
+    _level_new_replicas(tree, fills, broker_left, topic_count, take)
     if rebalance and any(left < 0 for left in broker_left.values()):
         _move_to_under_quota(tree, work, broker_left, quotas.broker_quota, take)
 
@@ -285,6 +286,30 @@ def _repair_overflow(tree, fills, broker_left, take) -> None:
                     _swap(w, position, over, middle, take)
                     repaired = True
                     break
+
+
+def _level_new_replicas(tree, fills, broker_left, topic_count, take) -> None:
+    """Even out the new replicas: one on a broker holding at least two more replicas of the topic
+    than another eligible broker outside the partition goes there, if the rack spread allows.
+
+    Quotas alone can pile new replicas on one broker of a domain when kept replicas skew the
+    domain's quota (a drain or heal without rebalance keeps an over-full broker where it is, or
+    the rack rule forces slots into a domain whose brokers are at quota); re-pointing a new
+    replica costs no move, and the receiver ends at most one above the giver. After a rebalance
+    every broker is within one of the others, so this changes nothing there.
+    """
+    for _ in range(len(fills)):  # each swap lowers the sum of squared counts: this ends
+        swapped = False
+        for w, position, _filled in fills:
+            over = w.final[position]
+            receivers = sorted((topic_count.get(b, 0), b) for b in broker_left
+                               if topic_count.get(b, 0) + 2 <= topic_count.get(over, 0)
+                               and _fits_after(tree, w, over, b))
+            if receivers:
+                _swap(w, position, over, receivers[0][1], take)
+                swapped = True
+        if not swapped:
+            return
 
 
 def _swap(w: PartitionWork, position: int, out: int, into: int, take) -> None:
