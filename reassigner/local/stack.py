@@ -11,8 +11,10 @@ its last log lines.
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -258,8 +260,15 @@ class LocalStack:
         path = Path(log_dir)
         if not path.is_dir():
             raise LocalStackError(f"log dir {log_dir} of broker {broker_id} has already failed")
-        _remove_tree(path)
+        # Renamed away first (atomic), so the plain file takes the path while the broker still
+        # writes into its open segments: deleting in place raced with files Kafka creates.
+        moved = path.with_name(f".{path.name}.failed-{time.time_ns()}")
+        path.rename(moved)
         path.write_text("this log dir was failed on purpose by `reassigner local fail-logdir`\n")
+        try:
+            _remove_tree(moved)
+        except LocalStackError:  # the failure already took; leftovers only cost disk space
+            shutil.rmtree(moved, ignore_errors=True)
         kafka_admin.wait_for_log_dir_offline(state.bootstrap_servers, broker_id, log_dir, timeout)
         return log_dir
 
@@ -368,5 +377,7 @@ def _remove_tree(path: Path) -> None:
 
 
 def _ignore_vanished(function, name, exc_info) -> None:
-    if not issubclass(exc_info[0], FileNotFoundError):
+    # Vanished (Kafka deleted it) or not empty (Kafka just created a file in it): the loop in
+    # `_remove_tree` goes round again.
+    if not issubclass(exc_info[0], FileNotFoundError) and getattr(exc_info[1], "errno", None) != errno.ENOTEMPTY:
         raise exc_info[1]
