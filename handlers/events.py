@@ -11,7 +11,9 @@ RULES:
   `draining` stays set once set (a decommission is ours; the watcher does not report it), or is
   set by a DRAINING state. The dir list (paths) keeps the health and usage of known dirs; an
   empty list keeps the dirs known. An UNREGISTERED broker that holds no replica after the batch
-  is forgotten (it left the cluster, e.g. after a decommission).
+  is forgotten (it left the cluster, e.g. after a decommission). A broker seen alive after it
+  was down has restarted: what its failed dirs held (`Broker.cannot_host`, set by the disk
+  failure trigger) is cleared, as Kafka clears it.
 - TopicState: sets `min.insync.replicas` (null keeps it); `deleted` drops the topic and its
   partitions (and partition events for it later in the same batch are ignored).
 - LogDirState: sets the dir's online flag and usage; every (non-future) replica it lists gets
@@ -277,7 +279,10 @@ def _apply_broker(work: _WorkingCluster, record: Mapping[str, Any], effects: Eve
     rack = record.get("rack")
     if rack is None and state == "UNREGISTERED" and old is not None:
         rack = old.rack
-    work.brokers[broker_id] = Broker(broker_id, rack, alive, draining, dirs)
+    # A restart clears what its failed dirs held (Kafka forgets it too); otherwise it is kept.
+    restarted = alive and not was_alive
+    cannot_host = old.cannot_host if old is not None and not restarted else frozenset()
+    work.brokers[broker_id] = Broker(broker_id, rack, alive, draining, dirs, cannot_host)
     if alive and not was_alive:
         effects.came_up[broker_id] = int(record["event_time"])
         effects.went_down.pop(broker_id, None)

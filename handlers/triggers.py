@@ -23,7 +23,10 @@ RULES, in the order `handle_triggers` runs them:
    the partitions holding a replica on those brokers and mark them healed.
 4. Disk failed. A log dir that went offline raises `DiskFailed` (ERROR) with the replicas it held,
    and its partitions are healed at once (`Goal(heal=True, rebalance=False)`: the replica goes
-   to another broker, never back to that dir's broker). No grace: the dir's data is gone.
+   to another broker, never back to that dir's broker). No grace: the dir's data is gone. Those
+   partitions are remembered on the broker (`Broker.cannot_host`) until it restarts, so no later
+   plan puts them back there: Kafka would never start such a replica (it keeps them marked as
+   residing in an offline dir).
 5. Drained. A draining broker that holds no replica and is in no target raises `BrokerDrained`
    (once).
 6. ISR conditions, for the partitions the batch touched: `UnderMinIsr` (ISR smaller than the
@@ -212,10 +215,22 @@ def handle_disk_failures(context: BatchContext, effects: EventEffects) -> None:
     affected = {tp for tps in hit.values() for tp in tps}
     if not affected:
         return
+    _remember_cannot_host(context, hit)
     dirs = ", ".join(f"{path} on broker {b}" for b, path in sorted(failed))
     plan_id = context.next_plan_id("disk")
     _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False), f"log dir {dirs} failed",
                    subject=broker_subject(sorted(failed)[0][0]), keep=lambda tp: tp in affected)
+
+
+def _remember_cannot_host(context: BatchContext, hit: dict) -> None:
+    """Until it restarts, Kafka will not host again on a broker a partition its failed dir held."""
+    cluster = context.state.cluster
+    held: dict[int, set] = {}
+    for (broker_id, _), tps in hit.items():
+        held.setdefault(broker_id, set()).update(tps)
+    brokers = [replace(b, cannot_host=b.cannot_host | frozenset(held[b.id])) if b.id in held else b
+               for b in cluster.brokers]
+    context.state = context.state.with_changes(cluster=cluster.with_brokers(brokers))
 
 
 def handle_drained_brokers(context: BatchContext) -> None:

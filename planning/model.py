@@ -48,6 +48,10 @@ class Broker:
     alive: bool = True
     draining: bool = False
     log_dirs: tuple[LogDir, ...] = ()
+    # Partitions a failed log dir of this broker held. Kafka keeps them marked as residing in an
+    # offline dir until the broker restarts: a replica moved back here never starts (it is not
+    # even listed offline), so placement keeps them off this broker until then.
+    cannot_host: frozenset[TopicPartition] = frozenset()
 
     @property
     def eligible(self) -> bool:
@@ -133,6 +137,18 @@ class Cluster:
     @cached_property
     def partitions_by_tp(self) -> Mapping[TopicPartition, PartitionState]:
         return {p.tp: p for t in self.topics for p in t.partitions}
+
+    @cached_property
+    def _cannot_host_index(self) -> Mapping[TopicPartition, frozenset[int]]:
+        index: dict[TopicPartition, set[int]] = {}
+        for b in self.brokers:
+            for tp in b.cannot_host:
+                index.setdefault(tp, set()).add(b.id)
+        return {tp: frozenset(ids) for tp, ids in index.items()}
+
+    def brokers_that_cannot_host(self, tp: TopicPartition) -> frozenset[int]:
+        """Brokers that must not get a new replica of `tp` (see `Broker.cannot_host`)."""
+        return self._cannot_host_index.get(tp, frozenset())
 
     @cached_property
     def eligible_broker_ids(self) -> tuple[int, ...]:

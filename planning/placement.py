@@ -12,7 +12,8 @@ GOALS, in priority order (soft: the planner does as well as it can, and reports 
 CONSTRAINTS (breaking one raises `PlanInfeasibleError` naming the partition):
 1. No broker twice in a partition; the replication factor is kept.
 2. New replicas only on eligible brokers: alive, not draining, with an online dir (and never on
-   the broker whose dir holds the offline replica being replaced).
+   the broker whose dir holds the offline replica being replaced, nor on a broker whose failed
+   dir held the partition before and that has not restarted since: `Broker.cannot_host`).
 3. Multi-level rack spread, as defined in `planning.racks` (water-filling at every level).
 Explicit targets (`Goal.explicit_targets`) are validated (`planning.validation`) and kept as given.
 
@@ -149,12 +150,13 @@ def compute_replica_fates(
 ) -> tuple[list[int], set[int]]:
     """Per replica KEPT / SLOT / PINNED, and brokers this partition must not go back to."""
     replicas = partition.replicas
-    if not offline_dirs and not partition.offline_replicas:
+    cannot_host = cluster.brokers_that_cannot_host(partition.tp)
+    if not offline_dirs and not partition.offline_replicas and not cannot_host:
         # The common case: every replica on an eligible broker, no dir offline anywhere.
         if all(b in eligible for b in replicas) and len(set(replicas)) == len(replicas):
             return [KEPT] * len(replicas), set()
     fates: list[int] = []
-    excluded: set[int] = set()
+    excluded: set[int] = set(cannot_host)
     seen: set[int] = set()
     for index, b in enumerate(partition.replicas):
         dirs_off = offline_dirs.get(b)

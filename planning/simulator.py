@@ -22,7 +22,8 @@ Admin API shows:
   member stays, leaderless, as in Kafka with unclean election off); `restart_broker` /
   `restore_log_dir` bring them back, and they rejoin the ISR at the next tick (catch-up after a
   restart is not modelled). Fetching needs a live leader; the leader's outbound bandwidth is not
-  modelled.
+  modelled. As in Kafka, a broker never starts again a replica of a partition that its failed
+  dir held, until it restarts: such a replica added back by a step stays out of the ISR.
 
 THE DRIVER (`run_plan`) loops: apply scheduled events → snapshot → decide (`compute_stepping`:
 completion, elections, rolling batch) → submit → check the SPEC 6 safety invariants → tick; and
@@ -78,6 +79,7 @@ class SimulatedCluster:
         self._targets: dict[TopicPartition, tuple[int, ...]] = {}  # Kafka's target of a running reassignment
         self._fetched: dict[tuple[TopicPartition, int], float] = {}  # bytes copied by adding replicas
         self._rejoining: set[tuple[TopicPartition, int]] = set()
+        self._stranded: dict[int, set[TopicPartition]] = defaultdict(set)  # held by a failed dir
         self._topic_cache: dict[str, Topic] = {}
         self.peak_replicas_per_partition = max((len(p.replicas) for p in cluster.partitions()), default=0)
 
@@ -162,14 +164,19 @@ class SimulatedCluster:
 
     def restart_broker(self, broker_id: int) -> None:
         self._brokers[broker_id] = replace(self._brokers[broker_id], alive=True)
+        self._stranded.pop(broker_id, None)
         self._bring_online(lambda p, b: b == broker_id)
 
     def fail_log_dir(self, broker_id: int, path: str) -> None:
         self._set_dir(broker_id, path, online=False)
+        self._stranded[broker_id].update(
+            p.tp for p in self.snapshot().partitions() if p.log_dir_of(broker_id) == path)
         self._take_offline(lambda p, b: b == broker_id and p.log_dir_of(b) == path)
 
     def restore_log_dir(self, broker_id: int, path: str) -> None:
+        """The disk replaced; in Kafka that takes a broker restart, which forgets stranded replicas."""
         self._set_dir(broker_id, path, online=True)
+        self._stranded.pop(broker_id, None)
         self._bring_online(lambda p, b: b == broker_id and p.log_dir_of(b) == path)
 
     def set_draining(self, broker_id: int, draining: bool = True) -> None:
@@ -196,7 +203,7 @@ class SimulatedCluster:
         by_broker: dict[int, list[tuple[float, TopicPartition]]] = defaultdict(list)
         for (tp, b), done in self._fetched.items():
             p = self.partition(tp)
-            if b in p.isr or p.leader is None or not self._replica_online(p, b):
+            if b in p.isr or p.leader is None or not self._replica_online(p, b) or tp in self._stranded.get(b, ()):
                 continue
             by_broker[b].append((self._size(p) - done, tp))
         for b, wanting in by_broker.items():

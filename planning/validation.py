@@ -7,6 +7,8 @@ Each guard is named for what it refuses and raises with the numbers and the part
 - `require_no_duplicates`        -> InvalidReplicaAssignmentError
 - `require_known_brokers`        -> InvalidReplicaAssignmentError
 - `require_live_brokers`         -> InvalidReplicaAssignmentError (dead, draining or no online dir)
+- `require_hostable`             -> InvalidReplicaAssignmentError (a new replica on a broker whose
+                                   failed log dir held the partition, before it restarted)
 - `require_satisfiable_replication_factor` -> InvalidReplicaAssignmentError
 - `require_log_dirs_match`       -> InvalidReplicaAssignmentError (one dir per replica)
 
@@ -76,6 +78,19 @@ def require_live_brokers(cluster: Cluster, tp: TopicPartition, replicas: Sequenc
             raise InvalidReplicaAssignmentError(f"{tp}: broker {b} has no online log dir")
 
 
+def require_hostable(cluster: Cluster, tp: TopicPartition, replicas: Sequence[int]) -> None:
+    """Kafka would never start the replica: it keeps the partition marked as residing in the
+    broker's offline dir until the broker restarts (`Broker.cannot_host`)."""
+    partition = cluster.partition(tp)
+    current = set(partition.replicas) if partition is not None else set()
+    for b in replicas:
+        if b not in current and b in cluster.brokers_that_cannot_host(tp):
+            raise InvalidReplicaAssignmentError(
+                f"{tp}: broker {b} cannot host this partition until it restarts: its failed log "
+                f"dir held it; restart the broker (after replacing the disk) or choose another"
+            )
+
+
 def require_satisfiable_replication_factor(
     cluster: Cluster, tp: TopicPartition, replicas: Sequence[int]
 ) -> None:
@@ -108,6 +123,7 @@ def validate_target(
     require_no_duplicates(tp, replicas)
     require_known_brokers(cluster, tp, replicas)
     require_live_brokers(cluster, tp, replicas)
+    require_hostable(cluster, tp, replicas)
     require_satisfiable_replication_factor(cluster, tp, replicas)
     require_log_dirs_match(tp, replicas, log_dirs)
 

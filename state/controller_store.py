@@ -5,7 +5,8 @@ may touch them all, on one Redis or on Redis Cluster alike):
 
     reassigner:{c}:brokers        HASH  broker id → [rack, alive, draining, [[path, online,
                                                      total_bytes, usable_bytes], ...],
-                                                     observed_at_ms]
+                                                     observed_at_ms, ["topic:partition" it
+                                                     cannot host, ...] (omitted when none)]
     reassigner:{c}:topics         HASH  topic → [min.insync.replicas, observed_at_ms]
     reassigner:{c}:partitions     HASH  "topic:partition" → [replicas, isr, leader, leader_epoch,
                                         adding, removing, offline, size_bytes, dir indexes]
@@ -82,16 +83,21 @@ def tp_from_field(field: str) -> TopicPartition:
 
 def broker_to_storage(broker: Broker, observed_at_ms: int | None = None) -> str:
     dirs = [[d.path, d.online, d.total_bytes, d.usable_bytes] for d in broker.log_dirs]
-    return json.dumps([broker.rack, broker.alive, broker.draining, dirs, observed_at_ms],
-                      separators=(",", ":"))
+    stored = [broker.rack, broker.alive, broker.draining, dirs, observed_at_ms]
+    if broker.cannot_host:
+        stored.append(sorted(tp_field(tp) for tp in broker.cannot_host))
+    return json.dumps(stored, separators=(",", ":"))
 
 
 def broker_from_storage(broker_id: int, stored: str) -> tuple[Broker, int | None]:
     """The broker and its observation time (None when unknown)."""
-    rack, alive, draining, dirs, *observed = json.loads(stored)
+    rack, alive, draining, dirs, *rest = json.loads(stored)
+    observed = rest[0] if rest else None
+    cannot_host = frozenset(tp_from_field(f) for f in rest[1]) if len(rest) > 1 else frozenset()
     broker = Broker(broker_id, rack, alive, draining,
-                    tuple(LogDir(path, online, total, usable) for path, online, total, usable in dirs))
-    return broker, (observed[0] if observed else None)
+                    tuple(LogDir(path, online, total, usable) for path, online, total, usable in dirs),
+                    cannot_host)
+    return broker, observed
 
 
 def topic_to_storage(topic: Topic, observed_at_ms: int | None = None) -> str:

@@ -327,7 +327,8 @@ class Demo:
 
     def fail_log_dir(self, result: SceneResult) -> None:
         # Broker 1, which scene 5 kills: Kafka cannot host again, until it restarts, a partition
-        # that its failed dir held, so the later scenes must not move those back onto it.
+        # that its failed dir held. The product keeps those off it (Broker.cannot_host); the
+        # manual request of scene 4 leaves broker 1 out altogether, as an operator would.
         since = self.alerts.mark()
         self.cli("local", "fail-logdir", "1", "data-0")  # returns once Kafka shows the dir offline
         offline_at = time.monotonic()

@@ -245,3 +245,32 @@ def test_disk_failure_is_traced_when_the_watcher_no_longer_knows_the_replicas_di
     healing = {(c["payload"][1]["topic"], c["payload"][1]["partition"])
                for c in commands(decision, "ReassignmentStep")}
     assert healing and healing <= {(p.topic, p.partition) for p in hit}
+
+
+def test_partitions_a_failed_dir_held_stay_off_its_broker_until_it_restarts():
+    """Kafka never starts again, on a broker, a replica of a partition its failed dir held (until
+    the broker restarts); the simulator does the same, so a plan putting one back would stall."""
+    from handler_builders import request
+
+    loop = Loop.start(simple_cluster(4, {"t": (8, 2), "u": (8, 2)}, dirs=("/d0", "/d1")), Policy())
+    loop.step()
+    hit = {p.tp for p in loop.sim.snapshot().partitions() if p.log_dir_of(1) == "/d1"}
+    loop.sim.fail_log_dir(1, "/d1")
+    loop.step()
+    assert loop.state.cluster.broker(1).cannot_host == hit
+    loop.run(900, until=lambda lp: lp.idle())
+    assert all(1 not in loop.sim.partition(tp).replicas for tp in hit)
+
+    rebalance = request("Rebalance", {"topics": []}, loop.now_ms, "rebalance-1")
+    assert alerts(loop.step([rebalance]), "PlanCreated"), "broker 1 is light: there is work"
+    loop.run(900, until=lambda lp: lp.idle())
+    assert loop.idle() and not loop.violations
+    assert not [a for d in loop.decisions for a in alerts(d, "ReassignmentStalled")]
+    assert all(1 not in loop.sim.partition(tp).replicas for tp in hit)
+    assert sum(1 in p.replicas for p in loop.sim.snapshot().partitions()) > 0
+
+    loop.sim.kill_broker(1)
+    loop.step()
+    loop.sim.restart_broker(1)
+    loop.step()
+    assert loop.state.cluster.broker(1).cannot_host == frozenset()

@@ -12,6 +12,9 @@ The tests run in file order, each a scene that leaves the cluster settled for th
   3. rebalance an unbalanced topic, P 6 → 2 mid-flight → the steps in flight finish, then ≤ 2
   4. decommission broker 2                    → drained, BrokerDrained
   5. fail log dir data-0 of broker 1          → DiskFailed, replication factor restored
+  5b. rebalance the traffic topics             → broker 1 gets replicas again, but none of a
+                                                 partition its failed dir held (Kafka would
+                                                 never start them there): no stalled step
   6. a manual reassignment cancelled mid-flight → back on the original replicas
   7. a new target for partitions moving       → superseded: the step in flight finishes, then
                                                  they step on to the new target
@@ -19,8 +22,9 @@ The tests run in file order, each a scene that leaves the cluster settled for th
   9. bad input                                 → RequestRejected, BadEvent, the product carries on
   and last: no record lost, duplicated or reordered; no invariant broken.
 
-Broker 1's failed dir (5) comes before its kill (8) and no later scene moves a replica onto it:
-Kafka cannot host again a partition that a failed dir held until the broker restarts.
+Broker 1's failed dir (5) comes before its kill (8). Kafka cannot host again a partition that a
+failed dir held until the broker restarts; the product knows (5b), and the manual requests of
+scenes 6 and 7 leave broker 1 out, as an operator would.
 
 Every outcome is asserted on what Kafka shows (Admin API): the final replica sets against the
 placement constraints and balance (`cluster_checks`, independent of the planner), and the replica
@@ -48,7 +52,8 @@ from rich.console import Console
 
 from reassigner.demo.cluster_tools import SlowReplication, create_topics, write_bulk
 from reassigner.demo.product import TopicCollector
-from reassigner.demo.story import DEMO_SETTINGS, MIN_INSYNC_REPLICAS, Demo
+from planning.model import TopicPartition
+from reassigner.demo.story import DEMO_SETTINGS, MIN_INSYNC_REPLICAS, TOPICS, Demo
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.scenario]
 
@@ -370,6 +375,44 @@ def test_a_failed_log_dir_is_reported_and_its_replicas_are_re_replicated(world):
     left_broker_1 = sorted(k for k in after if 1 in before[k]["replicas"] and 1 not in after[k]["replicas"])
     world.check(marks, hit > 0 and len(left_broker_1) == hit,
                 f"DiskFailed named {hit} replicas; {len(left_broker_1)} left broker 1")
+
+
+def test_a_rebalance_after_the_failure_keeps_what_the_dir_held_off_its_broker(world):
+    """Kafka never starts again, on broker 1, a replica of a partition its failed dir held (until
+    a restart): the product remembers them (`Broker.cannot_host`) and a rebalance fills the
+    now lighter broker 1 with other partitions, without a stalled step."""
+    demo = world.demo
+    marks, before = world.begin()
+    stranded = demo.controller_state().cluster.broker(1).cannot_host
+    world.check(marks, bool(stranded), "the product holds no memory of what broker 1's failed dir held")
+    topics = sorted({tp.topic for tp in stranded} & set(TOPICS))
+    world.check(marks, bool(topics), f"the failed dir held none of {sorted(TOPICS)}: {sorted(stranded)}")
+    outcome: dict = {}
+
+    def rebalance(result) -> None:
+        rebalance_id = request_id(demo.cli("request", "rebalance", *[a for t in topics for a in ("--topic", t)]))
+        outcome["plan"] = demo.alerts.wait_for(
+            "PlanCreated", marks.alerts, 90, where=lambda a: a["details"].get("plan_id") == rebalance_id)
+        demo.say(f"  `reassigner request rebalance {' '.join('--topic ' + t for t in topics)}`: "
+                 f"{outcome['plan']['message']}; {len(stranded)} partitions the failed dir held "
+                 "must stay off broker 1 until it restarts")
+        demo.wait("the rebalance", lambda: demo.settled(), 300)
+        result.replica_moves = outcome["plan"]["details"]["replica_moves"]
+        result.lower_bound = outcome["plan"]["details"].get("lower_bound", "-")
+
+    world.scene("5b. rebalance after the disk failure", rebalance, marks)
+    after = world.snapshot()
+    planned = int(outcome["plan"]["details"]["replica_moves"])
+    world.check(marks, planned > 0, "broker 1 lost replicas with its dir, yet the rebalance moved nothing")
+    world.check(marks, replica_moves(before, after) == planned,
+                f"Kafka shows {replica_moves(before, after)} replica moves, the plan said {planned}")
+    world.expect(marks, placement_problems(after, world.racks(), world.eligible()), "placement constraints broken")
+    on_1 = sum(1 in p["replicas"] for p in after.values()) - sum(1 in p["replicas"] for p in before.values())
+    world.check(marks, on_1 > 0, f"broker 1 gained {on_1} replicas from the rebalance")
+    back = sorted(k for k in after if TopicPartition(*k) in stranded and 1 in after[k]["replicas"])
+    world.check(marks, not back, f"moved back onto broker 1, where Kafka cannot host them: {back}")
+    stalled = world.plans(marks, "ReassignmentStalled")
+    world.check(marks, not stalled, f"stalled steps: {stalled}")
 
 
 # --- 6. cancel ----------------------------------------------------------------------------------

@@ -22,7 +22,10 @@ pytestmark = [pytest.mark.stack]
 def sample_state(isr=(1, 2, 3)) -> ControllerState:
     brokers = tuple(
         Broker(i, f"/dc1/r{i}", True, i == 3,
-               (LogDir(f"/data/b{i}/d0", True, 100, 40), LogDir(f"/data/b{i}/d1", i != 2, 100, 90)))
+               (LogDir(f"/data/b{i}/d0", True, 100, 40), LogDir(f"/data/b{i}/d1", i != 2, 100, 90)),
+               # what broker 2's failed dir held (Broker.cannot_host)
+               frozenset({TopicPartition("orders", 2), TopicPartition("pay.ments_x-y", 11)}) if i == 2
+               else frozenset())
         for i in (1, 2, 3)
     )
     partitions = tuple(
