@@ -11,9 +11,11 @@ RULES:
   `draining` stays set once set (a decommission is ours; the watcher does not report it), or is
   set by a DRAINING state. The dir list (paths) keeps the health and usage of known dirs; an
   empty list keeps the dirs known. An UNREGISTERED broker that holds no replica after the batch
-  is forgotten (it left the cluster, e.g. after a decommission). A broker seen alive after it
-  was down has restarted: what its failed dirs held (`Broker.cannot_host`, set by the disk
-  failure trigger) is cleared, as Kafka clears it.
+  is forgotten (it left the cluster, e.g. after a decommission).
+- What a broker's failed dirs held (`Broker.cannot_host`, set by the disk failure trigger) is
+  kept until the broker shows no offline dir: the dir back online or gone from its list, which
+  Kafka allows only through a restart, and a restart is what makes Kafka forget them too. Being
+  seen down and up is not enough: a broker fenced for a missed heartbeat did not restart.
 - TopicState: sets `min.insync.replicas` (null keeps it); `deleted` drops the topic and its
   partitions (and partition events for it later in the same batch are ignored).
 - LogDirState: sets the dir's online flag and usage; every (non-future) replica it lists gets
@@ -161,6 +163,9 @@ class _WorkingCluster:
                 if old.min_insync_replicas != self.min_isr[name]:
                     old = replace(old, min_insync_replicas=self.min_isr[name])
                 topics.append(old)
+        for broker_id, broker in list(self.brokers.items()):
+            if broker.cannot_host and all(d.online for d in broker.log_dirs):
+                self.brokers[broker_id] = replace(broker, cannot_host=frozenset())
         brokers = tuple(self.brokers[b] for b in sorted(self.brokers))
         if brokers == self.original.brokers and tuple(topics) == self.original.topics:
             return self.original
@@ -279,9 +284,7 @@ def _apply_broker(work: _WorkingCluster, record: Mapping[str, Any], effects: Eve
     rack = record.get("rack")
     if rack is None and state == "UNREGISTERED" and old is not None:
         rack = old.rack
-    # A restart clears what its failed dirs held (Kafka forgets it too); otherwise it is kept.
-    restarted = alive and not was_alive
-    cannot_host = old.cannot_host if old is not None and not restarted else frozenset()
+    cannot_host = old.cannot_host if old is not None else frozenset()
     work.brokers[broker_id] = Broker(broker_id, rack, alive, draining, dirs, cannot_host)
     if alive and not was_alive:
         effects.came_up[broker_id] = int(record["event_time"])

@@ -24,9 +24,9 @@ RULES, in the order `handle_triggers` runs them:
 4. Disk failed. A log dir that went offline raises `DiskFailed` (ERROR) with the replicas it held,
    and its partitions are healed at once (`Goal(heal=True, rebalance=False)`: the replica goes
    to another broker, never back to that dir's broker). No grace: the dir's data is gone. Those
-   partitions are remembered on the broker (`Broker.cannot_host`) until it restarts, so no later
-   plan puts them back there: Kafka would never start such a replica (it keeps them marked as
-   residing in an offline dir).
+   partitions are remembered on the broker (`Broker.cannot_host`) until it restarts (it shows no
+   offline dir), so no later plan puts them back there: Kafka would never start such a replica
+   (it keeps them marked as residing in an offline dir).
 5. Drained. A draining broker that holds no replica and is in no target raises `BrokerDrained`
    (once).
 6. ISR conditions, for the partitions the batch touched: `UnderMinIsr` (ISR smaller than the

@@ -50,7 +50,8 @@ class Broker:
     log_dirs: tuple[LogDir, ...] = ()
     # Partitions a failed log dir of this broker held. Kafka keeps them marked as residing in an
     # offline dir until the broker restarts: a replica moved back here never starts (it is not
-    # even listed offline), so placement keeps them off this broker until then.
+    # even listed offline), so placement keeps them off this broker until it shows no offline
+    # dir any more (see `handlers.events`).
     cannot_host: frozenset[TopicPartition] = frozenset()
 
     @property
