@@ -321,6 +321,8 @@ def status(
     for b in view.brokers:
         state = "[red]down[/]" if not b.alive else ("[yellow]draining[/]" if b.draining else "[green]alive[/]")
         dirs = f"{b.dirs_online}/{b.dirs_total}" + (f" [red](offline: {', '.join(b.offline_dirs)})[/]" if b.offline_dirs else "")
+        if b.cannot_host:
+            dirs += f" [yellow]{b.cannot_host} partitions kept off until restart[/]"
         brokers.add_row(str(b.id), b.rack or "-", state, dirs, str(b.replicas), str(b.leaders))
     console.print(brokers)
     for title, problems, style in (("under-replicated", view.under_replicated, "yellow"),

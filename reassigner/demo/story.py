@@ -339,6 +339,9 @@ class Demo:
         self.wait("restoring the replication factor", lambda: self.settled(since), 300)
         result.replica_moves, result.lower_bound = self.plan_figures(since)
         self.say("  every partition has its 3 replicas in sync again")
+        kept_off = self.controller_state().cluster.broker(1).cannot_host
+        self.say(f"  {len(kept_off)} partitions the dir held stay off broker 1 until it restarts "
+                 "(Kafka would not start them there)")
 
     def cancel_manual(self, result: SceneResult) -> None:
         since = self.alerts.mark()

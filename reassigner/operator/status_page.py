@@ -78,7 +78,8 @@ function render(doc) {
       ["broker", "rack", "state", "dirs online", "replicas", "leaders"],
       s.brokers.map(b => [esc(b.id), esc(b.rack),
         b.alive ? (b.draining ? '<span class="warn">draining</span>' : '<span class="ok">alive</span>') : '<span class="bad">down</span>',
-        `<span class="${b.dirs_online < b.dirs_total ? "bad" : "ok"}">${b.dirs_online}/${b.dirs_total}</span>`,
+        `<span class="${b.dirs_online < b.dirs_total ? "bad" : "ok"}">${b.dirs_online}/${b.dirs_total}</span>` +
+          (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : ""),
         esc(b.replicas), esc(b.leaders)]), "no brokers observed yet");
     document.getElementById("reassignments-body").innerHTML = table(
       ["partition", "state", "current", "adding", "removing", "final target", "step", "progress", "reason"],

@@ -83,6 +83,7 @@ class BrokerRow:
     offline_dirs: tuple[str, ...]
     replicas: int
     leaders: int
+    cannot_host: int = 0  # partitions its failed dirs held, kept off it until it restarts
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
     brokers = tuple(
         BrokerRow(b.id, b.rack, b.alive, b.draining, sum(1 for d in b.log_dirs if d.online),
                   len(b.log_dirs), tuple(d.path for d in b.log_dirs if not d.online),
-                  replicas_on.get(b.id, 0), leaders_on.get(b.id, 0))
+                  replicas_on.get(b.id, 0), leaders_on.get(b.id, 0), len(b.cannot_host))
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
     rows = compute_reassignment_rows(state, default_replica_movements)

@@ -67,7 +67,8 @@ def test_batch_in_flight_lists_steps_oldest_first_with_age():
 
 
 def test_status_shows_dead_brokers_offline_dirs_and_partition_problems():
-    brokers = (Broker(1, "/dc1/r1", log_dirs=(LogDir("/d/a"), LogDir("/d/b", online=False))),
+    brokers = (Broker(1, "/dc1/r1", log_dirs=(LogDir("/d/a"), LogDir("/d/b", online=False)),
+                      cannot_host=frozenset({TopicPartition("orders", 7), TopicPartition("audit", 0)})),
                Broker(2, "/dc1/r2", alive=False), Broker(3, "/dc2/r1", draining=True))
     healthy = PartitionState("orders", 0, (1, 2, 3), isr=(1, 2, 3), leader=1)
     under = PartitionState("orders", 1, (1, 2, 3), isr=(1, 3), leader=1)
@@ -77,6 +78,7 @@ def test_status_shows_dead_brokers_offline_dirs_and_partition_problems():
     view = compute_status(state, default_replica_movements=1)
     by_id = {b.id: b for b in view.brokers}
     assert (by_id[1].dirs_online, by_id[1].dirs_total, by_id[1].offline_dirs) == (1, 2, ("/d/b",))
+    assert by_id[1].cannot_host == 2 and by_id[2].cannot_host == 0
     assert not by_id[2].alive and by_id[3].draining
     assert by_id[1].leaders == 2 and by_id[1].replicas == 2
     assert [p.partition for p in view.under_replicated] == [1, 2]
