@@ -32,7 +32,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from handlers.batch import BadRecord, BatchInputs
 from handlers.decide import decide
@@ -69,6 +69,16 @@ class PipelineStats:
     last_phase_seconds: dict[str, float] | None = None
 
 
+def source_timeouts(client_properties: Mapping[str, str]) -> dict[str, str]:
+    """The Kafka source's request and API timeouts (ms): 5 s / 10 s unless the client settings
+    say otherwise; the API timeout is never below the request timeout (the Admin client refuses
+    that combination at start)."""
+    request_timeout = int(client_properties.get("request.timeout.ms", "5000"))
+    api_timeout = int(client_properties.get("default.api.timeout.ms", max(10_000, request_timeout)))
+    return {"kafka.request.timeout.ms": str(request_timeout),
+            "kafka.default.api.timeout.ms": str(max(api_timeout, request_timeout))}
+
+
 def build_input_stream(spark, settings: Settings, client_properties: dict[str, str]):
     """The Kafka source over every input topic, one decoded struct column per topic."""
     topics = [settings.topic(suffix) for suffix in INPUT_TOPICS]
@@ -83,6 +93,14 @@ def build_input_stream(spark, settings: Settings, client_properties: dict[str, s
         # it for fetch.max.wait.ms (500 ms by default) and the next micro-batch's read waits for
         # it. A short wait takes ~500 ms off the event-to-command latency.
         .option("kafka.fetch.max.wait.ms", client_properties.get("fetch.max.wait.ms", "10"))
+        # A broker that dies, or whose log dir fails, takes leaders of some input partitions
+        # with it; the source's Admin listOffsets then sat for default.api.timeout.ms (60 s)
+        # before Spark retried with a fresh Admin client, which found the new leaders at once:
+        # every reaction to that failure waited a minute. 10 s per attempt and 18 attempts keep
+        # the default's 3 minutes before the query gives up.
+        .options(**source_timeouts(client_properties))
+        .option("fetchOffset.numRetries", "18")
+        .option("fetchOffset.retryIntervalMs", "200")
         .load()
     )
     return decode_records(source, settings)
