@@ -46,6 +46,7 @@ class Sample:
 
     at: float
     moving: dict[Key, frozenset[int]]
+    leader_moves: int = 0  # of those, the ones whose target's first replica is not the leader
 
 
 class InvariantMonitor:
@@ -79,6 +80,12 @@ class InvariantMonitor:
     def samples_since(self, wall_time: float) -> list[Sample]:
         with self._lock:
             return [s for s in self.series if s.at >= wall_time]
+
+    def peaks_since(self, wall_time: float) -> tuple[int, int]:
+        """(partitions moving, leader movements): the most Kafka showed at once since `wall_time`."""
+        samples = self.samples_since(wall_time)
+        return (max((len(s.moving) for s in samples), default=0),
+                max((s.leader_moves for s in samples), default=0))
 
     def latest(self) -> Sample | None:
         with self._lock:
@@ -139,7 +146,7 @@ class InvariantMonitor:
         report = self.report
         with self._lock:
             previous = self.series[-1] if self.series else None
-            self.series.append(Sample(at, in_flight))
+            self.series.append(Sample(at, in_flight, leader_moves))
         if previous is not None:
             report.longest_gap_seconds = max(report.longest_gap_seconds, at - previous.at)
         if previous is not None and at - previous.at <= OVERLAP_WINDOW:

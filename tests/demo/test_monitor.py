@@ -1,0 +1,60 @@
+"""The invariant monitor's judgement of one sample and its per-scene peaks, from Admin answers
+shaped as kafka-python returns them (the real cluster is sampled in the scenario suite)."""
+
+from __future__ import annotations
+
+import time
+
+from reassigner.demo.monitor import InvariantMonitor
+
+
+class AdminAnswers:
+    """What kafka-python's KafkaAdminClient answers, for one moment of a 3-broker cluster."""
+
+    def __init__(self, moving: dict, leaders: dict[tuple[str, int], int]) -> None:
+        self.moving = moving
+        self.leaders = leaders
+
+    def describe_cluster(self):
+        return {"brokers": [{"broker_id": b, "is_fenced": False} for b in (1, 2, 3)]}
+
+    def list_partition_reassignments(self):
+        return self.moving
+
+    def describe_topics(self):
+        return [{"name": "orders", "partitions": [
+            {"partition_index": p, "leader_id": leader, "replica_nodes": [1, 2, 3], "isr_nodes": [1, 2, 3]}
+            for (_, p), leader in sorted(self.leaders.items())]}]
+
+
+def moving(*targets: tuple[int, list[int]]) -> dict:
+    return {("orders", p): {"replicas": replicas, "removing_replicas": [], "adding_replicas": []}
+            for p, replicas in targets}
+
+
+def monitor() -> InvariantMonitor:
+    return InvariantMonitor("unused:9092", max_partition_movements=2, max_leader_movements=1,
+                            min_isr={"orders": 2})
+
+
+LEADERS = {("orders", 0): 1, ("orders", 1): 2, ("orders", 2): 3}
+
+
+def test_peaks_since_count_only_the_samples_after_the_mark():
+    watcher = monitor()
+    watcher.sample(AdminAnswers(moving((0, [2, 3, 4]), (1, [2, 1, 4])), LEADERS))  # 2 moving, 1 leader move
+    mark = time.time()
+    time.sleep(0.01)
+    watcher.sample(AdminAnswers(moving((2, [3, 1, 4])), LEADERS))  # 1 moving, leader stays
+    assert watcher.peaks_since(0) == (2, 1)
+    assert watcher.peaks_since(mark) == (1, 0)
+    assert watcher.peaks_since(time.time() + 1) == (0, 0)
+    assert watcher.report.violations == []
+
+
+def test_more_than_the_limits_at_once_is_a_violation():
+    watcher = monitor()
+    watcher.sample(AdminAnswers(moving((0, [2, 3, 4]), (1, [3, 1, 4]), (2, [3, 1, 4])), LEADERS))
+    assert watcher.peaks_since(0) == (3, 2)
+    assert any("3 partitions moving > P = 2" in v for v in watcher.report.violations)
+    assert any("2 leader movements > L = 1" in v for v in watcher.report.violations)
