@@ -433,12 +433,12 @@ class Demo:
         partition_limit = DEMO_SETTINGS["REASSIGNER_MAX_PARTITION_MOVEMENTS"]
         leader_limit = DEMO_SETTINGS["REASSIGNER_MAX_LEADER_MOVEMENTS"]
         table = Table(title="summary", caption=(
-            f"peak moving: steps in flight as the product counts them (until the watcher reports "
-            f"them done) / partitions Kafka showed reassigning, limit P = {partition_limit}; "
-            f"peak leader moves: limit L = {leader_limit}; Kafka sampled every 250 ms"))
-        for column in ("scene", "replicas moved", "lower bound", "steps",
-                       f"peak moving (P={partition_limit})", f"peak leader moves (L={leader_limit})",
-                       "time", "outcome"):
+            "moved: replica moves planned, next to the planner's lower bound; peak moving: steps "
+            "in flight as the product counts them (until the watcher reports them done) / "
+            f"partitions Kafka showed reassigning, limit P = {partition_limit}; peak leaders: "
+            f"leader movements, limit L = {leader_limit}; Kafka sampled every 250 ms"))
+        for column in ("scene", "moved", "bound", "steps", f"peak moving P={partition_limit}",
+                       f"peak leaders L={leader_limit}", "time", "outcome"):
             table.add_column(column)
         for r in self.results:
             table.add_row(r.name, r.replica_moves, r.lower_bound, str(r.steps),
