@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -41,6 +42,7 @@ from reassigner.demo.product import ClusterProbe, ProductProcesses, TopicCollect
 from reassigner.demo.traffic import SequencedTraffic, TrafficReport
 from reassigner.local.processes import free_port, tail
 from reassigner.local.stack import LocalStack
+from planning.model import TopicPartition
 
 RACKS = ("/dc1/r1", "/dc1/r2", "/dc2/r1")
 ADDED_RACKS = ("/dc2/r2", "/dc1/r3")  # the two brokers of scene 1 (ids 4 and 5)
@@ -253,7 +255,12 @@ class Demo:
             # Kept outside the stack dir, which the teardown deletes.
             report = self.stack_dir.with_name(f"{self.stack_dir.name}-failed-scene-{len(self.results) + 1}.txt")
             report.write_text(f"{name}: {error}\n{details}\n")
-            self.say(f"  what the product and Kafka showed: {report}")
+            logs = report.with_suffix("")
+            shutil.rmtree(logs, ignore_errors=True)
+            shutil.copytree(self.product.log_dir, logs, dirs_exist_ok=True)
+            for server_log in self.stack_dir.glob("*/logs/server.log"):
+                shutil.copy(server_log, logs / f"{server_log.parent.parent.name}-server.log")
+            self.say(f"  what the product and Kafka showed: {report} (whole logs in {logs.name}/)")
         finally:
             result.seconds = time.monotonic() - mark
             result.steps = len(self.commands.of_kind("ReassignmentStep", commands_before))
@@ -274,6 +281,16 @@ class Demo:
                          + (", ".join(f"{t}-{p} {v['replicas']} isr {v['isr']}"
                                       for (t, p), v in sorted(moving.items())) or "none"))
             state = self.store.load()
+            kafka = self.probe.partitions([*TOPICS, BULK_TOPIC])
+            product = state.cluster.partitions_by_tp
+            differ = []
+            for (topic, number), seen in sorted(kafka.items()):
+                known = product.get(TopicPartition(topic, number))
+                if known is None or sorted(known.replicas) != sorted(seen["replicas"]):
+                    differ.append(f"{topic}-{number} Kafka {sorted(seen['replicas'])} product "
+                                  f"{sorted(known.replicas) if known else 'unknown'}")
+            parts.append("replica sets where the product's view differs from Kafka's: "
+                         + (", ".join(differ) or "none"))
             parts.append("pipeline state: " + (", ".join(
                 f"{tp} {r.state.value} -> {list(r.final_target)}"
                 + (f" (step {r.in_flight.number} in flight)" if r.in_flight else "")
@@ -364,6 +381,10 @@ class Demo:
     def cancel_manual(self, result: SceneResult) -> None:
         since = self.alerts.mark()
         commands_before = self.commands.mark()
+        # The operator's starting point: Kafka's replicas, once the product's view agrees with
+        # them and nothing of the topic moves (the heal of scene 3 may still be settling it).
+        self.wait("the product's view of the bulk topic agrees with Kafka's",
+                  lambda: not self.bulk_topic_disagreement(), 60)
         parts = self.probe.partitions([BULK_TOPIC])
         # Not broker 2 (decommissioned), nor broker 1 (its failed dir: see `fail_log_dir`).
         usable = sorted(b for b, info in self.probe.brokers().items()
@@ -387,6 +408,13 @@ class Demo:
             self.cli("request", "reassign", "--file", str(plan_file))
             self.say(f"  `reassigner request reassign --file {plan_file.name}`: {len(chosen)} partitions "
                      "with 4 MB each, throttled to 300 kB/s")
+            plan_created = self.alerts.wait_for("PlanCreated", since, 90)
+            moves = int(plan_created["details"].get("replica_moves", 0))
+            if moves != len(chosen):
+                raise AssertionError(
+                    f"the product planned {moves} replica moves for {len(chosen)} new replicas: its "
+                    f"view of {BULK_TOPIC} was not Kafka's at the start of the scene ({before}); now "
+                    f"{self.bulk_topic_disagreement() or 'they agree'}")
             self.commands.wait_for("ReassignmentStep", commands_before, 90)
             self.wait("the first steps copy data", lambda: any(
                 p["reassigning"] for p in self.probe.partitions([BULK_TOPIC]).values()), 60)
@@ -401,6 +429,22 @@ class Demo:
         self.commands.wait_for("ClearThrottle", commands_before, 60)
         self.wait("the product clears its throttle", lambda: not throttled_brokers(self.bootstrap, live), 60)
         self.say("  every partition is back on its original replicas; throttle cleared")
+
+    def bulk_topic_disagreement(self) -> str:
+        """Where Kafka and the product disagree on the bulk topic's replicas, or where either
+        shows it moving ('' when they agree and it is still)."""
+        kafka = self.probe.partitions([BULK_TOPIC])
+        state = self.controller_state()
+        problems = []
+        for (topic, number), seen in sorted(kafka.items()):
+            tp = TopicPartition(topic, number)
+            known = state.cluster.partitions_by_tp.get(tp)
+            if seen["reassigning"] or tp in state.reassignments:
+                problems.append(f"{tp} is moving")
+            elif known is None or sorted(known.replicas) != sorted(seen["replicas"]):
+                problems.append(f"{tp}: Kafka {sorted(seen['replicas'])}, product "
+                                f"{sorted(known.replicas) if known else 'unknown'}")
+        return "; ".join(problems)
 
     def kill_broker(self, result: SceneResult) -> None:
         since = self.alerts.mark()
@@ -445,9 +489,10 @@ class Demo:
                           f"{r.peak_in_flight} / {r.peak_moving_in_kafka}", str(r.peak_leader_movements),
                           f"{r.seconds:.0f} s", r.outcome)
         self.console.print(table)
-        verdict = "[green]no record lost or reordered[/]" if report.clean else "[red]DATA CHECK FAILED[/]"
-        self.say(f"traffic: {report.produced} records written, {report.read} read back: "
-                 f"{report.lost} lost, {report.out_of_order} out of order, "
+        verdict = ("[green]no record lost or reordered[/]" if report.clean
+                   else f"[red]DATA CHECK FAILED[/]: {report.problems()}")
+        self.say(f"traffic: {report.produced} records written, {report.acknowledged} acknowledged, "
+                 f"{report.read} read back: {report.lost} lost, {report.out_of_order} out of order, "
                  f"{report.duplicated} duplicated — {verdict}")
         monitor = self.monitor_report
         self.say(f"invariant monitor: {monitor.samples} samples; peak partitions moving "

@@ -5,6 +5,12 @@ the given topics, round-robin, at a modest rate, for as long as it runs. At the 
 reads every partition from the beginning and checks, per partition, that the sequences it
 reads are exactly 0..n-1 in order: zero lost, zero duplicated, zero out of order. Errors the
 producer saw are kept; only retriable ones are acceptable.
+
+Two kinds of missing record are told apart, because they mean different things:
+- *lost*: Kafka acknowledged it (acks=all) and it cannot be read back — data loss;
+- *unacknowledged*: the producer never got an acknowledgement (delivery failed, or still
+  queued when the final flush gave up) and it is not in the log either — the write failed.
+Both fail the check; the report names the first few (partition, sequence, offset if acknowledged).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 
@@ -24,14 +30,66 @@ class TrafficReport:
     acknowledged: int = 0
     read: int = 0
     lost: int = 0
+    unacknowledged: int = 0
     out_of_order: int = 0
     duplicated: int = 0
     fatal_errors: list[str] = field(default_factory=list)
     retriable_errors: int = 0
+    missing: list[str] = field(default_factory=list)  # the first few missing records, described
 
     @property
     def clean(self) -> bool:
-        return not (self.lost or self.out_of_order or self.duplicated or self.fatal_errors)
+        return not (self.lost or self.unacknowledged or self.out_of_order or self.duplicated
+                    or self.fatal_errors)
+
+    def problems(self) -> str:
+        """What made the check fail, in a line (empty when clean)."""
+        parts = []
+        if self.unacknowledged:
+            parts.append(f"{self.unacknowledged} never acknowledged")
+        if self.missing:
+            parts.append("missing: " + ", ".join(self.missing))
+        if self.fatal_errors:
+            parts.append(f"producer errors: {self.fatal_errors[:3]}")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class SequenceCheck:
+    """The comparison of what was produced, acknowledged and read (see `compare_sequences`)."""
+
+    read: int
+    lost: int
+    unacknowledged: int
+    out_of_order: int
+    duplicated: int
+    missing: list[str]
+
+
+def compare_sequences(produced: dict[tuple[str, int], int],
+                      acknowledged: dict[tuple[str, int], dict[int, int]],
+                      seen: dict[tuple[str, int], list[int]], describe: int = 5) -> SequenceCheck:
+    """Per partition: `produced` sequences 0..n-1, `acknowledged` sequence -> offset, `seen` the
+    sequences read in log order. A missing sequence is lost if it was acknowledged, else
+    unacknowledged; the first `describe` of them are described."""
+    read = lost = unacknowledged = out_of_order = duplicated = 0
+    missing: list[str] = []
+    for key, count in sorted(produced.items()):
+        sequences = seen.get(key, [])
+        acked = acknowledged.get(key, {})
+        read += len(sequences)
+        duplicated += len(sequences) - len(set(sequences))
+        out_of_order += sum(1 for a, b in zip(sequences, sequences[1:]) if b < a)
+        for sequence in sorted(set(range(count)) - set(sequences)):
+            offset = acked.get(sequence)
+            if offset is None:
+                unacknowledged += 1
+            else:
+                lost += 1
+            if len(missing) < describe:
+                where = f"acknowledged at offset {offset}" if offset is not None else "never acknowledged"
+                missing.append(f"{key[0]}-{key[1]} #{sequence} ({where})")
+    return SequenceCheck(read, lost, unacknowledged, out_of_order, duplicated, missing)
 
 
 class SequencedTraffic:
@@ -43,7 +101,9 @@ class SequencedTraffic:
         self.partitions = partitions
         self.interval = 1.0 / records_per_second
         self.next_sequence = {(t, p): 0 for t, n in partitions.items() for p in range(n)}
-        self.acknowledged: dict[tuple[str, int], int] = {key: 0 for key in self.next_sequence}
+        # sequence -> offset of every acknowledged record, per partition
+        self.acknowledged: dict[tuple[str, int], dict[int, int]] = {
+            key: {} for key in self.next_sequence}
         self.report = TrafficReport()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -64,6 +124,8 @@ class SequencedTraffic:
             self.report.fatal_errors.append(f"{message.topic()}-{message.partition()}: {error}")
             return
         self.report.acknowledged += 1
+        sequence = int(message.value().decode().split(":")[1])
+        self.acknowledged[(message.topic(), message.partition())][sequence] = message.offset()
 
     def start(self) -> "SequencedTraffic":
         self._thread = threading.Thread(target=self._run, name="demo-traffic", daemon=True)
@@ -92,35 +154,52 @@ class SequencedTraffic:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
-        self._producer.flush(timeout)
-        self.report.read, self.report.lost, self.report.out_of_order, self.report.duplicated = (
-            verify_sequences(self.bootstrap_servers, self.next_sequence, timeout))
+        still_queued = self._producer.flush(timeout)
+        if still_queued:
+            self.report.fatal_errors.append(f"{still_queued} records still unacknowledged after "
+                                            f"the final flush ({timeout:.0f} s)")
+        seen = read_sequences(self.bootstrap_servers, self.next_sequence, timeout)
+        check = compare_sequences(self.next_sequence, self.acknowledged, seen)
+        self.report.read, self.report.lost = check.read, check.lost
+        self.report.unacknowledged, self.report.missing = check.unacknowledged, check.missing
+        self.report.out_of_order, self.report.duplicated = check.out_of_order, check.duplicated
         return self.report
 
 
-def verify_sequences(bootstrap_servers: str, expected: dict[tuple[str, int], int],
-                     timeout: float) -> tuple[int, int, int, int]:
-    """Read every partition from the beginning: (read, lost, out of order, duplicated)."""
+def read_sequences(bootstrap_servers: str, expected: dict[tuple[str, int], int],
+                   timeout: float) -> dict[tuple[str, int], list[int]]:
+    """Read every partition from the beginning: the sequences per partition, in log order."""
     consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"verify-{uuid.uuid4()}",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          "log_level": 0})
     consumer.assign([KafkaTopicPartition(t, p, 0) for t, p in expected])
     seen: dict[tuple[str, int], list[int]] = {key: [] for key in expected}
     deadline = time.monotonic() + timeout
-    remaining = {key for key, count in expected.items() if count > 0}
+    # Read each partition up to its end (the producer has stopped): a missing record then shows
+    # at once instead of the reader waiting for a count it will never reach.
+    end_offsets = {key: _end_offset(consumer, key, deadline) for key in expected}
+    remaining = {key for key, end in end_offsets.items() if end > 0}
     while remaining and time.monotonic() < deadline:
         for message in consumer.consume(1000, 0.5):
             if message.error() is not None:
                 continue
             key = (message.topic(), message.partition())
             seen[key].append(int(message.value().decode().split(":")[1]))
-            if len(seen[key]) >= expected[key]:
+            if message.offset() + 1 >= end_offsets[key]:
                 remaining.discard(key)
     consumer.close()
-    read = lost = out_of_order = duplicated = 0
-    for key, sequences in seen.items():
-        read += len(sequences)
-        lost += len(set(range(expected[key])) - set(sequences))
-        duplicated += len(sequences) - len(set(sequences))
-        out_of_order += sum(1 for a, b in zip(sequences, sequences[1:]) if b < a)
-    return read, lost, out_of_order, duplicated
+    return seen
+
+
+def _end_offset(consumer: Consumer, key: tuple[str, int], deadline: float) -> int:
+    """The partition's high watermark, retried until `deadline` (None means the query timed out)."""
+    while True:
+        try:
+            offsets = consumer.get_watermark_offsets(KafkaTopicPartition(*key, 0), timeout=10)
+        except KafkaException:
+            offsets = None
+        if offsets is not None:
+            return offsets[1]
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"no end offset for {key[0]}-{key[1]}: its leader does not answer")
+        time.sleep(0.5)
