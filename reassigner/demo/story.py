@@ -66,6 +66,12 @@ DEMO_SETTINGS = {
 }
 
 
+# Short names for the summary table, which must fit 80 columns.
+SCENE_LABELS = {"1. add two brokers": "1. add brokers", "2. decommission a broker": "2. decommission",
+                "3. fail a log dir": "3. fail log dir", "4. cancel a manual reassignment": "4. cancel manual",
+                "5. kill a broker": "5. kill broker"}
+
+
 @dataclass
 class SceneResult:
     name: str
@@ -477,18 +483,23 @@ class Demo:
         partition_limit = DEMO_SETTINGS["REASSIGNER_MAX_PARTITION_MOVEMENTS"]
         leader_limit = DEMO_SETTINGS["REASSIGNER_MAX_LEADER_MOVEMENTS"]
         table = Table(title="summary", caption=(
-            "moved: replica moves planned, next to the planner's lower bound; peak moving: steps "
-            "in flight as the product counts them (until the watcher reports them done) / "
-            f"partitions Kafka showed reassigning, limit P = {partition_limit}; peak leaders: "
-            f"leader movements, limit L = {leader_limit}; Kafka sampled every 250 ms"))
-        for column in ("scene", "moved", "bound", "steps", f"peak moving P={partition_limit}",
-                       f"peak leaders L={leader_limit}", "time", "outcome"):
-            table.add_column(column)
+            "moved: replica moves planned / the planner's lower bound; peak P: steps in flight as "
+            "the product counts them (until the watcher reports them done) / partitions Kafka "
+            f"showed reassigning, limit P = {partition_limit}; peak L: leader movements, limit "
+            f"L = {leader_limit}; Kafka sampled every 250 ms"))
+        for column in ("scene", "moved", "steps", f"peak P={partition_limit}", f"peak L={leader_limit}",
+                       "time", "outcome"):
+            table.add_column(column, no_wrap=True,
+                             justify="left" if column in ("scene", "outcome") else "right")
         for r in self.results:
-            table.add_row(r.name, r.replica_moves, r.lower_bound, str(r.steps),
-                          f"{r.peak_in_flight} / {r.peak_moving_in_kafka}", str(r.peak_leader_movements),
-                          f"{r.seconds:.0f} s", r.outcome)
+            table.add_row(SCENE_LABELS.get(r.name, r.name), f"{r.replica_moves} / {r.lower_bound}",
+                          str(r.steps), f"{r.peak_in_flight} / {r.peak_moving_in_kafka}",
+                          str(r.peak_leader_movements), f"{r.seconds:.0f} s",
+                          "ok" if r.outcome == "ok" else "[red]FAILED[/]")
         self.console.print(table)
+        for r in self.results:
+            if r.outcome != "ok":
+                self.say(f"[red]{r.name}[/]: {r.outcome}")
         verdict = ("[green]no record lost or reordered[/]" if report.clean
                    else f"[red]DATA CHECK FAILED[/]: {report.problems()}")
         self.say(f"traffic: {report.produced} records written, {report.acknowledged} acknowledged, "
