@@ -49,6 +49,8 @@ ADDED_RACKS = ("/dc2/r2", "/dc1/r3")  # the two brokers of scene 1 (ids 4 and 5)
 ADD_GRACE_SECONDS = 30  # scene 1: longer than one broker takes to start, so both share a plan
 TOPICS = {"orders": 12, "payments": 8, "audit": 4}  # carry the sequenced traffic
 BULK_TOPIC = "archive"  # a few MB of filler per partition, for the cancelled manual move
+# Several, so that some partition can take a new replica whatever scenes 1-3 did with them.
+BULK_PARTITIONS = 6
 MIN_INSYNC_REPLICAS = 2
 CLUSTER_NAME = "demo"
 
@@ -70,6 +72,24 @@ DEMO_SETTINGS = {
 SCENE_LABELS = {"1. add two brokers": "1. add brokers", "2. decommission a broker": "2. decommission",
                 "3. fail a log dir": "3. fail log dir", "4. cancel a manual reassignment": "4. cancel manual",
                 "5. kill a broker": "5. kill broker"}
+
+
+def plan_manual_moves(replicas: dict[tuple[str, int], list[int]], hosts: dict[tuple[str, int], set[int]],
+                      count: int) -> dict[tuple[str, int], list[int]]:
+    """The demo operator's manual plan: for up to `count` partitions, one replica replaced by a
+    broker of `hosts[partition]` that does not hold it yet, the replication factor kept. Broker
+    ids are taken lowest first; a replica on a broker outside `hosts` is the one replaced when
+    there is one (moving off a broken broker is what an operator would do), else the last.
+    Partitions with no such broker are left out."""
+    targets: dict[tuple[str, int], list[int]] = {}
+    for tp in sorted(replicas):
+        current = list(replicas[tp])
+        incoming = sorted(hosts.get(tp, set()) - set(current))
+        if not incoming or len(targets) >= count:
+            continue
+        leaving = next((b for b in current if b not in hosts.get(tp, set())), current[-1])
+        targets[tp] = [incoming[0] if b == leaving else b for b in current]
+    return targets
 
 
 @dataclass
@@ -201,7 +221,7 @@ class Demo:
         self.bootstrap = state.bootstrap_servers
         self.probe = ClusterProbe(self.bootstrap)
         self.say(f"  cluster up: {self.bootstrap}; racks {', '.join(RACKS)}")
-        create_topics(self.bootstrap, {**TOPICS, BULK_TOPIC: 2}, MIN_INSYNC_REPLICAS)
+        create_topics(self.bootstrap, {**TOPICS, BULK_TOPIC: BULK_PARTITIONS}, MIN_INSYNC_REPLICAS)
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS).start()
         self.say(f"  topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())}: RF 3, "
                  f"min.insync.replicas {MIN_INSYNC_REPLICAS}; sequenced traffic running")
@@ -392,49 +412,66 @@ class Demo:
         self.wait("the product's view of the bulk topic agrees with Kafka's",
                   lambda: not self.bulk_topic_disagreement(), 60)
         parts = self.probe.partitions([BULK_TOPIC])
-        # Not broker 2 (decommissioned), nor broker 1 (its failed dir: see `fail_log_dir`).
-        usable = sorted(b for b, info in self.probe.brokers().items()
-                        if not info["is_fenced"] and b not in (1, 2))
-        chosen = sorted(parts)
+        state = self.controller_state()
+        live = [b for b, info in self.probe.brokers().items() if not info["is_fenced"]]
+        # Not broker 2 (decommissioned), nor a broker Kafka would not start the replica on (a
+        # partition broker 1's failed dir held: see `fail_log_dir`).
+        hosts = {tp: {b for b in live if b != 2}
+                 - state.cluster.brokers_that_cannot_host(TopicPartition(*tp)) for tp in parts}
+        targets = plan_manual_moves({tp: p["replicas"] for tp, p in parts.items()}, hosts, 2)
+        if not targets:
+            raise AssertionError(f"no partition of {BULK_TOPIC} can take a new replica: "
+                                 f"{ {tp: p['replicas'] for tp, p in parts.items()} }, hosts {hosts}")
+        chosen = sorted(targets)
         before = {tp: parts[tp]["replicas"] for tp in chosen}
         # Some bulk data, moved slowly, so that the cancel lands mid-flight: the product's own
         # throttle reaches the brokers only after its steps have started (a few MB copy in
         # well under a second locally), so the demo first slows replication of the topic
         # itself, as a busy network would (`SlowReplication`, Kafka's quotas).
         write_bulk(self.bootstrap, chosen, megabytes=4)
-        live = [b for b, info in self.probe.brokers().items() if not info["is_fenced"]]
         with SlowReplication(self.bootstrap, BULK_TOPIC, live, 100_000):
             self.cli("config", "set", "throttle.bytes.per.sec=300000")
             plan = {"version": 1, "partitions": [
-                {"topic": t, "partition": p,
-                 "replicas": [b for b in usable if b not in before[(t, p)]][:1] + before[(t, p)][1:]}
-                for t, p in chosen]}
+                {"topic": t, "partition": p, "replicas": targets[(t, p)]} for t, p in chosen]}
             plan_file = self.stack_dir / "manual-plan.json"
             plan_file.write_text(json.dumps(plan))
             self.cli("request", "reassign", "--file", str(plan_file))
             self.say(f"  `reassigner request reassign --file {plan_file.name}`: {len(chosen)} partitions "
                      "with 4 MB each, throttled to 300 kB/s")
-            plan_created = self.alerts.wait_for("PlanCreated", since, 90)
-            moves = int(plan_created["details"].get("replica_moves", 0))
-            if moves != len(chosen):
-                raise AssertionError(
-                    f"the product planned {moves} replica moves for {len(chosen)} new replicas: its "
-                    f"view of {BULK_TOPIC} was not Kafka's at the start of the scene ({before}); now "
-                    f"{self.bulk_topic_disagreement() or 'they agree'}")
-            self.commands.wait_for("ReassignmentStep", commands_before, 90)
-            self.wait("the first steps copy data", lambda: any(
-                p["reassigning"] for p in self.probe.partitions([BULK_TOPIC]).values()), 60)
-            self.cli("request", "cancel")
-            self.say("  `reassigner request cancel` while the first step copies data")
-            self.alerts.wait_for("ReassignmentCancelled", since, 90,
-                                 where=lambda a: "back at its original replicas" in a["message"])
-            self.wait("reverting to the original replicas",
-                      lambda: (sum(sorted(self.probe.partitions([BULK_TOPIC])[tp]["replicas"])
-                                   == sorted(before[tp]) for tp in chosen), len(chosen)), 180)
+            try:
+                self.cancel_mid_flight(since, commands_before, before)
+            except Exception:
+                # Leave nothing running for the next scenes (a step towards broker 1, which scene
+                # 5 kills, would never finish).
+                self.cli("request", "cancel", check=False)
+                raise
         self.cli("config", "set", "throttle.bytes.per.sec=")
         self.commands.wait_for("ClearThrottle", commands_before, 60)
         self.wait("the product clears its throttle", lambda: not throttled_brokers(self.bootstrap, live), 60)
         self.say("  every partition is back on its original replicas; throttle cleared")
+
+    def cancel_mid_flight(self, since: int, commands_before: int,
+                          before: dict[tuple[str, int], list[int]]) -> None:
+        """Once the manual plan is running: cancel it while its first steps copy data, and wait
+        until every partition is back on its `before` replicas."""
+        chosen = sorted(before)
+        plan_created = self.alerts.wait_for("PlanCreated", since, 90)
+        moves = int(plan_created["details"].get("replica_moves", 0))
+        if moves != len(chosen):
+            raise AssertionError(
+                f"the product planned {moves} replica moves for {len(chosen)} new replicas: its "
+                f"view of {BULK_TOPIC} was not Kafka's at the start of the scene ({before}); now "
+                f"{self.bulk_topic_disagreement() or 'they agree'}")
+        self.commands.wait_for("ReassignmentStep", commands_before, 90)
+        self.wait("the first steps copy data", lambda: any(
+            p["reassigning"] for p in self.probe.partitions([BULK_TOPIC]).values()), 60)
+        self.cli("request", "cancel")
+        self.say("  `reassigner request cancel` while the first step copies data")
+        self.alerts.wait_for("ReassignmentCancelled", since, 90,
+                             where=lambda a: "back at its original replicas" in a["message"])
+        self.wait("reverting to the original replicas",
+                  lambda: (sum(sorted(self.probe.partitions([BULK_TOPIC])[tp]["replicas"])
+                               == sorted(before[tp]) for tp in chosen), len(chosen)), 180)
 
     def bulk_topic_disagreement(self) -> str:
         """Where Kafka and the product disagree on the bulk topic's replicas, or where either
