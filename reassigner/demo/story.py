@@ -36,13 +36,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from planning.model import TopicPartition
 from reassigner.demo.cluster_tools import SlowReplication, create_topics, throttled_brokers, write_bulk
 from reassigner.demo.monitor import InvariantMonitor, MonitorReport
 from reassigner.demo.product import ClusterProbe, ProductProcesses, TopicCollector
 from reassigner.demo.traffic import SequencedTraffic, TrafficReport
 from reassigner.local.processes import free_port, tail
 from reassigner.local.stack import LocalStack
-from planning.model import TopicPartition
 
 RACKS = ("/dc1/r1", "/dc1/r2", "/dc2/r1")
 ADDED_RACKS = ("/dc2/r2", "/dc1/r3")  # the two brokers of scene 1 (ids 4 and 5)
@@ -68,6 +68,19 @@ DEMO_SETTINGS = {
 }
 
 
+def replica_disagreements(kafka: dict[tuple[str, int], dict], state) -> list[str]:
+    """The partitions of `kafka` (a `ClusterProbe.partitions` answer) whose replica set differs
+    from the product's view in `state` (its `ControllerState`), described."""
+    product = state.cluster.partitions_by_tp
+    differ = []
+    for (topic, number), seen in sorted(kafka.items()):
+        known = product.get(TopicPartition(topic, number))
+        if known is None or sorted(known.replicas) != sorted(seen["replicas"]):
+            differ.append(f"{topic}-{number}: Kafka {sorted(seen['replicas'])}, product "
+                          f"{sorted(known.replicas) if known else 'unknown'}")
+    return differ
+
+
 # Short names for the summary table, which must fit 80 columns.
 SCENE_LABELS = {"1. add two brokers": "1. add brokers", "2. decommission a broker": "2. decommission",
                 "3. fail a log dir": "3. fail log dir", "4. cancel a manual reassignment": "4. cancel manual",
@@ -83,11 +96,11 @@ def plan_manual_moves(replicas: dict[tuple[str, int], list[int]], hosts: dict[tu
     Partitions with no such broker are left out."""
     targets: dict[tuple[str, int], list[int]] = {}
     for tp in sorted(replicas):
-        current = list(replicas[tp])
-        incoming = sorted(hosts.get(tp, set()) - set(current))
+        current, allowed = list(replicas[tp]), hosts.get(tp, set())
+        incoming = sorted(allowed - set(current))
         if not incoming or len(targets) >= count:
             continue
-        leaving = next((b for b in current if b not in hosts.get(tp, set())), current[-1])
+        leaving = next((b for b in current if b not in allowed), current[-1])
         targets[tp] = [incoming[0] if b == leaving else b for b in current]
     return targets
 
@@ -307,14 +320,7 @@ class Demo:
                          + (", ".join(f"{t}-{p} {v['replicas']} isr {v['isr']}"
                                       for (t, p), v in sorted(moving.items())) or "none"))
             state = self.store.load()
-            kafka = self.probe.partitions([*TOPICS, BULK_TOPIC])
-            product = state.cluster.partitions_by_tp
-            differ = []
-            for (topic, number), seen in sorted(kafka.items()):
-                known = product.get(TopicPartition(topic, number))
-                if known is None or sorted(known.replicas) != sorted(seen["replicas"]):
-                    differ.append(f"{topic}-{number} Kafka {sorted(seen['replicas'])} product "
-                                  f"{sorted(known.replicas) if known else 'unknown'}")
+            differ = replica_disagreements(self.probe.partitions([*TOPICS, BULK_TOPIC]), state)
             parts.append("replica sets where the product's view differs from Kafka's: "
                          + (", ".join(differ) or "none"))
             parts.append("pipeline state: " + (", ".join(
@@ -478,16 +484,9 @@ class Demo:
         shows it moving ('' when they agree and it is still)."""
         kafka = self.probe.partitions([BULK_TOPIC])
         state = self.controller_state()
-        problems = []
-        for (topic, number), seen in sorted(kafka.items()):
-            tp = TopicPartition(topic, number)
-            known = state.cluster.partitions_by_tp.get(tp)
-            if seen["reassigning"] or tp in state.reassignments:
-                problems.append(f"{tp} is moving")
-            elif known is None or sorted(known.replicas) != sorted(seen["replicas"]):
-                problems.append(f"{tp}: Kafka {sorted(seen['replicas'])}, product "
-                                f"{sorted(known.replicas) if known else 'unknown'}")
-        return "; ".join(problems)
+        moving = [f"{t}-{n} is moving" for (t, n), seen in sorted(kafka.items())
+                  if seen["reassigning"] or TopicPartition(t, n) in state.reassignments]
+        return "; ".join(moving + replica_disagreements(kafka, state))
 
     def kill_broker(self, result: SceneResult) -> None:
         since = self.alerts.mark()
@@ -544,9 +543,9 @@ class Demo:
                  f"{report.duplicated} duplicated — {verdict}")
         monitor = self.monitor_report
         self.say(f"invariant monitor: {monitor.samples} samples; peak partitions moving "
-                 f"{monitor.peak_partitions_moving} (P = {DEMO_SETTINGS['REASSIGNER_MAX_PARTITION_MOVEMENTS']}), "
+                 f"{monitor.peak_partitions_moving} (P = {partition_limit}), "
                  f"peak leader movements {monitor.peak_leader_movements} "
-                 f"(L = {DEMO_SETTINGS['REASSIGNER_MAX_LEADER_MOVEMENTS']}); "
+                 f"(L = {leader_limit}); "
                  + ("[green]no violation[/]" if not monitor.violations else
                     f"[red]{len(monitor.violations)} violations[/]: {monitor.violations[:3]}"))
         self.say(f"total {total_seconds:.0f} s; status page http://127.0.0.1:{self.status_port}/")

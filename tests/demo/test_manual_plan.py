@@ -40,3 +40,17 @@ def test_every_target_keeps_the_replication_factor_and_adds_exactly_one_host(rep
         assert len(target) == len(set(target)) == len(replicas[tp])
         added = set(target) - set(replicas[tp])
         assert len(added) == 1 and added <= usable[tp]
+
+
+def test_replica_disagreements_name_partitions_the_product_sees_otherwise():
+    from types import SimpleNamespace
+
+    from planning.model import TopicPartition
+    from reassigner.demo.story import replica_disagreements
+
+    state = SimpleNamespace(cluster=SimpleNamespace(partitions_by_tp={
+        TopicPartition("archive", 0): SimpleNamespace(replicas=(5, 3, 4)),
+        TopicPartition("archive", 1): SimpleNamespace(replicas=(3, 5))}))
+    kafka = {A0: {"replicas": [3, 4, 5]}, A1: {"replicas": [4, 5, 3]}, A2: {"replicas": [1, 3, 4]}}
+    assert replica_disagreements(kafka, state) == [
+        "archive-1: Kafka [3, 4, 5], product [3, 5]", "archive-2: Kafka [1, 3, 4], product unknown"]
