@@ -80,11 +80,16 @@ class ProductProcesses:
 
 class TopicCollector:
     """Follows one of the product's topics from the beginning, decoding with `schema`;
-    `wait_for` blocks until a matching record (alerts: by kind) arrives."""
+    `wait_for` blocks until a matching record (alerts: by kind) arrives.
+
+    The pipeline publishes at least once: a batch whose publish timed out (Kafka stalls acks=all
+    writes for ~30 s after a log dir fails) is published again with the same message ids. A
+    record whose `id` was already collected is therefore skipped, as any alert consumer should."""
 
     def __init__(self, bootstrap_servers: str, topic: str, schema: str = "Alert") -> None:
         self.schema = schema
         self.alerts: list[dict] = []
+        self._ids: set[str] = set()
         self._condition = threading.Condition()
         self._stop = threading.Event()
         self._consumer = Consumer({"bootstrap.servers": bootstrap_servers,
@@ -105,6 +110,11 @@ class TopicCollector:
                 except Exception:
                     continue
                 with self._condition:
+                    record_id = alert.get("id")
+                    if record_id is not None:
+                        if record_id in self._ids:
+                            continue  # a re-publication (see class doc)
+                        self._ids.add(record_id)
                     self.alerts.append(alert)
                     self._condition.notify_all()
         self._consumer.close()
