@@ -17,7 +17,7 @@ RUN apt-get update \
 WORKDIR /opt/reassigner/src
 COPY . .
 RUN pip install . \
- && python -c "from pathlib import Path; from reassigner.local.jars import ensure_jars; \
+ && python -c "from pathlib import Path; from reassigner.clients.jars import ensure_jars; \
 ensure_jars(Path('/opt/reassigner/cache'), 'spark')" \
  && rm -rf /root/.m2
 

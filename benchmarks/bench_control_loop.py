@@ -64,7 +64,7 @@ class Sampler:
     samples: list[Sample] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from reassigner.edge.admin import ClusterAdmin
+        from reassigner.clients.kafka_admin import ClusterAdmin
 
         self.admin = ClusterAdmin(self.bootstrap_servers)
         self._stop = threading.Event()
@@ -126,8 +126,8 @@ class Run:
 
 
 def start_cluster(work: Path, cache_dir: Path, partitions: int, megabytes: int):
-    from reassigner.demo.cluster_tools import create_topics, write_bulk
-    from reassigner.local.stack import LocalStack
+    from reassigner.dev.demo.cluster_tools import create_topics, write_bulk
+    from reassigner.dev.local.stack import LocalStack
 
     stack = LocalStack(work, cache_dir)
     state = stack.up(brokers=3, log_dirs=2, racks=RACKS)
@@ -145,7 +145,7 @@ def step_times(results) -> list[float]:
 def run_product(work: Path, cache_dir: Path, arguments) -> tuple[Run, dict[int, list[int]]]:
     import redis
 
-    from reassigner.demo.product import ClusterProbe, ProductProcesses, TopicCollector
+    from reassigner.dev.demo.product import ClusterProbe, ProductProcesses, TopicCollector
     from state.controller_store import ControllerStore
 
     stack, state = start_cluster(work, cache_dir, arguments.partitions, arguments.megabytes)
@@ -213,7 +213,7 @@ def run_product(work: Path, cache_dir: Path, arguments) -> tuple[Run, dict[int, 
 def run_all_at_once(work: Path, cache_dir: Path, arguments, final: dict[int, list[int]]) -> Run:
     from kafka.structs import TopicPartition
 
-    from reassigner.edge.admin import (
+    from reassigner.clients.kafka_admin import (
         FOLLOWER_THROTTLED_RATE,
         LEADER_THROTTLED_RATE,
         ClusterAdmin,

@@ -45,7 +45,7 @@ def main() -> None:
     import redis
 
     from handlers.policy import Policy
-    from reassigner.local.stack import LocalStack
+    from reassigner.dev.local.stack import LocalStack
     from reassigner.settings import load_settings
     from state.controller_store import ControllerStore
     from streams.pipeline import PipelineRunner, ensure_topics, run_pipeline
@@ -140,7 +140,7 @@ def main() -> None:
         query.stop()
 
         # 3. Redis memory per partition (100,000 partitions).
-        from planning.controller import ControllerState
+        from state.model import ControllerState
         from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 
         brokers = tuple(Broker(i, f"/dc{i % 3}/r{i % 4}", True, False,

@@ -25,8 +25,8 @@ from collections import Counter
 sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.dirname(__file__)))
 
 from planning.model import Broker, Cluster, PartitionState, Topic  # noqa: E402
-from planning.placement import Goal, plan_placement  # noqa: E402
-from planning.racks import compute_rack_tree, satisfies_rack_spread  # noqa: E402
+from planning.placement.placer import Goal, plan_placement  # noqa: E402
+from planning.placement.racks import compute_rack_tree, satisfies_rack_spread  # noqa: E402
 
 
 def build_cluster(brokers: list[Broker], partitions: int, topics: int, seed: int) -> Cluster:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 import time
 
-from planning.batches import Limits
+from planning.movement.batches import Limits
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
-from planning.simulator import SimulationParams, run_plan
+from planning.simulation.simulator import SimulationParams, run_plan
 
 
 def build(brokers: int, partitions: int, rf: int = 3) -> tuple[Cluster, dict]:

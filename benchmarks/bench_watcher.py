@@ -23,15 +23,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reassigner.edge.observation import (  # noqa: E402
+from reassigner.clients.cluster_answers import (  # noqa: E402
     BrokerObservation,
     LogDirObservation,
     PartitionObservation,
     ReplicaInDir,
-    compute_events,
     compute_observation,
-    compute_snapshot_events,
 )
+from reassigner.edge.observation import compute_events, compute_snapshot_events  # noqa: E402
 from schemas.codec import TOPICS, encode  # noqa: E402
 
 
@@ -89,11 +88,11 @@ def bench_synthetic(partitions: int, repeat: int) -> None:
 def bench_stack(bootstrap: str | None, partitions: int, repeat: int, settle_seconds: float) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from reassigner.edge.admin import ClusterAdmin, _log_dir_reads, _read_metadata
+    from reassigner.clients.kafka_admin import ClusterAdmin, _log_dir_reads, _read_metadata
 
     stack = None
     if bootstrap is None:
-        from reassigner.local.stack import LocalStack
+        from reassigner.dev.local.stack import LocalStack
         from reassigner.settings import load_settings
 
         stack = LocalStack(Path(tempfile.mkdtemp(prefix="bench-watcher-")) / "stack",

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from handlers.alerts import Outbox
-from handlers.batch import BatchInputs
+from handlers.outbox import Outbox
+from handlers.micro_batch import BatchInputs
 from handlers.policy import Policy, effective_policy
-from planning.controller import ControllerState
+from state.model import ControllerState
 
 
 @dataclass

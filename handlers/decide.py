@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from handlers.alerts import WARNING, Outbox
-from handlers.batch import BadRecord, BatchInputs, Decision
+from handlers.outbox import WARNING, Outbox
+from handlers.micro_batch import BadRecord, BatchInputs, Decision
 from handlers.context import BatchContext
 from handlers.events import EventEffects, compute_cluster_after_events
 from handlers.policy import Policy
@@ -36,7 +36,7 @@ from handlers.progress import handle_progress
 from handlers.requests import handle_requests
 from handlers.results import handle_command_results
 from handlers.triggers import handle_triggers
-from planning.controller import ControllerState
+from state.model import ControllerState
 from schemas.codec import TOPICS
 
 

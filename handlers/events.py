@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from planning.controller import ObservationTimes
+from state.model import ObservationTimes
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 
 ALIVE_STATES = ("REGISTERED", "UNFENCED", "DRAINING")

@@ -26,13 +26,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping
 
-from handlers.alerts import INFO, summarise
+from handlers.outbox import INFO, summarise
 from handlers.context import BatchContext
-from planning.cancel import compute_reassign_request
-from planning.controller import ControllerState, Proposal
+from planning.movement.cancel import compute_reassign_request
+from state.model import ControllerState, Proposal
 from planning.model import Cluster, PartitionState, TopicPartition
-from planning.placement import Goal, PlacementPlan, plan_placement
-from planning.reassignment import ReassignmentState
+from planning.placement.placer import Goal, PlacementPlan, plan_placement
+from planning.movement.reassignment import ReassignmentState
 
 Targets = Mapping[TopicPartition, tuple[int, ...]]
 

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
-from planning.batches import CONFIG_KEYS, Limits
+from planning.movement.batches import CONFIG_KEYS, Limits
 from reassigner.errors import InvalidConfigError
 
 MODES = ("auto", "approve", "observe")

@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import json
 
-from handlers.alerts import INFO, WARNING, reassignment_step_fields, tp_key
+from handlers.outbox import INFO, WARNING, reassignment_step_fields, tp_key
 from handlers.context import BatchContext
 from handlers.policy import effective_limits
-from planning.reassignment import Reassignment, begin_cancel
-from planning.stepping import Ending, compute_stepping
+from planning.movement.reassignment import Reassignment, begin_cancel
+from planning.movement.advance import Ending, compute_stepping
 
 THROTTLE_MARKER = "Throttle:"
 ONCE_PER_STEP = ("ElectLeader:", "ReassignmentStalled:")

@@ -37,13 +37,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from handlers.alerts import INFO, WARNING, tp_key
+from handlers.outbox import INFO, WARNING, tp_key
 from handlers.context import BatchContext
 from handlers.plans import compute_plan, handle_plan
 from handlers.policy import compute_config_text, require_dynamic_key
-from planning.cancel import CancelScope, compute_cancel
+from planning.movement.cancel import CancelScope, compute_cancel
 from planning.model import TopicPartition
-from planning.placement import Goal
+from planning.placement.placer import Goal
 from planning.validation import validate_targets
 from reassigner.errors import (
     InvalidInputError,

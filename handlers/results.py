@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from handlers.alerts import ERROR, WARNING, tp_key
+from handlers.outbox import ERROR, WARNING, tp_key
 from handlers.context import BatchContext
-from planning.reassignment import confirm_cancel
+from planning.movement.reassignment import confirm_cancel
 
 IGNORED_ERRORS = {
     "CancelReassignment": {"NO_REASSIGNMENT_IN_PROGRESS"},

@@ -44,11 +44,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from handlers.alerts import CRITICAL, ERROR, INFO, WARNING, broker_subject, summarise
+from handlers.outbox import CRITICAL, ERROR, INFO, WARNING, broker_subject, summarise
 from handlers.context import BatchContext
 from handlers.events import EventEffects
 from handlers.plans import compute_plan, handle_plan
-from planning.placement import Goal
+from planning.placement.placer import Goal
 from reassigner.errors import ReassignerError
 
 

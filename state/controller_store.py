@@ -37,10 +37,10 @@ import base64
 import json
 from typing import Any, Iterable, Mapping
 
-from planning.controller import ControllerState, ObservationTimes, OutboundMessage, Proposal
+from state.model import ControllerState, ObservationTimes, OutboundMessage, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
-from planning.steps import Step
+from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
+from planning.movement.partition_steps import Step
 from schemas.codec import decode, encode
 
 COMMIT_BATCH = """

@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from handlers.batch import BadRecord, BatchInputs
+from handlers.micro_batch import BadRecord, BatchInputs
 from handlers.decide import decide
 from handlers.policy import Policy
-from planning.controller import ControllerState, OutboundMessage
-from reassigner.edge.client_config import ClientConfig
+from state.model import ControllerState, OutboundMessage
+from reassigner.clients.client_config import ClientConfig
 from reassigner.settings import Settings
 from schemas.codec import (
     TOPICS,
@@ -380,7 +380,7 @@ class PipelineRunner:
 def ensure_topics(bootstrap_servers: str, client_config: ClientConfig | None, settings: Settings,
                   replication_factor: int | None = None, partitions: int = 3) -> list[str]:
     """Create the product's topics that are missing (RF = min(3, brokers) unless given)."""
-    from reassigner.edge.admin import ClusterAdmin
+    from reassigner.clients.kafka_admin import ClusterAdmin
 
     admin = ClusterAdmin(bootstrap_servers, client_config)
     try:

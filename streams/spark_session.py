@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from reassigner.local.jars import ensure_jars
+from reassigner.clients.jars import ensure_jars
 
 _VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
 

@@ -28,7 +28,7 @@ def local_stack(tmp_path_factory, cache_dir):
     """A shared 3-broker stack (2 log dirs each, racks /dc1/r1, /dc1/r2, /dc2/r1) and Redis.
 
     Tests must not disturb it (no kills, no failed dirs): those get their own stack."""
-    from reassigner.local.stack import LocalStack
+    from reassigner.dev.local.stack import LocalStack
 
     stack = LocalStack(tmp_path_factory.mktemp("stack"), cache_dir)
     state = stack.up(brokers=3, log_dirs=2)
@@ -39,8 +39,8 @@ def local_stack(tmp_path_factory, cache_dir):
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory) -> str:
     """A standalone real Redis (AOF, fsync always) on a free loopback port, for state tests."""
-    from reassigner.local.processes import free_port, stop
-    from reassigner.local.redis_server import start_redis
+    from reassigner.dev.local.processes import free_port, stop
+    from reassigner.dev.local.redis_server import start_redis
 
     port = free_port()
     pid = start_redis(port, tmp_path_factory.mktemp("redis"))

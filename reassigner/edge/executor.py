@@ -37,7 +37,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from reassigner.edge.admin import (
+from reassigner.clients.kafka_admin import (
     FOLLOWER_THROTTLED_RATE,
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLED_RATE,

@@ -29,15 +29,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
-from reassigner.edge.admin import ClusterAdmin
-from reassigner.edge.observation import (
-    EMPTY,
-    ClusterObservation,
-    Event,
-    compute_events,
-    compute_snapshot_events,
-)
-from reassigner.edge.publishing import EventPublisher
+from reassigner.clients.kafka_admin import ClusterAdmin
+from reassigner.clients.cluster_answers import EMPTY, ClusterObservation
+from reassigner.edge.observation import Event, compute_events, compute_snapshot_events
+from reassigner.clients.kafka_producer import EventPublisher
 from reassigner.errors import ReassignerError, TransientError
 from reassigner.settings import Settings
 from schemas.codec import topic_name

@@ -91,7 +91,7 @@ def follow_alerts(bootstrap_servers: str, client_config: Mapping[str, str], topi
     from confluent_kafka import Consumer
 
     from reassigner.errors import DecodeError
-    from reassigner.operator.kafka_io import consumer_config, topic_partitions
+    from reassigner.clients.kafka_io import consumer_config, topic_partitions
     from schemas.codec import decode, writer_version_from_headers
 
     stop = stop or threading.Event()

@@ -151,7 +151,7 @@ def publish_request(producer, topic: str, request: Request, timeout_seconds: flo
 
     `producer` is a confluent-kafka Producer built by `kafka_io.build_producer` (idempotent).
     """
-    from reassigner.operator.kafka_io import raise_delivery_failure
+    from reassigner.clients.kafka_io import raise_delivery_failure
 
     value = encode("Request", request)
     outcome: list[object] = []

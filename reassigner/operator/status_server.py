@@ -43,7 +43,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping
 from urllib.parse import parse_qs, urlparse
 
-from planning.controller import ControllerState
+from state.model import ControllerState
 from reassigner.operator.alerts_follow import alert_to_json
 from reassigner.operator.status_page import STATUS_PAGE_HTML
 from reassigner.operator.views import (
@@ -230,7 +230,7 @@ def watch_alert_topics(bootstrap_servers: str, client_config: Mapping[str, str],
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     from reassigner.errors import DecodeError
-    from reassigner.operator.kafka_io import consumer_config, topic_partitions
+    from reassigner.clients.kafka_io import consumer_config, topic_partitions
     from schemas.codec import decode, writer_version_from_headers
 
     consumer = Consumer(consumer_config(bootstrap_servers, client_config, "status-server"))

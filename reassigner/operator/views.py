@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-from planning.controller import ControllerState
+from state.model import ControllerState
 from planning.model import PartitionState
-from planning.reassignment import Reassignment
-from planning.steps import compute_step_sequence
+from planning.movement.reassignment import Reassignment
+from planning.movement.partition_steps import compute_step_sequence
 
 REPLICA_MOVEMENTS_KEY = "reassignment.max.concurrent.replica.movements"
 

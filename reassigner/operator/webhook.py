@@ -158,7 +158,7 @@ def run_confluent_forwarder(bootstrap_servers: str, client_config: Mapping[str, 
     """The rule with confluent-kafka: subscribe, deliver, dead-letter, commit, in that order."""
     from confluent_kafka import Consumer
 
-    from reassigner.operator.kafka_io import build_producer, raise_delivery_failure
+    from reassigner.clients.kafka_io import build_producer, raise_delivery_failure
     from schemas.codec import encode, version_headers
 
     stop = stop or threading.Event()

@@ -5,7 +5,7 @@ import uuid
 
 from confluent_kafka import Producer
 
-from reassigner.demo.product import TopicCollector
+from reassigner.dev.demo.product import TopicCollector
 from schemas.codec import encode
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from reassigner.demo.monitor import InvariantMonitor
+from reassigner.dev.demo.monitor import InvariantMonitor
 
 
 class AdminAnswers:

@@ -2,9 +2,9 @@
 
 from rich.console import Console
 
-from reassigner.demo.monitor import MonitorReport
-from reassigner.demo.story import Demo, SceneResult
-from reassigner.demo.traffic import TrafficReport
+from reassigner.dev.demo.monitor import MonitorReport
+from reassigner.dev.demo.story import Demo, SceneResult
+from reassigner.dev.demo.traffic import TrafficReport
 
 SCENES = [
     SceneResult("1. add two brokers", 115, "65", "65", 80, 6, 2, 2),

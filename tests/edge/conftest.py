@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="module")
 def private_stack(tmp_path_factory, cache_dir):
     """(LocalStack, StackState) of a 3-broker, 2-dirs-per-broker stack of this module only."""
-    from reassigner.local.stack import LocalStack
+    from reassigner.dev.local.stack import LocalStack
 
     stack = LocalStack(tmp_path_factory.mktemp("edge-stack") / "stack", cache_dir)
     state = stack.up(brokers=3, log_dirs=2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassigner.edge.client_config import (
+from reassigner.clients.client_config import (
     compute_client_config,
     parse_jaas_config,
     parse_properties,

@@ -6,7 +6,7 @@ import kafka.errors as kafka_errors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from reassigner.edge.admin import group_throttled_replicas, translate_kafka_error
+from reassigner.clients.kafka_admin import group_throttled_replicas, translate_kafka_error
 from reassigner.errors import (
     InvalidReplicaAssignmentError,
     KafkaPermanentError,

@@ -13,9 +13,9 @@ import redis
 from confluent_kafka import Consumer, Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from reassigner.edge.admin import ClusterAdmin
+from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.edge.executor import CommandLedger, Executor
-from reassigner.edge.publishing import producer_config
+from reassigner.clients.kafka_producer import producer_config
 from reassigner.settings import load_settings
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from tests.waiting import eventually

@@ -7,17 +7,19 @@ from dataclasses import replace
 
 from hypothesis import given, settings, strategies as st
 
-from reassigner.edge.observation import (
+from reassigner.clients.cluster_answers import (
     EMPTY,
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
     PartitionObservation,
     ReplicaInDir,
+    compute_observation,
+)
+from reassigner.edge.observation import (
     apply_events,
     compute_cluster,
     compute_events,
-    compute_observation,
     compute_snapshot_events,
 )
 from schemas.codec import TOPICS, decode, encode

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from types import SimpleNamespace
 
-from reassigner.edge.admin import ClusterAdmin
-from reassigner.edge.observation import (
+from reassigner.clients.kafka_admin import ClusterAdmin
+from reassigner.clients.cluster_answers import (
     EMPTY,
     BrokerObservation,
     LogDirObservation,
@@ -70,7 +70,7 @@ class StubbedAdmin(ClusterAdmin):
 
     def describe_partitions(self):
         self.alone.append("metadata")
-        from reassigner.edge.admin import compute_partitions
+        from reassigner.clients.kafka_admin import compute_partitions
         return compute_partitions(self.metadata)
 
     def describe_log_dirs(self, broker_ids):

@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from reassigner.edge.admin import ClusterAdmin
-from reassigner.edge.publishing import EventPublisher, producer_config
+from reassigner.clients.kafka_admin import ClusterAdmin
+from reassigner.clients.kafka_producer import EventPublisher, producer_config
 from reassigner.edge.watcher import Watcher
 from reassigner.errors import TransientError
 from reassigner.settings import load_settings
@@ -259,7 +259,7 @@ def test_snapshot_command_writes_the_spec_8_json_of_the_live_cluster(stack, tmp_
     from typer.testing import CliRunner
 
     from planning.snapshot import cluster_from_json
-    from reassigner.commands.edge import register
+    from reassigner.cli.edge import register
 
     app = typer.Typer()
     register(app)

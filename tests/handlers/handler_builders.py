@@ -7,12 +7,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from handlers.batch import BatchInputs, Decision
+from handlers.micro_batch import BatchInputs, Decision
 from handlers.decide import decide
 from handlers.policy import Policy, effective_limits
-from planning.controller import ControllerState, OutboundMessage
+from state.model import ControllerState, OutboundMessage
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.simulator import SimulatedCluster, SimulationParams
+from planning.simulation.simulator import SimulatedCluster, SimulationParams
 from schemas.codec import decode, encode
 
 T0 = 1_800_000_000_000

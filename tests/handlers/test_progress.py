@@ -17,10 +17,10 @@ from handler_builders import (
     simple_cluster,
 )
 
-from handlers.batch import BadRecord, BatchInputs
+from handlers.micro_batch import BadRecord, BatchInputs
 from handlers.decide import decide
 from handlers.policy import Policy
-from planning.controller import ControllerState
+from state.model import ControllerState
 from planning.model import TopicPartition
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)

@@ -16,7 +16,7 @@ from handler_builders import (
 )
 
 from handlers.policy import Policy
-from planning.controller import ControllerState
+from state.model import ControllerState
 from planning.model import Broker, LogDir, TopicPartition
 
 
@@ -225,7 +225,7 @@ def test_disk_failure_is_traced_when_the_watcher_no_longer_knows_the_replicas_di
     still count as hit by the failure, and be healed."""
     from dataclasses import replace as replace_
 
-    from handlers.batch import BatchInputs
+    from handlers.micro_batch import BatchInputs
     from handlers.decide import decide
 
     cluster = simple_cluster(4, {"t": (8, 2)}, dirs=("/d0", "/d1"))

@@ -16,10 +16,10 @@ from handler_builders import (
     tick,
 )
 
-from handlers.batch import BatchInputs
+from handlers.micro_batch import BatchInputs
 from handlers.decide import decide
 from handlers.policy import Policy
-from planning.controller import ControllerState
+from state.model import ControllerState
 from planning.model import TopicPartition
 
 TP0 = TopicPartition("t", 0)

@@ -20,10 +20,10 @@ from handler_builders import (
 from hypothesis import given, settings
 from tests.edge.test_observation_events import observations
 
-from handlers.batch import BatchInputs, Decision
+from handlers.micro_batch import BatchInputs, Decision
 from handlers.decide import decide
 from handlers.policy import Policy
-from planning.controller import ControllerState, ObservationTimes
+from state.model import ControllerState, ObservationTimes
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 
 POLL = T0 + 60_000  # the snapshot's poll time

@@ -10,19 +10,9 @@ import threading
 import time
 import uuid
 
-CLI = (
-    "import sys\n"
-    "from reassigner.cli import COMMAND_MODULES, app, main\n"
-    "if 'reassigner.commands.operator' not in COMMAND_MODULES:\n"
-    "    from reassigner.commands import operator\n"
-    "    operator.register(app)\n"
-    "main()\n"
-)
-"""`python -m reassigner.cli`, with the operator commands even before cli.py lists them."""
-
-
 def cli_args(*args: str) -> list[str]:
-    return [sys.executable, "-c", CLI, *args]
+    """`python -m reassigner.cli ARGS`: the real entry point, in a subprocess."""
+    return [sys.executable, "-m", "reassigner.cli", *args]
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -18,11 +18,11 @@ import pytest
 
 from operator_helpers import (LineReader, Webhook, alert, consume_all, produce, run_cli,
                               start_cli, unique_prefix)
-from planning.controller import ControllerState
+from state.model import ControllerState
 from tests.waiting import eventually
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.reassignment import Reassignment, StepInFlight
-from planning.steps import compute_next_step
+from planning.movement.reassignment import Reassignment, StepInFlight
+from planning.movement.partition_steps import compute_next_step
 from state.controller_store import ControllerStore
 
 SCREENSHOT_DIR = Path("/tmp/reassigner-operator-screenshots")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from planning.controller import ControllerState
+from state.model import ControllerState
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.reassignment import Reassignment, StepInFlight
-from planning.steps import Step
+from planning.movement.reassignment import Reassignment, StepInFlight
+from planning.movement.partition_steps import Step
 from reassigner.operator.status_server import AlertBook, ProgressTracker, StateCache, render_metrics
 from reassigner.operator.views import compute_status
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from planning.controller import ControllerState
+from state.model import ControllerState
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.reassignment import Reassignment, ReassignmentState, StepInFlight
-from planning.steps import Step, compute_step_sequence
+from planning.movement.reassignment import Reassignment, ReassignmentState, StepInFlight
+from planning.movement.partition_steps import Step, compute_step_sequence
 from reassigner.operator.views import (
     compute_in_flight,
     compute_reassignment_rows,

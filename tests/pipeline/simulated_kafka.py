@@ -13,7 +13,7 @@ import uuid
 
 from harness import T0, Harness, partition_event
 from planning.model import Cluster, TopicPartition
-from planning.simulator import SimulatedCluster, SimulationParams
+from planning.simulation.simulator import SimulatedCluster, SimulationParams
 from schemas.codec import TOPICS, decode
 
 

@@ -22,9 +22,9 @@ import pytest
 
 from harness import T0, Harness, broker_event, request, topic_event
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.steps import compute_step_sequence
-from reassigner.local.processes import free_port, stop, tail
-from reassigner.local.redis_server import start_redis
+from planning.movement.partition_steps import compute_step_sequence
+from reassigner.dev.local.processes import free_port, stop, tail
+from reassigner.dev.local.redis_server import start_redis
 from simulated_kafka import SimulatedKafka
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import per_topic_spread, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement import Goal, plan_placement
+from planning.placement.placer import Goal, plan_placement
 
 
 @settings(max_examples=60, deadline=None)

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planning.batches import Limits, PlannedStep, compute_batch, compute_batch_decision, compute_log_dir_batch
-from planning.completion import LogDirMove
+from planning.movement.batches import Limits, PlannedStep, compute_batch, compute_batch_decision, compute_log_dir_batch
+from planning.movement.completion import LogDirMove
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.steps import Step, compute_next_step
+from planning.movement.partition_steps import Step, compute_next_step
 from reassigner.errors import InvalidConfigError
 
 BIG = Limits(100, 100, 4, 100)

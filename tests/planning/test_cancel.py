@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planning.batches import Limits
-from planning.cancel import (
+from planning.movement.batches import Limits
+from planning.movement.cancel import (
     CancelScope,
     compute_cancel,
     compute_cancel_observed,
@@ -13,16 +13,16 @@ from planning.cancel import (
     compute_reassign_request,
 )
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.reassignment import (
+from planning.movement.reassignment import (
     ReassignmentState,
     confirm_cancel,
     mark_step_seen,
     start_reassignment,
     start_step,
 )
-from planning.simulator import CancelReassignments, SimulatedCluster, SimulationParams, run_plan
-from planning.stepping import compute_stepping
-from planning.steps import Step
+from planning.simulation.simulator import CancelReassignments, SimulatedCluster, SimulationParams, run_plan
+from planning.movement.advance import compute_stepping
+from planning.movement.partition_steps import Step
 from reassigner.errors import NoReassignmentInProgressError
 
 TP = TopicPartition("t", 0)

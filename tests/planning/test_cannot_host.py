@@ -16,8 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import hard_constraint_violations, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.placement import Goal, plan_placement
-from planning.simulator import SimulatedCluster, SimulationParams
+from planning.placement.placer import Goal, plan_placement
+from planning.simulation.simulator import SimulatedCluster, SimulationParams
 from planning.validation import validate_targets
 from reassigner.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
 

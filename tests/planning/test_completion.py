@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planning.completion import (
+from planning.movement.completion import (
     LogDirMove,
     StepPhase,
     compute_step_progress,
@@ -13,7 +13,7 @@ from planning.completion import (
     needs_leader_election,
 )
 from planning.model import PartitionState
-from planning.steps import Step
+from planning.movement.partition_steps import Step
 
 STEP = Step(target=(4, 3, 2), adding=(4,), removing=(1,), elect_leader=True, leader_movement=True)
 

@@ -17,9 +17,9 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import RACK_SHAPES, _spread_ok, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement import Goal, compute_lower_bound, compute_planning_cluster, plan_placement
-from planning.quotas import compute_balanced_ranges
-from planning.racks import compute_rack_tree
+from planning.placement.placer import Goal, compute_lower_bound, compute_planning_cluster, plan_placement
+from planning.placement.quotas import compute_balanced_ranges
+from planning.placement.racks import compute_rack_tree
 
 RACKS = st.one_of(
     st.none(),

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import hard_constraint_violations, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement import Goal, compute_lower_bound, plan_placement
+from planning.placement.placer import Goal, compute_lower_bound, plan_placement
 
 
 def _cluster(rnd, brokers, topics, max_parts, rf):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from planning.batches import Limits, PlannedStep, compute_batch_decision, count_replica_drops
+from planning.movement.batches import Limits, PlannedStep, compute_batch_decision, count_replica_drops
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.reassignment import ReassignmentState, start_reassignment
-from planning.simulator import KillBroker, SimulationParams, run_plan
-from planning.stepping import compute_reachable_step
-from planning.steps import Step
+from planning.movement.reassignment import ReassignmentState, start_reassignment
+from planning.simulation.simulator import KillBroker, SimulationParams, run_plan
+from planning.movement.advance import compute_reachable_step
+from planning.movement.partition_steps import Step
 
 TP = TopicPartition("t", 0)
 R1 = Limits(max_replica_movements=1)

@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from placement_checks import hard_constraint_violations
 from planning.model import Broker
-from planning.placement import Goal
+from planning.placement.placer import Goal
 from planning.snapshot import cluster_from_json, reassignment_from_json
-from reassigner.commands.plan import register
+from reassigner.cli.plan import register
 from reassigner.errors import MalformedInputError
 
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import RACK_SHAPES, hard_constraint_violations, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement import Goal, plan_placement
-from planning.racks import (
+from planning.placement.placer import Goal, plan_placement
+from planning.placement.racks import (
     compute_ideal_domain_counts,
     compute_rack_tree,
     count_rack_violations,

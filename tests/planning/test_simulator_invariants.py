@@ -11,10 +11,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planning.batches import Limits
+from planning.movement.batches import Limits
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.reassignment import ReassignmentState
-from planning.simulator import (
+from planning.movement.reassignment import ReassignmentState
+from planning.simulation.simulator import (
     CancelReassignments,
     FailLogDir,
     KillBroker,

@@ -7,11 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planning.model import Broker, LogDir
-from planning.simulator import KillBroker, SimulationParams, run_plan
-
-placement = pytest.importorskip("planning.placement")
-
-from test_simulator_invariants import DIRS, clusters, limits_strategy, params_strategy  # noqa: E402
+from planning.placement import placer as placement
+from planning.simulation.simulator import KillBroker, SimulationParams, run_plan
+from test_simulator_invariants import DIRS, clusters, limits_strategy, params_strategy
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planning.steps import Step, compute_next_step, compute_step_sequence
+from planning.movement.partition_steps import Step, compute_next_step, compute_step_sequence
 from reassigner.errors import InvalidConfigError, InvalidReplicaAssignmentError
 
 

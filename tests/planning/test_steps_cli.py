@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from reassigner.commands import simulate as simulate_command
+from reassigner.cli import simulate as simulate_command
 
 
 @pytest.fixture()
@@ -60,8 +60,6 @@ def test_bad_input_is_one_line_error_and_non_zero_exit(run, args, code):
 
 
 def test_simulate_runs_a_snapshot(run, tmp_path):
-    pytest.importorskip("planning.snapshot")
-    pytest.importorskip("planning.placement")
     snapshot = {
         "brokers": [{"id": b, "rack": f"r{b % 3}", "alive": True, "draining": False,
                      "log_dirs": [{"path": "/d1", "online": True, "total_bytes": 10**12, "usable_bytes": 10**12}]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.placement import Goal, plan_placement
+from planning.placement.placer import Goal, plan_placement
 from planning.validation import require_satisfiable_replication_factor, validate_targets
 from reassigner.errors import (
     InvalidReplicaAssignmentError,

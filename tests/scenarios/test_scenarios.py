@@ -50,10 +50,10 @@ from cluster_checks import (
 )
 from rich.console import Console
 
-from reassigner.demo.cluster_tools import SlowReplication, create_topics, write_bulk
-from reassigner.demo.product import TopicCollector
+from reassigner.dev.demo.cluster_tools import SlowReplication, create_topics, write_bulk
+from reassigner.dev.demo.product import TopicCollector
 from planning.model import TopicPartition
-from reassigner.demo.story import DEMO_SETTINGS, MIN_INSYNC_REPLICAS, TOPICS, Demo
+from reassigner.dev.demo.story import DEMO_SETTINGS, MIN_INSYNC_REPLICAS, TOPICS, Demo
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.scenario]
 

@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from planning.controller import ControllerState, ObservationTimes, Proposal
+from state.model import ControllerState, ObservationTimes, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.reassignment import StepInFlight, start_reassignment, start_step
-from planning.steps import Step
-from planning.controller import OutboundMessage
+from planning.movement.reassignment import StepInFlight, start_reassignment, start_step
+from planning.movement.partition_steps import Step
+from state.model import OutboundMessage
 from state.controller_store import ControllerStore, reassignment_from_storage, reassignment_to_storage
 
 pytestmark = [pytest.mark.stack]

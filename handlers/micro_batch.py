@@ -1,0 +1,64 @@
+"""What one micro-batch brings to the handlers, and what they give back.
+
+The streaming shell (`streams.pipeline`) turns a Spark micro-batch into `BatchInputs` — decoded
+records in Kafka order, state-carrying events already collapsed to the latest per key — and calls
+`handlers.decide.decide(state, inputs, policy)`, a pure function returning a `Decision`: the next
+`ControllerState` and the outbox of messages (commands, alerts, dead letters) to publish once the
+state is committed.
+
+Records are plain dicts exactly as `schemas.codec.decode` returns them: times are epoch
+milliseconds (ints) and a union payload is a `(kind, fields)` tuple.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from state.model import ControllerState, OutboundMessage
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    """An input record that could not be decoded; it becomes a DeadLetter and a BadEvent alert.
+
+    source_topic, partition, offset: where it was read.
+    value: its raw bytes.
+    reason: why it was rejected (for the dead letter and the alert).
+    """
+
+    source_topic: str
+    partition: int
+    offset: int
+    value: bytes
+    reason: str
+
+
+@dataclass(frozen=True)
+class BatchInputs:
+    """One micro-batch, in the order the handlers apply it.
+
+    batch_id: Spark's micro-batch id (deterministic ids of alerts derive from it).
+    now_ms: the batch's time: the greatest event time among its records (ticks included), so
+        grace periods and stall timeouts follow event time and tests are deterministic.
+    events: (schema name, record) of BrokerMembership, TopicState, LogDirState, PartitionState and
+        SnapshotMarker events, latest per key, ordered by (topic, partition, offset).
+    requests: Request envelopes in offset order (Tick requests included: they only move time).
+    command_results: CommandResult records in offset order.
+    bad_records: what could not be decoded.
+    """
+
+    batch_id: int
+    now_ms: int
+    events: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    requests: tuple[Mapping[str, Any], ...] = ()
+    command_results: tuple[Mapping[str, Any], ...] = ()
+    bad_records: tuple[BadRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one batch: the next state and the messages to publish after committing."""
+
+    state: ControllerState
+    outbox: tuple[OutboundMessage, ...] = ()

@@ -1,0 +1,122 @@
+"""Builders of the records a decision publishes: commands, alerts and dead letters (SPEC 7).
+
+One `Outbox` collects the messages of one decision, in the order they are decided; it is local to
+one `decide` call and never escapes it (the Decision carries a tuple).
+
+IDS (deterministic, so a replayed batch decides byte-identical messages, SPEC 6):
+- a command serving a reassignment: `<reassignment id>:<step number>:<kind>`
+  (`Reassignment.command_id`), e.g. `req-7/orders-3:2:ReassignmentStep`;
+- a throttle command: `throttle-<n>:0:<kind>`, n = `ControllerState.command_sequence`;
+- an alert: `alert-<batch id>-<index in the batch>`;
+- a dead letter: its key, `<source topic>-<partition>-<offset>`.
+Every record carries `schema_version` (the current schema set's) and `event_time` = the batch's
+time (`now_ms`); commands carry the planner epoch. Records are shaped exactly as
+`schemas.codec.encode` wants them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from state.model import OutboundMessage
+from planning.model import TopicPartition
+from schemas.loader import CURRENT_SCHEMA_VERSION
+
+INFO, WARNING, ERROR, CRITICAL = "INFO", "WARNING", "ERROR", "CRITICAL"
+
+
+class Outbox:
+    """The messages of one decision, in order (a local accumulator of a pure function)."""
+
+    def __init__(self, batch_id: int, now_ms: int, epoch: int) -> None:
+        self.batch_id = batch_id
+        self.now_ms = now_ms
+        self.epoch = epoch
+        self.messages: list[OutboundMessage] = []
+        self._alerts = 0
+
+    def alert(self, kind: str, severity: str, subject: str, message: str,
+              details: Mapping[str, object] | None = None) -> None:
+        alert_id = f"alert-{self.batch_id}-{self._alerts}"
+        self._alerts += 1
+        record = {
+            "schema_version": CURRENT_SCHEMA_VERSION,
+            "event_time": self.now_ms,
+            "id": alert_id,
+            "key": subject,
+            "severity": severity,
+            "kind": kind,
+            "subject": subject,
+            "message": message,
+            "details": {str(k): str(v) for k, v in sorted((details or {}).items())},
+        }
+        self.messages.append(OutboundMessage("alerts", subject, "Alert", record))
+
+    def command(self, command_id: str, key: str, reassignment_id: str | None, step: int,
+                reason: str, kind: str, fields: Mapping[str, Any]) -> None:
+        record = {
+            "schema_version": CURRENT_SCHEMA_VERSION,
+            "event_time": self.now_ms,
+            "id": command_id,
+            "key": key,
+            "epoch": self.epoch,
+            "reassignment_id": reassignment_id,
+            "step": step,
+            "reason": reason,
+            "payload": (kind, dict(fields)),
+        }
+        self.messages.append(OutboundMessage("commands", key, "Command", record))
+
+    def dead_letter(self, source_topic: str, partition: int, offset: int, value: bytes,
+                    reason: str, expected_schema: str | None = None) -> str:
+        key = f"{source_topic}-{partition}-{offset}"
+        record = {
+            "schema_version": CURRENT_SCHEMA_VERSION,
+            "event_time": self.now_ms,
+            "id": key,
+            "key": key,
+            "source_topic": source_topic,
+            "source_partition": partition,
+            "source_offset": offset,
+            "source_key": None,
+            "value": value,
+            "headers": {},
+            "expected_schema": expected_schema,
+            "reason": reason,
+        }
+        self.messages.append(OutboundMessage("dead-letter", key, "DeadLetter", record))
+        return key
+
+    def count(self, topic_suffix: str) -> int:
+        return sum(1 for m in self.messages if m.topic_suffix == topic_suffix)
+
+
+def tp_key(tp: TopicPartition) -> str:
+    """The key of partition-scoped messages: `<topic>-<partition>`."""
+    return f"{tp.topic}-{tp.partition}"
+
+
+def broker_subject(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+def reassignment_step_fields(tp: TopicPartition, target: tuple[int, ...], adding: tuple[int, ...],
+                             removing: tuple[int, ...], elect_leader: bool,
+                             target_log_dirs: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """A ReassignmentStep payload; log dirs parallel to the target ("any" where not chosen)."""
+    dirs = dict(target_log_dirs or {})
+    return {
+        "topic": tp.topic,
+        "partition": tp.partition,
+        "target_replicas": list(target),
+        "adding": list(adding),
+        "removing": list(removing),
+        "elect_leader": elect_leader,
+        "target_log_dirs": [dirs.get(b, "any") for b in target] if dirs else [],
+    }
+
+
+def summarise(items: list[str], limit: int = 20) -> str:
+    """At most `limit` items, comma separated, with a count of the rest."""
+    shown = ",".join(items[:limit])
+    return shown if len(items) <= limit else f"{shown},... (+{len(items) - limit})"

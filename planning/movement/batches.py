@@ -1,0 +1,308 @@
+"""The batch rule: which partitions start their next step now (SPEC 5.2), and the limits.
+
+Batches are **rolling**: every decision looks at the steps in flight and the partitions that want
+their next step, and refills the free slots. A limit change applies to the next decision, never
+to steps already in flight.
+
+GOALS, in priority order:
+1. Partitions under min ISR or with offline replicas first: they are one failure from data loss.
+2. Then leader movements (up to L): moving leadership early sheds load from old leaders.
+3. Then the rest, smallest first (more partitions finish sooner; a small step frees its slot
+   soon), ties by (topic, partition). A partition whose size is unknown sorts as the largest:
+   its cost cannot be bounded, so known-small work goes first.
+
+CONSTRAINTS (a candidate that would break one is deferred, with the reason):
+- steps in flight never exceed P (partitions), L (leader movements), and per broker B (steps
+  adding a replica to, or dropping one from, that broker; each step counts once per broker);
+- never two steps in flight for one partition, and never a step while Kafka shows the partition
+  reassigning for another reason;
+- a step adds at most R and drops at most R replicas; only a step restoring min ISR may add more
+  (up to the deficit) — and it still counts against P. Dropping a replica that is offline and
+  out of sync is free (`count_replica_drops`): it costs no redundancy, and a partition that lost
+  more such replicas than R must still be able to shed them in one step (see
+  `planning.stepping.compute_reachable_step`);
+- never a step that would leave fewer than M in-sync replicas when it completes (|TR| < M);
+- never a replica targeted to a dead or draining broker or an offline log dir (replicas a step
+  keeps on a draining broker are fine: they stay in sync until a later step drops them; a kept
+  replica on a dead broker or offline dir is not — it can never rejoin the ISR).
+
+ALGORITHM: sort candidates by (class, size, topic, partition) with class 0 = urgent, 1 = leader
+movement, 2 = rest; walk the list once, taking every candidate that passes the guards and fits
+the counters, until P is reached. Example with P = 2, L = 1: candidates a (leader move, 9 MB),
+b (leader move, 1 MB), c (1 GB), nothing in flight → b (class 1, smaller), then a is refused by
+L, then c → batch (b, c).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Union
+
+from planning.movement.completion import LogDirMove
+from planning.model import Cluster, PartitionState, TopicPartition
+from planning.movement.partition_steps import Step
+from reassigner.errors import InvalidConfigError
+
+# Defaults: a cautious rolling batch (Cruise Control moves 5 partitions per broker at a time).
+DEFAULT_MAX_PARTITION_MOVEMENTS = 50
+DEFAULT_MAX_LEADER_MOVEMENTS = 50
+DEFAULT_MAX_REPLICA_MOVEMENTS = 2
+DEFAULT_MAX_MOVEMENTS_PER_BROKER = 5
+DEFAULT_MAX_LOGDIR_MOVEMENTS_PER_BROKER = 2
+
+CONFIG_KEYS = {
+    "reassignment.max.concurrent.partition.movements": "max_partition_movements",
+    "reassignment.max.concurrent.leader.movements": "max_leader_movements",
+    "reassignment.max.concurrent.replica.movements": "max_replica_movements",
+    "reassignment.max.concurrent.movements.per.broker": "max_movements_per_broker",
+    "reassignment.max.concurrent.logdir.movements.per.broker": "max_logdir_movements_per_broker",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Cluster-wide movement limits (SPEC 5.2); every one is at least 1.
+
+    max_partition_movements (P): partitions with a step in flight.
+    max_leader_movements (L): leader-moving steps in flight.
+    max_replica_movements (R): replicas one step may add, and may drop (per partition).
+    max_movements_per_broker (B): steps in flight adding to or dropping from one broker.
+    max_logdir_movements_per_broker: intra-broker log-dir moves in flight on one broker.
+    """
+
+    max_partition_movements: int = DEFAULT_MAX_PARTITION_MOVEMENTS
+    max_leader_movements: int = DEFAULT_MAX_LEADER_MOVEMENTS
+    max_replica_movements: int = DEFAULT_MAX_REPLICA_MOVEMENTS
+    max_movements_per_broker: int = DEFAULT_MAX_MOVEMENTS_PER_BROKER
+    max_logdir_movements_per_broker: int = DEFAULT_MAX_LOGDIR_MOVEMENTS_PER_BROKER
+
+    def __post_init__(self) -> None:
+        for key, name in CONFIG_KEYS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidConfigError(f"{key} must be an integer of at least 1, got {value!r}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, object], base: "Limits | None" = None) -> "Limits":
+        """Limits from Kafka-style config keys; unknown keys are ignored, missing ones keep `base`."""
+        base = base or cls()
+        values = {name: getattr(base, name) for name in CONFIG_KEYS.values()}
+        for key, name in CONFIG_KEYS.items():
+            if key in config:
+                raw = config[key]
+                try:
+                    values[name] = int(str(raw))
+                except ValueError:
+                    raise InvalidConfigError(f"{key} must be an integer of at least 1, got {raw!r}") from None
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """A partition's next step, with the log dir wanted for each added replica ("any" allowed)."""
+
+    tp: TopicPartition
+    step: Step
+    target_log_dirs: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Deferral:
+    tp: TopicPartition
+    reason: str
+
+
+@dataclass(frozen=True)
+class BatchDecision:
+    started: tuple[PlannedStep, ...] = ()
+    deferred: tuple[Deferral, ...] = ()
+
+
+@dataclass
+class _Counters:
+    """Steps in flight per limit while one decision is being made (local, never escapes)."""
+
+    partitions: int = 0
+    leaders: int = 0
+    per_broker: Counter = field(default_factory=Counter)
+
+    def add(self, step: Step) -> None:
+        self.partitions += 1
+        self.leaders += step.leader_movement
+        self.per_broker.update(step.moved_brokers)
+
+
+StepsLike = Union[Mapping[TopicPartition, Step], Iterable[PlannedStep]]
+
+
+def compute_batch(candidates: StepsLike, in_flight: StepsLike, cluster: Cluster, limits: Limits) -> tuple[PlannedStep, ...]:
+    """The steps to start now, in the order chosen (see the module docstring)."""
+    return compute_batch_decision(candidates, in_flight, cluster, limits).started
+
+
+def compute_batch_decision(
+    candidates: StepsLike, in_flight: StepsLike, cluster: Cluster, limits: Limits
+) -> BatchDecision:
+    """Like `compute_batch`, plus why every other candidate waits."""
+    flying = _as_planned(in_flight)
+    counters = _Counters()
+    busy: set[TopicPartition] = set()
+    for planned in flying:
+        counters.add(planned.step)
+        busy.add(planned.tp)
+
+    started: list[PlannedStep] = []
+    deferred: list[Deferral] = []
+    for planned in sorted(_as_planned(candidates), key=lambda c: _priority(c, cluster)):
+        reason = _refusal(planned, busy, counters, cluster, limits)
+        if reason is not None:
+            deferred.append(Deferral(planned.tp, reason))
+            continue
+        started.append(planned)
+        counters.add(planned.step)
+        busy.add(planned.tp)
+    return BatchDecision(tuple(started), tuple(deferred))
+
+
+def is_urgent(partition: PartitionState, cluster: Cluster) -> bool:
+    """Under min ISR, or holding a replica that is offline (dead broker or offline dir)."""
+    if len(partition.isr) < cluster.min_isr(partition.topic) or partition.offline_replicas:
+        return True
+    return any(not cluster.is_replica_online(partition, b) for b in partition.replicas)
+
+
+def count_replica_drops(step: Step, partition: PartitionState, cluster: Cluster) -> int:
+    """The replicas `step` drops that count against R: all but those offline and out of sync."""
+    return sum(1 for b in step.removing if b in partition.isr or cluster.is_replica_online(partition, b))
+
+
+def _priority(planned: PlannedStep, cluster: Cluster) -> tuple:
+    partition = cluster.partition(planned.tp)
+    size = partition.size_bytes if partition is not None and partition.size_bytes is not None else float("inf")
+    if partition is not None and is_urgent(partition, cluster):
+        rank = 0
+    elif planned.step.leader_movement:
+        rank = 1
+    else:
+        rank = 2
+    return (rank, size, planned.tp.topic, planned.tp.partition)
+
+
+def _refusal(
+    planned: PlannedStep, busy: set[TopicPartition], counters: _Counters, cluster: Cluster, limits: Limits
+) -> str | None:
+    """Why `planned` may not start now, or None. Guards first, then the limits."""
+    step, tp = planned.step, planned.tp
+    if tp in busy:
+        return "a step is already in flight for this partition"
+    partition = cluster.partition(tp)
+    if partition is None:
+        return "unknown partition"
+    for guard in (_refuses_concurrent_kafka_reassignment, _refuses_stale_step, _refuses_too_many_replicas,
+                  _refuses_below_min_isr, _refuses_unusable_broker):
+        reason = guard(planned, partition, cluster, limits)
+        if reason is not None:
+            return reason
+    if counters.partitions >= limits.max_partition_movements:
+        return f"{counters.partitions} partitions moving, limit P = {limits.max_partition_movements}"
+    if step.leader_movement and counters.leaders >= limits.max_leader_movements:
+        return f"{counters.leaders} leader movements in flight, limit L = {limits.max_leader_movements}"
+    for broker_id in sorted(step.moved_brokers):
+        if counters.per_broker[broker_id] >= limits.max_movements_per_broker:
+            return (f"broker {broker_id} has {counters.per_broker[broker_id]} movements in flight, "
+                    f"limit B = {limits.max_movements_per_broker}")
+    return None
+
+
+def _refuses_concurrent_kafka_reassignment(planned, partition, cluster, limits) -> str | None:
+    if partition.reassigning:
+        return (f"Kafka shows the partition reassigning (adding {list(partition.adding)}, "
+                f"removing {list(partition.removing)})")
+    return None
+
+
+def _refuses_stale_step(planned, partition, cluster, limits) -> str | None:
+    """The step was computed from other replicas than the partition holds now."""
+    step = planned.step
+    expected = (set(partition.replicas) | set(step.adding)) - set(step.removing)
+    if (set(step.adding) & set(partition.replicas) or not set(step.removing) <= set(partition.replicas)
+            or expected != set(step.target) or len(set(step.target)) != len(step.target)):
+        return f"step to {list(step.target)} does not follow from replicas {list(partition.replicas)}"
+    return None
+
+
+def _refuses_too_many_replicas(planned, partition, cluster, limits) -> str | None:
+    step, r = planned.step, limits.max_replica_movements
+    deficit = max(0, cluster.min_isr(partition.topic) - len(set(partition.isr) & set(partition.replicas)))
+    drops = count_replica_drops(step, partition, cluster)
+    if drops > r:
+        return f"step drops {drops} replicas, limit R = {r}"
+    if len(step.adding) > max(r, deficit):
+        return f"step adds {len(step.adding)} replicas, limit R = {r} (min ISR deficit {deficit})"
+    return None
+
+
+def _refuses_below_min_isr(planned, partition, cluster, limits) -> str | None:
+    min_isr = cluster.min_isr(partition.topic)
+    if len(planned.step.target) < min_isr:
+        return f"step leaves {len(planned.step.target)} in-sync replicas, below min.insync.replicas = {min_isr}"
+    return None
+
+
+def _refuses_unusable_broker(planned, partition, cluster, limits) -> str | None:
+    step = planned.step
+    for broker_id in step.adding:
+        broker = cluster.broker(broker_id)
+        if broker is None:
+            return f"step adds a replica to unknown broker {broker_id}"
+        if not broker.eligible:
+            why = "dead" if not broker.alive else "draining" if broker.draining else "without an online log dir"
+            return f"step adds a replica to broker {broker_id}, which is {why}"
+    for broker_id, log_dir in planned.target_log_dirs:
+        broker = cluster.broker(broker_id)
+        if log_dir != "any" and broker is not None and broker.log_dirs and log_dir not in {
+            d.path for d in broker.online_log_dirs
+        }:
+            return f"step targets log dir {log_dir} on broker {broker_id}, which is offline or unknown"
+    for broker_id in step.target:
+        if broker_id not in step.adding and not cluster.is_replica_online(partition, broker_id):
+            return f"step keeps the replica on broker {broker_id}, which is offline and can never rejoin the ISR"
+    return None
+
+
+def _as_planned(steps: StepsLike) -> list[PlannedStep]:
+    if isinstance(steps, Mapping):
+        return [PlannedStep(tp, step) for tp, step in steps.items()]
+    return list(steps)
+
+
+# -- intra-broker log-dir moves (SPEC 5.5) ----------------------------------------------------
+
+
+def compute_log_dir_batch(
+    candidates: Iterable[LogDirMove], in_flight: Iterable[LogDirMove], cluster: Cluster, limits: Limits
+) -> tuple[LogDirMove, ...]:
+    """Log-dir moves to start now: largest replica first, at most the per-broker limit in flight,
+    one move per replica, only into online dirs of live brokers."""
+    per_broker: Counter = Counter(m.broker_id for m in in_flight)
+    busy = {(m.topic, m.partition, m.broker_id) for m in in_flight}
+    chosen: list[LogDirMove] = []
+
+    def size(move: LogDirMove) -> float:
+        p = cluster.partition(TopicPartition(move.topic, move.partition))
+        return -(p.size_bytes if p is not None and p.size_bytes is not None else float("inf"))
+
+    for move in sorted(candidates, key=lambda m: (size(m), m.topic, m.partition, m.broker_id)):
+        broker = cluster.broker(move.broker_id)
+        key = (move.topic, move.partition, move.broker_id)
+        if key in busy or broker is None or not broker.alive:
+            continue
+        if move.log_dir not in {d.path for d in broker.online_log_dirs}:
+            continue
+        if per_broker[move.broker_id] >= limits.max_logdir_movements_per_broker:
+            continue
+        chosen.append(move)
+        busy.add(key)
+        per_broker[move.broker_id] += 1
+    return tuple(chosen)

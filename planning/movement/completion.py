@@ -1,0 +1,139 @@
+"""When a step (or a log-dir move) is finished, and when it is stuck (SPEC 5.3, 5.5).
+
+RULE. A step is complete when the cluster shows, for its partition:
+- replicas equal to the step's target list (TR), same order;
+- no adding and no removing replicas (Kafka has finished the reassignment);
+- every TR member in the ISR;
+- if the step elects a leader, TR[0] is the leader.
+Kafka finishes a reassignment as soon as the adding replicas are in sync; the last two conditions
+are ours: a step that leaves an out-of-sync replica or the wrong leader behind is not done yet.
+A step that Kafka finished but whose TR[0] does not lead yet is `AWAITING_ELECTION`: the caller
+issues the preferred-leader election.
+
+A log-dir move (broker B, replica of P into dir D) is complete when B's replica of P is in D and
+no future replica of P exists on B.
+
+A step is stalled when it has not completed `stall_timeout` seconds after it started. Times are
+plain numbers (seconds) passed in by the caller: nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from planning.model import PartitionState
+from planning.movement.partition_steps import Step
+
+DEFAULT_STALL_TIMEOUT_SECONDS = 600.0  # `step.stall.timeout`, SPEC 5.3
+
+
+class StepPhase(str, Enum):
+    """Where one step is, as the cluster shows it."""
+
+    NOT_STARTED = "not_started"  # Kafka shows neither the step's target nor a reassignment
+    CATCHING_UP = "catching_up"  # new replicas are copying (not yet in the ISR)
+    REMOVING = "removing"  # new replicas in sync; old ones still listed
+    AWAITING_ISR = "awaiting_isr"  # replicas == TR but a TR member is out of sync
+    AWAITING_ELECTION = "awaiting_election"  # all done but TR[0] does not lead yet
+    COMPLETE = "complete"
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    """What a step is waiting for: its phase plus the replicas still out of sync."""
+
+    phase: StepPhase
+    waiting_for: tuple[int, ...] = ()  # TR members not yet in the ISR
+    caught_up: int = 0  # adding replicas already in the ISR
+    adding: int = 0  # adding replicas in the step
+
+    def describe(self) -> str:
+        if self.phase is StepPhase.CATCHING_UP:
+            return f"{self.caught_up}/{self.adding} new replicas in sync, waiting for {list(self.waiting_for)}"
+        if self.phase is StepPhase.AWAITING_ISR:
+            return f"replicas in place, waiting for {list(self.waiting_for)} to join the ISR"
+        if self.phase is StepPhase.AWAITING_ELECTION:
+            return "replicas in place and in sync, waiting for the preferred leader election"
+        if self.phase is StepPhase.REMOVING:
+            return "new replicas in sync, old replicas being removed"
+        if self.phase is StepPhase.NOT_STARTED:
+            return "the cluster does not show the step yet"
+        return "complete"
+
+
+def compute_step_progress(partition: PartitionState, step: Step) -> StepProgress:
+    """The phase of `step` given the partition as the cluster shows it now."""
+    isr = set(partition.isr)
+    waiting_for = tuple(b for b in step.target if b not in isr)
+    caught_up = sum(1 for b in step.adding if b in isr)
+    counts = dict(waiting_for=waiting_for, caught_up=caught_up, adding=len(step.adding))
+    if partition.reassigning:
+        target_set = set(step.target)
+        if not set(partition.replicas) >= target_set:
+            return StepProgress(StepPhase.NOT_STARTED, **counts)
+        if any(b not in isr for b in step.adding):
+            return StepProgress(StepPhase.CATCHING_UP, **counts)
+        return StepProgress(StepPhase.REMOVING, **counts)
+    if tuple(partition.replicas) != tuple(step.target):
+        return StepProgress(StepPhase.NOT_STARTED, **counts)
+    if waiting_for:
+        return StepProgress(StepPhase.AWAITING_ISR, **counts)
+    if step.elect_leader and partition.leader != step.target[0]:
+        return StepProgress(StepPhase.AWAITING_ELECTION, **counts)
+    return StepProgress(StepPhase.COMPLETE, **counts)
+
+
+def is_step_complete(partition: PartitionState, step: Step) -> bool:
+    """SPEC 5.3: replicas == TR (same order), no adding/removing, all of TR in ISR, TR[0] leads if elected."""
+    return (
+        tuple(partition.replicas) == tuple(step.target)
+        and not partition.adding
+        and not partition.removing
+        and set(step.target) <= set(partition.isr)
+        and (not step.elect_leader or partition.leader == step.target[0])
+    )
+
+
+def needs_leader_election(partition: PartitionState, step: Step) -> bool:
+    """Kafka has finished the step and every TR member is in sync, but TR[0] does not lead yet."""
+    return compute_step_progress(partition, step).phase is StepPhase.AWAITING_ELECTION
+
+
+def is_step_stalled(started_at: float, now: float, stall_timeout: float = DEFAULT_STALL_TIMEOUT_SECONDS) -> bool:
+    """True when a step that started at `started_at` is still running `stall_timeout` s later."""
+    return now - started_at >= stall_timeout
+
+
+def describe_stall(partition: PartitionState, step: Step, started_at: float, now: float) -> str:
+    """The message of a `ReassignmentStalled` alert: what the step waits for and for how long."""
+    progress = compute_step_progress(partition, step)
+    return (
+        f"{partition.tp}: step to {list(step.target)} running for {now - started_at:.0f} s: "
+        f"{progress.describe()}"
+    )
+
+
+@dataclass(frozen=True)
+class LogDirMove:
+    """Put broker `broker_id`'s replica of `tp` into log dir `log_dir` (AlterReplicaLogDirs)."""
+
+    topic: str
+    partition: int
+    broker_id: int
+    log_dir: str
+
+
+def is_log_dir_move_complete(
+    partition: PartitionState, move: LogDirMove, future_replica_brokers: frozenset[int] = frozenset()
+) -> bool:
+    """SPEC 5.5: the replica is in the target dir and no future replica exists on that broker.
+
+    `future_replica_brokers` are the brokers describe-log-dirs shows holding a future (`.move`)
+    replica of this partition.
+    """
+    return (
+        move.broker_id in partition.replicas
+        and partition.log_dir_of(move.broker_id) == move.log_dir
+        and move.broker_id not in future_replica_brokers
+    )

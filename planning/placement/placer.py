@@ -1,0 +1,405 @@
+"""The placer: where every replica should live (SPEC 4). Pure: a cluster and a goal in, a plan out.
+
+GOALS, in priority order (soft: the planner does as well as it can, and reports how well):
+1. Move as little as possible. Keep every replica that may stay; move exactly the replicas that
+   must leave (dead broker, draining broker, offline dir) plus the fewest needed for balance;
+   among equally good choices move small partitions, then followers rather than leaders.
+2. Even replica counts per topic (differ by at most one across eligible brokers where racks
+   allow) and over the cluster (the `T mod n` higher shares go to the least loaded brokers).
+3. Even preferred leadership per topic and over the cluster, by reordering, not by moving.
+4. Even bytes: a new replica goes to its broker's least used online log dir.
+
+CONSTRAINTS (breaking one raises `PlanInfeasibleError` naming the partition):
+1. No broker twice in a partition; the replication factor is kept.
+2. New replicas only on eligible brokers: alive, not draining, with an online dir (and never on
+   the broker whose dir holds the offline replica being replaced, nor on a broker whose failed
+   dir held the partition before and that has not restarted since: `Broker.cannot_host`).
+3. Multi-level rack spread, as defined in `planning.racks` (water-filling at every level).
+Explicit targets (`Goal.explicit_targets`) are validated (`planning.validation`) and kept as given.
+
+ALGORITHM, per topic (topics in name order; partitions in id order; everything deterministic):
+1. Fate of each replica: kept, or a slot to fill (it must leave). With `heal=False` replicas on
+   dead brokers or offline dirs stay where they are ("pinned") and are not counted.
+2. Rack repair: if the kept replicas cannot be completed to a rack-spread set, drop kept
+   replicas (followers first) until they can.
+3. Quotas (`planning.quotas`): each broker's share of the topic, floor/ceil of T/n, apportioned
+   down the rack tree; higher shares go to brokers already holding them.
+4. Balance (`rebalance=True`): a broker above its quota gives up that many replicas, choosing
+   partitions not yet touched, then small ones, then ones it does not lead.
+5. Fill every slot top-down through the rack tree: at each node the child with the most
+   remaining quota among those that keep the partition completable, then the fewest replicas
+   of the topic per broker (a slot the rack rule forces into a domain whose quota is used up
+   spreads there instead of piling on one broker); at the leaves the broker with the most
+   remaining quota, then the fewest replicas of the topic, then of the cluster, then lowest id.
+   A slot that had to overflow a full broker is repaired by re-pointing it, or it and another
+   new replica, to a broker still below quota (no extra moves). Then a new replica on a broker
+   holding two or more replicas of the topic more than an eligible broker outside the partition
+   is re-pointed there when the racks allow (no extra moves; it matters without rebalance,
+   where kept replicas skew the quotas). With rebalance, what remains is shifted along a chain
+   of re-pointed replicas found by breadth-first search, paying a move only as a last resort
+   (`planning.topic_placement._shift_along_paths`).
+6. Leaders (`planning.leadership`): keep, then pick and even out by reordering.
+
+THE BOUND (`compute_lower_bound`, reported as `replica_moves_lower_bound`): per topic, the
+fewest moves that reach the balance the racks allow — every broker between the floor and the
+ceiling of its ideal share (`planning.quotas.compute_ideal_shares`: T / n without rack
+constraints, otherwise the domain totals the rack rule fixes, shared evenly inside), i.e.
+`max(F + excess above the ceilings, deficit below the floors)`. Without rack constraints this is
+SPEC 4's closed form. It is a true lower bound for every balanced rack-spread plan (checked by
+brute force in `tests/planning/test_lower_bound.py`); the planner meets it on all three
+benchmarks. Rack repairs of badly spread partitions are not in it, so it can be below what any
+plan needs when the cluster starts rack-violating; with fewer than 3 eligible brokers per
+replica the greedy fill can exceed it by one or two moves.
+
+Worked example: brokers 1,2,3 (no racks), topic t with 6 partitions RF 2, every broker holding
+4 replicas; add broker 4. T = 12, n = 4: every quota is 3. Each of 1,2,3 drops one replica
+(from different partitions, followers first): 3 slots, all filled by broker 4 (quota 3).
+Moves 3 = lower bound max(excess 3, deficit 3). Leaders: 6 partitions over 4 brokers, ceil 2;
+broker 4 leads none, floor 1, so it takes the lead of one partition it now holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping
+
+from planning.placement.leadership import order_leaders
+from planning.model import Broker, Cluster, PartitionState, TopicPartition
+from planning.placement.quotas import compute_balanced_ranges
+from planning.placement.racks import RackTree, compute_rack_tree
+from planning.placement.topic_replicas import PartitionWork, plan_topic_replicas
+from planning.validation import validate_targets
+from reassigner.errors import InvalidReplicaAssignmentError
+
+_EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What the plan is for. The default (heal and rebalance) is the controller's steady goal."""
+
+    add_brokers: tuple[Broker, ...] = ()  # new (empty) brokers to bring in
+    drain_brokers: frozenset[int] = frozenset()  # move everything off these
+    heal: bool = True  # replace replicas on dead brokers / offline dirs
+    rebalance: bool = True  # even out counts (False = only do what is forced)
+    explicit_targets: Mapping[TopicPartition, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class PlacementPlan:
+    """The outcome. Counts are per broker over the whole cluster, before and after the plan."""
+
+    targets: Mapping[TopicPartition, tuple[int, ...]]  # only partitions whose list changes
+    target_log_dirs: Mapping[TopicPartition, tuple[str | None, ...]]  # per replica; None = any
+    replica_moves: int
+    replica_moves_lower_bound: int
+    bytes_moved: int
+    leader_changes: int
+    warnings: tuple[str, ...] = ()
+    replicas_before: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    replicas_after: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    leaders_before: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    leaders_after: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+    rack_violations: int = 0
+    max_topic_replica_spread: int = 0  # max over topics of (max - min) count on eligible brokers
+    max_topic_leader_spread: int = 0
+    eligible_brokers: tuple[int, ...] = ()
+
+
+def compute_planning_cluster(cluster: Cluster, goal: Goal) -> Cluster:
+    """The cluster as the plan sees it: added brokers present, drained brokers marked draining."""
+    brokers = dict(cluster.brokers_by_id)
+    for new in goal.add_brokers:
+        old = brokers.get(new.id)
+        if old is None:
+            brokers[new.id] = new
+        else:  # already registered (a snapshot taken after it joined): bring it in
+            brokers[new.id] = replace(
+                old, alive=True, draining=False, rack=new.rack if new.rack else old.rack
+            )
+    for broker_id in sorted(goal.drain_brokers):
+        if broker_id not in brokers:
+            raise InvalidReplicaAssignmentError(
+                f"cannot remove broker {broker_id}: it is not in the cluster "
+                f"(known: {sorted(brokers)})"
+            )
+        brokers[broker_id] = replace(brokers[broker_id], draining=True)
+    return cluster.with_brokers(brokers[b] for b in sorted(brokers))
+
+
+# --- replica fates ---------------------------------------------------------------------------
+
+KEPT, SLOT, PINNED = 0, 1, 2
+
+
+def _offline_dirs(cluster: Cluster) -> dict[int, frozenset[str]]:
+    return {
+        b.id: frozenset(d.path for d in b.log_dirs if not d.online)
+        for b in cluster.brokers
+        if any(not d.online for d in b.log_dirs)
+    }
+
+
+def compute_replica_fates(
+    partition: PartitionState,
+    cluster: Cluster,
+    eligible: Mapping[int, object] | frozenset[int],
+    offline_dirs: Mapping[int, frozenset[str]],
+    heal: bool,
+) -> tuple[list[int], set[int]]:
+    """Per replica KEPT / SLOT / PINNED, and brokers this partition must not go back to."""
+    replicas = partition.replicas
+    cannot_host = cluster.brokers_that_cannot_host(partition.tp)
+    if not offline_dirs and not partition.offline_replicas and not cannot_host:
+        # The common case: every replica on an eligible broker, no dir offline anywhere.
+        if all(b in eligible for b in replicas) and len(set(replicas)) == len(replicas):
+            return [KEPT] * len(replicas), set()
+    fates: list[int] = []
+    excluded: set[int] = set(cannot_host)
+    seen: set[int] = set()
+    for index, b in enumerate(partition.replicas):
+        dirs_off = offline_dirs.get(b)
+        on_offline_dir = b in partition.offline_replicas or (
+            dirs_off is not None
+            and index < len(partition.log_dirs)
+            and partition.log_dirs[index] in dirs_off
+        )
+        if b in eligible and not on_offline_dir and b not in seen:
+            fates.append(KEPT)
+        else:
+            broker = cluster.broker(b)
+            draining = broker is not None and broker.alive and broker.draining
+            fates.append(SLOT if (heal or draining or b in seen) else PINNED)
+            if on_offline_dir:
+                excluded.add(b)
+        seen.add(b)
+    return fates, excluded
+
+
+def compute_lower_bound(cluster: Cluster, goal: Goal) -> int:
+    """The fewest replica moves any plan for `goal` needs to balance counts as racks allow.
+
+    Per topic, with `c_b` the replicas that may stay on eligible broker b, `F` the replicas that
+    must leave and `[lo_b, hi_b]` the floor and ceiling of b's ideal share of the topic
+    (`planning.quotas.compute_balanced_ranges`: T / n without rack constraints, otherwise the
+    share the rack rule leaves to b's domains, split evenly inside them):
+    `max(F + sum(max(0, c_b - hi_b)), sum(max(0, lo_b - c_b)))` — the replicas that must leave
+    (forced ones plus everything above a ceiling) or the replicas that must arrive, whichever is
+    larger; every move removes one replica and adds one. Without rack constraints this is SPEC 4's
+    closed form. With `rebalance=False` only F. Explicit targets count their new replicas.
+    """
+    cluster = compute_planning_cluster(cluster, goal)
+    tree = compute_rack_tree(b for b in cluster.brokers if b.eligible)
+    eligible = frozenset(tree.broker_node)
+    offline_dirs = _offline_dirs(cluster)
+    ranges_cache: dict = {}
+    bound = 0
+    for topic in cluster.topics:
+        counts: dict[int, int] = {}
+        histogram: dict[int, int] = {}
+        forced = 0
+        for p in topic.partitions:
+            explicit = goal.explicit_targets.get(p.tp)
+            if explicit is not None:
+                bound += len(set(explicit) - set(p.replicas))
+                for b in explicit:
+                    counts[b] = counts.get(b, 0) + 1
+                replication = sum(1 for b in explicit if b in eligible)
+            else:
+                fates, _ = compute_replica_fates(p, cluster, eligible, offline_dirs, goal.heal)
+                replication = 0
+                for b, fate in zip(p.replicas, fates):
+                    if fate == KEPT:
+                        counts[b] = counts.get(b, 0) + 1
+                        replication += 1
+                    elif fate == SLOT:
+                        forced += 1
+                        replication += 1
+            histogram[replication] = histogram.get(replication, 0) + 1
+        bound += _topic_lower_bound(tree, counts, forced, histogram, goal.rebalance, ranges_cache)
+    return bound
+
+
+def _topic_lower_bound(tree, counts, forced: int, histogram, rebalance: bool, cache: dict) -> int:
+    if not rebalance or not tree.broker_node:
+        return forced
+    key = tuple(sorted(histogram.items()))
+    ranges = cache.get(key)
+    if ranges is None:
+        ranges = cache[key] = compute_balanced_ranges(tree, histogram)
+    excess = sum(max(0, c - ranges[b][1]) for b, c in counts.items() if b in ranges)
+    deficit = sum(max(0, low - counts.get(b, 0)) for b, (low, _) in ranges.items())
+    return max(forced + excess, deficit)
+
+
+# --- the planner -----------------------------------------------------------------------------
+
+
+def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
+    """Plan final targets for `goal` on `cluster`; see the module docstring for the rules."""
+    cluster = compute_planning_cluster(cluster, goal)
+    explicit = dict(goal.explicit_targets)
+    if explicit:
+        validate_targets(cluster, explicit)
+    eligible_brokers = [b for b in cluster.brokers if b.eligible]
+    tree = compute_rack_tree(eligible_brokers)
+    eligible = frozenset(tree.broker_node)
+    offline_dirs = _offline_dirs(cluster)
+    warnings = list(tree.warnings)
+
+    replicas_before: dict[int, int] = {b.id: 0 for b in cluster.brokers}
+    leaders_before: dict[int, int] = {b.id: 0 for b in cluster.brokers}
+    for p in cluster.partitions():
+        for b in p.replicas:
+            replicas_before[b] = replicas_before.get(b, 0) + 1
+        if p.replicas:
+            leaders_before[p.replicas[0]] = leaders_before.get(p.replicas[0], 0) + 1
+    cluster_load = {b: replicas_before.get(b, 0) for b in eligible}
+    cluster_leaders = {b: leaders_before.get(b, 0) for b in eligible}
+
+    targets: dict[TopicPartition, tuple[int, ...]] = {}
+    target_log_dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
+    dir_usage = _initial_dir_usage(cluster)
+    replicas_after = {b: 0 for b in replicas_before}
+    leaders_after = {b: 0 for b in leaders_before}
+    moves = bytes_moved = leader_changes = bound = 0
+    ranges_cache: dict = {}
+    replica_spread = leader_spread = 0
+    for topic in sorted(cluster.topics, key=lambda t: t.name):
+        partitions = sorted(topic.partitions, key=lambda p: p.partition)
+        work = [
+            _partition_work(p, cluster, explicit, eligible, offline_dirs, goal.heal)
+            for p in partitions
+        ]
+        for p in partitions:  # leadership is re-decided for the whole topic below
+            if p.replicas and p.replicas[0] in cluster_leaders:
+                cluster_leaders[p.replicas[0]] -= 1
+        bound += _work_lower_bound(tree, partitions, work, goal.rebalance, ranges_cache)
+        plan_topic_replicas(tree, work, cluster_load, goal.rebalance)
+        finals = [list(w.final) for w in work]
+        order_leaders(
+            finals,
+            [p.replicas[0] if p.replicas else None for p in partitions],
+            [w.kept for w in work],
+            eligible,
+            [w.fixed for w in work],
+            cluster_leaders,
+            goal.rebalance,
+        )
+        topic_counts = {b: 0 for b in eligible}
+        topic_leaders = {b: 0 for b in eligible}
+        for p, w, final in zip(partitions, work, finals):
+            for b in final:
+                replicas_after[b] = replicas_after.get(b, 0) + 1
+                if b in topic_counts:
+                    topic_counts[b] += 1
+            if final:
+                leaders_after[final[0]] = leaders_after.get(final[0], 0) + 1
+                if final[0] in topic_leaders:
+                    topic_leaders[final[0]] += 1
+            if tuple(final) == p.replicas:
+                continue
+            tp = w.tp
+            targets[tp] = tuple(final)
+            new = [b for b in final if b not in p.replicas]
+            moves += len(new)
+            bytes_moved += len(new) * (p.size_bytes or 0)
+            if final and p.replicas and final[0] != p.replicas[0]:
+                leader_changes += 1
+            target_log_dirs[tp] = _target_dirs(p, final, cluster, dir_usage)
+        if topic_counts:
+            replica_spread = max(replica_spread, _spread(topic_counts))
+            leader_spread = max(leader_spread, _spread(topic_leaders))
+
+    violations = sum(
+        1
+        for tp, final in targets.items()
+        if not _rack_spread_ok(tree, [b for b in final if b in eligible], final)
+    )
+    return PlacementPlan(
+        targets=MappingProxyType(targets),
+        target_log_dirs=MappingProxyType(target_log_dirs),
+        replica_moves=moves,
+        replica_moves_lower_bound=bound,
+        bytes_moved=bytes_moved,
+        leader_changes=leader_changes,
+        warnings=tuple(warnings),
+        replicas_before=MappingProxyType(replicas_before),
+        replicas_after=MappingProxyType(replicas_after),
+        leaders_before=MappingProxyType(leaders_before),
+        leaders_after=MappingProxyType(leaders_after),
+        rack_violations=violations,
+        max_topic_replica_spread=replica_spread,
+        max_topic_leader_spread=leader_spread,
+        eligible_brokers=tuple(sorted(eligible)),
+    )
+
+
+def _partition_work(p, cluster, explicit, eligible, offline_dirs, heal) -> PartitionWork:
+    tp = p.tp
+    target = explicit.get(tp) if explicit else None
+    if target is not None:
+        members = {b for b in target if b in eligible}
+        return PartitionWork(
+            tp, list(target), members, frozenset(members), set(), len(members), 0, True
+        )
+    fates, excluded = compute_replica_fates(p, cluster, eligible, offline_dirs, heal)
+    final = [b if fate != SLOT else None for b, fate in zip(p.replicas, fates)]
+    members = {b for b, fate in zip(p.replicas, fates) if fate == KEPT}
+    replication = sum(1 for fate in fates if fate != PINNED)
+    return PartitionWork(
+        tp, final, members, frozenset(members), excluded, replication, p.size_bytes or 0, False
+    )
+
+
+def _work_lower_bound(tree, partitions, work, rebalance: bool, cache: dict) -> int:
+    """`compute_lower_bound` for one topic, from the fates already worked out (before repair)."""
+    counts: dict[int, int] = {}
+    histogram: dict[int, int] = {}
+    forced = explicit_moves = 0
+    for p, w in zip(partitions, work):
+        histogram[w.replication] = histogram.get(w.replication, 0) + 1
+        if w.fixed:
+            explicit_moves += len(set(w.final) - set(p.replicas))
+            for b in w.final:
+                counts[b] = counts.get(b, 0) + 1
+            continue
+        for b in w.members:
+            counts[b] = counts.get(b, 0) + 1
+        forced += w.replication - len(w.members)
+    return explicit_moves + _topic_lower_bound(tree, counts, forced, histogram, rebalance, cache)
+
+
+def _rack_spread_ok(tree: RackTree, in_tree: list[int], final: list[int]) -> bool:
+    if len(set(final)) != len(final):
+        return False
+    return tree.fits(tuple(sorted(tree.broker_node[b] for b in in_tree)), len(in_tree))
+
+
+def _spread(counts: Mapping[int, int]) -> int:
+    return max(counts.values()) - min(counts.values())
+
+
+def _initial_dir_usage(cluster: Cluster) -> dict[tuple[int, str], int]:
+    return {
+        (b.id, d.path): d.used_bytes or 0 for b in cluster.brokers for d in b.log_dirs if d.online
+    }
+
+
+def _target_dirs(p, final, cluster, dir_usage) -> tuple[str | None, ...]:
+    """Kept replicas keep their dir; a new one goes to its broker's least used online dir."""
+    dirs: list[str | None] = []
+    for b in final:
+        if b in p.replicas:
+            dirs.append(p.log_dir_of(b))
+            continue
+        broker = cluster.broker(b)
+        online = broker.online_log_dirs if broker is not None else ()
+        if not online:
+            dirs.append(None)
+            continue
+        best = min(online, key=lambda d: (dir_usage.get((b, d.path), 0), d.path))
+        dir_usage[(b, best.path)] = dir_usage.get((b, best.path), 0) + (p.size_bytes or 0)
+        dirs.append(best.path)
+    return tuple(dirs)

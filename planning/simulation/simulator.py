@@ -1,0 +1,544 @@
+"""An in-process simulated Kafka cluster, and a driver that runs a plan through it (SPEC 9).
+
+A design fake, part of the package: it lets the movement rules (steps, batches, completion,
+cancel) be exercised and benchmarked at sizes no laptop hosts, with faults, and with no clock.
+
+THE MODEL (`SimulatedCluster`). One mutable class — a deterministic state machine whose only
+inputs are its method calls; time is a number advanced by `tick(seconds)`. It mimics what the
+Admin API shows:
+- `submit_step(tp, target)` is AlterPartitionReassignments: adding = target - replicas, removing
+  = replicas - target, replicas = removing + target (the order of SPEC 5.4's example,
+  `[1,2,3] -> [4,3,2]` shows `[1,4,3,2]`). A pure reorder applies at once. Submitting while a
+  reassignment runs first cancels it (a simplification of Kafka's in-place replacement).
+- `tick(seconds)`: each live broker fetches its adding replicas at `bytes_per_sec`, shared
+  fairly among the replicas it is fetching (processor sharing, exact within a tick: the
+  smallest remaining replica finishes first and frees its share). A replica that has fetched
+  the partition's size joins the ISR. When every target replica is in sync, Kafka finishes: the
+  removing replicas leave the replica list and the ISR, replicas == target, and a leader that
+  was removed is replaced by the first in-sync replica of the target.
+- `cancel(tp)` is Kafka's revert (`planning.cancel.compute_partition_after_cancel`);
+  `elect_preferred_leader(tp)` makes replicas[0] lead if it is in sync.
+- Faults: `kill_broker` / `fail_log_dir` take replicas offline and out of the ISR (the last ISR
+  member stays, leaderless, as in Kafka with unclean election off); `restart_broker` /
+  `restore_log_dir` bring them back, and they rejoin the ISR at the next tick (catch-up after a
+  restart is not modelled). Fetching needs a live leader; the leader's outbound bandwidth is not
+  modelled. As in Kafka, a broker never starts again a replica of a partition that its failed
+  dir held, until it restarts: such a replica added back by a step stays out of the ISR.
+
+THE DRIVER (`run_plan`) loops: apply scheduled events → snapshot → decide (`compute_stepping`:
+completion, elections, rolling batch) → submit → check the SPEC 6 safety invariants → tick; and
+reports peaks, makespan and every invariant violation it saw.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping, Union
+
+from planning.movement.batches import Limits, PlannedStep, count_replica_drops
+from planning.movement.cancel import CancelScope, compute_cancel, compute_partition_after_cancel, compute_reassign_request
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.movement.reassignment import Reassignment, ReassignmentState, confirm_cancel
+from planning.movement.advance import compute_stepping
+from reassigner.errors import InvalidReplicaAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
+
+DEFAULT_BYTES_PER_SEC = 100 * 1024 * 1024
+DEFAULT_SIZE_BYTES = 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SimulationParams:
+    """bytes_per_sec: replication fetch capacity of one broker, shared by the replicas it copies.
+    tick_seconds: time between two decisions of the driver.
+    default_size_bytes: size assumed for partitions whose size is unknown.
+    max_seconds: the driver gives up after this much simulated time.
+    stall_timeout: `step.stall.timeout`, for the stall count in the report.
+    """
+
+    bytes_per_sec: float = DEFAULT_BYTES_PER_SEC
+    tick_seconds: float = 1.0
+    default_size_bytes: int = DEFAULT_SIZE_BYTES
+    max_seconds: float = 7 * 24 * 3600.0
+    stall_timeout: float = 600.0
+
+
+class SimulatedCluster:
+    """The simulated cluster (mutable; see the module docstring). `snapshot()` gives the
+    immutable `Cluster` view the planning functions read."""
+
+    def __init__(self, cluster: Cluster, params: SimulationParams = SimulationParams(), now: float = 0.0) -> None:
+        self.params = params
+        self.now = now
+        self._brokers: dict[int, Broker] = {b.id: b for b in cluster.brokers}
+        self._topic_order = [t.name for t in cluster.topics]
+        self._min_isr = {t.name: t.min_insync_replicas for t in cluster.topics}
+        self._partitions: dict[str, dict[int, PartitionState]] = {
+            t.name: {p.partition: p for p in t.partitions} for t in cluster.topics
+        }
+        self._targets: dict[TopicPartition, tuple[int, ...]] = {}  # Kafka's target of a running reassignment
+        self._fetched: dict[tuple[TopicPartition, int], float] = {}  # bytes copied by adding replicas
+        self._rejoining: set[tuple[TopicPartition, int]] = set()
+        self._stranded: dict[int, set[TopicPartition]] = defaultdict(set)  # held by a failed dir
+        self._topic_cache: dict[str, Topic] = {}
+        self.peak_replicas_per_partition = max((len(p.replicas) for p in cluster.partitions()), default=0)
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def snapshot(self) -> Cluster:
+        topics = []
+        for name in self._topic_order:
+            topic = self._topic_cache.get(name)
+            if topic is None:
+                parts = self._partitions[name]
+                topic = Topic(name, tuple(parts[i] for i in sorted(parts)), self._min_isr[name])
+                self._topic_cache[name] = topic
+            topics.append(topic)
+        return Cluster(brokers=tuple(self._brokers[i] for i in sorted(self._brokers)), topics=tuple(topics))
+
+    def partition(self, tp: TopicPartition) -> PartitionState:
+        try:
+            return self._partitions[tp.topic][tp.partition]
+        except KeyError:
+            raise UnknownTopicOrPartitionError(f"unknown partition {tp}") from None
+
+    def reassigning(self) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(self._targets))
+
+    # -- the Admin API ----------------------------------------------------------------------------
+
+    def submit_step(self, tp: TopicPartition, target: Iterable[int], log_dirs: Mapping[int, str] | None = None) -> None:
+        target = tuple(target)
+        if not target or len(set(target)) != len(target) or any(b not in self._brokers for b in target):
+            raise InvalidReplicaAssignmentError(f"{tp}: invalid target {list(target)}")
+        if tp in self._targets:
+            self.cancel(tp)
+        p = self.partition(tp)
+        if target == p.replicas:
+            return
+        if set(target) == set(p.replicas):
+            dirs = dict(zip(p.replicas, p.log_dirs)) if p.log_dirs else {}
+            self._put(replace(p, replicas=target, log_dirs=tuple(dirs.get(b) for b in target) if dirs else (),
+                              leader_epoch=p.leader_epoch + 1))
+            return
+        adding = tuple(b for b in target if b not in p.replicas)
+        removing = tuple(b for b in p.replicas if b not in target)
+        replicas = removing + target
+        dirs = dict(zip(p.replicas, p.log_dirs)) if p.log_dirs else {}
+        for b in adding:
+            dirs[b] = self._choose_dir(b, (log_dirs or {}).get(b))
+        self._put(replace(p, replicas=replicas, adding=adding, removing=removing,
+                          log_dirs=tuple(dirs.get(b) for b in replicas) if any(dirs.values()) else (),
+                          offline_replicas=self._offline(tp, replicas, dirs),
+                          leader_epoch=p.leader_epoch + 1))
+        self._targets[tp] = target
+        for b in adding:
+            self._fetched[(tp, b)] = 0.0
+        self.peak_replicas_per_partition = max(self.peak_replicas_per_partition, len(replicas))
+        self._maybe_finish(tp)
+
+    def cancel(self, tp: TopicPartition) -> None:
+        if tp not in self._targets:
+            raise NoReassignmentInProgressError(f"no reassignment in progress for {tp}")
+        p = self.partition(tp)
+        del self._targets[tp]
+        for b in p.adding:
+            self._fetched.pop((tp, b), None)
+            self._rejoining.discard((tp, b))
+        self._put(compute_partition_after_cancel(p))
+
+    def elect_preferred_leader(self, tp: TopicPartition) -> bool:
+        p = self.partition(tp)
+        preferred = p.replicas[0]
+        if preferred not in p.isr or not self._replica_online(p, preferred):
+            return False
+        if p.leader != preferred:
+            self._put(replace(p, leader=preferred, leader_epoch=p.leader_epoch + 1))
+        return True
+
+    # -- faults ------------------------------------------------------------------------------------
+
+    def kill_broker(self, broker_id: int) -> None:
+        self._brokers[broker_id] = replace(self._brokers[broker_id], alive=False)
+        self._take_offline(lambda p, b: b == broker_id)
+
+    def restart_broker(self, broker_id: int) -> None:
+        self._brokers[broker_id] = replace(self._brokers[broker_id], alive=True)
+        self._stranded.pop(broker_id, None)
+        self._bring_online(lambda p, b: b == broker_id)
+
+    def fail_log_dir(self, broker_id: int, path: str) -> None:
+        self._set_dir(broker_id, path, online=False)
+        self._stranded[broker_id].update(
+            p.tp for p in self.snapshot().partitions() if p.log_dir_of(broker_id) == path)
+        self._take_offline(lambda p, b: b == broker_id and p.log_dir_of(b) == path)
+
+    def restore_log_dir(self, broker_id: int, path: str) -> None:
+        """The disk replaced; in Kafka that takes a broker restart, which forgets stranded replicas."""
+        self._set_dir(broker_id, path, online=True)
+        self._stranded.pop(broker_id, None)
+        self._bring_online(lambda p, b: b == broker_id and p.log_dir_of(b) == path)
+
+    def set_draining(self, broker_id: int, draining: bool = True) -> None:
+        self._brokers[broker_id] = replace(self._brokers[broker_id], draining=draining)
+
+    def add_broker(self, broker: Broker) -> None:
+        self._brokers[broker.id] = broker
+
+    # -- time --------------------------------------------------------------------------------------
+
+    def tick(self, seconds: float) -> None:
+        self.now += seconds
+        for tp, b in sorted(self._rejoining, key=lambda k: (k[0], k[1])):
+            p = self.partition(tp)
+            if b in p.replicas and self._replica_online(p, b) and p.leader is not None and b not in p.adding:
+                self._put(replace(p, isr=p.isr + (b,) if b not in p.isr else p.isr))
+                self._rejoining.discard((tp, b))
+        self._fetch(seconds)
+        for tp in sorted(self._targets):
+            self._maybe_finish(tp)
+
+    def _fetch(self, seconds: float) -> None:
+        """Processor sharing per broker: the budget is split evenly; small remainders finish first."""
+        by_broker: dict[int, list[tuple[float, TopicPartition]]] = defaultdict(list)
+        for (tp, b), done in self._fetched.items():
+            p = self.partition(tp)
+            if b in p.isr or p.leader is None or not self._replica_online(p, b) or tp in self._stranded.get(b, ()):
+                continue
+            by_broker[b].append((self._size(p) - done, tp))
+        for b, wanting in by_broker.items():
+            budget = self.params.bytes_per_sec * seconds
+            wanting.sort()
+            left = len(wanting)
+            for remaining, tp in wanting:
+                share = budget / left
+                if remaining <= share:
+                    self._fetched[(tp, b)] = float(self._size(self.partition(tp)))
+                    p = self.partition(tp)
+                    self._put(replace(p, isr=p.isr + (b,)))
+                    budget -= max(remaining, 0.0)
+                else:
+                    self._fetched[(tp, b)] += share
+                    budget -= share
+                left -= 1
+
+    def _maybe_finish(self, tp: TopicPartition) -> None:
+        """Kafka finishes a reassignment once every target replica is in the ISR — not only the
+        adding ones: a target member that fell out of the ISR (a restarted broker) holds the
+        removal of the others, or a pure removal could drop the last in-sync replica."""
+        p = self.partition(tp)
+        if any(b not in p.isr for b in self._targets[tp]):
+            return
+        target = self._targets.pop(tp)
+        removing = set(p.removing)
+        for b in p.adding:
+            self._fetched.pop((tp, b), None)
+        dirs = dict(zip(p.replicas, p.log_dirs)) if p.log_dirs else {}
+        isr = tuple(b for b in p.isr if b not in removing)
+        leader = p.leader
+        if leader is None or leader in removing:
+            leader = next((b for b in target if b in isr and self._replica_online(p, b)), None)
+        for b in removing:
+            self._rejoining.discard((tp, b))
+        self._put(replace(p, replicas=target, isr=isr, leader=leader, adding=(), removing=(),
+                          log_dirs=tuple(dirs.get(b) for b in target) if dirs else (),
+                          offline_replicas=tuple(b for b in p.offline_replicas if b not in removing),
+                          leader_epoch=p.leader_epoch + 1))
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _put(self, p: PartitionState) -> None:
+        self._partitions[p.topic][p.partition] = p
+        self._topic_cache.pop(p.topic, None)
+
+    def _size(self, p: PartitionState) -> int:
+        return self.params.default_size_bytes if p.size_bytes is None else p.size_bytes
+
+    def _replica_online(self, p: PartitionState, broker_id: int) -> bool:
+        broker = self._brokers.get(broker_id)
+        if broker is None or not broker.alive:
+            return False
+        path = p.log_dir_of(broker_id)
+        return path is None or not broker.log_dirs or any(d.path == path and d.online for d in broker.log_dirs)
+
+    def _offline(self, tp: TopicPartition, replicas: tuple[int, ...], dirs: Mapping[int, str | None]) -> tuple[int, ...]:
+        probe = PartitionState(tp.topic, tp.partition, replicas, log_dirs=tuple(dirs.get(b) for b in replicas))
+        return tuple(b for b in replicas if not self._replica_online(probe, b))
+
+    def _choose_dir(self, broker_id: int, wanted: str | None) -> str | None:
+        online = self._brokers[broker_id].online_log_dirs
+        if wanted and wanted != "any" and any(d.path == wanted for d in online):
+            return wanted
+        return online[0].path if online else None
+
+    def _set_dir(self, broker_id: int, path: str, online: bool) -> None:
+        broker = self._brokers[broker_id]
+        dirs = tuple(replace(d, online=online) if d.path == path else d for d in broker.log_dirs)
+        self._brokers[broker_id] = replace(broker, log_dirs=dirs)
+
+    def _take_offline(self, hit) -> None:
+        for name in self._topic_order:
+            for p in list(self._partitions[name].values()):
+                gone = [b for b in p.replicas if hit(p, b)]
+                if not gone:
+                    continue
+                isr = tuple(b for b in p.isr if b not in gone)
+                if not isr and p.isr:
+                    isr = (p.isr[0],)  # Kafka never empties the ISR: the last member stays, leaderless
+                leader = p.leader if p.leader not in gone else None
+                if leader is None:
+                    leader = next((b for b in p.replicas if b in isr and b not in gone and self._replica_online(p, b)), None)
+                offline = tuple(dict.fromkeys(p.offline_replicas + tuple(gone)))
+                for b in gone:
+                    self._rejoining.discard((p.tp, b))
+                self._put(replace(p, isr=isr, leader=leader, offline_replicas=offline, leader_epoch=p.leader_epoch + 1))
+
+    def _bring_online(self, hit) -> None:
+        for name in self._topic_order:
+            for p in list(self._partitions[name].values()):
+                back = [b for b in p.replicas if hit(p, b) and self._replica_online(p, b)]
+                if not back:
+                    continue
+                offline = tuple(b for b in p.offline_replicas if b not in back)
+                leader = p.leader
+                if leader is None:
+                    leader = next((b for b in p.replicas if b in p.isr and self._replica_online(p, b)), None)
+                self._put(replace(p, leader=leader, offline_replicas=offline, leader_epoch=p.leader_epoch + 1))
+                for b in back:
+                    if b not in p.isr and b not in p.adding:
+                        self._rejoining.add((p.tp, b))
+
+
+# -- the driver ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KillBroker:
+    at: float
+    broker_id: int
+
+
+@dataclass(frozen=True)
+class RestartBroker:
+    at: float
+    broker_id: int
+
+
+@dataclass(frozen=True)
+class FailLogDir:
+    at: float
+    broker_id: int
+    path: str
+
+
+@dataclass(frozen=True)
+class RestoreLogDir:
+    at: float
+    broker_id: int
+    path: str
+
+
+@dataclass(frozen=True)
+class CancelReassignments:
+    at: float
+    scope: CancelScope = CancelScope()
+    keep: bool = False
+
+
+SimulationEvent = Union[KillBroker, RestartBroker, FailLogDir, RestoreLogDir, CancelReassignments]
+
+
+@dataclass(frozen=True)
+class SimulationReport:
+    """What one simulated run did. `makespan_seconds` is None when it did not finish."""
+
+    steps: int
+    finished: bool
+    makespan_seconds: float | None
+    decisions: int
+    elections: int
+    stalled_steps: int
+    peak_partition_movements: int
+    peak_leader_movements: int
+    peak_movements_per_broker: int
+    peak_replica_movements: int
+    peak_replicas_per_partition: int
+    invariant_violations: tuple[str, ...]
+    blocked: tuple[tuple[TopicPartition, str], ...]  # steps still waiting at the end, with the reason
+    final_replicas: Mapping[TopicPartition, tuple[int, ...]] = field(repr=False)
+    reassignments: Mapping[TopicPartition, Reassignment] = field(repr=False)
+
+
+def run_plan(
+    cluster: Cluster,
+    targets: Mapping[TopicPartition, tuple[int, ...]],
+    limits: Limits,
+    params: SimulationParams = SimulationParams(),
+    events: Iterable[SimulationEvent] = (),
+) -> SimulationReport:
+    """Run the reassignment of `targets` through a simulated copy of `cluster`."""
+    sim = SimulatedCluster(cluster, params)
+    current = {tp: p.replicas for tp, p in cluster.partitions_by_tp.items()}
+    records = compute_reassign_request({}, targets, current, request_id="sim", reason="simulated plan")
+    pending = sorted(events, key=lambda e: e.at)
+    checker = _InvariantChecker(limits)
+    steps = decisions = elections = 0
+    stalled: set[tuple[TopicPartition, int]] = set()
+    finished_at: float | None = None
+
+    while True:
+        while pending and pending[0].at <= sim.now:
+            records = _apply_event(sim, records, pending.pop(0))
+        view = sim.snapshot()
+        decision = compute_stepping(records, view, limits, sim.now, params.stall_timeout)
+        decisions += 1
+        checker.check_completions(records, decision.reassignments, view)
+        records = dict(decision.reassignments)
+        for tp in decision.elections:
+            elections += sim.elect_preferred_leader(tp)
+        for tp, _ in decision.stalled:
+            flight = records[tp].in_flight
+            stalled.add((tp, flight.number if flight else 0))
+        checker.check_started(decision.started, view)
+        for planned in decision.started:
+            sim.submit_step(planned.tp, planned.step.target, dict(planned.target_log_dirs))
+        steps += len(decision.started)
+        checker.check_in_flight(records, sim)
+        if not any(r.active for r in records.values()) and not pending:
+            finished_at = sim.now
+            break
+        nothing_moves = not decision.started and not any(r.in_flight for r in records.values())
+        if sim.now >= params.max_seconds or (nothing_moves and not pending and not decision.elections):
+            break
+        sim.tick(params.tick_seconds)
+
+    final = sim.snapshot()
+    return SimulationReport(
+        steps=steps,
+        finished=finished_at is not None,
+        makespan_seconds=finished_at,
+        decisions=decisions,
+        elections=elections,
+        stalled_steps=len(stalled),
+        peak_partition_movements=checker.peak_partitions,
+        peak_leader_movements=checker.peak_leaders,
+        peak_movements_per_broker=checker.peak_per_broker,
+        peak_replica_movements=checker.peak_replicas_per_step,
+        peak_replicas_per_partition=sim.peak_replicas_per_partition,
+        invariant_violations=tuple(checker.violations),
+        blocked=tuple((d.tp, d.reason) for d in decision.deferred) if finished_at is None else (),
+        final_replicas={tp: p.replicas for tp, p in final.partitions_by_tp.items()},
+        reassignments=records,
+    )
+
+
+def _apply_event(sim: SimulatedCluster, records: dict, event: SimulationEvent) -> dict:
+    if isinstance(event, KillBroker):
+        sim.kill_broker(event.broker_id)
+    elif isinstance(event, RestartBroker):
+        sim.restart_broker(event.broker_id)
+    elif isinstance(event, FailLogDir):
+        sim.fail_log_dir(event.broker_id, event.path)
+    elif isinstance(event, RestoreLogDir):
+        sim.restore_log_dir(event.broker_id, event.path)
+    elif isinstance(event, CancelReassignments):
+        try:
+            decision = compute_cancel(records, event.scope, keep=event.keep)
+        except NoReassignmentInProgressError:
+            return records
+        updated = dict(decision.reassignments)
+        for tp in decision.cancel_in_kafka:
+            if tp in sim.reassigning():
+                sim.cancel(tp)  # the executor's "ok" for the CancelReassignment
+                updated[tp] = confirm_cancel(updated[tp], updated[tp].in_flight.number)
+        return updated
+    return records
+
+
+class _InvariantChecker:
+    """The SPEC 6 safety invariants, checked at every decision of the driver; records peaks."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.violations: list[str] = []
+        self.peak_partitions = self.peak_leaders = self.peak_per_broker = self.peak_replicas_per_step = 0
+
+    def check_started(self, started: tuple[PlannedStep, ...], view: Cluster) -> None:
+        seen: set[TopicPartition] = set()
+        for planned in started:
+            tp, step = planned.tp, planned.step
+            p = view.partition(tp)
+            min_isr = view.min_isr(tp.topic)
+            if tp in seen or p.reassigning:
+                self.violations.append(f"{tp}: two steps in flight")
+            seen.add(tp)
+            if len(step.target) < min_isr:
+                self.violations.append(f"{tp}: step to {list(step.target)} leaves fewer than {min_isr} in sync")
+            for b in step.adding:
+                broker = view.broker(b)
+                if broker is None or not broker.eligible:
+                    self.violations.append(f"{tp}: replica targeted to dead/draining broker {b}")
+            for b in step.target:
+                if b not in step.adding and b in p.offline_replicas:
+                    self.violations.append(f"{tp}: step keeps offline replica on broker {b}")
+            deficit = max(0, min_isr - len(set(p.isr) & set(p.replicas)))
+            drops = count_replica_drops(step, p, view)
+            if drops > self.limits.max_replica_movements or len(step.adding) > max(
+                self.limits.max_replica_movements, deficit
+            ):
+                self.violations.append(f"{tp}: step {step} exceeds R = {self.limits.max_replica_movements}")
+            self.peak_replicas_per_step = max(self.peak_replicas_per_step, len(step.adding))
+
+    def check_completions(self, before: Mapping, after: Mapping, view: Cluster) -> None:
+        for tp, old in before.items():
+            new = after.get(tp)
+            if old.in_flight is None or new is None or new.steps_done <= old.steps_done:
+                continue
+            p = view.partition(tp)
+            if p is not None and old.state is ReassignmentState.CANCELLING \
+                    and set(p.replicas) != set(old.in_flight.step.target):
+                continue  # the cancel ended this step in Kafka: it never reached its target
+            min_isr = view.min_isr(tp.topic)
+            if p is not None and len(set(p.isr) & set(old.in_flight.step.target)) < min_isr:
+                self.violations.append(f"{tp}: step completed with fewer than {min_isr} in sync")
+
+    def check_in_flight(self, records: Mapping[TopicPartition, Reassignment], sim: SimulatedCluster) -> None:
+        flying = [r.in_flight.step for r in records.values() if r.in_flight is not None]
+        leaders = sum(s.leader_movement for s in flying)
+        per_broker: dict[int, int] = defaultdict(int)
+        for s in flying:
+            for b in s.moved_brokers:
+                per_broker[b] += 1
+        busiest = max(per_broker.values(), default=0)
+        kafka_moving = set(sim.reassigning())
+        ours = {tp for tp, r in records.items() if r.in_flight is not None}
+        limits = self.limits
+        if len(flying) > limits.max_partition_movements or len(kafka_moving) > limits.max_partition_movements:
+            self.violations.append(f"t={sim.now}: {len(flying)} partitions moving > P = {limits.max_partition_movements}")
+        if leaders > limits.max_leader_movements:
+            self.violations.append(f"t={sim.now}: {leaders} leader movements > L = {limits.max_leader_movements}")
+        if busiest > limits.max_movements_per_broker:
+            self.violations.append(f"t={sim.now}: {busiest} movements on one broker > B = {limits.max_movements_per_broker}")
+        if not kafka_moving <= ours:
+            self.violations.append(f"t={sim.now}: Kafka moves {sorted(kafka_moving - ours)} with no step in flight")
+        self.peak_partitions = max(self.peak_partitions, len(flying))
+        self.peak_leaders = max(self.peak_leaders, leaders)
+        self.peak_per_broker = max(self.peak_per_broker, busiest)
+
+
+def cluster_with_brokers(cluster: Cluster, added: Iterable[Broker] = (), draining: Iterable[int] = ()) -> Cluster:
+    """`cluster` plus new brokers, with the given brokers marked draining (for `simulate`)."""
+    drain = set(draining)
+    brokers = {b.id: b for b in cluster.brokers}
+    for b in added:
+        brokers[b.id] = b
+    return cluster.with_brokers(
+        replace(b, draining=b.draining or b.id in drain) for _, b in sorted(brokers.items())
+    )
+
+
+__all__ = [
+    "CancelReassignments", "FailLogDir", "KillBroker", "LogDir", "RestartBroker", "RestoreLogDir",
+    "SimulatedCluster", "SimulationEvent", "SimulationParams", "SimulationReport", "cluster_with_brokers",
+    "run_plan",
+]

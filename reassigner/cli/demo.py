@@ -1,0 +1,29 @@
+"""`reassigner demo`: the main job on the embedded local default (see `reassigner.demo.story`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from reassigner.settings import load_settings
+
+
+def demo(
+    keep_running: bool = typer.Option(False, "--keep-running",
+                                      help="Leave everything up for exploring; Ctrl-C stops it."),
+    stack_dir: Optional[Path] = typer.Option(None, "--stack-dir",
+                                             help="Where the demo's stack lives (default .reassigner/demo)."),
+) -> None:
+    """Start a real local Kafka cluster, Redis and Spark, run the product, and tell its story."""
+    from reassigner.dev.demo.story import Demo
+
+    settings = load_settings()
+    directory = (stack_dir or Path(".reassigner/demo")).absolute()
+    ok = Demo(directory, settings.cache_dir).run(keep_running=keep_running)
+    raise typer.Exit(0 if ok else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("demo")(demo)

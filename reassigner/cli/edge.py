@@ -1,0 +1,184 @@
+"""`reassigner watch`, `reassigner execute` and `reassigner snapshot`: the cluster edge.
+
+- `watch` polls the cluster and publishes state-carrying events (see `reassigner.edge.watcher`);
+- `execute` applies the pipeline's commands and publishes their results
+  (see `reassigner.edge.executor`);
+- `snapshot --output FILE` writes the SPEC 8 snapshot JSON of a live cluster.
+
+Connections: `--bootstrap-server` (and `--redis-url` for `execute`); without them, the local
+stack's state file in `--stack-dir` names them. `--command-config` is a Kafka client properties
+file, as for Kafka's own tools. The long-running commands stop cleanly on SIGTERM or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+
+from reassigner.cli.printing import one_line_errors
+from reassigner.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+BootstrapServer = typer.Option(None, "--bootstrap-server", help="Kafka host:port[,host:port...].")
+CommandConfig = typer.Option(None, "--command-config",
+                             help="Kafka client properties file (security.protocol, sasl.*, ssl.*).")
+StackDir = typer.Option(None, "--stack-dir",
+                        help="Local stack whose state file names the servers (default when no "
+                        "--bootstrap-server).")
+TopicPrefix = typer.Option(None, "--topic-prefix", help="Prefix of the product's topics.")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("watch", help="Poll the cluster and publish what changes (and snapshots).")(
+        one_line_errors(watch))
+    app.command("execute", help="Apply commands from the commands topic; publish results.")(
+        one_line_errors(execute))
+    app.command("snapshot", help="Dump a live cluster to a snapshot file (SPEC 8 JSON).")(
+        one_line_errors(snapshot))
+
+
+def _settings(bootstrap_server: Optional[str], command_config: Optional[Path],
+              stack_dir: Optional[Path], redis_url: Optional[str] = None,
+              topic_prefix: Optional[str] = None, need_redis: bool = False) -> Settings:
+    settings = load_settings(bootstrap_servers=bootstrap_server, command_config=command_config,
+                             stack_dir=stack_dir, redis_url=redis_url, topic_prefix=topic_prefix)
+    if settings.bootstrap_servers is None or (need_redis and settings.redis_url is None):
+        from reassigner.dev.local.stack import LocalStack
+
+        state = LocalStack(settings.stack_dir, settings.cache_dir).load()
+        settings = settings.model_copy(update={
+            "bootstrap_servers": settings.bootstrap_servers or state.bootstrap_servers,
+            "redis_url": settings.redis_url or state.redis_url,
+        })
+    return settings
+
+
+def _client_config(settings: Settings):
+    from reassigner.clients.client_config import read_command_config
+
+    config = read_command_config(settings.command_config)
+    if config.ignored:
+        log.info("--command-config: the Python clients ignore %s", ", ".join(config.ignored))
+    return config
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT (Ctrl-C), so that loops end between two steps."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def handler(signum, _frame) -> None:
+        log.info("stopping on %s", signal.Signals(signum).name)
+        stop.set()
+
+    for sig in previous:
+        signal.signal(sig, handler)
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+
+
+def watch(
+    bootstrap_server: Optional[str] = BootstrapServer,
+    command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir,
+    topic_prefix: Optional[str] = TopicPrefix,
+    poll_interval: Optional[float] = typer.Option(None, "--poll-interval", min=0.05,
+                                                  help="Seconds between polls (default 1)."),
+    snapshot_interval: Optional[float] = typer.Option(None, "--snapshot-interval", min=1,
+                                                      help="Seconds between full snapshots (default 60)."),
+    verbose: bool = typer.Option(False, "--verbose", help="Log every partition change."),
+) -> None:
+    from reassigner.clients.kafka_admin import ClusterAdmin
+    from reassigner.clients.kafka_producer import EventPublisher, producer_config
+    from reassigner.edge.watcher import Watcher
+
+    _configure_logging(verbose)
+    settings = _settings(bootstrap_server, command_config, stack_dir, topic_prefix=topic_prefix)
+    updates = {k: v for k, v in (("poll_interval_seconds", poll_interval),
+                                 ("snapshot_interval_seconds", snapshot_interval)) if v is not None}
+    settings = settings.model_copy(update=updates)
+    client_config = _client_config(settings)
+    admin = ClusterAdmin(settings.bootstrap_servers, client_config)
+    publisher = EventPublisher(producer_config(settings.bootstrap_servers, client_config,
+                                               "reassigner-watcher"), settings.topic_prefix)
+    log.info("watching %s every %.1f s (snapshot every %.0f s)", settings.bootstrap_servers,
+             settings.poll_interval_seconds, settings.snapshot_interval_seconds)
+    with _stop_on_signals() as stop:
+        try:
+            Watcher(admin, publisher, settings).run(stop)
+        finally:
+            publisher.close()
+            admin.close()
+
+
+def execute(
+    bootstrap_server: Optional[str] = BootstrapServer,
+    command_config: Optional[Path] = CommandConfig,
+    redis_url: Optional[str] = typer.Option(None, "--redis-url", help="Redis URL of the state."),
+    stack_dir: Optional[Path] = StackDir,
+    topic_prefix: Optional[str] = TopicPrefix,
+    verbose: bool = typer.Option(False, "--verbose"),
+) -> None:
+    import redis
+
+    from reassigner.clients.kafka_admin import ClusterAdmin
+    from reassigner.edge.executor import CommandLedger, Executor
+    from reassigner.clients.kafka_producer import producer_config
+
+    _configure_logging(verbose)
+    settings = _settings(bootstrap_server, command_config, stack_dir, redis_url, topic_prefix,
+                         need_redis=True)
+    client_config = _client_config(settings)
+    admin = ClusterAdmin(settings.bootstrap_servers, client_config)
+    ledger = CommandLedger(redis.Redis.from_url(settings.redis_url), settings.cluster_name)
+    consumer = {"bootstrap.servers": settings.bootstrap_servers, **client_config.librdkafka}
+    executor = Executor(admin, ledger, consumer,
+                        producer_config(settings.bootstrap_servers, client_config,
+                                        "reassigner-executor"), settings)
+    log.info("executing commands from %s", settings.topic("commands"))
+    with _stop_on_signals() as stop:
+        try:
+            executor.run(stop)
+        finally:
+            admin.close()
+
+
+def snapshot(
+    output: Path = typer.Option(..., "--output", help="Where to write the snapshot JSON."),
+    bootstrap_server: Optional[str] = BootstrapServer,
+    command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir,
+) -> None:
+    from planning.snapshot import cluster_to_json
+    from reassigner.clients.kafka_admin import ClusterAdmin
+    from reassigner.edge.observation import compute_cluster
+
+    settings = _settings(bootstrap_server, command_config, stack_dir)
+    with ClusterAdmin(settings.bootstrap_servers, _client_config(settings)) as admin:
+        observation = admin.observe()
+    document = cluster_to_json(compute_cluster(observation))
+    output.write_text(json.dumps(document, indent=2) + "\n")
+    partitions = sum(len(t["partitions"]) for t in document["topics"])
+    typer.echo(f"wrote {output}: {len(document['brokers'])} brokers, {len(document['topics'])} "
+               f"topics, {partitions} partitions", err=True)

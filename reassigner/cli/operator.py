@@ -1,0 +1,481 @@
+"""The operator's commands (SPEC 8): `request ...`, `config set|get`, `list`, `status`,
+`alerts [--follow]`, `alerts webhook`, `status-server`.
+
+Every command takes the connection flags of Kafka's tools (`--bootstrap-server`,
+`--command-config`) plus `--redis-url`, `--cluster-name`, `--topic-prefix` and `--stack-dir`
+(without flags, the local stack's Kafka and Redis are used). Read commands print rich tables on
+stderr-free stdout, or one JSON document with `--json`. Errors are `ReassignerError`s: the CLI
+prints one line and exits non-zero.
+
+This module is the thin shell: it reads flags and files and calls `reassigner.operator`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import typer
+from rich.console import Console
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+
+from reassigner.errors import InvalidInputError
+
+# Piped output (scripts, tests) gets wide tables rather than rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True)
+
+request_app = typer.Typer(help="Send a request to the pipeline (on the requests topic).",
+                          no_args_is_help=True)
+config_app = typer.Typer(help="Dynamic settings: limits, throttles, mode.", no_args_is_help=True)
+alerts_app = typer.Typer(help="Alerts: print them, follow them, forward them to a webhook.",
+                         invoke_without_command=True)
+
+# --- the connection flags, shared by every command ---------------------------------------------
+BootstrapServer = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (default: the local stack's).")
+RedisUrl = typer.Option(None, "--redis-url", help="Redis URL (default: the local stack's).")
+CommandConfig = typer.Option(None, "--command-config", help="Kafka client properties (security settings).")
+StackDir = typer.Option(None, "--stack-dir", help="The local stack to use by default.")
+ClusterName = typer.Option(None, "--cluster-name", help="Redis hash tag of this cluster (default local).")
+TopicPrefix = typer.Option(None, "--topic-prefix", help="Prefix of the product's topics (default reassigner).")
+AsJson = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
+
+
+class _Context:
+    """Settings and connections resolved from the flags, once per command."""
+
+    def __init__(self, bootstrap_server, redis_url, command_config, stack_dir, cluster_name,
+                 topic_prefix, need_redis: bool, need_kafka: bool = True) -> None:
+        from reassigner.cli.connections import resolve_connections
+        from reassigner.clients.client_config import read_command_config
+        from reassigner.settings import load_settings
+
+        self.settings = load_settings(bootstrap_servers=bootstrap_server, redis_url=redis_url,
+                                      command_config=command_config, stack_dir=stack_dir,
+                                      cluster_name=cluster_name, topic_prefix=topic_prefix)
+        if not need_kafka and self.settings.redis_url and not self.settings.bootstrap_servers:
+            # A read command given --redis-url needs no Kafka (and no local stack).
+            from reassigner.cli.connections import Connections
+
+            self.connections = Connections("", self.settings.redis_url)
+        elif not need_kafka:
+            # Only Redis is needed: complain about --redis-url, not about --bootstrap-server.
+            probe = self.settings.model_copy(update={"bootstrap_servers": self.settings.bootstrap_servers or "-"})
+            self.connections = resolve_connections(probe, need_redis=True)
+        else:
+            self.connections = resolve_connections(self.settings, need_redis=need_redis)
+        self.client = dict(read_command_config(self.settings.command_config).librdkafka)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.connections.bootstrap_servers
+
+    def topic(self, suffix: str) -> str:
+        return self.settings.topic(suffix)
+
+    def ensure_topics(self, *suffixes: str) -> None:
+        from reassigner.clients.kafka_io import ensure_topics
+
+        ensure_topics(self.bootstrap, self.client, [self.topic(s) for s in suffixes])
+
+    def load_state(self):
+        from reassigner.clients.redis_io import controller_state_loader
+
+        return controller_state_loader(self.connections.redis_url, self.settings.cluster_name)()
+
+
+def _setup_logging(verbose: bool = False) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+
+# --- request ... --------------------------------------------------------------------------------
+
+
+def _publish(ctx: _Context, build: Callable[..., dict], *args: Any, **kwargs: Any) -> None:
+    from reassigner.clients.kafka_io import build_producer
+    from reassigner.operator.requests import current_requester, describe_request, publish_request
+
+    request = build(*args, request_id=str(uuid.uuid4()), now_ms=int(time.time() * 1000),
+                    requested_by=current_requester(), **kwargs)
+    ctx.ensure_topics("requests")
+    producer = build_producer(ctx.bootstrap, ctx.client)
+    publish_request(producer, ctx.topic("requests"), request)
+    kind = request["payload"][0]
+    err_console.print(f"[green]{kind} request {request['id']} published[/] to {ctx.topic('requests')}; "
+                      f"follow it with `reassigner alerts --follow`")
+    print(json.dumps(describe_request(request)))
+
+
+@request_app.command("reassign")
+def request_reassign(
+    file: Path = typer.Option(..., "--file", "--reassignment-json-file",
+                              help="The Kafka tool's reassignment JSON ({\"version\": 1, \"partitions\": [...]})."),
+    additional: bool = typer.Option(False, "--additional", help="Join the running reassignments."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Move partitions to explicit targets (log_dirs honoured; "any" allowed)."""
+    from reassigner.operator.requests import build_reassign_request, parse_json_document
+
+    try:
+        text = file.read_text()
+    except OSError as error:
+        raise InvalidInputError(f"{file}: cannot read the reassignment file: {error.strerror}") from None
+    document = parse_json_document(text, str(file))
+    # Checked before connecting anywhere: a bad file fails fast, even with no cluster.
+    build_reassign_request(document, str(file), additional=additional, request_id="check", now_ms=0,
+                           requested_by="check")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_reassign_request, document, str(file), additional=additional)
+
+
+@request_app.command("cancel")
+def request_cancel(
+    topic: Optional[str] = typer.Option(None, "--topic", help="Topic to cancel (default: everything)."),
+    partition: Optional[int] = typer.Option(None, "--partition", help="Partition of --topic."),
+    keep: bool = typer.Option(False, "--keep", help="Stop where it is instead of reverting."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Cancel reassignments: everything, a topic, or one partition; revert unless --keep."""
+    from reassigner.operator.requests import build_cancel_request
+
+    build_cancel_request(topic, partition, keep, request_id="check", now_ms=0, requested_by="check")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_cancel_request, topic, partition, keep)
+
+
+@request_app.command("decommission")
+def request_decommission(
+    broker: List[int] = typer.Option(..., "--broker", help="Broker to drain (repeat for several)."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Drain brokers: move every replica off them (alert BrokerDrained when empty)."""
+    from reassigner.operator.requests import build_decommission_request
+
+    build_decommission_request(broker, request_id="check", now_ms=0, requested_by="check")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_decommission_request, broker)
+
+
+@request_app.command("rebalance")
+def request_rebalance(
+    topic: List[str] = typer.Option([], "--topic", help="Topic to rebalance (repeat; default: all)."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Even out replica counts and leadership with the fewest moves."""
+    from reassigner.operator.requests import build_rebalance_request
+
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_rebalance_request, topic)
+
+
+@request_app.command("approve")
+def request_approve(
+    proposal_id: str = typer.Argument(..., help="Proposal id (from its ProposalReady alert or `status`)."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Execute a proposal published in `approve` mode."""
+    from reassigner.operator.requests import build_approve_request
+
+    build_approve_request(proposal_id, request_id="check", now_ms=0, requested_by="check")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_approve_request, proposal_id)
+
+
+# --- config set / get ---------------------------------------------------------------------------
+
+
+@config_app.command("set")
+def config_set(
+    assignment: str = typer.Argument(..., metavar="KEY=VALUE", help="e.g. reassignment.max.concurrent.partition.movements=10; KEY= resets."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Change a dynamic setting; applies to the next decision, never to steps in flight."""
+    from reassigner.operator.requests import build_set_config_request
+
+    build_set_config_request(assignment, request_id="check", now_ms=0, requested_by="check")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_set_config_request, assignment)
+
+
+@config_app.command("get")
+def config_get(
+    key: Optional[str] = typer.Argument(None, help="One key (default: all)."),
+    as_json: bool = AsJson,
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """The effective value of each dynamic setting: the pipeline's override, else the default."""
+    from reassigner.operator.dynamic_config import compute_effective_config, require_known_key
+
+    if key is not None:
+        require_known_key(key, "config get")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
+                   need_kafka=False)
+    effective = compute_effective_config(ctx.load_state().config, ctx.settings)
+    if key is not None:
+        effective = {key: effective[key]}
+    if as_json:
+        print(json.dumps(effective, indent=2))
+        return
+    table = Table(title="dynamic settings")
+    for column in ("key", "value", "source", "meaning"):
+        table.add_column(column)
+    for name, entry in effective.items():
+        table.add_row(name, entry["value"] or "-", entry["source"], entry["doc"])
+    console.print(table)
+
+
+# --- list / status ------------------------------------------------------------------------------
+
+
+def _ids(values) -> str:
+    return ",".join(str(v) for v in values) if values else "-"
+
+
+def _bar(fraction: float | None) -> Any:
+    if fraction is None:
+        return "?"
+    return ProgressBar(total=100, completed=round(fraction * 100), width=20)
+
+
+def list_reassignments(
+    as_json: bool = AsJson,
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Ongoing reassignments (current, adding, removing, final target, step n of m) and the
+    batch in flight."""
+    from reassigner.operator.views import (compute_in_flight, compute_reassignment_rows,
+                                           reassignment_row_to_json, step_label)
+
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
+                   need_kafka=False)
+    state = ctx.load_state()
+    rows = compute_reassignment_rows(state, ctx.settings.max_replica_movements)
+    in_flight = compute_in_flight(state, time.time())
+    if as_json:
+        from dataclasses import asdict
+
+        print(json.dumps({"reassignments": [reassignment_row_to_json(r) for r in rows],
+                          "in_flight": [json.loads(json.dumps(asdict(f))) for f in in_flight]}, indent=2))
+        return
+    table = Table(title=f"ongoing reassignments ({len(rows)})")
+    for column in ("partition", "state", "current", "adding", "removing", "final target", "step", "progress"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(f"{r.topic}-{r.partition}", r.state, _ids(r.current_replicas), _ids(r.adding),
+                      _ids(r.removing), _ids(r.final_target), step_label(r), _bar(r.progress))
+    console.print(table if rows else "no reassignment in progress")
+    batch = Table(title=f"batch in flight ({len(in_flight)} steps)")
+    for column in ("partition", "step", "target", "adding", "removing", "leader move", "running for"):
+        batch.add_column(column)
+    for f in in_flight:
+        batch.add_row(f"{f.topic}-{f.partition}", str(f.step), _ids(f.target), _ids(f.adding),
+                      _ids(f.removing), "yes" if f.leader_movement else "no",
+                      "-" if f.age_seconds is None else f"{f.age_seconds:.0f} s")
+    if in_flight:
+        console.print(batch)
+
+
+def status(
+    as_json: bool = AsJson,
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Brokers (rack, alive, draining, dirs), under-replicated and offline partitions, progress."""
+    from reassigner.operator.views import compute_status, status_to_json, step_label
+
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
+                   need_kafka=False)
+    view = compute_status(ctx.load_state(), ctx.settings.max_replica_movements, time.time())
+    if as_json:
+        print(json.dumps(status_to_json(view), indent=2))
+        return
+    brokers = Table(title=f"brokers (epoch {view.epoch}, last batch {view.last_batch})")
+    for column in ("broker", "rack", "state", "dirs online", "replicas", "leaders"):
+        brokers.add_column(column)
+    for b in view.brokers:
+        state = "[red]down[/]" if not b.alive else ("[yellow]draining[/]" if b.draining else "[green]alive[/]")
+        dirs = f"{b.dirs_online}/{b.dirs_total}" + (f" [red](offline: {', '.join(b.offline_dirs)})[/]" if b.offline_dirs else "")
+        if b.cannot_host:
+            dirs += f" [yellow]{b.cannot_host} partitions kept off until restart[/]"
+        brokers.add_row(str(b.id), b.rack or "-", state, dirs, str(b.replicas), str(b.leaders))
+    console.print(brokers)
+    for title, problems, style in (("under-replicated", view.under_replicated, "yellow"),
+                                   ("under min ISR", view.under_min_isr, "red"),
+                                   ("offline", view.offline, "red")):
+        names = " ".join(f"{p.topic}-{p.partition}" for p in problems[:20])
+        more = f" (+{len(problems) - 20} more)" if len(problems) > 20 else ""
+        console.print(f"{title}: [{style if problems else 'green'}]{len(problems)}[/] {names}{more}")
+    if view.proposals:
+        console.print(f"proposals awaiting approval: {', '.join(view.proposals)}")
+    if view.reassignments:
+        progress = Table(title=f"reassignment progress ({view.steps_done}/{view.steps_estimated} steps)")
+        for column in ("partition", "state", "step", "progress"):
+            progress.add_column(column)
+        for r in view.reassignments:
+            progress.add_row(f"{r.topic}-{r.partition}", r.state, step_label(r), _bar(r.progress))
+        progress.add_row("all", "", f"{view.steps_done} of {view.steps_estimated}", _bar(view.overall_progress))
+        console.print(progress)
+    else:
+        console.print("no reassignment in progress")
+
+
+# --- alerts ----------------------------------------------------------------------------------------
+
+
+@alerts_app.callback()
+def alerts(
+    ctx_typer: typer.Context,
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new alerts."),
+    min_severity: str = typer.Option("INFO", "--min-severity", help="INFO, WARNING, ERROR or CRITICAL."),
+    from_beginning: bool = typer.Option(False, "--from-beginning", help="With --follow: start at the oldest alert."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Print the alerts on the alerts topic; with --follow, keep printing new ones (Ctrl-C stops)."""
+    if ctx_typer.invoked_subcommand is not None:
+        return
+    from reassigner.operator.alerts_follow import follow_alerts, parse_min_severity, print_alert_line
+
+    _setup_logging()
+    severity = parse_min_severity(min_severity)
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    ctx.ensure_topics("alerts")
+    stop = _stop_on_signals()
+    topic = ctx.topic("alerts")
+
+    def ready(partitions: list[int]) -> None:
+        if follow:
+            where = "the beginning" if from_beginning else "now"
+            err_console.print(f"following {topic} ({len(partitions)} partitions) from {where}; Ctrl-C stops")
+
+    follow_alerts(ctx.bootstrap, ctx.client, topic, min_severity=severity,
+                  from_beginning=from_beginning or not follow, emit=print_alert_line(console, as_json),
+                  stop=stop, on_ready=ready, on_bad_message=lambda text: err_console.print(f"[yellow]{text}[/]"),
+                  until_end=not follow)
+
+
+@alerts_app.command("webhook")
+def alerts_webhook(
+    url: str = typer.Option(..., "--url", help="Where to POST each alert (JSON)."),
+    min_severity: str = typer.Option("INFO", "--min-severity", help="INFO, WARNING, ERROR or CRITICAL."),
+    max_attempts: int = typer.Option(5, "--max-attempts", min=1, help="POST attempts before dead-lettering."),
+    retry_delay: float = typer.Option(0.5, "--retry-delay", min=0.0, help="First retry delay (s), doubled each time."),
+    max_retry_delay: float = typer.Option(30.0, "--max-retry-delay", min=0.0, help="Cap of the retry delay (s)."),
+    timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Timeout of one POST (s)."),
+    runner: str = typer.Option("faust", "--runner", help="faust (default) or confluent: same delivery rule."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every retry and the consumer's life."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Forward every alert to a webhook: retries with exponential backoff, then the dead-letter topic."""
+    from reassigner.operator.alerts_follow import parse_min_severity
+    from reassigner.operator.webhook import (RUNNERS, WebhookPolicy, build_faust_forwarder, group_id,
+                                             run_confluent_forwarder, run_faust_forwarder)
+
+    if runner not in RUNNERS:
+        raise InvalidInputError(f"--runner {runner!r}: expected one of {', '.join(RUNNERS)}")
+    if not url.startswith(("http://", "https://")):
+        raise InvalidInputError(f"--url {url!r}: expected an http:// or https:// URL")
+    _setup_logging(verbose)
+    policy = WebhookPolicy(url, parse_min_severity(min_severity), max_attempts, retry_delay,
+                           max_retry_delay, timeout)
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    ctx.ensure_topics("alerts", "dead-letter")
+    group = group_id(ctx.settings.topic_prefix)
+    err_console.print(f"forwarding {ctx.topic('alerts')} to {url} ({runner}, group {group}); Ctrl-C stops")
+    if runner == "faust":
+        if ctx.client:
+            raise InvalidInputError("--command-config is not supported by the faust runner; "
+                                    "use --runner confluent for a secured cluster")
+        app = build_faust_forwarder(ctx.bootstrap, ctx.topic("alerts"), ctx.topic("dead-letter"), policy, group)
+        run_faust_forwarder(app, loglevel="info" if verbose else "warning")
+    else:
+        run_confluent_forwarder(ctx.bootstrap, ctx.client, ctx.topic("alerts"), ctx.topic("dead-letter"),
+                                policy, group, stop=_stop_on_signals(),
+                                on_ready=lambda: err_console.print("assigned; forwarding"))
+
+
+# --- status-server -------------------------------------------------------------------------------
+
+
+def status_server(
+    port: int = typer.Option(8080, "--port", min=0, max=65535, help="TCP port (0 = any free one)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    alert_capacity: int = typer.Option(200, "--alert-capacity", min=1, help="Alerts kept for the page and API."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Serve the status page (/), the JSON API (/api/...) and Prometheus metrics (/metrics)."""
+    from reassigner.clients.redis_io import controller_state_loader
+    from reassigner.operator.status_server import AlertBook, StateCache, StatusServer, watch_alert_topics
+
+    _setup_logging(verbose)
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True)
+    ctx.ensure_topics("alerts", "command-results")
+    book = AlertBook(alert_capacity)
+    alerts_topic, results_topic = ctx.topic("alerts"), ctx.topic("command-results")
+    server = StatusServer(
+        host=host, port=port, cluster_name=ctx.settings.cluster_name,
+        cache=StateCache(controller_state_loader(ctx.connections.redis_url, ctx.settings.cluster_name)),
+        book=book, default_replica_movements=ctx.settings.max_replica_movements,
+        watch=lambda stop: watch_alert_topics(ctx.bootstrap, ctx.client, alerts_topic, results_topic, book, stop),
+    ).start()
+    err_console.print(f"status page on http://{host}:{server.port}/ (API /api/status, metrics /metrics); Ctrl-C stops")
+    print(json.dumps({"url": f"http://{host}:{server.port}/", "port": server.port}), flush=True)
+    stop = _stop_on_signals()
+    stop.wait()
+    server.stop()
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def handle(_signum, _frame) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+    return stop
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(request_app, name="request")
+    app.add_typer(config_app, name="config")
+    app.add_typer(alerts_app, name="alerts")
+    app.command("list")(list_reassignments)
+    app.command("status")(status)
+    app.command("status-server")(status_server)

@@ -1,0 +1,145 @@
+"""`reassigner plan`: offline planning from a snapshot file, no cluster needed (SPEC 8).
+
+Reads the snapshot, applies `--add-broker ID[:RACK]` and `--remove-broker ID`, plans with
+`planning.placement.plan_placement`, writes the Kafka tool's reassignment JSON (changed
+partitions only) to `--output` or stdout, a readable summary to stderr, and optionally a
+machine-readable summary to `--summary-json`. This module does the file I/O; planning is pure.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planning.model import Broker
+from planning.placement.placer import Goal, PlacementPlan, plan_placement
+from planning.snapshot import cluster_from_json, reassignment_to_json
+from reassigner.errors import MalformedInputError
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan", help="Plan a minimal-movement reassignment from a snapshot file.")(plan_command)
+
+
+def plan_command(
+    snapshot: Path = typer.Option(..., "--snapshot", help="Snapshot file (see `reassigner snapshot`)."),
+    add_broker: list[str] = typer.Option(
+        [], "--add-broker", help="ID[:RACK] of a new, empty broker; repeat for several."
+    ),
+    remove_broker: list[int] = typer.Option(
+        [], "--remove-broker", help="ID of a broker to drain; repeat for several."
+    ),
+    output: Optional[Path] = typer.Option(None, "--output", help="Write the reassignment JSON here."),
+    summary_json: Optional[Path] = typer.Option(None, "--summary-json", help="Write a JSON summary here."),
+    no_rebalance: bool = typer.Option(
+        False, "--no-rebalance", help="Only move what must move (dead, drained, offline dirs)."
+    ),
+) -> None:
+    cluster = cluster_from_json(read_json_file(snapshot), str(snapshot))
+    goal = Goal(
+        add_brokers=tuple(parse_added_broker(spec) for spec in add_broker),
+        drain_brokers=frozenset(remove_broker),
+        rebalance=not no_rebalance,
+    )
+    plan = plan_placement(cluster, goal)
+    document = json.dumps(reassignment_to_json(plan.targets, plan.target_log_dirs), indent=2)
+    if output is None:
+        sys.stdout.write(document + "\n")
+    else:
+        output.write_text(document + "\n")
+    summary = compute_summary(plan)
+    if summary_json is not None:
+        summary_json.write_text(json.dumps(summary, indent=2) + "\n")
+    print_summary(plan, summary, Console(stderr=True))
+
+
+def read_json_file(path: Path) -> object:
+    """Parse a JSON file; errors name the file and the line/column."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise MalformedInputError(str(path), "$", "a readable file", error.strerror) from error
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise MalformedInputError(
+            str(path), f"line {error.lineno} column {error.colno}", "valid JSON", error.msg
+        ) from error
+
+
+def parse_added_broker(spec: str) -> Broker:
+    """`7` or `7:/dc1/r2` -> Broker(7, rack)."""
+    broker_id, _, rack = spec.partition(":")
+    try:
+        number = int(broker_id)
+    except ValueError as error:
+        raise MalformedInputError("--add-broker", spec, "ID[:RACK] with an integer ID") from error
+    if number < 0:
+        raise MalformedInputError("--add-broker", spec, "a non-negative broker id")
+    return Broker(id=number, rack=rack or None)
+
+
+def compute_summary(plan: PlacementPlan) -> dict:
+    """The machine-readable summary (keys are stable: tests and scripts read them)."""
+
+    def by_broker(counts) -> dict[str, int]:
+        return {str(b): counts[b] for b in sorted(counts)}
+
+    eligible = plan.eligible_brokers
+    after = [plan.replicas_after.get(b, 0) for b in eligible]
+    leaders = [plan.leaders_after.get(b, 0) for b in eligible]
+    return {
+        "partitions_changed": len(plan.targets),
+        "replica_moves": plan.replica_moves,
+        "replica_moves_lower_bound": plan.replica_moves_lower_bound,
+        "bytes_moved": plan.bytes_moved,
+        "leader_changes": plan.leader_changes,
+        "rack_violations": plan.rack_violations,
+        "max_topic_replica_spread": plan.max_topic_replica_spread,
+        "max_topic_leader_spread": plan.max_topic_leader_spread,
+        "cluster_replica_spread": (max(after) - min(after)) if after else 0,
+        "cluster_leader_spread": (max(leaders) - min(leaders)) if leaders else 0,
+        "replicas_before": by_broker(plan.replicas_before),
+        "replicas_after": by_broker(plan.replicas_after),
+        "leaders_before": by_broker(plan.leaders_before),
+        "leaders_after": by_broker(plan.leaders_after),
+        "eligible_brokers": list(eligible),
+        "warnings": list(plan.warnings),
+    }
+
+
+def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
+    table = Table(title="Per broker: replicas and preferred leaders")
+    for column in ("broker", "replicas before", "replicas after", "leaders before", "leaders after"):
+        table.add_column(column, justify="right")
+    for b in sorted(plan.replicas_before):
+        table.add_row(
+            str(b) + ("" if b in plan.eligible_brokers else " (out)"),
+            str(plan.replicas_before.get(b, 0)),
+            str(plan.replicas_after.get(b, 0)),
+            str(plan.leaders_before.get(b, 0)),
+            str(plan.leaders_after.get(b, 0)),
+        )
+    console.print(table)
+    ratio = (
+        f"{plan.replica_moves / plan.replica_moves_lower_bound:.3f}x"
+        if plan.replica_moves_lower_bound
+        else "-"
+    )
+    console.print(
+        f"partitions changed: {summary['partitions_changed']}  "
+        f"replica moves: {plan.replica_moves} (lower bound {plan.replica_moves_lower_bound}, {ratio})  "
+        f"bytes moved: {plan.bytes_moved}  leader changes: {plan.leader_changes}"
+    )
+    console.print(
+        f"max per-topic spread: replicas {plan.max_topic_replica_spread}, "
+        f"leaders {plan.max_topic_leader_spread}; rack violations: {plan.rack_violations}"
+    )
+    for warning in plan.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}")

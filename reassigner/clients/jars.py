@@ -1,0 +1,67 @@
+"""Java jars from Maven Central, fetched once into a cache by Maven itself.
+
+Two sets, each described by a small pom shipped next to this module (`poms/`):
+- `kafka`: the Kafka 4.x broker/controller (`kafka.Kafka`, `kafka.tools.StorageTool`) with its
+  runtime dependencies and a Log4j2 backend;
+- `spark`: Spark's Kafka source/sink and Avro functions matching the installed pyspark.
+
+The fetch runs `mvn dependency:copy-dependencies` into `<cache>/jars/<set>-<pom hash>/` and
+writes a `.complete` marker last, so an interrupted fetch is redone and a changed pom gets a new
+directory. Maven's own settings (mirrors, proxies) apply; Spark's Ivy resolver is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+from reassigner.errors import LocalStackError
+
+JAR_SETS = ("kafka", "spark")
+
+
+def pom_path(jar_set: str) -> Path:
+    if jar_set not in JAR_SETS:
+        raise LocalStackError(f"unknown jar set {jar_set!r}; expected one of {JAR_SETS}")
+    return Path(str(resources.files("reassigner.clients") / "poms" / f"{jar_set}.xml"))
+
+
+def jar_dir(cache_dir: Path, jar_set: str) -> Path:
+    digest = hashlib.sha256(pom_path(jar_set).read_bytes()).hexdigest()[:12]
+    return cache_dir / "jars" / f"{jar_set}-{digest}"
+
+
+def ensure_jars(cache_dir: Path, jar_set: str) -> list[Path]:
+    """The jars of one set, fetched with Maven first if the cache does not hold them yet."""
+    target = jar_dir(cache_dir, jar_set)
+    marker = target / ".complete"
+    if not marker.exists():
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise LocalStackError(
+                "Maven (`mvn`) is not on PATH; install it (apt-get install maven) or run `make install`"
+            )
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        command = [
+            mvn, "-q", "-B", "-f", str(pom_path(jar_set)),
+            "dependency:copy-dependencies",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={target}",
+        ]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
+            raise LocalStackError(
+                f"Maven could not fetch the {jar_set} jars (exit {result.returncode}); "
+                f"check the network or ~/.m2/settings.xml:\n{tail}"
+            )
+        marker.write_text("ok\n")
+    return sorted(target.glob("*.jar"))
+
+
+def kafka_classpath(cache_dir: Path) -> str:
+    return ":".join(str(jar) for jar in ensure_jars(cache_dir, "kafka"))
