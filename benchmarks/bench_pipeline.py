@@ -44,11 +44,12 @@ def main() -> None:
 
     import redis
 
-    from handlers.policy import Policy
+    from reassigner.settings import compute_policy
     from reassigner.dev.local.stack import LocalStack
     from reassigner.settings import load_settings
     from state.controller_store import ControllerStore
-    from streams.pipeline import PipelineRunner, ensure_topics, run_pipeline
+    from reassigner.clients.kafka_admin import ensure_topics
+    from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline
     from streams.spark_session import build_spark_session
 
     work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
@@ -61,10 +62,10 @@ def main() -> None:
                                  topic_prefix=prefix, cluster_name=prefix, tick_interval_seconds=0,
                                  trigger_interval="100 milliseconds", max_partition_movements=1000,
                                  max_leader_movements=1000, max_movements_per_broker=1000)
-        ensure_topics(state.bootstrap_servers, None, settings, replication_factor=1, partitions=1)
+        ensure_topics(state.bootstrap_servers, None, compute_topic_names(settings), 1, replication_factor=1)
         producer = Producer({"bootstrap.servers": state.bootstrap_servers, "acks": "all",
                              "enable.idempotence": True, "linger.ms": 5, "log_level": 0})
-        policy = Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})
+        policy = compute_policy(settings)
         client = redis.Redis.from_url(state.redis_url)
         runner = PipelineRunner(settings, client, producer, policy)
         spark = build_spark_session(settings0.cache_dir, master="local[2]")

@@ -11,6 +11,7 @@ import time
 from planning.movement.batches import Limits
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 from planning.simulation.simulator import SimulationParams, run_plan
+from reassigner.settings import load_settings
 
 
 def build(brokers: int, partitions: int, rf: int = 3) -> tuple[Cluster, dict]:
@@ -40,7 +41,7 @@ def main() -> None:
                     max_movements_per_broker=5)
     params = SimulationParams(bytes_per_sec=100 * 1024 * 1024, tick_seconds=5.0)
     start = time.perf_counter()
-    report = run_plan(cluster, targets, limits, params)
+    report = run_plan(cluster, targets, limits, params, stall_timeout=load_settings().step_stall_timeout_seconds)
     elapsed = time.perf_counter() - start
     print(f"brokers={brokers} partitions={partitions} replicas={partitions * 3} moving={len(targets)}")
     print(f"steps={report.steps} decisions={report.decisions} finished={report.finished} "

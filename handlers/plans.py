@@ -7,7 +7,7 @@ rebalance and reassign requests, approvals) goes through `handle_plan`:
 - mode `approve`, plan not approved yet: a `Proposal` in the state and a `ProposalReady` alert;
   an `Approve` request executes it later;
 - mode `auto` (or an approved plan, or an explicit operator `Reassign`): the targets become
-  reassignments (`planning.cancel.compute_reassign_request`: partitions already moving get the
+  reassignments (`planning.movement.cancel.compute_reassign_request`: partitions already moving get the
   new target — supersede — and the others join), and a `PlanCreated` alert; its details count
   the partitions superseded (`superseded`, `superseded_partitions`).
 

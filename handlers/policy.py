@@ -1,8 +1,9 @@
 """The policy the handlers decide by: static settings, plus the runtime overrides of SetConfig.
 
-`Policy` holds the reaction and limit settings of `reassigner.settings.Settings` (same field
-names, same defaults), so the pipeline shell builds it as
-`Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})`.
+`Policy` holds the reaction and limit settings of `reassigner.settings.Settings`, under the same
+field names and with no defaults of its own: every default is written once, in `Settings` (two
+tables of defaults drift apart), and the shell builds this with
+`reassigner.settings.compute_policy(settings)`.
 
 Operators change some of them at runtime with a `SetConfig` request, using Kafka-style dotted
 names. `DYNAMIC_KEYS` is the one table of those names (the CLI's `config set` / `config get` in
@@ -26,6 +27,8 @@ RULES:
 - parsing is idempotent: the canonical text of a canonical text is itself, so the CLI may
   normalise before publishing and the pipeline parse again;
 - a `None` value resets the key to the static setting.
+- every key names a `Policy` field some decision reads: a knob that would be accepted and change
+  nothing is not offered.
 """
 
 from __future__ import annotations
@@ -43,23 +46,21 @@ STALL_ACTIONS = ("alert", "cancel")
 
 @dataclass(frozen=True)
 class Policy:
-    """Reaction settings (SPEC 3, 5); field names and defaults are those of `Settings`."""
+    """Reaction settings (SPEC 3, 5); field names are those of `Settings`, which has the defaults."""
 
-    mode: str = "auto"
-    broker_add_grace_seconds: float = 30.0
-    broker_failure_grace_seconds: float = 300.0
-    self_healing_max_failed_brokers: int = 2
-    self_healing_max_failed_fraction: float = 0.4
-    logdir_imbalance_threshold: float = 0.2
-    max_partition_movements: int = 5
-    max_leader_movements: int = 2
-    max_replica_movements: int = 1
-    max_movements_per_broker: int = 2
-    max_logdir_movements_per_broker: int = 1
-    step_stall_timeout_seconds: float = 600.0
-    stall_action: str = "alert"
-    throttle_bytes_per_sec: int | None = None
-    logdir_throttle_bytes_per_sec: int | None = None
+    mode: str
+    broker_add_grace_seconds: float
+    broker_failure_grace_seconds: float
+    self_healing_max_failed_brokers: int
+    self_healing_max_failed_fraction: float
+    max_partition_movements: int
+    max_leader_movements: int
+    max_replica_movements: int
+    max_movements_per_broker: int
+    step_stall_timeout_seconds: float
+    stall_action: str
+    throttle_bytes_per_sec: int | None
+    logdir_throttle_bytes_per_sec: int | None
 
 
 @dataclass(frozen=True)
@@ -148,10 +149,9 @@ _LIMIT_DOCS = {
     "max_leader_movements": "L: leader-moving steps in flight",
     "max_replica_movements": "R: replicas a step adds (and drops) per partition",
     "max_movements_per_broker": "B: steps in flight touching one broker",
-    "max_logdir_movements_per_broker": "log-dir moves in flight per broker",
 }
 
-# The limit keys are those of `planning.batches` (SPEC 5.2).
+# The limit keys are those of `planning.movement.batches` (SPEC 5.2).
 DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
     *(DynamicKey(name, field, _integer_kind(1), _LIMIT_DOCS[field]) for name, field in CONFIG_KEYS.items()),
     DynamicKey("step.stall.timeout", "step_stall_timeout_seconds", DURATION,

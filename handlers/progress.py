@@ -1,7 +1,7 @@
 """Movement progress (SPEC 5.3-5.6): what the movement decision means for the pipeline.
 
 The decision itself — completions, elections, stalls, observed cancels, the rolling refill under
-the limits, the offline-replica rule — is `planning.stepping.compute_stepping`, the same one the
+the limits, the offline-replica rule — is `planning.movement.advance.compute_stepping`, the same one the
 simulator runs. This is the last stage of a batch: it sees every reassignment created or changed
 earlier in the same batch, so a plan's first steps start in the batch that made it, and a
 partition's next step starts in the batch that sees the previous one complete.
@@ -25,7 +25,7 @@ ORDER (the code follows it):
 4. throttles: with `throttle_bytes_per_sec` set, a `SetThrottle` covering every step in flight
    whenever steps start, and one `ClearThrottle` once nothing is in flight.
 
-SAFETY (SPEC 6) is the batch rule's (`planning.batches`): never more steps in flight than
+SAFETY (SPEC 6) is the batch rule's (`planning.movement.batches`): never more steps in flight than
 P/L/B, never two for one partition, never |TR| < min ISR, never a replica added to a
 dead/draining broker or offline dir, never a step that keeps a replica that can never rejoin
 the ISR.

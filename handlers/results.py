@@ -4,7 +4,7 @@ RULES:
 - `ok` results change nothing — completion is judged from the cluster (partition events), never
   from the executor's word — but one: an ok `CancelReassignment` of the step in flight confirms
   that Kafka reverted it, so the view of the replicas from before the step can be trusted even
-  if it never showed the step (`planning.cancel.compute_cancel_observed`).
+  if it never showed the step (`planning.movement.cancel.compute_cancel_observed`).
 - A failed `ReassignmentStep` that is the step in flight of an active reassignment (same
   reassignment id and step number): `CommandFailed` (ERROR) and the controller **gives up on that
   partition** — the record is dropped and the partition stays wherever Kafka has it (the

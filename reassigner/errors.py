@@ -12,6 +12,7 @@ Hierarchy::
     │   ├── SchemaError                   INVALID_REQUEST: a record or schema file does not fit Avro
     │   └── DecodeError                   INVALID_REQUEST: bytes that are not a message (dead letter)
     ├── PlanInfeasibleError               PLAN_INFEASIBLE: no plan keeps the hard constraints
+    ├── MissingDependencyError            MISSING_DEPENDENCY: a jar or program the product needs
     ├── LocalStackError                   LOCAL_STACK_ERROR: the local Kafka/Redis/Spark stack
     │   ├── StackNotUpError               the stack state file is missing
     │   ├── UnknownBrokerError            a broker id the stack does not run
@@ -92,6 +93,12 @@ class DecodeError(InvalidInputError):
 
 class PlanInfeasibleError(ReassignerError):
     code = "PLAN_INFEASIBLE"
+
+
+class MissingDependencyError(ReassignerError):
+    """A jar or program the product needs is not there (the message says how to provide it)."""
+
+    code = "MISSING_DEPENDENCY"
 
 
 class LocalStackError(ReassignerError):

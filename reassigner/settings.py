@@ -3,20 +3,29 @@
 Sources, highest priority first: explicit keyword arguments (CLI flags), environment variables
 `REASSIGNER_<FIELD>` (e.g. `REASSIGNER_BOOTSTRAP_SERVERS`, `REASSIGNER_MAX_PARTITION_MOVEMENTS`),
 a TOML file named by `REASSIGNER_CONFIG_FILE` (keys are the field names), then the defaults
-documented on each field below. Dotted Kafka-style names from the SPEC map to the fields by
-replacing dots with underscores (`reassignment.max.concurrent.partition.movements` →
-`max_partition_movements` is the one exception list kept in `KAFKA_STYLE_NAMES`).
+documented on each field below.
+
+This is the one table of defaults: `handlers.policy.Policy` and `planning.movement.batches.Limits`
+have none of their own (two tables drift apart, and then `reassigner steps` previews other limits
+than the product runs), and are built from a `Settings` by `compute_policy` / `compute_limits`,
+by every command that needs them. The dotted Kafka-style names operators change at run time
+(`reassignment.max.concurrent.partition.movements` → `max_partition_movements`, ...) are the
+table `handlers.policy.DYNAMIC_KEYS`.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import fields
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import TomlConfigSettingsSource
+
+from handlers.policy import Policy
+from planning.movement.batches import Limits
 
 
 def default_cache_dir() -> Path:
@@ -49,6 +58,9 @@ class Settings(BaseSettings):
 
     # --- Spark -------------------------------------------------------------------------------
     spark_master: str = Field("local[2]", description="Spark master URL (`--master`).")
+    spark_jars: str | None = Field(
+        None, description="Spark's Kafka and Avro connector jars, comma-separated paths or URLs "
+        "(`--spark-jars`); None = fetched with Maven into `cache_dir`.")
     checkpoint_dir: Path = Field(
         Path(".reassigner/checkpoints"), description="Structured Streaming checkpoint location."
     )
@@ -68,7 +80,7 @@ class Settings(BaseSettings):
     snapshot_interval_seconds: float = Field(60.0, gt=0, description="Full snapshot period.")
     log_dirs_interval_seconds: float = Field(
         2.0, gt=0, description="Longest time between two reads of every broker's log dirs; a poll "
-        "reads them sooner when the metadata hints a dir changed (see reassigner.edge.admin).")
+        "reads them sooner when the metadata hints a dir changed (see reassigner.clients.kafka_admin).")
     watcher_max_backoff_seconds: float = Field(
         30.0, gt=0, description="Longest wait between polls while the cluster is unreachable.")
     event_topic_partitions: int = Field(
@@ -88,18 +100,18 @@ class Settings(BaseSettings):
     broker_failure_grace_seconds: float = Field(300.0, ge=0, description="`broker.failure.grace`.")
     self_healing_max_failed_brokers: int = Field(2, ge=0)
     self_healing_max_failed_fraction: float = Field(0.4, gt=0, le=1)
-    logdir_imbalance_threshold: float = Field(0.2, ge=0, description="Relative usage spread.")
 
     # --- batch limits (SPEC 5.2) -------------------------------------------------------------
     max_partition_movements: int = Field(5, ge=1, description="P: partitions with a step in flight.")
     max_leader_movements: int = Field(2, ge=1, description="L: leader-moving steps in flight.")
     max_replica_movements: int = Field(1, ge=1, description="R: replicas added per step.")
     max_movements_per_broker: int = Field(2, ge=1, description="B: steps touching one broker.")
-    max_logdir_movements_per_broker: int = Field(1, ge=1)
     step_stall_timeout_seconds: float = Field(600.0, gt=0, description="`step.stall.timeout`.")
     stall_action: Literal["alert", "cancel"] = Field("alert")
     throttle_bytes_per_sec: int | None = Field(None, ge=1, description="Replication throttle.")
-    logdir_throttle_bytes_per_sec: int | None = Field(None, ge=1)
+    logdir_throttle_bytes_per_sec: int | None = Field(
+        None, ge=1, description="`replica.alter.log.dirs.io.max.bytes.per.second` while steps run: "
+        "throttles the copy into the requested log dir of a replica a step adds.")
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -126,6 +138,16 @@ class Settings(BaseSettings):
     def topic(self, suffix: str) -> str:
         """The full name of one of the product's topics, e.g. `topic("commands")`."""
         return f"{self.topic_prefix}.{suffix}"
+
+
+def compute_policy(settings: Settings) -> Policy:
+    """The handlers' `Policy`: the `Settings` fields of the same names."""
+    return Policy(**{f.name: getattr(settings, f.name) for f in fields(Policy)})
+
+
+def compute_limits(settings: Settings) -> Limits:
+    """The movement limits P/L/R/B (SPEC 5.2) the product runs with, before any SetConfig."""
+    return Limits(**{f.name: getattr(settings, f.name) for f in fields(Limits)})
 
 
 def load_settings(**overrides: object) -> Settings:

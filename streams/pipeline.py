@@ -38,7 +38,8 @@ from handlers.micro_batch import BadRecord, BatchInputs
 from handlers.decide import decide
 from handlers.policy import Policy
 from state.model import ControllerState, OutboundMessage
-from reassigner.clients.client_config import ClientConfig
+from reassigner.clients.backoff import Backoff
+from reassigner.clients.redis_io import retry_redis
 from reassigner.settings import Settings
 from schemas.codec import (
     TOPICS,
@@ -232,23 +233,14 @@ def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
                        bad_records=tuple(bad))
 
 
-def with_redis_retry(action: Callable[[], Any], doing: str, give_up_after: float = 300.0) -> Any:
-    """Run a Redis operation, riding out a Redis restart: connection errors are retried with
-    backoff (logged "will retry in N s"); after `give_up_after` seconds the error propagates and
-    the batch fails (Spark re-runs it when the query is restarted)."""
-    import redis
+# A Redis restart is ridden out for up to 5 minutes; then the batch fails and Spark re-runs it
+# when the query is restarted.
+REDIS_OUTAGE = Backoff(first_seconds=0.2, most_seconds=5.0, give_up_after_seconds=300.0)
 
-    deadline = time.monotonic() + give_up_after
-    delay = 0.2
-    while True:
-        try:
-            return action()
-        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as error:
-            if time.monotonic() > deadline:
-                raise
-            log.warning("%s: Redis unavailable (%s); will retry in %.1f s", doing, error, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
+
+def with_redis_retry(action: Callable[[], Any], doing: str) -> Any:
+    """A Redis operation of the pipeline, under the one retry policy (see REDIS_OUTAGE)."""
+    return retry_redis(action, doing, REDIS_OUTAGE)
 
 
 class PipelineRunner:
@@ -377,17 +369,10 @@ class PipelineRunner:
         self.producer.poll(0)
 
 
-def ensure_topics(bootstrap_servers: str, client_config: ClientConfig | None, settings: Settings,
-                  replication_factor: int | None = None, partitions: int = 3) -> list[str]:
-    """Create the product's topics that are missing (RF = min(3, brokers) unless given)."""
-    from reassigner.clients.kafka_admin import ClusterAdmin
-
-    admin = ClusterAdmin(bootstrap_servers, client_config)
-    try:
-        return admin.ensure_topics([settings.topic(s) for s in TOPICS], partitions,
-                                   replication_factor)
-    finally:
-        admin.close()
+def compute_topic_names(settings: Settings) -> list[str]:
+    """Every topic the pipeline reads or writes (`reassigner.clients.kafka_admin.ensure_topics`
+    creates the missing ones)."""
+    return [settings.topic(suffix) for suffix in TOPICS]
 
 
 def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
@@ -418,5 +403,5 @@ def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
 
 
 __all__ = ["PipelineRunner", "annotate_batch", "build_input_stream", "collapse_in_spark",
-           "compute_batch_inputs", "decode_records", "ensure_topics", "latest_per_subject",
+           "compute_batch_inputs", "compute_topic_names", "decode_records", "latest_per_subject",
            "reduce_batch", "run_pipeline"]

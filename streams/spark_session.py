@@ -1,8 +1,9 @@
 """The SparkSession of the pipeline, with Spark's Kafka and Avro connectors from the Maven cache.
 
 Rules:
-- connector jars come from `reassigner.local.jars` (Maven, `spark.jars`), never from Spark's own
-  Ivy resolver (`spark.jars.packages`), which ignores Maven's mirrors and settings;
+- connector jars are the ones the operator names (`spark_jars`: paths or URLs, no Maven needed),
+  else come from `reassigner.clients.jars` (Maven, `spark.jars`), never from Spark's own Ivy
+  resolver (`spark.jars.packages`), which ignores Maven's mirrors and settings;
 - a jar whose artifact pyspark already ships (scala-library, slf4j, snappy, ...) is left out, so
   the classpath holds one version of each library: the one Spark was built with;
 - `PYSPARK_PYTHON` is set to the running interpreter (the project's virtualenv) before the JVM
@@ -35,12 +36,20 @@ def connector_jars(cache_dir: Path) -> list[Path]:
     return [jar for jar in ensure_jars(cache_dir, "spark") if artifact_name(jar) not in shipped]
 
 
+def compute_spark_jars(cache_dir: Path, spark_jars: str | None) -> str:
+    """The `spark.jars` value: the operator's list as given, else the Maven-cached connectors."""
+    if spark_jars:
+        return ",".join(part.strip() for part in spark_jars.split(",") if part.strip())
+    return ",".join(str(j) for j in connector_jars(cache_dir))
+
+
 def build_spark_session(
     cache_dir: Path,
     app_name: str = "kafka-reassigner",
     master: str = "local[2]",
     checkpoint_dir: Path | None = None,
     extra_conf: dict[str, str] | None = None,
+    spark_jars: str | None = None,
 ):
     """A SparkSession ready for `readStream.format("kafka")` and `from_avro`."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -50,7 +59,7 @@ def build_spark_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    jars = ",".join(str(j) for j in connector_jars(cache_dir))
+    jars = compute_spark_jars(cache_dir, spark_jars)
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master)

@@ -2,7 +2,7 @@
 
 This is the movement half of a micro-batch's "decide" (SPEC 5.3: the next step of a partition is
 decided in the same decision that sees its step complete), and the only place that decides it:
-the simulator driver (`planning.simulator.run_plan`) and the pipeline (`handlers.progress`) both
+the simulator driver (`planning.simulation.simulator.run_plan`) and the pipeline (`handlers.progress`) both
 call `compute_stepping` and only carry out its decision. Pure: records and a read-only cluster
 view in, new records and what to do out; `now` is passed in.
 
@@ -12,7 +12,7 @@ ORDER (the code follows it):
    - a step in flight the view shows (reassigning, or at the step's target) is marked seen;
    - CANCELLING and Kafka no longer shows a reassignment, in a view that can be trusted (seen,
      at the step's target, or the cancel confirmed by the executor) → revert, keep (DONE,
-     ending STOPPED) or resume (`planning.cancel.compute_cancel_observed`);
+     ending STOPPED) or resume (`planning.movement.cancel.compute_cancel_observed`);
    - step in flight complete (completion.py) → count it; Kafka finished but TR[0] does not lead
      → ask for a preferred-leader election; still running past the stall timeout → report it
      (every decision while it lasts: signalling once is the caller's business);
@@ -33,7 +33,6 @@ from typing import Mapping
 from planning.movement.batches import Deferral, Limits, PlannedStep, compute_batch_decision
 from planning.movement.cancel import compute_cancel_observed
 from planning.movement.completion import (
-    DEFAULT_STALL_TIMEOUT_SECONDS,
     describe_stall,
     is_step_complete,
     is_step_stalled,
@@ -83,7 +82,7 @@ def compute_stepping(
     cluster: Cluster,
     limits: Limits,
     now: float,
-    stall_timeout: float = DEFAULT_STALL_TIMEOUT_SECONDS,
+    stall_timeout: float,
     *,
     start_steps: bool = True,
 ) -> SteppingDecision:
@@ -157,7 +156,7 @@ def compute_reachable_step(
     drops nothing), or when more replicas are lost than R lets one step drop. Such a step also
     drops every offline, out-of-sync replica that the final target does not hold. That costs no
     redundancy — they are out of sync — so these drops do not count against R
-    (`planning.batches.count_replica_drops`), and the ISR after the step is no smaller than
+    (`planning.movement.batches.count_replica_drops`), and the ISR after the step is no smaller than
     before. Example, R = 1, brokers 0 and 1 dead, ISR [2]: (0, 1, 2) → (3, 4, 2) steps
     (3, 2) -[0, 1] +[3], then (3, 4, 2) +[4].
     With no online replica in sync the offline copies may hold the only data (an unclean

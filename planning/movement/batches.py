@@ -20,7 +20,7 @@ CONSTRAINTS (a candidate that would break one is deferred, with the reason):
   (up to the deficit) — and it still counts against P. Dropping a replica that is offline and
   out of sync is free (`count_replica_drops`): it costs no redundancy, and a partition that lost
   more such replicas than R must still be able to shed them in one step (see
-  `planning.stepping.compute_reachable_step`);
+  `planning.movement.advance.compute_reachable_step`);
 - never a step that would leave fewer than M in-sync replicas when it completes (|TR| < M);
 - never a replica targeted to a dead or draining broker or an offline log dir (replicas a step
   keeps on a draining broker are fine: they stay in sync until a later step drops them; a kept
@@ -44,38 +44,31 @@ from planning.model import Cluster, PartitionState, TopicPartition
 from planning.movement.partition_steps import Step
 from reassigner.errors import InvalidConfigError
 
-# Defaults: a cautious rolling batch (Cruise Control moves 5 partitions per broker at a time).
-DEFAULT_MAX_PARTITION_MOVEMENTS = 50
-DEFAULT_MAX_LEADER_MOVEMENTS = 50
-DEFAULT_MAX_REPLICA_MOVEMENTS = 2
-DEFAULT_MAX_MOVEMENTS_PER_BROKER = 5
-DEFAULT_MAX_LOGDIR_MOVEMENTS_PER_BROKER = 2
-
+# Kafka-style name → `Limits` field. No defaults here: they are `reassigner.settings.Settings`'s
+# alone (one table), and the caller builds `Limits` from it.
 CONFIG_KEYS = {
     "reassignment.max.concurrent.partition.movements": "max_partition_movements",
     "reassignment.max.concurrent.leader.movements": "max_leader_movements",
     "reassignment.max.concurrent.replica.movements": "max_replica_movements",
     "reassignment.max.concurrent.movements.per.broker": "max_movements_per_broker",
-    "reassignment.max.concurrent.logdir.movements.per.broker": "max_logdir_movements_per_broker",
 }
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Cluster-wide movement limits (SPEC 5.2); every one is at least 1.
+    """Cluster-wide movement limits (SPEC 5.2); every one is at least 1. No field has a default
+    (the defaults live in `reassigner.settings.Settings` only; `compute_limits` builds this).
 
     max_partition_movements (P): partitions with a step in flight.
     max_leader_movements (L): leader-moving steps in flight.
     max_replica_movements (R): replicas one step may add, and may drop (per partition).
     max_movements_per_broker (B): steps in flight adding to or dropping from one broker.
-    max_logdir_movements_per_broker: intra-broker log-dir moves in flight on one broker.
     """
 
-    max_partition_movements: int = DEFAULT_MAX_PARTITION_MOVEMENTS
-    max_leader_movements: int = DEFAULT_MAX_LEADER_MOVEMENTS
-    max_replica_movements: int = DEFAULT_MAX_REPLICA_MOVEMENTS
-    max_movements_per_broker: int = DEFAULT_MAX_MOVEMENTS_PER_BROKER
-    max_logdir_movements_per_broker: int = DEFAULT_MAX_LOGDIR_MOVEMENTS_PER_BROKER
+    max_partition_movements: int
+    max_leader_movements: int
+    max_replica_movements: int
+    max_movements_per_broker: int
 
     def __post_init__(self) -> None:
         for key, name in CONFIG_KEYS.items():
@@ -84,9 +77,8 @@ class Limits:
                 raise InvalidConfigError(f"{key} must be an integer of at least 1, got {value!r}")
 
     @classmethod
-    def from_config(cls, config: Mapping[str, object], base: "Limits | None" = None) -> "Limits":
-        """Limits from Kafka-style config keys; unknown keys are ignored, missing ones keep `base`."""
-        base = base or cls()
+    def from_config(cls, config: Mapping[str, object], base: "Limits") -> "Limits":
+        """`base` with Kafka-style config keys applied; unknown keys are ignored, missing ones keep `base`."""
         values = {name: getattr(base, name) for name in CONFIG_KEYS.values()}
         for key, name in CONFIG_KEYS.items():
             if key in config:
@@ -281,10 +273,13 @@ def _as_planned(steps: StepsLike) -> list[PlannedStep]:
 
 
 def compute_log_dir_batch(
-    candidates: Iterable[LogDirMove], in_flight: Iterable[LogDirMove], cluster: Cluster, limits: Limits
+    candidates: Iterable[LogDirMove], in_flight: Iterable[LogDirMove], cluster: Cluster, max_per_broker: int
 ) -> tuple[LogDirMove, ...]:
-    """Log-dir moves to start now: largest replica first, at most the per-broker limit in flight,
-    one move per replica, only into online dirs of live brokers."""
+    """Log-dir moves to start now: largest replica first, at most `max_per_broker` in flight on
+    one broker, one move per replica, only into online dirs of live brokers.
+
+    Not wired to a setting yet: the log-dir balancing reaction that will call it is to come, and
+    until then no knob may pretend to limit it."""
     per_broker: Counter = Counter(m.broker_id for m in in_flight)
     busy = {(m.topic, m.partition, m.broker_id) for m in in_flight}
     chosen: list[LogDirMove] = []
@@ -300,7 +295,7 @@ def compute_log_dir_batch(
             continue
         if move.log_dir not in {d.path for d in broker.online_log_dirs}:
             continue
-        if per_broker[move.broker_id] >= limits.max_logdir_movements_per_broker:
+        if per_broker[move.broker_id] >= max_per_broker:
             continue
         chosen.append(move)
         busy.add(key)

@@ -13,8 +13,9 @@ issues the preferred-leader election.
 A log-dir move (broker B, replica of P into dir D) is complete when B's replica of P is in D and
 no future replica of P exists on B.
 
-A step is stalled when it has not completed `stall_timeout` seconds after it started. Times are
-plain numbers (seconds) passed in by the caller: nothing here reads a clock.
+A step is stalled when it has not completed `stall_timeout` seconds after it started. Times, and
+the timeout itself (`step.stall.timeout`, whose one default is in `reassigner.settings`), are
+plain numbers (seconds) passed in by the caller: nothing here reads a clock or a setting.
 """
 
 from __future__ import annotations
@@ -24,9 +25,6 @@ from enum import Enum
 
 from planning.model import PartitionState
 from planning.movement.partition_steps import Step
-
-DEFAULT_STALL_TIMEOUT_SECONDS = 600.0  # `step.stall.timeout`, SPEC 5.3
-
 
 class StepPhase(str, Enum):
     """Where one step is, as the cluster shows it."""
@@ -100,7 +98,7 @@ def needs_leader_election(partition: PartitionState, step: Step) -> bool:
     return compute_step_progress(partition, step).phase is StepPhase.AWAITING_ELECTION
 
 
-def is_step_stalled(started_at: float, now: float, stall_timeout: float = DEFAULT_STALL_TIMEOUT_SECONDS) -> bool:
+def is_step_stalled(started_at: float, now: float, stall_timeout: float) -> bool:
     """True when a step that started at `started_at` is still running `stall_timeout` s later."""
     return now - started_at >= stall_timeout
 

@@ -14,7 +14,7 @@ CONSTRAINTS (breaking one raises `PlanInfeasibleError` naming the partition):
 2. New replicas only on eligible brokers: alive, not draining, with an online dir (and never on
    the broker whose dir holds the offline replica being replaced, nor on a broker whose failed
    dir held the partition before and that has not restarted since: `Broker.cannot_host`).
-3. Multi-level rack spread, as defined in `planning.racks` (water-filling at every level).
+3. Multi-level rack spread, as defined in `planning.placement.racks` (water-filling at every level).
 Explicit targets (`Goal.explicit_targets`) are validated (`planning.validation`) and kept as given.
 
 ALGORITHM, per topic (topics in name order; partitions in id order; everything deterministic):
@@ -22,7 +22,7 @@ ALGORITHM, per topic (topics in name order; partitions in id order; everything d
    dead brokers or offline dirs stay where they are ("pinned") and are not counted.
 2. Rack repair: if the kept replicas cannot be completed to a rack-spread set, drop kept
    replicas (followers first) until they can.
-3. Quotas (`planning.quotas`): each broker's share of the topic, floor/ceil of T/n, apportioned
+3. Quotas (`planning.placement.quotas`): each broker's share of the topic, floor/ceil of T/n, apportioned
    down the rack tree; higher shares go to brokers already holding them.
 4. Balance (`rebalance=True`): a broker above its quota gives up that many replicas, choosing
    partitions not yet touched, then small ones, then ones it does not lead.
@@ -37,12 +37,12 @@ ALGORITHM, per topic (topics in name order; partitions in id order; everything d
    is re-pointed there when the racks allow (no extra moves; it matters without rebalance,
    where kept replicas skew the quotas). With rebalance, what remains is shifted along a chain
    of re-pointed replicas found by breadth-first search, paying a move only as a last resort
-   (`planning.topic_placement._shift_along_paths`).
-6. Leaders (`planning.leadership`): keep, then pick and even out by reordering.
+   (`planning.placement.topic_replicas._shift_along_paths`).
+6. Leaders (`planning.placement.leadership`): keep, then pick and even out by reordering.
 
 THE BOUND (`compute_lower_bound`, reported as `replica_moves_lower_bound`): per topic, the
 fewest moves that reach the balance the racks allow — every broker between the floor and the
-ceiling of its ideal share (`planning.quotas.compute_ideal_shares`: T / n without rack
+ceiling of its ideal share (`planning.placement.quotas.compute_ideal_shares`: T / n without rack
 constraints, otherwise the domain totals the rack rule fixes, shared evenly inside), i.e.
 `max(F + excess above the ceilings, deficit below the floors)`. Without rack constraints this is
 SPEC 4's closed form. It is a true lower bound for every balanced rack-spread plan (checked by
@@ -68,7 +68,7 @@ from planning.placement.leadership import order_leaders
 from planning.model import Broker, Cluster, PartitionState, TopicPartition
 from planning.placement.quotas import compute_balanced_ranges
 from planning.placement.racks import RackTree, compute_rack_tree
-from planning.placement.topic_replicas import PartitionWork, plan_topic_replicas
+from planning.placement.topic_replicas import PartitionFates, plan_topic_replicas
 from planning.validation import validate_targets
 from reassigner.errors import InvalidReplicaAssignmentError
 
@@ -182,7 +182,7 @@ def compute_lower_bound(cluster: Cluster, goal: Goal) -> int:
 
     Per topic, with `c_b` the replicas that may stay on eligible broker b, `F` the replicas that
     must leave and `[lo_b, hi_b]` the floor and ceiling of b's ideal share of the topic
-    (`planning.quotas.compute_balanced_ranges`: T / n without rack constraints, otherwise the
+    (`planning.placement.quotas.compute_balanced_ranges`: T / n without rack constraints, otherwise the
     share the rack rule leaves to b's domains, split evenly inside them):
     `max(F + sum(max(0, c_b - hi_b)), sum(max(0, lo_b - c_b)))` — the replicas that must leave
     (forced ones plus everything above a ceiling) or the replicas that must arrive, whichever is
@@ -269,15 +269,16 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     for topic in sorted(cluster.topics, key=lambda t: t.name):
         partitions = sorted(topic.partitions, key=lambda p: p.partition)
         work = [
-            _partition_work(p, cluster, explicit, eligible, offline_dirs, goal.heal)
+            _partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal)
             for p in partitions
         ]
         for p in partitions:  # leadership is re-decided for the whole topic below
             if p.replicas and p.replicas[0] in cluster_leaders:
                 cluster_leaders[p.replicas[0]] -= 1
         bound += _work_lower_bound(tree, partitions, work, goal.rebalance, ranges_cache)
-        plan_topic_replicas(tree, work, cluster_load, goal.rebalance)
-        finals = [list(w.final) for w in work]
+        placed = plan_topic_replicas(tree, work, cluster_load, goal.rebalance)
+        cluster_load = placed.cluster_load
+        finals = [list(final) for final in placed.finals]
         order_leaders(
             finals,
             [p.replicas[0] if p.replicas else None for p in partitions],
@@ -336,20 +337,18 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     )
 
 
-def _partition_work(p, cluster, explicit, eligible, offline_dirs, heal) -> PartitionWork:
+def _partition_fates(p, cluster, explicit, eligible, offline_dirs, heal) -> PartitionFates:
     tp = p.tp
     target = explicit.get(tp) if explicit else None
     if target is not None:
-        members = {b for b in target if b in eligible}
-        return PartitionWork(
-            tp, list(target), members, frozenset(members), set(), len(members), 0, True
-        )
+        members = frozenset(b for b in target if b in eligible)
+        return PartitionFates(tp, tuple(target), members, frozenset(), len(members), 0, True)
     fates, excluded = compute_replica_fates(p, cluster, eligible, offline_dirs, heal)
-    final = [b if fate != SLOT else None for b, fate in zip(p.replicas, fates)]
-    members = {b for b, fate in zip(p.replicas, fates) if fate == KEPT}
+    replicas = tuple(b if fate != SLOT else None for b, fate in zip(p.replicas, fates))
+    kept = frozenset(b for b, fate in zip(p.replicas, fates) if fate == KEPT)
     replication = sum(1 for fate in fates if fate != PINNED)
-    return PartitionWork(
-        tp, final, members, frozenset(members), excluded, replication, p.size_bytes or 0, False
+    return PartitionFates(
+        tp, replicas, kept, frozenset(excluded), replication, p.size_bytes or 0, False
     )
 
 
@@ -361,13 +360,13 @@ def _work_lower_bound(tree, partitions, work, rebalance: bool, cache: dict) -> i
     for p, w in zip(partitions, work):
         histogram[w.replication] = histogram.get(w.replication, 0) + 1
         if w.fixed:
-            explicit_moves += len(set(w.final) - set(p.replicas))
-            for b in w.final:
+            explicit_moves += len(set(w.replicas) - set(p.replicas))
+            for b in w.replicas:
                 counts[b] = counts.get(b, 0) + 1
             continue
-        for b in w.members:
+        for b in w.kept:
             counts[b] = counts.get(b, 0) + 1
-        forced += w.replication - len(w.members)
+        forced += w.replication - len(w.kept)
     return explicit_moves + _topic_lower_bound(tree, counts, forced, histogram, rebalance, cache)
 
 

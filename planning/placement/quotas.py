@@ -6,7 +6,7 @@ replicas; the `T mod n` higher quotas go first to brokers that already hold at l
 (each such choice saves one move), then to brokers with the fewest replicas cluster-wide
 (cluster-wide evenness), then by broker id.
 
-RACKS. Per partition the rack rule (`planning.racks`) fixes how many replicas a domain may
+RACKS. Per partition the rack rule (`planning.placement.racks`) fixes how many replicas a domain may
 hold, so over the topic a domain holds between `min` and `max` replicas. Quotas are apportioned
 top-down: a node's total is shared among its children in proportion to their broker counts,
 clamped to [min, max] and rounded so that the shares add up exactly; the rounding favours the

@@ -1,20 +1,23 @@
 """Steps 2-5 of the placer (see `planning.placement`) for one topic: repair, drop, fill, repair.
 
-Input: the topic's partitions with each replica's fate already decided (kept / slot / pinned),
-the rack tree of eligible brokers, the cluster-wide replica counts (updated in place as this
-topic is planned, so that later topics see them: they only break ties). Output: the final
-replica list per partition, same length and positions as before: a kept replica stays at its
-position, a new replica takes the position of the one it replaces.
+Pure: frozen values in, a frozen value out; nothing passed in is changed. Input: the topic's
+partitions with each replica's fate already decided (`PartitionFates`: kept / slot / pinned),
+the rack tree of eligible brokers, and the cluster-wide replica counts so far. Output
+(`TopicReplicas`): the final replica list per partition, same length and positions as before (a
+kept replica stays at its position, a new replica takes the position of the one it replaces),
+and the cluster-wide counts with this topic's changes applied, for the next topic (they only
+break ties). The work happens on a private mutable copy (`_Work`), one per partition.
 
-Invariants after `plan_topic_replicas`: every list has its replication factor, no broker twice,
-every non-pinned member is a tree broker and the non-pinned members satisfy the rack rule.
+Invariants of the result: every list has its replication factor, no broker twice, every
+non-pinned member is a tree broker and the non-pinned members satisfy the rack rule.
 The work is O(replicas * (tree fan-out along one path)) plus sorting per over-quota broker.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import MutableMapping, Sequence
+from types import MappingProxyType
+from typing import Mapping, Sequence
 
 from planning.model import TopicPartition
 from planning.placement.quotas import compute_topic_quotas
@@ -26,27 +29,67 @@ _SHIFT_FITS_BUDGET = 20_000  # rack checks per topic spent searching shifting ch
 _SHIFT_PARTITIONS_PER_BROKER = 64  # new replicas of one broker looked at per search
 
 
+@dataclass(frozen=True)
+class PartitionFates:
+    """One partition of the topic as the placer hands it over (the fates of its replicas).
+
+    replicas: broker per position, None for an open slot (a replica that must leave); kept,
+        pinned and explicitly targeted replicas keep their broker.
+    kept: the tree brokers in `replicas` that were there before and may stay.
+    excluded: brokers this partition must not be placed on (an offline dir there).
+    replication: non-pinned positions: what the rack rule is applied to.
+    size: bytes, for choosing what to move (0 when unknown).
+    fixed: an explicit target: never touched.
+    """
+
+    tp: TopicPartition
+    replicas: tuple[int | None, ...]
+    kept: frozenset[int]
+    excluded: frozenset[int]
+    replication: int
+    size: int
+    fixed: bool
+
+
+@dataclass(frozen=True)
+class TopicReplicas:
+    """What `plan_topic_replicas` decided for one topic.
+
+    finals: the final replica list of each partition, in the order of the input.
+    cluster_load: the cluster-wide replica counts per eligible broker, this topic included.
+    """
+
+    finals: tuple[tuple[int, ...], ...]
+    cluster_load: Mapping[int, int]
+
+
 @dataclass
-class PartitionWork:
-    """Mutable working copy of one partition while its topic is planned (private to planning)."""
+class _Work:
+    """Mutable working copy of one partition while its topic is planned (never escapes)."""
 
     tp: TopicPartition
     final: list  # broker id per position, None while the position is an open slot
     members: set  # tree brokers in `final`
     kept: frozenset  # tree brokers that were there before and may stay
-    excluded: set  # brokers this partition must not be placed on (offline dir there)
+    excluded: frozenset  # brokers this partition must not be placed on (offline dir there)
     replication: int  # non-pinned positions: what the rack rule is applied to
     size: int
     fixed: bool  # an explicit target: never touched
 
+    @classmethod
+    def of(cls, p: PartitionFates) -> "_Work":
+        return cls(p.tp, list(p.replicas), set(p.kept), p.kept, p.excluded, p.replication, p.size, p.fixed)
+
 
 def plan_topic_replicas(
     tree: RackTree,
-    work: Sequence[PartitionWork],
-    cluster_load: MutableMapping[int, int],
+    partitions: Sequence[PartitionFates],
+    cluster_load: Mapping[int, int],
     rebalance: bool,
-) -> None:
-    """Fill every slot of `work` (one topic). Raises PlanInfeasibleError naming the partition."""
+) -> TopicReplicas:
+    """Fill every slot of `partitions` (one topic). Raises PlanInfeasibleError naming the partition."""
+    work = [_Work.of(p) for p in partitions]
+    cluster_load = dict(cluster_load)  # this topic's changes go into the copy
     capacity = tree.node_capacity[ROOT]
     for w in work:
         if w.replication > capacity:
@@ -86,7 +129,7 @@ def plan_topic_replicas(
     if rebalance:
         _drop_above_quota(tree, work, broker_left, take)
 
-    fills: list[tuple[PartitionWork, int, int]] = []
+    fills: list[tuple[_Work, int, int]] = []
     for w in _most_constrained_first(work, broker_left):
         for position, b in enumerate(w.final):
             if b is not None or w.fixed:
@@ -107,9 +150,10 @@ def plan_topic_replicas(
     _level_new_replicas(tree, fills, broker_left, topic_count, take)
     if rebalance and any(left < 0 for left in broker_left.values()):
         _move_to_under_quota(tree, work, broker_left, quotas.broker_quota, take)
+    return TopicReplicas(tuple(tuple(w.final) for w in work), MappingProxyType(cluster_load))
 
 
-def _most_constrained_first(work, broker_left, cap: int = 8) -> list[PartitionWork]:
+def _most_constrained_first(work, broker_left, cap: int = 8) -> list[_Work]:
     """Partitions with open slots, those with the fewest possible receivers first.
 
     A receiver is a broker below quota not yet in the partition; filling the partitions with
@@ -131,7 +175,7 @@ def _most_constrained_first(work, broker_left, cap: int = 8) -> list[PartitionWo
     return [w for _, _, w in open_work]
 
 
-def _repair_racks(tree: RackTree, w: PartitionWork) -> None:
+def _repair_racks(tree: RackTree, w: _Work) -> None:
     """Open slots until the kept members can be completed to a rack-spread set."""
     while w.members and not tree.fits(_key(tree, w.members), w.replication):
         leader = w.final[0]
@@ -157,7 +201,7 @@ def _drop_above_quota(tree, work, broker_left, take) -> None:
     if not over:
         return
     receivers = sorted((b for b, left in broker_left.items() if left > 0), key=lambda b: (-broker_left[b], b))
-    holding: dict[int, list[PartitionWork]] = {b: [] for b in over}
+    holding: dict[int, list[_Work]] = {b: [] for b in over}
     for w in work:
         if w.fixed:
             continue
@@ -170,8 +214,8 @@ def _drop_above_quota(tree, work, broker_left, take) -> None:
         ranked = sorted(
             holding[b], key=lambda w: (w.tp in touched, w.size, w.final[0] == b, w.tp.partition)
         )
-        chosen: list[PartitionWork] = []
-        without_receiver: list[PartitionWork] = []
+        chosen: list[_Work] = []
+        without_receiver: list[_Work] = []
         for w in ranked:
             if len(chosen) == over[b]:
                 break
@@ -187,7 +231,7 @@ def _drop_above_quota(tree, work, broker_left, take) -> None:
             take(b, -1)
 
 
-def _has_receiver(tree, w: PartitionWork, out: int, receivers: list[int], scan: int = 32) -> bool:
+def _has_receiver(tree, w: _Work, out: int, receivers: list[int], scan: int = 32) -> bool:
     """Are there more receivers for `w` than it already has open slots (so one is left)?"""
     needed = w.final.count(None) + 1
     for u in receivers[:scan]:
@@ -241,7 +285,7 @@ def _choose_broker(tree, w, node_left, broker_left, node_count, topic_count, clu
     return descend(ROOT)
 
 
-def _fits_after(tree: RackTree, w: PartitionWork, out: int, into: int) -> bool:
+def _fits_after(tree: RackTree, w: _Work, out: int, into: int) -> bool:
     if into in w.members or into in w.excluded:
         return False
     return tree.fits(_key(tree, (w.members - {out}) | {into}), w.replication)
@@ -312,7 +356,7 @@ def _level_new_replicas(tree, fills, broker_left, topic_count, take) -> None:
             return
 
 
-def _swap(w: PartitionWork, position: int, out: int, into: int, take) -> None:
+def _swap(w: _Work, position: int, out: int, into: int, take) -> None:
     w.final[position] = into
     w.members.discard(out)
     w.members.add(into)
@@ -344,7 +388,7 @@ def _move_to_under_quota(tree, work, broker_left, broker_quota, take) -> None:
     over = sorted((b for b, left in broker_left.items() if left < 0), key=lambda b: (broker_left[b], b))
     if not over:
         return
-    holding: dict[int, list[PartitionWork]] = {b: [] for b in over}
+    holding: dict[int, list[_Work]] = {b: [] for b in over}
     for w in work:
         if not w.fixed:
             for b in w.members:
@@ -385,8 +429,8 @@ def _shift_along_paths(tree, work, broker_left, take) -> None:
     while budget > 0 and any(left < 0 for left in broker_left.values()):
         if not any(left > 0 for left in broker_left.values()):
             return
-        new_on: dict[int, list[tuple[PartitionWork, int]]] = {}
-        kept_on: dict[int, list[tuple[PartitionWork, int]]] = {}
+        new_on: dict[int, list[tuple[_Work, int]]] = {}
+        kept_on: dict[int, list[tuple[_Work, int]]] = {}
         for w in work:
             if w.fixed:
                 continue
@@ -420,7 +464,7 @@ def _search_chain(tree, broker_left, new_on, kept_on, paid: bool, budget: int):
     brokers = sorted(broker_left)
     found = None
 
-    def reach(x: int, w: PartitionWork, out: int, ops: list) -> bool:
+    def reach(x: int, w: _Work, out: int, ops: list) -> bool:
         nonlocal budget, found
         for y in brokers:
             if y in parent:

@@ -16,7 +16,7 @@ Admin API shows:
   the partition's size joins the ISR. When every target replica is in sync, Kafka finishes: the
   removing replicas leave the replica list and the ISR, replicas == target, and a leader that
   was removed is replaced by the first in-sync replica of the target.
-- `cancel(tp)` is Kafka's revert (`planning.cancel.compute_partition_after_cancel`);
+- `cancel(tp)` is Kafka's revert (`planning.movement.cancel.compute_partition_after_cancel`);
   `elect_preferred_leader(tp)` makes replicas[0] lead if it is in sync.
 - Faults: `kill_broker` / `fail_log_dir` take replicas offline and out of the ISR (the last ISR
   member stays, leaderless, as in Kafka with unclean election off); `restart_broker` /
@@ -26,8 +26,9 @@ Admin API shows:
   dir held, until it restarts: such a replica added back by a step stays out of the ISR.
 
 THE DRIVER (`run_plan`) loops: apply scheduled events → snapshot → decide (`compute_stepping`:
-completion, elections, rolling batch) → submit → check the SPEC 6 safety invariants → tick; and
-reports peaks, makespan and every invariant violation it saw.
+completion, elections, rolling batch) → submit → check the SPEC 6 safety invariants (with the
+one checker, `planning.simulation.invariants`) → tick; and reports peaks, makespan and every
+invariant violation it saw.
 """
 
 from __future__ import annotations
@@ -36,11 +37,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Union
 
-from planning.movement.batches import Limits, PlannedStep, count_replica_drops
+from planning.movement.batches import Limits, PlannedStep
 from planning.movement.cancel import CancelScope, compute_cancel, compute_partition_after_cancel, compute_reassign_request
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.movement.reassignment import Reassignment, ReassignmentState, confirm_cancel
+from planning.movement.reassignment import Reassignment, confirm_cancel
 from planning.movement.advance import compute_stepping
+from planning.simulation.invariants import (
+    InvariantLimits,
+    MovingPartition,
+    check_completed,
+    check_kafka_moves_are_ours,
+    check_limits,
+    check_started,
+    count_in_flight,
+    moving_of_steps,
+    steps_in_flight,
+)
 from reassigner.errors import InvalidReplicaAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
 
 DEFAULT_BYTES_PER_SEC = 100 * 1024 * 1024
@@ -53,14 +65,14 @@ class SimulationParams:
     tick_seconds: time between two decisions of the driver.
     default_size_bytes: size assumed for partitions whose size is unknown.
     max_seconds: the driver gives up after this much simulated time.
-    stall_timeout: `step.stall.timeout`, for the stall count in the report.
+    These describe the simulated hardware and driver, not the product: the product's settings
+    (limits, `step.stall.timeout`) are passed to `run_plan` by the caller, from its settings.
     """
 
     bytes_per_sec: float = DEFAULT_BYTES_PER_SEC
     tick_seconds: float = 1.0
     default_size_bytes: int = DEFAULT_SIZE_BYTES
     max_seconds: float = 7 * 24 * 3600.0
-    stall_timeout: float = 600.0
 
 
 class SimulatedCluster:
@@ -375,13 +387,16 @@ def run_plan(
     limits: Limits,
     params: SimulationParams = SimulationParams(),
     events: Iterable[SimulationEvent] = (),
+    *,
+    stall_timeout: float,
 ) -> SimulationReport:
-    """Run the reassignment of `targets` through a simulated copy of `cluster`."""
+    """Run the reassignment of `targets` through a simulated copy of `cluster`; `stall_timeout`
+    is `step.stall.timeout` in seconds (stall count, and a stalled cancel trusts the view)."""
     sim = SimulatedCluster(cluster, params)
     current = {tp: p.replicas for tp, p in cluster.partitions_by_tp.items()}
     records = compute_reassign_request({}, targets, current, request_id="sim", reason="simulated plan")
     pending = sorted(events, key=lambda e: e.at)
-    checker = _InvariantChecker(limits)
+    observer = _Observer(limits)
     steps = decisions = elections = 0
     stalled: set[tuple[TopicPartition, int]] = set()
     finished_at: float | None = None
@@ -390,20 +405,20 @@ def run_plan(
         while pending and pending[0].at <= sim.now:
             records = _apply_event(sim, records, pending.pop(0))
         view = sim.snapshot()
-        decision = compute_stepping(records, view, limits, sim.now, params.stall_timeout)
+        decision = compute_stepping(records, view, limits, sim.now, stall_timeout)
         decisions += 1
-        checker.check_completions(records, decision.reassignments, view)
+        observer.completed(records, decision.reassignments, view)
         records = dict(decision.reassignments)
         for tp in decision.elections:
             elections += sim.elect_preferred_leader(tp)
         for tp, _ in decision.stalled:
             flight = records[tp].in_flight
             stalled.add((tp, flight.number if flight else 0))
-        checker.check_started(decision.started, view)
+        observer.started(decision.started, view)
         for planned in decision.started:
             sim.submit_step(planned.tp, planned.step.target, dict(planned.target_log_dirs))
         steps += len(decision.started)
-        checker.check_in_flight(records, sim)
+        observer.in_flight(records, sim)
         if not any(r.active for r in records.values()) and not pending:
             finished_at = sim.now
             break
@@ -420,12 +435,12 @@ def run_plan(
         decisions=decisions,
         elections=elections,
         stalled_steps=len(stalled),
-        peak_partition_movements=checker.peak_partitions,
-        peak_leader_movements=checker.peak_leaders,
-        peak_movements_per_broker=checker.peak_per_broker,
-        peak_replica_movements=checker.peak_replicas_per_step,
+        peak_partition_movements=observer.peak_partitions,
+        peak_leader_movements=observer.peak_leaders,
+        peak_movements_per_broker=observer.peak_per_broker,
+        peak_replica_movements=observer.peak_replicas_per_step,
         peak_replicas_per_partition=sim.peak_replicas_per_partition,
-        invariant_violations=tuple(checker.violations),
+        invariant_violations=tuple(observer.violations),
         blocked=tuple((d.tp, d.reason) for d in decision.deferred) if finished_at is None else (),
         final_replicas={tp: p.replicas for tp, p in final.partitions_by_tp.items()},
         reassignments=records,
@@ -455,75 +470,36 @@ def _apply_event(sim: SimulatedCluster, records: dict, event: SimulationEvent) -
     return records
 
 
-class _InvariantChecker:
-    """The SPEC 6 safety invariants, checked at every decision of the driver; records peaks."""
+class _Observer:
+    """What the driver saw: the violations the SPEC 6 checker (`planning.simulation.invariants`)
+    found at every decision, and the peaks per limit for the report."""
 
     def __init__(self, limits: Limits) -> None:
-        self.limits = limits
+        self.limits = InvariantLimits.of(limits)
+        self.kafka_limits = InvariantLimits(max_partition_movements=limits.max_partition_movements)
         self.violations: list[str] = []
         self.peak_partitions = self.peak_leaders = self.peak_per_broker = self.peak_replicas_per_step = 0
 
-    def check_started(self, started: tuple[PlannedStep, ...], view: Cluster) -> None:
-        seen: set[TopicPartition] = set()
+    def started(self, started: tuple[PlannedStep, ...], view: Cluster) -> None:
+        self.violations.extend(str(v) for v in check_started(started, view, self.limits))
         for planned in started:
-            tp, step = planned.tp, planned.step
-            p = view.partition(tp)
-            min_isr = view.min_isr(tp.topic)
-            if tp in seen or p.reassigning:
-                self.violations.append(f"{tp}: two steps in flight")
-            seen.add(tp)
-            if len(step.target) < min_isr:
-                self.violations.append(f"{tp}: step to {list(step.target)} leaves fewer than {min_isr} in sync")
-            for b in step.adding:
-                broker = view.broker(b)
-                if broker is None or not broker.eligible:
-                    self.violations.append(f"{tp}: replica targeted to dead/draining broker {b}")
-            for b in step.target:
-                if b not in step.adding and b in p.offline_replicas:
-                    self.violations.append(f"{tp}: step keeps offline replica on broker {b}")
-            deficit = max(0, min_isr - len(set(p.isr) & set(p.replicas)))
-            drops = count_replica_drops(step, p, view)
-            if drops > self.limits.max_replica_movements or len(step.adding) > max(
-                self.limits.max_replica_movements, deficit
-            ):
-                self.violations.append(f"{tp}: step {step} exceeds R = {self.limits.max_replica_movements}")
-            self.peak_replicas_per_step = max(self.peak_replicas_per_step, len(step.adding))
+            self.peak_replicas_per_step = max(self.peak_replicas_per_step, len(planned.step.adding))
 
-    def check_completions(self, before: Mapping, after: Mapping, view: Cluster) -> None:
-        for tp, old in before.items():
-            new = after.get(tp)
-            if old.in_flight is None or new is None or new.steps_done <= old.steps_done:
-                continue
-            p = view.partition(tp)
-            if p is not None and old.state is ReassignmentState.CANCELLING \
-                    and set(p.replicas) != set(old.in_flight.step.target):
-                continue  # the cancel ended this step in Kafka: it never reached its target
-            min_isr = view.min_isr(tp.topic)
-            if p is not None and len(set(p.isr) & set(old.in_flight.step.target)) < min_isr:
-                self.violations.append(f"{tp}: step completed with fewer than {min_isr} in sync")
+    def completed(self, before: Mapping, after: Mapping, view: Cluster) -> None:
+        self.violations.extend(str(v) for v in check_completed(before, after, view))
 
-    def check_in_flight(self, records: Mapping[TopicPartition, Reassignment], sim: SimulatedCluster) -> None:
-        flying = [r.in_flight.step for r in records.values() if r.in_flight is not None]
-        leaders = sum(s.leader_movement for s in flying)
-        per_broker: dict[int, int] = defaultdict(int)
-        for s in flying:
-            for b in s.moved_brokers:
-                per_broker[b] += 1
-        busiest = max(per_broker.values(), default=0)
-        kafka_moving = set(sim.reassigning())
-        ours = {tp for tp, r in records.items() if r.in_flight is not None}
-        limits = self.limits
-        if len(flying) > limits.max_partition_movements or len(kafka_moving) > limits.max_partition_movements:
-            self.violations.append(f"t={sim.now}: {len(flying)} partitions moving > P = {limits.max_partition_movements}")
-        if leaders > limits.max_leader_movements:
-            self.violations.append(f"t={sim.now}: {leaders} leader movements > L = {limits.max_leader_movements}")
-        if busiest > limits.max_movements_per_broker:
-            self.violations.append(f"t={sim.now}: {busiest} movements on one broker > B = {limits.max_movements_per_broker}")
-        if not kafka_moving <= ours:
-            self.violations.append(f"t={sim.now}: Kafka moves {sorted(kafka_moving - ours)} with no step in flight")
-        self.peak_partitions = max(self.peak_partitions, len(flying))
-        self.peak_leaders = max(self.peak_leaders, leaders)
-        self.peak_per_broker = max(self.peak_per_broker, busiest)
+    def in_flight(self, records: Mapping[TopicPartition, Reassignment], sim: SimulatedCluster) -> None:
+        """Ours (the records) against P, L and B; Kafka's against P, and all of them ours."""
+        ours = steps_in_flight(records)
+        counts = count_in_flight(moving_of_steps(ours))
+        kafka_moving = sim.reassigning()
+        found = (check_limits(counts, self.limits)
+                 + check_limits(count_in_flight(MovingPartition(tp) for tp in kafka_moving), self.kafka_limits)
+                 + check_kafka_moves_are_ours(kafka_moving, ours))
+        self.violations.extend(f"t={sim.now}: {v}" for v in found)
+        self.peak_partitions = max(self.peak_partitions, counts.partitions)
+        self.peak_leaders = max(self.peak_leaders, counts.leader_movements)
+        self.peak_per_broker = max(self.peak_per_broker, counts.busiest_broker)
 
 
 def cluster_with_brokers(cluster: Cluster, added: Iterable[Broker] = (), draining: Iterable[int] = ()) -> Cluster:

@@ -1,4 +1,4 @@
-"""`reassigner demo`: the main job on the embedded local default (see `reassigner.demo.story`)."""
+"""`reassigner demo`: the main job on the embedded local default (see `reassigner.dev.demo.story`)."""
 
 from __future__ import annotations
 

@@ -14,27 +14,26 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
-import threading
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import typer
 
+from reassigner.cli.connections import resolve_connections
+from reassigner.cli.options import (
+    BootstrapServer,
+    ClusterName,
+    CommandConfig,
+    RedisUrl,
+    StackDir,
+    TopicPrefix,
+    configure_logging,
+    stop_on_signals,
+)
 from reassigner.cli.printing import one_line_errors
 from reassigner.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
-
-BootstrapServer = typer.Option(None, "--bootstrap-server", help="Kafka host:port[,host:port...].")
-CommandConfig = typer.Option(None, "--command-config",
-                             help="Kafka client properties file (security.protocol, sasl.*, ssl.*).")
-StackDir = typer.Option(None, "--stack-dir",
-                        help="Local stack whose state file names the servers (default when no "
-                        "--bootstrap-server).")
-TopicPrefix = typer.Option(None, "--topic-prefix", help="Prefix of the product's topics.")
-
 
 def register(app: typer.Typer) -> None:
     app.command("watch", help="Poll the cluster and publish what changes (and snapshots).")(
@@ -47,18 +46,14 @@ def register(app: typer.Typer) -> None:
 
 def _settings(bootstrap_server: Optional[str], command_config: Optional[Path],
               stack_dir: Optional[Path], redis_url: Optional[str] = None,
-              topic_prefix: Optional[str] = None, need_redis: bool = False) -> Settings:
+              topic_prefix: Optional[str] = None, cluster_name: Optional[str] = None,
+              need_redis: bool = False) -> Settings:
     settings = load_settings(bootstrap_servers=bootstrap_server, command_config=command_config,
-                             stack_dir=stack_dir, redis_url=redis_url, topic_prefix=topic_prefix)
-    if settings.bootstrap_servers is None or (need_redis and settings.redis_url is None):
-        from reassigner.dev.local.stack import LocalStack
-
-        state = LocalStack(settings.stack_dir, settings.cache_dir).load()
-        settings = settings.model_copy(update={
-            "bootstrap_servers": settings.bootstrap_servers or state.bootstrap_servers,
-            "redis_url": settings.redis_url or state.redis_url,
-        })
-    return settings
+                             stack_dir=stack_dir, redis_url=redis_url, topic_prefix=topic_prefix,
+                             cluster_name=cluster_name)
+    connections = resolve_connections(settings, need_redis=need_redis)
+    return settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
+                                       "redis_url": connections.redis_url or settings.redis_url})
 
 
 def _client_config(settings: Settings):
@@ -68,34 +63,6 @@ def _client_config(settings: Settings):
     if config.ignored:
         log.info("--command-config: the Python clients ignore %s", ", ".join(config.ignored))
     return config
-
-
-@contextmanager
-def _stop_on_signals() -> Iterator[threading.Event]:
-    """An event set by SIGTERM or SIGINT (Ctrl-C), so that loops end between two steps."""
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-
-    def handler(signum, _frame) -> None:
-        log.info("stopping on %s", signal.Signals(signum).name)
-        stop.set()
-
-    for sig in previous:
-        signal.signal(sig, handler)
-    try:
-        yield stop
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-def _configure_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
 
 
 def watch(
@@ -113,7 +80,7 @@ def watch(
     from reassigner.clients.kafka_producer import EventPublisher, producer_config
     from reassigner.edge.watcher import Watcher
 
-    _configure_logging(verbose)
+    configure_logging(verbose)
     settings = _settings(bootstrap_server, command_config, stack_dir, topic_prefix=topic_prefix)
     updates = {k: v for k, v in (("poll_interval_seconds", poll_interval),
                                  ("snapshot_interval_seconds", snapshot_interval)) if v is not None}
@@ -124,7 +91,7 @@ def watch(
                                                "reassigner-watcher"), settings.topic_prefix)
     log.info("watching %s every %.1f s (snapshot every %.0f s)", settings.bootstrap_servers,
              settings.poll_interval_seconds, settings.snapshot_interval_seconds)
-    with _stop_on_signals() as stop:
+    with stop_on_signals() as stop:
         try:
             Watcher(admin, publisher, settings).run(stop)
         finally:
@@ -135,29 +102,29 @@ def watch(
 def execute(
     bootstrap_server: Optional[str] = BootstrapServer,
     command_config: Optional[Path] = CommandConfig,
-    redis_url: Optional[str] = typer.Option(None, "--redis-url", help="Redis URL of the state."),
+    redis_url: Optional[str] = RedisUrl,
     stack_dir: Optional[Path] = StackDir,
     topic_prefix: Optional[str] = TopicPrefix,
+    cluster_name: Optional[str] = ClusterName,
     verbose: bool = typer.Option(False, "--verbose"),
 ) -> None:
-    import redis
-
     from reassigner.clients.kafka_admin import ClusterAdmin
-    from reassigner.edge.executor import CommandLedger, Executor
     from reassigner.clients.kafka_producer import producer_config
+    from reassigner.clients.redis_io import connect_redis
+    from reassigner.edge.executor import CommandLedger, Executor
 
-    _configure_logging(verbose)
+    configure_logging(verbose)
     settings = _settings(bootstrap_server, command_config, stack_dir, redis_url, topic_prefix,
-                         need_redis=True)
+                         cluster_name, need_redis=True)
     client_config = _client_config(settings)
     admin = ClusterAdmin(settings.bootstrap_servers, client_config)
-    ledger = CommandLedger(redis.Redis.from_url(settings.redis_url), settings.cluster_name)
+    ledger = CommandLedger(connect_redis(settings.redis_url), settings.cluster_name)
     consumer = {"bootstrap.servers": settings.bootstrap_servers, **client_config.librdkafka}
     executor = Executor(admin, ledger, consumer,
                         producer_config(settings.bootstrap_servers, client_config,
                                         "reassigner-executor"), settings)
     log.info("executing commands from %s", settings.topic("commands"))
-    with _stop_on_signals() as stop:
+    with stop_on_signals() as stop:
         try:
             executor.run(stop)
         finally:

@@ -27,6 +27,8 @@ from rich.console import Console
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
+from reassigner.cli.options import (BootstrapServer, ClusterName, CommandConfig, RedisUrl, StackDir,
+                                    TopicPrefix, configure_logging)
 from reassigner.errors import InvalidInputError
 
 # Piped output (scripts, tests) gets wide tables rather than rich's 80-column default.
@@ -39,13 +41,6 @@ config_app = typer.Typer(help="Dynamic settings: limits, throttles, mode.", no_a
 alerts_app = typer.Typer(help="Alerts: print them, follow them, forward them to a webhook.",
                          invoke_without_command=True)
 
-# --- the connection flags, shared by every command ---------------------------------------------
-BootstrapServer = typer.Option(None, "--bootstrap-server", help="Kafka bootstrap servers (default: the local stack's).")
-RedisUrl = typer.Option(None, "--redis-url", help="Redis URL (default: the local stack's).")
-CommandConfig = typer.Option(None, "--command-config", help="Kafka client properties (security settings).")
-StackDir = typer.Option(None, "--stack-dir", help="The local stack to use by default.")
-ClusterName = typer.Option(None, "--cluster-name", help="Redis hash tag of this cluster (default local).")
-TopicPrefix = typer.Option(None, "--topic-prefix", help="Prefix of the product's topics (default reassigner).")
 AsJson = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
 
 
@@ -72,7 +67,8 @@ class _Context:
             self.connections = resolve_connections(probe, need_redis=True)
         else:
             self.connections = resolve_connections(self.settings, need_redis=need_redis)
-        self.client = dict(read_command_config(self.settings.command_config).librdkafka)
+        self.client_config = read_command_config(self.settings.command_config)
+        self.client = dict(self.client_config.librdkafka)
 
     @property
     def bootstrap(self) -> str:
@@ -82,9 +78,10 @@ class _Context:
         return self.settings.topic(suffix)
 
     def ensure_topics(self, *suffixes: str) -> None:
-        from reassigner.clients.kafka_io import ensure_topics
+        from reassigner.clients.kafka_admin import ensure_topics
 
-        ensure_topics(self.bootstrap, self.client, [self.topic(s) for s in suffixes])
+        ensure_topics(self.bootstrap, self.client_config, [self.topic(s) for s in suffixes],
+                      self.settings.event_topic_partitions)
 
     def load_state(self):
         from reassigner.clients.redis_io import controller_state_loader
@@ -93,21 +90,20 @@ class _Context:
 
 
 def _setup_logging(verbose: bool = False) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(verbose, logging.WARNING, logging.INFO)
 
 
 # --- request ... --------------------------------------------------------------------------------
 
 
 def _publish(ctx: _Context, build: Callable[..., dict], *args: Any, **kwargs: Any) -> None:
-    from reassigner.clients.kafka_io import build_producer
+    from reassigner.clients.kafka_producer import build_producer, producer_config
     from reassigner.operator.requests import current_requester, describe_request, publish_request
 
     request = build(*args, request_id=str(uuid.uuid4()), now_ms=int(time.time() * 1000),
                     requested_by=current_requester(), **kwargs)
     ctx.ensure_topics("requests")
-    producer = build_producer(ctx.bootstrap, ctx.client)
+    producer = build_producer(producer_config(ctx.bootstrap, ctx.client_config, "reassigner-cli"))
     publish_request(producer, ctx.topic("requests"), request)
     kind = request["payload"][0]
     err_console.print(f"[green]{kind} request {request['id']} published[/] to {ctx.topic('requests')}; "
@@ -376,7 +372,7 @@ def alerts(
             where = "the beginning" if from_beginning else "now"
             err_console.print(f"following {topic} ({len(partitions)} partitions) from {where}; Ctrl-C stops")
 
-    follow_alerts(ctx.bootstrap, ctx.client, topic, min_severity=severity,
+    follow_alerts(ctx.bootstrap, ctx.client_config, topic, min_severity=severity,
                   from_beginning=from_beginning or not follow, emit=print_alert_line(console, as_json),
                   stop=stop, on_ready=ready, on_bad_message=lambda text: err_console.print(f"[yellow]{text}[/]"),
                   until_end=not follow)
@@ -398,8 +394,8 @@ def alerts_webhook(
 ) -> None:
     """Forward every alert to a webhook: retries with exponential backoff, then the dead-letter topic."""
     from reassigner.operator.alerts_follow import parse_min_severity
-    from reassigner.operator.webhook import (RUNNERS, WebhookPolicy, build_faust_forwarder, group_id,
-                                             run_confluent_forwarder, run_faust_forwarder)
+    from reassigner.operator.webhook import (RUNNERS, WebhookPolicy, group_id, run_confluent_forwarder,
+                                             run_faust_forwarder)
 
     if runner not in RUNNERS:
         raise InvalidInputError(f"--runner {runner!r}: expected one of {', '.join(RUNNERS)}")
@@ -416,10 +412,10 @@ def alerts_webhook(
         if ctx.client:
             raise InvalidInputError("--command-config is not supported by the faust runner; "
                                     "use --runner confluent for a secured cluster")
-        app = build_faust_forwarder(ctx.bootstrap, ctx.topic("alerts"), ctx.topic("dead-letter"), policy, group)
-        run_faust_forwarder(app, loglevel="info" if verbose else "warning")
+        run_faust_forwarder(ctx.bootstrap, ctx.topic("alerts"), ctx.topic("dead-letter"), policy, group,
+                            loglevel="info" if verbose else "warning")
     else:
-        run_confluent_forwarder(ctx.bootstrap, ctx.client, ctx.topic("alerts"), ctx.topic("dead-letter"),
+        run_confluent_forwarder(ctx.bootstrap, ctx.client_config, ctx.topic("alerts"), ctx.topic("dead-letter"),
                                 policy, group, stop=_stop_on_signals(),
                                 on_ready=lambda: err_console.print("assigned; forwarding"))
 
@@ -449,7 +445,8 @@ def status_server(
         host=host, port=port, cluster_name=ctx.settings.cluster_name,
         cache=StateCache(controller_state_loader(ctx.connections.redis_url, ctx.settings.cluster_name)),
         book=book, default_replica_movements=ctx.settings.max_replica_movements,
-        watch=lambda stop: watch_alert_topics(ctx.bootstrap, ctx.client, alerts_topic, results_topic, book, stop),
+        watch=lambda stop: watch_alert_topics(ctx.bootstrap, ctx.client_config, alerts_topic, results_topic,
+                                              book, stop),
     ).start()
     err_console.print(f"status page on http://{host}:{server.port}/ (API /api/status, metrics /metrics); Ctrl-C stops")
     print(json.dumps({"url": f"http://{host}:{server.port}/", "port": server.port}), flush=True)

@@ -1,7 +1,7 @@
 """`reassigner plan`: offline planning from a snapshot file, no cluster needed (SPEC 8).
 
 Reads the snapshot, applies `--add-broker ID[:RACK]` and `--remove-broker ID`, plans with
-`planning.placement.plan_placement`, writes the Kafka tool's reassignment JSON (changed
+`planning.placement.placer.plan_placement`, writes the Kafka tool's reassignment JSON (changed
 partitions only) to `--output` or stdout, a readable summary to stderr, and optionally a
 machine-readable summary to `--summary-json`. This module does the file I/O; planning is pure.
 """

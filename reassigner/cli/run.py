@@ -10,48 +10,51 @@ from typing import Optional
 
 import typer
 
-from reassigner.settings import load_settings
+from reassigner.cli.options import (BootstrapServer, ClusterName, CommandConfig, RedisUrl, StackDir,
+                                    TopicPrefix, configure_logging)
+from reassigner.settings import compute_policy, load_settings
 
 
 def run(
-    bootstrap_server: Optional[str] = typer.Option(None, "--bootstrap-server",
-                                                   help="Kafka bootstrap servers (default: the local stack's)."),
-    redis_url: Optional[str] = typer.Option(None, "--redis-url", help="Redis URL (default: the local stack's)."),
-    command_config: Optional[Path] = typer.Option(None, "--command-config",
-                                                  help="Kafka client properties (security settings)."),
+    bootstrap_server: Optional[str] = BootstrapServer,
+    redis_url: Optional[str] = RedisUrl,
+    command_config: Optional[Path] = CommandConfig,
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[2])."),
+    spark_jars: Optional[str] = typer.Option(None, "--spark-jars",
+                                             help="Spark's Kafka/Avro connector jars, comma-separated "
+                                             "(default: fetched with Maven)."),
     checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", help="Streaming checkpoints."),
-    cluster_name: Optional[str] = typer.Option(None, "--cluster-name", help="Redis hash tag of this cluster."),
+    cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix,
     mode: Optional[str] = typer.Option(None, "--mode", help="auto | approve | observe."),
-    stack_dir: Optional[Path] = typer.Option(None, "--stack-dir", help="The local stack to use by default."),
+    stack_dir: Optional[Path] = StackDir,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
 ) -> None:
     """Run the pipeline until Ctrl-C / SIGTERM: events in, commands and alerts out."""
-    import redis
-    from confluent_kafka import Producer
-
-    from handlers.policy import Policy
     from reassigner.cli.connections import resolve_connections
     from reassigner.clients.client_config import read_command_config
-    from streams.pipeline import PipelineRunner, ensure_topics, run_pipeline
+    from reassigner.clients.kafka_admin import ensure_topics
+    from reassigner.clients.kafka_producer import build_producer, producer_config
+    from reassigner.clients.redis_io import connect_redis
+    from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline
     from streams.spark_session import build_spark_session
 
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(verbose, logging.WARNING, logging.INFO)
     settings = load_settings(bootstrap_servers=bootstrap_server, redis_url=redis_url,
                              command_config=command_config, spark_master=master,
                              checkpoint_dir=checkpoint_dir, cluster_name=cluster_name, mode=mode,
-                             stack_dir=stack_dir)
+                             stack_dir=stack_dir, topic_prefix=topic_prefix, spark_jars=spark_jars)
     connections = resolve_connections(settings)
     settings = settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
                                            "redis_url": connections.redis_url})
     client = read_command_config(settings.command_config)
-    ensure_topics(connections.bootstrap_servers, client, settings)
-    producer = Producer({"bootstrap.servers": connections.bootstrap_servers, "acks": "all",
-                         "enable.idempotence": True, "linger.ms": 2, **client.librdkafka})
-    policy = Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})
-    runner = PipelineRunner(settings, redis.Redis.from_url(connections.redis_url), producer, policy)
-    spark = build_spark_session(settings.cache_dir, master=settings.spark_master)
+    ensure_topics(connections.bootstrap_servers, client, compute_topic_names(settings),
+                  settings.event_topic_partitions)
+    producer = build_producer(producer_config(connections.bootstrap_servers, client, "reassigner-pipeline"))
+    policy = compute_policy(settings)
+    runner = PipelineRunner(settings, connect_redis(connections.redis_url), producer, policy)
+    spark = build_spark_session(settings.cache_dir, master=settings.spark_master,
+                                spark_jars=settings.spark_jars)
     stop = threading.Event()
     query = run_pipeline(spark, settings, runner, dict(client.properties),
                          Path(settings.checkpoint_dir) / settings.cluster_name / "pipeline",

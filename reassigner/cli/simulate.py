@@ -6,6 +6,11 @@
   and prints steps, peak concurrency per limit, peak replicas per partition, simulated makespan
   and invariant violations (exit code 1 if any invariant broke).
 
+Both preview what the product would do: with no limit flag they run under the product's own
+settings (`load_settings()`: flags, REASSIGNER_* variables, config file, `Settings` defaults,
+through `compute_limits`), and the simulator under its `step_stall_timeout_seconds`; a limit
+flag overrides its one setting.
+
 Errors are `ReassignerError`s printed as one line (`error: [CODE] message`) with exit code 2.
 """
 
@@ -24,8 +29,9 @@ from planning.model import Broker, Cluster, LogDir
 from planning.simulation.simulator import KillBroker, SimulationParams, SimulationReport, run_plan
 from planning.movement.partition_steps import Step, compute_step_sequence
 from reassigner.errors import InvalidReplicaAssignmentError, MalformedInputError
+from reassigner.settings import compute_limits, load_settings
 
-DEFAULTS = Limits()
+_SETTING = "default: the product's setting"
 
 
 def register(app: typer.Typer) -> None:
@@ -39,8 +45,8 @@ def register(app: typer.Typer) -> None:
 def steps(
     from_replicas: str = typer.Option(..., "--from", help="Current replicas, e.g. 0,1,2,3,4 (leader first)."),
     to_replicas: str = typer.Option(..., "--to", help="Final target replicas, e.g. 5,6,7,8,9."),
-    max_replica_movements: int = typer.Option(DEFAULTS.max_replica_movements, "--max-replica-movements",
-                                              help="R: replicas one step may add and drop."),
+    max_replica_movements: Optional[int] = typer.Option(
+        None, "--max-replica-movements", help=f"R: replicas one step may add and drop ({_SETTING})."),
     min_isr: int = typer.Option(1, "--min-isr", help="M: the topic's min.insync.replicas."),
     isr: Optional[str] = typer.Option(None, "--isr", help="In-sync replicas now (default: all of --from)."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"steps\": [...]} instead of text."),
@@ -48,7 +54,8 @@ def steps(
     current = parse_replica_list(from_replicas, "--from")
     final = parse_replica_list(to_replicas, "--to")
     in_sync = current if isr is None else parse_replica_list(isr, "--isr", allow_empty=True)
-    sequence = compute_step_sequence(current, final, in_sync, max_replica_movements, min_isr)
+    limits = compute_limits(load_settings(max_replica_movements=max_replica_movements))
+    sequence = compute_step_sequence(current, final, in_sync, limits.max_replica_movements, min_isr)
     if as_json:
         typer.echo(json.dumps({"steps": [_step_json(s) for s in sequence]}))
         return
@@ -106,10 +113,11 @@ def simulate(
     add_broker: List[str] = typer.Option([], "--add-broker", help="ID[:RACK] of a new empty broker; repeatable."),
     remove_broker: List[int] = typer.Option([], "--remove-broker", help="Broker to drain; repeatable."),
     kill_broker: List[int] = typer.Option([], "--kill-broker", help="Broker that is dead at the start; repeatable."),
-    max_partition_movements: int = typer.Option(DEFAULTS.max_partition_movements, "--max-partition-movements"),
-    max_leader_movements: int = typer.Option(DEFAULTS.max_leader_movements, "--max-leader-movements"),
-    max_replica_movements: int = typer.Option(DEFAULTS.max_replica_movements, "--max-replica-movements"),
-    max_movements_per_broker: int = typer.Option(DEFAULTS.max_movements_per_broker, "--max-movements-per-broker"),
+    max_partition_movements: Optional[int] = typer.Option(None, "--max-partition-movements", help=f"P ({_SETTING})."),
+    max_leader_movements: Optional[int] = typer.Option(None, "--max-leader-movements", help=f"L ({_SETTING})."),
+    max_replica_movements: Optional[int] = typer.Option(None, "--max-replica-movements", help=f"R ({_SETTING})."),
+    max_movements_per_broker: Optional[int] = typer.Option(None, "--max-movements-per-broker",
+                                                           help=f"B ({_SETTING})."),
     bytes_per_sec: float = typer.Option(SimulationParams().bytes_per_sec, "--bytes-per-sec",
                                         help="Replication fetch capacity of one broker."),
     tick_seconds: float = typer.Option(1.0, "--tick-seconds", help="Time between two decisions."),
@@ -119,7 +127,9 @@ def simulate(
     from planning.placement.placer import Goal, compute_planning_cluster, plan_placement
     from planning.snapshot import cluster_from_json
 
-    limits = Limits(max_partition_movements, max_leader_movements, max_replica_movements, max_movements_per_broker)
+    settings = load_settings(max_partition_movements=max_partition_movements, max_leader_movements=max_leader_movements,
+                             max_replica_movements=max_replica_movements, max_movements_per_broker=max_movements_per_broker)
+    limits = compute_limits(settings)
     try:
         data = json.loads(snapshot.read_text())
     except (OSError, ValueError) as error:
@@ -138,7 +148,8 @@ def simulate(
     # The simulated cluster starts with every broker alive; `--kill-broker` kills at t = 0.
     simulated = compute_planning_cluster(cluster, goal)
     params = SimulationParams(bytes_per_sec=bytes_per_sec, tick_seconds=tick_seconds)
-    report = run_plan(simulated, plan.targets, limits, params, events=[KillBroker(0.0, b) for b in sorted(dead)])
+    report = run_plan(simulated, plan.targets, limits, params, events=[KillBroker(0.0, b) for b in sorted(dead)],
+                      stall_timeout=settings.step_stall_timeout_seconds)
     if as_json:
         typer.echo(json.dumps(report_json(report, limits, len(plan.targets)), indent=2))
     else:

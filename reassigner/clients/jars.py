@@ -8,6 +8,10 @@ Two sets, each described by a small pom shipped next to this module (`poms/`):
 The fetch runs `mvn dependency:copy-dependencies` into `<cache>/jars/<set>-<pom hash>/` and
 writes a `.complete` marker last, so an interrupted fetch is redone and a changed pom gets a new
 directory. Maven's own settings (mirrors, proxies) apply; Spark's Ivy resolver is never used.
+
+Production needs no Maven: `reassigner run --spark-jars` (setting `spark_jars`) names the
+connector jars instead (paths or URLs, e.g. baked into a Spark image); a missing `mvn` without
+them is a `MissingDependencyError` that says so.
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from reassigner.errors import LocalStackError
+from reassigner.errors import MissingDependencyError
 
 JAR_SETS = ("kafka", "spark")
 
 
 def pom_path(jar_set: str) -> Path:
     if jar_set not in JAR_SETS:
-        raise LocalStackError(f"unknown jar set {jar_set!r}; expected one of {JAR_SETS}")
+        raise MissingDependencyError(f"unknown jar set {jar_set!r}; expected one of {JAR_SETS}")
     return Path(str(resources.files("reassigner.clients") / "poms" / f"{jar_set}.xml"))
 
 
@@ -41,8 +45,11 @@ def ensure_jars(cache_dir: Path, jar_set: str) -> list[Path]:
     if not marker.exists():
         mvn = shutil.which("mvn")
         if mvn is None:
-            raise LocalStackError(
-                "Maven (`mvn`) is not on PATH; install it (apt-get install maven) or run `make install`"
+            raise MissingDependencyError(
+                f"the {jar_set} jars are not in {target} and Maven (`mvn`) is not on PATH to fetch "
+                "them; install Maven (apt-get install maven, or `make install`)"
+                + ("" if jar_set != "spark" else ", or name the connector jars with --spark-jars "
+                   "(REASSIGNER_SPARK_JARS)")
             )
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
@@ -55,7 +62,7 @@ def ensure_jars(cache_dir: Path, jar_set: str) -> list[Path]:
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-8:])
-            raise LocalStackError(
+            raise MissingDependencyError(
                 f"Maven could not fetch the {jar_set} jars (exit {result.returncode}); "
                 f"check the network or ~/.m2/settings.xml:\n{tail}"
             )

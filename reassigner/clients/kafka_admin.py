@@ -54,6 +54,7 @@ import time
 from collections import defaultdict
 from typing import Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
 
+from reassigner.clients.backoff import Backoff
 from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.cluster_answers import (
     EMPTY,
@@ -80,6 +81,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# A client that cannot be created is not tried again before this backoff has passed.
+CONNECT_BACKOFF = Backoff(first_seconds=0.5, most_seconds=10.0)
+
 LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
 FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
 LOG_DIR_THROTTLED_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
@@ -96,6 +100,13 @@ PRODUCT_ERRORS: dict[str, type[ReassignerError]] = {
     "NO_REASSIGNMENT_IN_PROGRESS": NoReassignmentInProgressError,
     "INVALID_CONFIG": InvalidConfigError,
 }
+# librdkafka's local conditions that waiting will not fix (the rest, timeouts and transport
+# errors, mean the cluster or a broker is away for now).
+LOCAL_PERMANENT_NAMES = frozenset({
+    "AUTHENTICATION", "SSL", "INVALID_ARG", "UNKNOWN_PROTOCOL", "NOT_IMPLEMENTED",
+    "UNSUPPORTED_FEATURE", "FATAL", "INVALID_TYPE", "MSG_SIZE_TOO_LARGE", "UNKNOWN_TOPIC",
+    "UNKNOWN_PARTITION", "KEY_SERIALIZATION", "VALUE_SERIALIZATION",
+})
 # Client-side conditions that mean "the cluster or a broker is away for now".
 TRANSIENT_NAMES = frozenset({
     "UNKNOWN_BROKER_ID", "NO_BROKERS_AVAILABLE", "KAFKA_CONNECTION", "NODE_NOT_READY",
@@ -119,6 +130,8 @@ def kafka_error_name(error: BaseException) -> str:
     """The Kafka error name of a kafka-python or confluent-kafka exception."""
     from confluent_kafka import KafkaError as LibrdkafkaError, KafkaException
 
+    if isinstance(error, LibrdkafkaError):
+        return error.name().lstrip("_")
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], LibrdkafkaError):
         return error.args[0].name().lstrip("_")
     errno = getattr(error, "errno", None)
@@ -130,11 +143,15 @@ def kafka_error_name(error: BaseException) -> str:
     return _snake_upper(type(error).__name__)
 
 
-def translate_kafka_error(error: BaseException, doing: str) -> ReassignerError:
-    """The `reassigner.errors` form of any exception raised by a Kafka client while `doing`."""
+def translate_kafka_error(error: object, doing: str) -> ReassignerError:
+    """The `reassigner.errors` form of any exception raised by a Kafka client while `doing`, or
+    of a confluent-kafka `KafkaError` as a delivery report gives it."""
     if isinstance(error, ReassignerError):
         return error
     from confluent_kafka import KafkaError as LibrdkafkaError, KafkaException
+
+    if isinstance(error, LibrdkafkaError):
+        error = KafkaException(error)
 
     name = kafka_error_name(error)
     detail = str(error) or type(error).__name__
@@ -142,7 +159,9 @@ def translate_kafka_error(error: BaseException, doing: str) -> ReassignerError:
     if name in PRODUCT_ERRORS:
         return PRODUCT_ERRORS[name](message)
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], LibrdkafkaError):
-        retriable = error.args[0].retriable() or name in TRANSIENT_NAMES
+        local = error.args[0].code() < 0  # librdkafka's own condition (timed out, transport...)
+        retriable = (error.args[0].retriable() or name in TRANSIENT_NAMES
+                     or (local and name not in LOCAL_PERMANENT_NAMES))
     elif isinstance(error, (OSError, TimeoutError, ConnectionError)):
         retriable, name = True, "CONNECTION_ERROR"
     elif isinstance(error, RuntimeError) and "controller" in detail.lower():
@@ -187,7 +206,7 @@ class ClusterAdmin:
         self.client_config = client_config or ClientConfig()
         self.request_timeout_ms = request_timeout_ms
         self._client = None
-        self._connect_failures = 0
+        self._connect_delays = CONNECT_BACKOFF.delays()
         self._next_connect_at = 0.0
 
     # --- client lifecycle -----------------------------------------------------------------------
@@ -227,14 +246,13 @@ class ClusterAdmin:
                 **dict(self.client_config.kafka_python),
             )
         except Exception as error:
-            self._connect_failures += 1
-            backoff = min(10.0, 0.5 * 2 ** (self._connect_failures - 1))
+            backoff = next(self._connect_delays)
             self._next_connect_at = time.monotonic() + backoff
             translated = translate_kafka_error(error, f"connecting to {self.bootstrap_servers}")
             if isinstance(translated, KafkaTransientError):
                 translated.retry_after_seconds = backoff
             raise translated from None
-        self._connect_failures = 0
+        self._connect_delays = CONNECT_BACKOFF.delays()
         return self._client
 
     def _refresh_metadata(self) -> None:
@@ -467,10 +485,12 @@ class ClusterAdmin:
         found = answer.get("topic", {}).get(topic, {})
         return {n: found.get(n, {}).get("value") for n in names}
 
-    def ensure_topics(self, names: Iterable[str], partitions: int = 1,
+    def ensure_topics(self, names: Iterable[str], partitions: int,
                       replication_factor: int | None = None) -> list[str]:
-        """Create the topics that do not exist yet; returns the ones created. The replication
-        factor defaults to min(3, registered brokers)."""
+        """The one way the product creates its topics: those of `names` that do not exist yet,
+        with `partitions` (the `event_topic_partitions` setting) and a replication factor of
+        min(3, registered brokers) unless given; an existing topic is left as it is. Returns the
+        ones created."""
         from kafka.admin import NewTopic
 
         wanted = sorted(set(names))
@@ -490,6 +510,17 @@ class ClusterAdmin:
                 if error.code != "TOPIC_ALREADY_EXISTS":  # another instance was quicker
                     raise
         return created
+
+
+def ensure_topics(bootstrap_servers: str, client_config: ClientConfig | None, names: Iterable[str],
+                  partitions: int, replication_factor: int | None = None) -> list[str]:
+    """`ClusterAdmin.ensure_topics` with a client of its own, for a process that needs no other
+    Admin call (the pipeline, the operator CLI)."""
+    with ClusterAdmin(bootstrap_servers, client_config) as admin:
+        created = admin.ensure_topics(names, partitions, replication_factor)
+    for name in created:
+        log.info("created topic %s (%d partitions)", name, partitions)
+    return created
 
 
 Read = Callable[..., Awaitable[object]]

@@ -1,4 +1,10 @@
-"""Publishing the product's Avro messages with an idempotent confluent-kafka producer.
+"""The one producer of the product (confluent-kafka): its configuration, and publish-and-wait.
+
+- `producer_config`: idempotent, acks=all, the `--command-config` security settings merged in;
+  every component builds its producer from it (`build_producer`).
+- `publish_and_wait`: one message, returned only once acknowledged, else `KafkaTransientError`
+  (the caller retries under `reassigner.clients.backoff`).
+- `EventPublisher`: the watcher's batches of Avro events, acknowledged as a whole.
 
 INVARIANTS
 - acks=all and enable.idempotence: a message is written once and in order per partition even
@@ -13,9 +19,10 @@ INVARIANTS
 from __future__ import annotations
 
 import logging
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, NoReturn
 
 from reassigner.clients.client_config import ClientConfig
+from reassigner.clients.kafka_admin import translate_kafka_error
 from reassigner.errors import KafkaTransientError
 from schemas.codec import TOPICS, encode, topic_name, version_headers
 
@@ -41,14 +48,41 @@ def producer_config(bootstrap_servers: str, client_config: ClientConfig | None =
     return config
 
 
+def build_producer(config: Mapping[str, object]):
+    """A confluent-kafka Producer for a config made by `producer_config`."""
+    from confluent_kafka import Producer
+
+    return Producer(dict(config))
+
+
+def publish_and_wait(producer, topic: str, key: bytes, value: bytes, headers: object,
+                     timeout_seconds: float = 30.0) -> None:
+    """Send one message and wait for its acknowledgement; raises the translated delivery error
+    (or REQUEST_TIMED_OUT) when it is not written."""
+    reports: list[object] = []
+    producer.produce(topic, key=key, value=value, headers=headers,
+                     on_delivery=lambda error, _message: reports.append(error))
+    remaining = producer.flush(timeout_seconds)
+    if remaining or not reports or reports[0] is not None:
+        raise_delivery_failure(topic, reports[0] if reports else None, timeout_seconds)
+
+
+def raise_delivery_failure(topic: str, error: Any, timeout_seconds: float) -> NoReturn:
+    """The error of a message that was not acknowledged: its delivery report's error, else a
+    timeout (no report within `timeout_seconds`)."""
+    if error is None:
+        raise KafkaTransientError(
+            f"publishing to {topic}: not acknowledged within {timeout_seconds:g} s; is the "
+            "cluster reachable (--bootstrap-server)?", "REQUEST_TIMED_OUT")
+    raise translate_kafka_error(error, f"publishing to {topic}")
+
+
 class EventPublisher:
     """Encodes and sends `(topic_suffix, key, record)` events to `<prefix>.<suffix>`."""
 
     def __init__(self, config: Mapping[str, object], topic_prefix: str) -> None:
-        from confluent_kafka import Producer
-
         self.topic_prefix = topic_prefix
-        self._producer = Producer(dict(config))
+        self._producer = build_producer(config)
         self._headers = version_headers()
 
     def publish_events(self, events: Iterable[tuple[str, str, dict]], timeout_seconds: float = 30.0) -> int:

@@ -6,17 +6,24 @@ ONE COMMAND MESSAGE, in this order:
    applied again — its stored result is published again instead; an epoch older than the
    highest seen is refused (STALE_EPOCH); otherwise the highest epoch is raised and the id is
    marked APPLYING;
-3. apply it through the Admin API, retrying transient errors with exponential backoff (0.5 s
-   doubling, at most 10 s apart) for at most `executor_retry_seconds`;
+3. apply it through the Admin API, retrying transient errors under the one retry policy
+   (`reassigner.clients.backoff`: 0.5 s doubling to 10 s) for at most `executor_retry_seconds`;
 4. store the outcome under the command id, publish a CommandResult (ok, or the Kafka error
    name and message), and only then commit the consumer offset.
 A crash between 2 and 4 re-delivers the message; the claimed id keeps it from being applied
 twice (at most once), and its result is published when known (or says it was interrupted).
 
+OUTAGES: Redis (steps 2 and 4) and the publish of step 4 are retried under the same policy until
+they succeed or the executor is stopped; a stop during an outage leaves the offset uncommitted,
+so the message is delivered again on restart. A claim is made with a token of this attempt, so
+a claim whose reply was lost in an outage is recognised as ours when retried (APPLY, not
+"interrupted"), and a command is still never applied twice.
+
 REDIS KEYS (hash tag `{<cluster_name>}` as in `state.controller_store`, so one script sees them all):
 - `reassigner:{c}:executor:epoch` — highest planner epoch seen (integer text);
-- `reassigner:{c}:executor:command:<id>` — `APPLYING`, then the JSON of the published result
-  (kept 7 days: the pipeline re-publishes an outbox within minutes, not weeks).
+- `reassigner:{c}:executor:command:<id>` — `APPLYING:<token of the claiming attempt>`, then the
+  JSON of the published result (kept 7 days: the pipeline re-publishes an outbox within
+  minutes, not weeks).
 
 COMMANDS (payload kinds): ReassignmentStep (AlterPartitionReassignments with the target list;
 with target_log_dirs, AlterReplicaLogDirs on each named dir first — Kafka remembers the dir for
@@ -46,7 +53,11 @@ from reassigner.clients.kafka_admin import (
     ClusterAdmin,
     group_throttled_replicas,
 )
-from reassigner.errors import DecodeError, KafkaTransientError, ReassignerError, TransientError
+from reassigner.clients.backoff import Backoff, retry_transient
+from reassigner.clients.kafka_consumer import build_consumer, is_end_of_partition
+from reassigner.clients.kafka_producer import build_producer, publish_and_wait
+from reassigner.clients.redis_io import retry_redis
+from reassigner.errors import DecodeError, ReassignerError, TransientError
 from reassigner.settings import Settings
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
@@ -56,6 +67,8 @@ log = logging.getLogger(__name__)
 
 EXECUTOR_TOPICS = ("commands", "command-results", "dead-letter")
 STALE_EPOCH = "STALE_EPOCH"
+# Redis, the cluster and our own topics are waited for as long as it takes (until stopped).
+OUTAGE = Backoff(first_seconds=0.5, most_seconds=10.0, give_up_after_seconds=None)
 INTERRUPTED = "COMMAND_INTERRUPTED"
 RESULT_TTL_SECONDS = 7 * 24 * 3600
 # AlterReplicaLogDirs answers these while the broker does not host the replica yet.
@@ -63,12 +76,13 @@ REPLICA_NOT_THERE_YET = frozenset({"REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLO
 
 CLAIM_COMMAND = """
 local existing = redis.call('GET', KEYS[2])
+if existing == 'APPLYING:' .. ARGV[3] then return {'APPLY', redis.call('GET', KEYS[1]) or '-1'} end
 if existing then return {'DUPLICATE', existing} end
 local highest = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local epoch = tonumber(ARGV[1])
 if epoch < highest then return {'STALE', tostring(highest)} end
 if epoch > highest then redis.call('SET', KEYS[1], ARGV[1]) end
-redis.call('SET', KEYS[2], 'APPLYING', 'EX', ARGV[2])
+redis.call('SET', KEYS[2], 'APPLYING:' .. ARGV[3], 'EX', ARGV[2])
 return {'APPLY', tostring(highest)}
 """
 
@@ -101,10 +115,11 @@ class CommandLedger:
     def _command_key(self, command_id: str) -> str:
         return f"{self.prefix}:command:{command_id}"
 
-    def claim(self, command_id: str, epoch: int) -> tuple[str, str]:
-        """('APPLY', highest before) | ('DUPLICATE', stored value) | ('STALE', highest)."""
+    def claim(self, command_id: str, epoch: int, token: str) -> tuple[str, str]:
+        """('APPLY', highest before) | ('DUPLICATE', stored value) | ('STALE', highest).
+        `token` names this attempt: the same claim made again with it is APPLY again."""
         verdict, detail = self._claim(keys=[f"{self.prefix}:epoch", self._command_key(command_id)],
-                                      args=[epoch, RESULT_TTL_SECONDS])
+                                      args=[epoch, RESULT_TTL_SECONDS, token])
         as_text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
         return as_text(verdict), as_text(detail)
 
@@ -120,14 +135,12 @@ class Executor:
     def __init__(self, admin: ClusterAdmin, ledger: CommandLedger, consumer_config: Mapping,
                  producer_config: Mapping, settings: Settings,
                  clock: Callable[[], float] = time.time) -> None:
-        from confluent_kafka import Producer
-
         self.admin = admin
         self.ledger = ledger
         self.settings = settings
         self.clock = clock
         self.consumer_config = dict(consumer_config)
-        self._producer = Producer(dict(producer_config))
+        self._producer = build_producer(producer_config)
         self._consumer = None
         self._stop = threading.Event()
 
@@ -140,23 +153,15 @@ class Executor:
 
     def run(self, stop: threading.Event) -> None:
         """Consume and apply commands until `stop` is set."""
-        from confluent_kafka import Consumer, KafkaError
-
         self._stop = stop
-        backoff = 0.5
-        while not stop.is_set():
-            try:
-                self.prepare_topics()
-                break
-            except ReassignerError as error:
-                log.warning("cannot prepare topics: [%s] %s; will retry in %.1f s",
-                            error.code, error, backoff)
-                stop.wait(backoff)
-                backoff = min(backoff * 2, 10.0)
+        try:
+            retry_transient(self.prepare_topics, "preparing the executor's topics", OUTAGE, stop, log)
+        except TransientError:
+            return  # stopped before the cluster answered
         config = {"group.id": f"{self.settings.topic_prefix}.executor",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
                   "log_level": 0} | self.consumer_config
-        self._consumer = Consumer(config)
+        self._consumer = build_consumer(config)
         self._consumer.subscribe([topic_name("commands", self.settings.topic_prefix)])
         try:
             while not stop.is_set():
@@ -164,10 +169,15 @@ class Executor:
                 if message is None:
                     continue
                 if message.error() is not None:
-                    if message.error().code() != KafkaError._PARTITION_EOF:
+                    if not is_end_of_partition(message.error()):
                         log.debug("consumer: %s", message.error())
                     continue
-                self.handle_message(message)
+                try:
+                    self.handle_message(message)
+                except TransientError:
+                    if stop.is_set():  # stopped in an outage: not committed, delivered again
+                        break
+                    raise
                 self._consumer.commit(message=message, asynchronous=False)
         finally:
             self._consumer.close()
@@ -182,13 +192,15 @@ class Executor:
             self._dead_letter(message, str(error))
             return
         kind, fields = command["payload"]
-        verdict, detail = self.ledger.claim(command["id"], command["epoch"])
+        token = uuid.uuid4().hex
+        verdict, detail = retry_redis(lambda: self.ledger.claim(command["id"], command["epoch"], token),
+                                      f"claiming command {command['id']}", OUTAGE, self._stop)
         if verdict == "STALE":
             outcome = Outcome(False, STALE_EPOCH, f"command epoch {command['epoch']} is older "
                               f"than the newest planner epoch seen, {detail}; not applied")
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
         elif verdict == "DUPLICATE":
-            if detail == "APPLYING":
+            if detail.startswith("APPLYING"):
                 outcome = Outcome(False, INTERRUPTED, "a previous attempt was interrupted before "
                                   "its outcome was known; not applied again")
             else:
@@ -198,7 +210,8 @@ class Executor:
             log.debug("duplicate command %s", command["id"])
         else:
             outcome = self.apply_command(kind, fields)
-            self.ledger.store_outcome(command["id"], outcome)
+            retry_redis(lambda: self.ledger.store_outcome(command["id"], outcome),
+                        f"storing the outcome of command {command['id']}", OUTAGE, self._stop)
             level = logging.INFO if outcome.ok else logging.WARNING
             log.log(level, "%s %s (%s): %s%s", kind, command["id"], command["reason"],
                     "ok" if outcome.ok else outcome.error_code,
@@ -231,20 +244,8 @@ class Executor:
         return Outcome(True, None, "")
 
     def _with_retries(self, doing: str, action: Callable[[], object]) -> None:
-        deadline = time.monotonic() + self.settings.executor_retry_seconds
-        backoff = 0.5
-        while True:
-            try:
-                action()
-                return
-            except TransientError as error:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._stop.is_set():
-                    raise
-                wait = min(max(backoff, error.retry_after_seconds), 10.0, remaining)
-                log.info("%s: [%s] %s; will retry in %.1f s", doing, error.code, error, wait)
-                self._stop.wait(wait)
-                backoff = min(backoff * 2, 10.0)
+        retry_transient(action, doing, Backoff(give_up_after_seconds=self.settings.executor_retry_seconds),
+                        self._stop, log)
 
     def apply_reassignment_step(self, fields: Mapping) -> None:
         target = list(fields["target_replicas"])
@@ -272,16 +273,12 @@ class Executor:
                             fields["topic"], fields["partition"], broker_id, path, error)
 
     def apply_log_dir(self, broker_id: int, topic: str, partition: int, path: str) -> None:
-        deadline = time.monotonic() + self.settings.executor_log_dir_wait_seconds
-        while True:
-            try:
-                self.admin.alter_replica_log_dir(broker_id, topic, partition, path)
-                return
-            except KafkaTransientError as error:
-                if error.code not in REPLICA_NOT_THERE_YET or time.monotonic() > deadline \
-                        or self._stop.is_set():
-                    raise
-                self._stop.wait(0.5)
+        """AlterReplicaLogDirs, asked again every 0.5 s while the broker does not host the
+        replica yet (it is still being created), for at most `executor_log_dir_wait_seconds`."""
+        retry_transient(lambda: self.admin.alter_replica_log_dir(broker_id, topic, partition, path),
+                        f"placing {topic}-{partition} in {path} on broker {broker_id}",
+                        Backoff(0.5, 0.5, self.settings.executor_log_dir_wait_seconds), self._stop,
+                        log, retry_if=lambda error: error.code in REPLICA_NOT_THERE_YET)
 
     def apply_set_throttle(self, fields: Mapping) -> None:
         rate = str(fields["rate_bytes_per_sec"])
@@ -332,19 +329,8 @@ class Executor:
         self._produce("dead-letter", key, encode("DeadLetter", record))
 
     def _produce(self, suffix: str, key: str, value: bytes) -> None:
-        """Send and wait for the acknowledgement; retry (backoff) until it is written or we stop."""
-        backoff = 0.5
-        while True:
-            failures: list[str] = []
-            self._producer.produce(topic_name(suffix, self.settings.topic_prefix), key=key.encode(),
-                                   value=value, headers=version_headers(),
-                                   on_delivery=lambda err, _m: err and failures.append(str(err)))
-            remaining = self._producer.flush(30)
-            if not remaining and not failures:
-                return
-            if self._stop.is_set():
-                raise KafkaTransientError(f"publishing to {suffix} failed: {failures}", "REQUEST_TIMED_OUT")
-            log.warning("publishing to %s failed (%s); will retry in %.1f s", suffix,
-                        failures or "timed out", backoff)
-            self._stop.wait(backoff)
-            backoff = min(backoff * 2, 10.0)
+        """Send and wait for the acknowledgement; retried (the one policy) until it is written or
+        the executor stops (then the message is not committed and comes again)."""
+        topic = topic_name(suffix, self.settings.topic_prefix)
+        retry_transient(lambda: publish_and_wait(self._producer, topic, key.encode(), value, version_headers()),
+                        f"publishing to {topic}", OUTAGE, self._stop, log)

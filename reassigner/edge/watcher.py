@@ -33,7 +33,8 @@ from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.clients.cluster_answers import EMPTY, ClusterObservation
 from reassigner.edge.observation import Event, compute_events, compute_snapshot_events
 from reassigner.clients.kafka_producer import EventPublisher
-from reassigner.errors import ReassignerError, TransientError
+from reassigner.clients.backoff import Backoff, compute_wait
+from reassigner.errors import ReassignerError
 from reassigner.settings import Settings
 from schemas.codec import topic_name
 
@@ -109,27 +110,26 @@ class Watcher:
                            published - diffed)
 
     def run(self, stop: threading.Event) -> None:
-        """Poll until `stop` is set; survive any outage of the cluster."""
+        """Poll until `stop` is set; survive any outage of the cluster (the one retry policy,
+        from the poll interval doubling to `watcher_max_backoff_seconds`)."""
         interval = self.settings.poll_interval_seconds
-        backoff = interval
+        backoff = Backoff(interval, max(interval, self.settings.watcher_max_backoff_seconds))
+        delays = backoff.delays()
         failing = False
         while not stop.is_set():
             started = time.monotonic()
             try:
                 self.poll_once()
             except ReassignerError as error:
-                wait = backoff if not isinstance(error, TransientError) else max(
-                    backoff, error.retry_after_seconds)
-                wait = min(wait, self.settings.watcher_max_backoff_seconds)
+                wait = compute_wait(delays, error, backoff)
                 log.warning("poll failed: [%s] %s; will retry in %.1f s", error.code, error, wait)
                 failing = True
-                backoff = min(backoff * 2, self.settings.watcher_max_backoff_seconds)
                 stop.wait(wait)
                 continue
             if failing:
                 log.info("the cluster answers again; polling every %.1f s", interval)
                 failing = False
-            backoff = interval
+            delays = backoff.delays()
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
     @staticmethod

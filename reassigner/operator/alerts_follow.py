@@ -1,12 +1,13 @@
 """`reassigner alerts --follow`: the alerts topic as readable, coloured lines (or JSON lines).
 
-Pure part: `severity_at_least`, `alert_to_json`, `format_alert` (an Alert record → a rich Text).
-Shell: `follow_alerts`, a confluent-kafka consumer that `assign`s every partition of the alerts
-topic (at the end, or at the beginning with `--from-beginning`) and never commits: following is
-reading, it owns no offsets and joins no group, so many followers never disturb each other or a
-webhook forwarder. librdkafka re-routes fetches to a partition's new leader by itself, so a broker
-stopped and restarted under the follower costs a pause, not the follower (tested:
-tests/operator/test_alert_consumers_outage.py).
+Pure part: `severity_at_least`, `alert_to_json`, `format_alert` (an Alert record → a rich Text),
+`compute_pending_ends` (where reading "until the end" stops).
+Shell: `follow_alerts`, a `reassigner.clients.kafka_consumer.TopicReader` that `assign`s every
+partition of the alerts topic (at the end, or at the beginning with `--from-beginning`) and
+never commits: following is reading, it owns no offsets and joins no group, so many followers
+never disturb each other or a webhook forwarder. librdkafka re-routes fetches to a partition's
+new leader by itself, so a broker stopped and restarted under the follower costs a pause, not
+the follower (tested: tests/operator/test_alert_consumers_outage.py).
 
 Invariants: an undecodable message is shown as a one-line warning with its offset and skipped,
 never fatal; lines are printed in each partition's offset order.
@@ -22,6 +23,8 @@ from typing import Any, Callable, Mapping
 
 from rich.text import Text
 
+from reassigner.clients.client_config import ClientConfig
+from reassigner.clients.kafka_consumer import Start, TopicReader
 from schemas import ALERT_SEVERITIES
 
 log = logging.getLogger(__name__)
@@ -75,10 +78,15 @@ def _iso(event_time_ms: int) -> str:
     return datetime.fromtimestamp(event_time_ms / 1000, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "")
 
 
+def compute_pending_ends(watermarks: Mapping[int, tuple[int, int]], from_beginning: bool) -> dict[int, int]:
+    """Partitions with something to read before the end as it is now → their end offset."""
+    return {p: high for p, (low, high) in watermarks.items() if from_beginning and high > low}
+
+
 # --- the shell ----------------------------------------------------------------------------------
 
 
-def follow_alerts(bootstrap_servers: str, client_config: Mapping[str, str], topic: str, *,
+def follow_alerts(bootstrap_servers: str, client_config: ClientConfig | None, topic: str, *,
                   min_severity: str = "INFO", from_beginning: bool = False,
                   emit: Callable[[Mapping[str, Any]], None],
                   stop: threading.Event | None = None,
@@ -88,80 +96,42 @@ def follow_alerts(bootstrap_servers: str, client_config: Mapping[str, str], topi
     """Read alerts until `stop` is set (or forever), calling `emit(alert)` for each one at or
     above `min_severity`. `on_ready(partitions)` is called once the consumer is assigned.
     `until_end`: stop at the end of the topic as it was when reading started (no --follow)."""
-    from confluent_kafka import Consumer
-
     from reassigner.errors import DecodeError
-    from reassigner.clients.kafka_io import consumer_config, topic_partitions
     from schemas.codec import decode, writer_version_from_headers
 
     stop = stop or threading.Event()
-    consumer = Consumer(consumer_config(bootstrap_servers, client_config, "alerts-follow"))
+    reader = TopicReader(bootstrap_servers, client_config, "alerts-follow")
     try:
         partitions: list[int] = []
         while not partitions and not stop.is_set():
-            partitions = topic_partitions(consumer, topic)
+            partitions = reader.partitions(topic)
             if not partitions:
                 log.info("topic %s does not exist yet; waiting", topic)
                 stop.wait(1.0)
-        consumer.assign(_start_offsets(consumer, topic, partitions, from_beginning, stop))
+        start: Start = "beginning" if from_beginning else "end"
+        reader.assign([(topic, p, start) for p in partitions], stop)
         # until_end: partition → offset still to reach; a partition is done once it is read to there
-        pending = _pending_ends(consumer, topic, partitions, from_beginning) if until_end else {}
+        pending = compute_pending_ends(reader.watermarks(topic, partitions), from_beginning) if until_end else {}
         if on_ready:
             on_ready(partitions)
         while not stop.is_set():
             if until_end and not pending:
                 break
-            message = consumer.poll(0.5)
-            if message is None:
+            record = reader.poll(0.5)
+            if record is None:
                 continue
-            if until_end and not message.error() and message.offset() + 1 >= pending.get(message.partition(), 0):
-                pending.pop(message.partition(), None)
-            if message.error():
-                log.info("alerts consumer: %s (librdkafka retries by itself)", message.error())
-                continue
+            if until_end and record.offset + 1 >= pending.get(record.partition, 0):
+                pending.pop(record.partition, None)
             try:
-                alert = decode("Alert", message.value(), writer_version_from_headers(message.headers()))
+                alert = decode("Alert", record.value, writer_version_from_headers(record.headers))
             except DecodeError as error:
-                text = f"skipped undecodable alert at {topic}[{message.partition()}]@{message.offset()}: {error}"
+                text = f"skipped undecodable alert at {topic}[{record.partition}]@{record.offset}: {error}"
                 (on_bad_message or log.warning)(text)
                 continue
             if severity_at_least(alert["severity"], min_severity):
                 emit(alert)
     finally:
-        consumer.close()
-
-
-def _start_offsets(consumer, topic: str, partitions: list[int], from_beginning: bool,
-                   stop: threading.Event) -> list:
-    """Explicit start offsets (the high watermarks, unless from the beginning), so that an alert
-    produced after `on_ready` is never skipped by a late `latest` lookup."""
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-    if from_beginning:
-        return [TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions]
-    assigned = []
-    for p in partitions:
-        while not stop.is_set():
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
-                assigned.append(TopicPartition(topic, p, high))
-                break
-            except Exception as error:  # a broker briefly away: try again
-                log.info("watermarks of %s-%d: %s; retrying", topic, p, error)
-                stop.wait(0.5)
-    return assigned
-
-
-def _pending_ends(consumer, topic: str, partitions: list[int], from_beginning: bool) -> dict[int, int]:
-    """Partitions with something to read before the end as it is now → their end offset."""
-    from confluent_kafka import TopicPartition
-
-    pending = {}
-    for p in partitions:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
-        if from_beginning and high > low:
-            pending[p] = high
-    return pending
+        reader.close()
 
 
 def print_alert_line(console, as_json: bool) -> Callable[[Mapping[str, Any]], None]:

@@ -149,17 +149,10 @@ def current_requester() -> str:
 def publish_request(producer, topic: str, request: Request, timeout_seconds: float = 30.0) -> None:
     """Encode and produce one request on the requests topic; wait until Kafka has it (acks=all).
 
-    `producer` is a confluent-kafka Producer built by `kafka_io.build_producer` (idempotent).
+    `producer` is the product's idempotent producer (`reassigner.clients.kafka_producer`).
     """
-    from reassigner.clients.kafka_io import raise_delivery_failure
+    from reassigner.clients.kafka_producer import publish_and_wait
 
-    value = encode("Request", request)
-    outcome: list[object] = []
-    producer.produce(topic, key=request["key"].encode(), value=value, headers=version_headers(),
-                     on_delivery=lambda error, _message: outcome.append(error))
-    remaining = producer.flush(timeout_seconds)
-    if remaining or not outcome:
-        raise_delivery_failure(topic, None, timeout_seconds)
-    if outcome[0] is not None:
-        raise_delivery_failure(topic, outcome[0], timeout_seconds)
+    publish_and_wait(producer, topic, request["key"].encode(), encode("Request", request),
+                     version_headers(), timeout_seconds)
     log.info("published %s request %s to %s", request["payload"][0], request["id"], topic)

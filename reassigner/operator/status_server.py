@@ -17,8 +17,9 @@ Routes:
 Sources, and how fresh they are:
 - the ControllerState, loaded from Redis with `ControllerStore.load()` at most once a second
   (`StateCache`); a Redis outage serves the last state with `"state_error"` set in the JSON;
-- the alerts and command-results topics, read from the beginning by one background consumer
-  (`watch_alert_topics`) into an `AlertBook`: the last alerts, counts by kind, executor errors.
+- the alerts and command-results topics, read from the beginning by one background reader
+  (`watch_alert_topics`, a `reassigner.clients.kafka_consumer.TopicReader`: no group, no commits)
+  into an `AlertBook`: the last alerts, counts by kind, executor errors.
 
 Counters the state alone cannot give (finished reassignments leave the state) are estimated by
 `ProgressTracker` from successive states and are monotone for the life of the server:
@@ -43,7 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping
 from urllib.parse import parse_qs, urlparse
 
-from state.model import ControllerState
+from reassigner.clients.client_config import ClientConfig
+from reassigner.clients.kafka_consumer import Start, TopicReader
 from reassigner.operator.alerts_follow import alert_to_json
 from reassigner.operator.status_page import STATUS_PAGE_HTML
 from reassigner.operator.views import (
@@ -54,6 +56,7 @@ from reassigner.operator.views import (
     status_to_json,
 )
 from schemas import ALERT_KINDS
+from state.model import ControllerState
 
 log = logging.getLogger(__name__)
 
@@ -224,43 +227,39 @@ class StateCache:
             return self._state
 
 
-def watch_alert_topics(bootstrap_servers: str, client_config: Mapping[str, str], alerts_topic: str,
+def watch_alert_topics(bootstrap_servers: str, client_config: ClientConfig | None, alerts_topic: str,
                        results_topic: str, book: AlertBook, stop: threading.Event) -> None:
     """Read both topics from the beginning into `book` until `stop` (run it in a thread)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
     from reassigner.errors import DecodeError
-    from reassigner.clients.kafka_io import consumer_config, topic_partitions
     from schemas.codec import decode, writer_version_from_headers
 
-    consumer = Consumer(consumer_config(bootstrap_servers, client_config, "status-server"))
+    reader = TopicReader(bootstrap_servers, client_config, "status-server")
     try:
-        assignment: list = []
+        starts: list[tuple[str, int, Start]] = []
         while not stop.is_set():
-            assignment = [TopicPartition(t, p, OFFSET_BEGINNING)
-                          for t in (alerts_topic, results_topic) for p in topic_partitions(consumer, t)]
-            if assignment:
+            starts = [(t, p, "beginning") for t in (alerts_topic, results_topic) for p in reader.partitions(t)]
+            if starts:
                 break
             stop.wait(1.0)
-        consumer.assign(assignment)
+        reader.assign(starts, stop)
         book.ready.set()
         while not stop.is_set():
-            message = consumer.poll(0.5)
-            if message is None or message.error():
+            record = reader.poll(0.5)
+            if record is None:
                 continue
-            schema = "Alert" if message.topic() == alerts_topic else "CommandResult"
+            schema = "Alert" if record.topic == alerts_topic else "CommandResult"
             try:
-                record = decode(schema, message.value(), writer_version_from_headers(message.headers()))
+                decoded = decode(schema, record.value, writer_version_from_headers(record.headers))
             except DecodeError as error:
-                log.warning("skipped undecodable %s at %s[%d]@%d: %s", schema, message.topic(),
-                            message.partition(), message.offset(), error)
+                log.warning("skipped undecodable %s at %s[%d]@%d: %s", schema, record.topic,
+                            record.partition, record.offset, error)
                 continue
-            (book.add_alert if schema == "Alert" else book.add_result)(record)
+            (book.add_alert if schema == "Alert" else book.add_result)(decoded)
     except Exception:
         log.exception("the alerts consumer of the status server stopped")
         raise
     finally:
-        consumer.close()
+        reader.close()
 
 
 class StatusServer:

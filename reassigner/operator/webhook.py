@@ -15,10 +15,14 @@ DELIVERY RULE (per alert, in each partition's offset order):
 Consumers: the alerts topic is read in the consumer group `reassigner-webhook.<prefix>`, so a
 restarted forwarder resumes where it stopped and two forwarders share the work.
 
-Two runners share that rule (`compute_backoff_delays`, `deliver_with_retries`, `build_dead_letter`
-are pure or take their I/O as arguments):
-- `run_faust_forwarder`: a faust-streaming agent (the package the issue asked to try here);
-- `run_confluent_forwarder`: a plain confluent-kafka consumer loop.
+The rule lives here, the client libraries behind their doors: `plan_message`,
+`compute_backoff_delays` and `build_dead_letter` are pure; `deliver_with_retries` and
+`forward_alert` (steps 1–4 for one record → the DeadLetter message to publish, or None) take
+their I/O as arguments. Two runners give it the alerts, publish the dead letters and commit:
+- `run_faust_forwarder`: a faust-streaming agent (`reassigner.clients.faust_app`; the package
+  the issue asked to try here);
+- `run_confluent_forwarder`: a confluent-kafka consumer loop
+  (`reassigner.clients.kafka_consumer.run_committing_consumer`).
 Which one is the default, and why, is recorded in README.md ("Dependencies") and below
 `DEFAULT_RUNNER`.
 """
@@ -34,6 +38,10 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from reassigner.clients.client_config import ClientConfig
+from reassigner.clients.faust_app import build_committing_agent, run_worker
+from reassigner.clients.kafka_consumer import (ConsumedRecord, OutgoingMessage, StopWithoutCommit,
+                                               run_committing_consumer)
 from reassigner.operator.alerts_follow import alert_to_json, severity_at_least
 from schemas.loader import CURRENT_SCHEMA_VERSION
 
@@ -151,118 +159,55 @@ def group_id(topic_prefix: str) -> str:
     return f"reassigner-webhook.{topic_prefix}"
 
 
-def run_confluent_forwarder(bootstrap_servers: str, client_config: Mapping[str, str],
+def forward_alert(record: ConsumedRecord, policy: WebhookPolicy, post: Callable[[bytes], None],
+                  sleep: Callable[[float], None], stopping: Callable[[], bool] = lambda: False,
+                  ) -> OutgoingMessage | None:
+    """Steps 1–4 for one alert: None once it is delivered or skipped; else the DeadLetter message
+    to publish before the offset moves on. Raises `StopWithoutCommit` when `stopping()` cut the
+    retries short: neither delivered nor dead-lettered, it is delivered again after a restart."""
+    from schemas.codec import encode, version_headers
+
+    headers = dict(record.headers)
+    action, detail = plan_message(record.value, headers, policy)
+    reason = None
+    if action == "dead-letter":
+        reason = str(detail)
+    elif action == "post":
+        outcome = deliver_with_retries(post, detail, policy, sleep, stopping)  # type: ignore[arg-type]
+        if not outcome.delivered:
+            if stopping():
+                raise StopWithoutCommit
+            reason = f"webhook {policy.url} failed {outcome.attempts} times: {outcome.last_error}"
+    if reason is None:
+        return None
+    letter = build_dead_letter(source_topic=record.topic, partition=record.partition, offset=record.offset,
+                               key=record.key, value=record.value, headers=headers, reason=reason,
+                               now_ms=int(time.time() * 1000))
+    return OutgoingMessage(key=letter["key"].encode(), value=encode("DeadLetter", letter),
+                           headers=tuple(version_headers()))
+
+
+def run_confluent_forwarder(bootstrap_servers: str, client_config: ClientConfig | None,
                             alerts_topic: str, dead_letter_topic: str, policy: WebhookPolicy,
                             consumer_group: str, stop: threading.Event | None = None,
                             on_ready: Callable[[], None] | None = None) -> None:
-    """The rule with confluent-kafka: subscribe, deliver, dead-letter, commit, in that order."""
-    from confluent_kafka import Consumer
-
-    from reassigner.clients.kafka_io import build_producer, raise_delivery_failure
-    from schemas.codec import encode, version_headers
-
+    """The rule on confluent-kafka (`kafka_consumer.run_committing_consumer`): subscribe,
+    deliver, dead-letter and wait for its ack, commit, in that order, until `stop`."""
     stop = stop or threading.Event()
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": consumer_group,
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "topic.metadata.refresh.interval.ms": 5000, **client_config})
-    producer = build_producer(bootstrap_servers, client_config)
     post = post_json(policy.url, policy.timeout_seconds)
-    ready = threading.Event()
-
-    def assigned(_consumer, partitions) -> None:
-        if partitions and not ready.is_set():
-            ready.set()
-            if on_ready:
-                on_ready()
-
-    consumer.subscribe([alerts_topic], on_assign=assigned)
-    try:
-        while not stop.is_set():
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error():
-                log.info("webhook consumer: %s (librdkafka retries by itself)", message.error())
-                continue
-            headers = {k: v for k, v in (message.headers() or [])}
-            action, detail = plan_message(message.value(), headers, policy)
-            reason = None
-            if action == "dead-letter":
-                reason = str(detail)
-            elif action == "post":
-                outcome = deliver_with_retries(post, detail, policy, stop.wait, stop.is_set)  # type: ignore[arg-type]
-                if not outcome.delivered:
-                    if stop.is_set():
-                        break  # not delivered, not dead-lettered: re-delivered after a restart
-                    reason = f"webhook {policy.url} failed {outcome.attempts} times: {outcome.last_error}"
-            if reason is not None:
-                letter = build_dead_letter(source_topic=message.topic(), partition=message.partition(),
-                                           offset=message.offset(), key=message.key(),
-                                           value=message.value(), headers=headers, reason=reason,
-                                           now_ms=int(time.time() * 1000))
-                outcome_box: list[object] = []
-                producer.produce(dead_letter_topic, key=letter["key"].encode(),
-                                 value=encode("DeadLetter", letter), headers=version_headers(),
-                                 on_delivery=lambda error, _m: outcome_box.append(error))
-                if producer.flush(30) or not outcome_box or outcome_box[0] is not None:
-                    raise_delivery_failure(dead_letter_topic, outcome_box[0] if outcome_box else None, 30)
-            consumer.commit(message=message, asynchronous=False)
-    finally:
-        consumer.close()
-        producer.flush(5)
+    run_committing_consumer(
+        bootstrap_servers, client_config, alerts_topic, consumer_group,
+        lambda record: forward_alert(record, policy, post, stop.wait, stop.is_set),
+        dead_letter_topic, stop, purpose="webhook", on_ready=on_ready)
 
 
-def build_faust_forwarder(bootstrap_servers: str, alerts_topic: str, dead_letter_topic: str,
-                          policy: WebhookPolicy, consumer_group: str):
-    """The rule as a faust-streaming agent (web server off, in-memory store, raw bytes topics).
-
-    The blocking POST-and-retry runs in the loop's executor, so the worker's heartbeats and
-    commits go on while a webhook is slow; faust acks (commits) the event after the agent's
-    body returns, i.e. after delivery or dead-lettering (step 5).
-    """
-    import asyncio
-
-    import faust
-
-    from schemas.codec import encode, version_headers
-
-    brokers = [f"kafka://{server}" for server in bootstrap_servers.split(",")]
-    app = faust.App(consumer_group, broker=brokers, value_serializer="raw", key_serializer="raw",
-                    web_enabled=False, store="memory://", topic_disable_leader=True,
-                    consumer_auto_offset_reset="earliest", broker_commit_every=1,
-                    broker_commit_interval=1.0)
-    source = app.topic(alerts_topic, value_type=bytes, key_type=bytes, value_serializer="raw")
-    sink = app.topic(dead_letter_topic, value_type=bytes, key_type=bytes, value_serializer="raw")
+def run_faust_forwarder(bootstrap_servers: str, alerts_topic: str, dead_letter_topic: str,
+                        policy: WebhookPolicy, consumer_group: str, loglevel: str = "warning") -> None:
+    """The rule as a faust-streaming agent (`reassigner.clients.faust_app`), until SIGINT/SIGTERM.
+    The POST and its retries run in the loop's executor, so heartbeats and commits go on while a
+    webhook is slow; faust commits the alert's offset after the dead letter, if any, is sent."""
     post = post_json(policy.url, policy.timeout_seconds)
-
-    @app.agent(source)
-    async def forward(stream):
-        loop = asyncio.get_running_loop()
-        async for event in stream.events():
-            message = event.message
-            headers = {k: v for k, v in (message.headers or [])}
-            action, detail = plan_message(message.value, headers, policy)
-            reason = None
-            if action == "dead-letter":
-                reason = str(detail)
-            elif action == "post":
-                outcome = await loop.run_in_executor(
-                    None, deliver_with_retries, post, detail, policy, time.sleep)
-                if not outcome.delivered:
-                    reason = f"webhook {policy.url} failed {outcome.attempts} times: {outcome.last_error}"
-            if reason is not None:
-                letter = build_dead_letter(source_topic=message.topic, partition=message.partition,
-                                           offset=message.offset, key=message.key, value=message.value,
-                                           headers=headers, reason=reason, now_ms=int(time.time() * 1000))
-                await sink.send(key=letter["key"].encode(), value=encode("DeadLetter", letter),
-                                headers=version_headers())
-
-    return app
-
-
-def run_faust_forwarder(app, loglevel: str = "warning") -> None:
-    """Run a faust app built by `build_faust_forwarder` until SIGINT/SIGTERM."""
-    import faust
-
-    worker = faust.Worker(app, loglevel=loglevel, quiet=True, override_logging=False)
-    worker.execute_from_commandline()
+    app = build_committing_agent(bootstrap_servers, alerts_topic, consumer_group,
+                                 lambda record: forward_alert(record, policy, post, time.sleep),
+                                 dead_letter_topic)
+    run_worker(app, loglevel=loglevel)

@@ -54,11 +54,12 @@ def executor(cluster):
 class Commands:
     """Sends Command envelopes and reads CommandResults, both through real topics."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, prefix: str = PREFIX) -> None:
+        self.prefix = prefix
         self.producer = Producer({"bootstrap.servers": bootstrap})
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"results-{uuid.uuid4()}",
                                   "auto.offset.reset": "earliest"})
-        self.consumer.subscribe([topic_name("command-results", PREFIX), topic_name("dead-letter", PREFIX)])
+        self.consumer.subscribe([topic_name("command-results", prefix), topic_name("dead-letter", prefix)])
         self.results: list[dict] = []
         self.dead_letters: list[dict] = []
 
@@ -72,7 +73,7 @@ class Commands:
         return command_id
 
     def send_raw(self, value: bytes, key: str = "k") -> None:
-        self.producer.produce(topic_name("commands", PREFIX), key=key.encode(), value=value,
+        self.producer.produce(topic_name("commands", self.prefix), key=key.encode(), value=value,
                               headers=version_headers())
         self.producer.flush(10)
 

@@ -1,9 +1,8 @@
 """Records and loops for the handler tests: events as the watcher writes them, requests as the
-CLI writes them, and a driver that runs `decide` against `planning.simulator.SimulatedCluster`."""
+CLI writes them, and a driver that runs `decide` against `planning.simulation.simulator.SimulatedCluster`."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -12,6 +11,16 @@ from handlers.decide import decide
 from handlers.policy import Policy, effective_limits
 from state.model import ControllerState, OutboundMessage
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.movement.batches import PlannedStep
+from planning.movement.partition_steps import Step
+from planning.simulation.invariants import (
+    InvariantLimits,
+    check_limits,
+    check_started,
+    count_in_flight,
+    moving_of_steps,
+    steps_in_flight,
+)
 from planning.simulation.simulator import SimulatedCluster, SimulationParams
 from schemas.codec import decode, encode
 
@@ -111,6 +120,16 @@ def commands(decision: Decision, kind: str | None = None) -> list[dict]:
             if m.topic_suffix == "commands" and (kind is None or m.record["payload"][0] == kind)]
 
 
+def started_steps(decision: Decision) -> tuple[PlannedStep, ...]:
+    """The steps a decision starts, read back from its ReassignmentStep commands."""
+    started = []
+    for record in commands(decision, "ReassignmentStep"):
+        f = record["payload"][1]
+        step = Step(tuple(f["target_replicas"]), tuple(f["adding"]), tuple(f["removing"]), f["elect_leader"])
+        started.append(PlannedStep(TopicPartition(f["topic"], f["partition"]), step))
+    return tuple(started)
+
+
 def alerts(decision: Decision, kind: str | None = None) -> list[dict]:
     return [m.record for m in decision.outbox
             if m.topic_suffix == "alerts" and (kind is None or m.record["kind"] == kind)]
@@ -168,12 +187,11 @@ class Loop:
         self.seen = view
         reqs = tuple(requests) or (tick(self.now_ms),)
         inputs = BatchInputs(self.batch, self.now_ms, events, reqs)
-        before = self.state
         decision = decide(self.state, inputs, self.policy)
         self.batch += 1
         self.state = decision.state
         self.decisions.append(decision)
-        self.check(before, decision)
+        self.check(decision)
         self.apply(decision)
         return decision
 
@@ -204,37 +222,15 @@ class Loop:
     def idle(self) -> bool:
         return not self.state.reassignments and not self.sim.reassigning()
 
-    def check(self, before: ControllerState, decision: Decision) -> None:
-        """SPEC 6 safety invariants on every decision."""
+    def check(self, decision: Decision) -> None:
+        """SPEC 6 safety invariants on every decision (`planning.simulation.invariants`): the steps
+        in flight against P, L and B; the steps started against the partitions as Kafka shows
+        them before they are submitted, and the brokers as the controller knows them."""
         state = decision.state
-        limits = effective_limits(self.policy, state.config)
-        view = state.cluster
-        flying = {tp: r.in_flight.step for tp, r in state.reassignments.items() if r.in_flight}
-        self.peak_in_flight = max(self.peak_in_flight, len(flying))
-        if len(flying) > limits.max_partition_movements:
-            self.violations.append(f"{len(flying)} steps in flight > P")
-        if sum(s.leader_movement for s in flying.values()) > limits.max_leader_movements:
-            self.violations.append("leader movements > L")
-        per_broker = Counter(b for s in flying.values() for b in s.moved_brokers)
-        if per_broker and max(per_broker.values()) > limits.max_movements_per_broker:
-            self.violations.append(f"per broker {per_broker} > B")
-        started = commands(decision, "ReassignmentStep")
-        tps = [(c["payload"][1]["topic"], c["payload"][1]["partition"]) for c in started]
-        if len(tps) != len(set(tps)):
-            self.violations.append("two steps for one partition in one decision")
-        for c in started:
-            f = c["payload"][1]
-            tp = TopicPartition(f["topic"], f["partition"])
-            prev = before.reassignments.get(tp)
-            if prev is not None and prev.in_flight is not None and prev.in_flight.step.target != tuple(f["target_replicas"]) \
-                    and tp in self.sim.reassigning():
-                self.violations.append(f"{tp}: second step while one in flight")
-            if tp in self.sim.reassigning():
-                self.violations.append(f"{tp}: step while Kafka reassigns it")
-            if len(f["target_replicas"]) < view.min_isr(tp.topic):
-                self.violations.append(f"{tp}: step below min ISR")
-            for b in f["adding"]:
-                broker = view.broker(b)
-                if broker is None or not broker.eligible:
-                    self.violations.append(f"{tp}: replica added to ineligible broker {b}")
+        limits = InvariantLimits.of(effective_limits(self.policy, state.config))
+        counts = count_in_flight(moving_of_steps(steps_in_flight(state.reassignments)))
+        self.peak_in_flight = max(self.peak_in_flight, counts.partitions)
+        view = Cluster(state.cluster.brokers, self.sim.snapshot().topics)
+        found = check_limits(counts, limits) + check_started(started_steps(decision), view, limits)
+        self.violations.extend(str(v) for v in found)
         assert_encodes(decision.outbox)

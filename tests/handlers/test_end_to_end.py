@@ -1,4 +1,4 @@
-"""decide() driving the simulated cluster (planning.simulator) from random clusters and goals.
+"""decide() driving the simulated cluster (planning.simulation.simulator) from random clusters and goals.
 
 At every decision the SPEC 6 safety invariants are checked (`Loop.check`): steps in flight within
 P, L and B; never two steps for one partition; never |TR| below min ISR; never a replica added to
@@ -9,12 +9,15 @@ added broker.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handler_builders import Loop, reassign, request
 
-from handlers.policy import Policy
+from tests.settings_defaults import default_policy
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 
 DIRS = ("/d0", "/d1")
@@ -41,7 +44,7 @@ def clusters(draw, min_rf=1):
 
 
 policies = st.builds(
-    Policy,
+    partial(replace, default_policy()),  # the product's defaults, these drawn
     max_partition_movements=st.integers(1, 4),
     max_leader_movements=st.integers(1, 3),
     max_replica_movements=st.integers(1, 3),

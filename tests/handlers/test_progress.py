@@ -19,12 +19,12 @@ from handler_builders import (
 
 from handlers.micro_batch import BadRecord, BatchInputs
 from handlers.decide import decide
-from handlers.policy import Policy
+from tests.settings_defaults import default_policy
 from state.model import ControllerState
 from planning.model import TopicPartition
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
-POLICY = Policy(max_partition_movements=10, max_movements_per_broker=10, max_leader_movements=10)
+POLICY = default_policy(max_partition_movements=10, max_movements_per_broker=10, max_leader_movements=10)
 
 
 def started(policy=POLICY):
@@ -97,7 +97,7 @@ def test_a_bad_record_goes_to_the_dead_letter_topic_and_the_batch_goes_on():
     p = cluster.partition(A)
     bad = BadRecord("reassigner.isr-changes", 2, 41, b"\x00garbage", "not a valid PartitionState record")
     events = cluster_events(cluster, T0) + (partition_event(replace(p, isr=(p.replicas[0],)), T0),)
-    decision = decide(ControllerState(), BatchInputs(0, T0, events, bad_records=(bad,)), Policy())
+    decision = decide(ControllerState(), BatchInputs(0, T0, events, bad_records=(bad,)), default_policy())
     letters = [m for m in decision.outbox if m.topic_suffix == "dead-letter"]
     assert len(letters) == 1 and letters[0].record["value"] == b"\x00garbage"
     assert letters[0].record["expected_schema"] == "PartitionState"
@@ -109,18 +109,18 @@ def test_a_bad_record_goes_to_the_dead_letter_topic_and_the_batch_goes_on():
 def test_a_malformed_event_is_reported_and_the_rest_applied():
     cluster = simple_cluster(3)
     broken = ("PartitionState", {"key": "t-9", "topic": "t"})
-    decision = decide(ControllerState(), BatchInputs(0, T0, (broken,) + cluster_events(cluster, T0)), Policy())
+    decision = decide(ControllerState(), BatchInputs(0, T0, (broken,) + cluster_events(cluster, T0)), default_policy())
     assert [a["kind"] for a in alerts(decision)] == ["BadEvent"]
     assert decision.state.cluster.partition(A) is not None
 
 
 def test_a_stale_partition_event_is_ignored():
     cluster = simple_cluster(3)
-    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), Policy()).state
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), default_policy()).state
     newer = replace(cluster.partition(A), leader_epoch=5, isr=cluster.partition(A).replicas)
-    state = decide(state, BatchInputs(1, T0 + 1, (partition_event(newer, T0 + 1),)), Policy()).state
+    state = decide(state, BatchInputs(1, T0 + 1, (partition_event(newer, T0 + 1),)), default_policy()).state
     older = replace(newer, leader_epoch=4, isr=(newer.replicas[0],))
-    after = decide(state, BatchInputs(2, T0 + 2, (partition_event(older, T0 + 2),)), Policy()).state
+    after = decide(state, BatchInputs(2, T0 + 2, (partition_event(older, T0 + 2),)), default_policy()).state
     assert after.cluster.partition(A) == state.cluster.partition(A)
 
 

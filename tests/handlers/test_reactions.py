@@ -15,7 +15,7 @@ from handler_builders import (
     simple_cluster,
 )
 
-from handlers.policy import Policy
+from tests.settings_defaults import default_policy
 from state.model import ControllerState
 from planning.model import Broker, LogDir, TopicPartition
 
@@ -25,7 +25,7 @@ def new_broker(broker_id: int, dirs=("/d0",)) -> Broker:
 
 
 def test_broker_added_plans_after_the_grace_period_and_not_before():
-    policy = Policy(broker_add_grace_seconds=30, max_partition_movements=2, max_movements_per_broker=10)
+    policy = default_policy(broker_add_grace_seconds=30, max_partition_movements=2, max_movements_per_broker=10)
     loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), policy)
     assert not loop.step().outbox  # the first view of the cluster: nothing to say
     loop.sim.add_broker(new_broker(3))
@@ -51,7 +51,7 @@ def test_broker_added_plans_after_the_grace_period_and_not_before():
 
 
 def test_several_additions_coalesce_into_one_plan():
-    loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), Policy(broker_add_grace_seconds=30))
+    loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), default_policy(broker_add_grace_seconds=30))
     loop.step()
     loop.sim.add_broker(new_broker(3))
     loop.step()
@@ -66,7 +66,7 @@ def test_several_additions_coalesce_into_one_plan():
 
 
 def test_broker_failure_heals_after_grace_unless_it_comes_back():
-    policy = Policy(broker_failure_grace_seconds=60)
+    policy = default_policy(broker_failure_grace_seconds=60)
     loop = Loop.start(simple_cluster(4, {"t": (8, 2)}), policy)
     loop.step()
     loop.sim.kill_broker(3)
@@ -95,7 +95,7 @@ def test_broker_failure_heals_after_grace_unless_it_comes_back():
 def test_healing_two_dead_replicas_with_the_preferred_leader_completes_with_r_1():
     # t-0 (0, 1, 2) and t-5 (5, 0, 1) lose two replicas each, t-0 its preferred leader too. R = 1
     # lets a step drop one replica, yet both dead ones must go (they never rejoin the ISR).
-    policy = Policy(broker_failure_grace_seconds=10, max_replica_movements=1)
+    policy = default_policy(broker_failure_grace_seconds=10, max_replica_movements=1)
     loop = Loop.start(simple_cluster(6, {"t": (6, 3)}), policy)
     loop.step()
     assert loop.sim.partition(TopicPartition("t", 0)).replicas == (0, 1, 2)
@@ -109,7 +109,7 @@ def test_healing_two_dead_replicas_with_the_preferred_leader_completes_with_r_1(
 def test_a_new_preferred_leader_replaces_two_dead_replicas_with_r_1():
     # SPEC 5.1 adds a new preferred leader alone; the step also drops both dead replicas.
     tp = TopicPartition("t", 0)
-    loop = Loop.start(simple_cluster(6, {"t": (1, 3)}), Policy(max_replica_movements=1))
+    loop = Loop.start(simple_cluster(6, {"t": (1, 3)}), default_policy(max_replica_movements=1))
     loop.step()
     loop.sim.kill_broker(0)
     loop.sim.kill_broker(1)
@@ -121,7 +121,7 @@ def test_a_new_preferred_leader_replaces_two_dead_replicas_with_r_1():
 
 
 def test_self_healing_is_suppressed_when_too_many_brokers_are_down():
-    policy = Policy(broker_failure_grace_seconds=10, self_healing_max_failed_brokers=1)
+    policy = default_policy(broker_failure_grace_seconds=10, self_healing_max_failed_brokers=1)
     loop = Loop.start(simple_cluster(6, {"t": (12, 3)}), policy)
     loop.step()
     loop.sim.kill_broker(4)
@@ -137,7 +137,7 @@ def test_self_healing_is_suppressed_when_too_many_brokers_are_down():
 
 
 def test_decommission_drains_the_broker_then_says_so():
-    loop = Loop.start(simple_cluster(4, {"t": (8, 2)}), Policy(max_movements_per_broker=4))
+    loop = Loop.start(simple_cluster(4, {"t": (8, 2)}), default_policy(max_movements_per_broker=4))
     loop.step()
     from handler_builders import request
     first = loop.step([request("Decommission", {"broker_ids": [1]}, loop.now_ms, "decom-1")])
@@ -155,7 +155,7 @@ def test_decommission_drains_the_broker_then_says_so():
 
 
 def test_disk_failure_alerts_and_heals_the_replicas_to_other_brokers():
-    loop = Loop.start(simple_cluster(4, {"t": (8, 2)}, dirs=("/d0", "/d1")), Policy())
+    loop = Loop.start(simple_cluster(4, {"t": (8, 2)}, dirs=("/d0", "/d1")), default_policy())
     loop.step()
     hit = [p.tp for p in loop.sim.snapshot().partitions() if p.log_dir_of(1) == "/d1"]
     assert hit
@@ -173,7 +173,7 @@ def test_disk_failure_alerts_and_heals_the_replicas_to_other_brokers():
 
 def test_under_min_isr_alerts_once_per_condition():
     cluster = simple_cluster(3, {"t": (3, 3)}, min_isr=2)
-    loop = Loop.start(cluster, Policy(broker_failure_grace_seconds=10_000))
+    loop = Loop.start(cluster, default_policy(broker_failure_grace_seconds=10_000))
     loop.step()
     loop.sim.kill_broker(0)
     loop.sim.kill_broker(1)
@@ -194,7 +194,7 @@ def test_under_min_isr_alerts_once_per_condition():
 
 
 def test_fenced_broker_event_for_an_unknown_broker_is_tracked_as_down():
-    loop = Loop.start(simple_cluster(3), Policy())
+    loop = Loop.start(simple_cluster(3), default_policy())
     loop.step()
     decision = loop.step(extra_events=[broker_event(Broker(9, alive=False), loop.now_ms, "FENCED")])
     assert alerts(decision, "BrokerFailed")
@@ -205,7 +205,7 @@ def test_a_new_broker_first_seen_fenced_is_still_rebalanced_onto():
     """Regression (scenario test, add two brokers): KRaft registers a new broker fenced and
     unfences it a second or two later; a poll in between made it a failed broker that then
     "recovered", and no plan ever moved a replica onto it."""
-    policy = Policy(broker_add_grace_seconds=5)
+    policy = default_policy(broker_add_grace_seconds=5)
     loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), policy)
     loop.step()
     fenced = loop.step(extra_events=[broker_event(Broker(3, rack="r0", alive=False), loop.now_ms, "FENCED")])
@@ -229,7 +229,7 @@ def test_disk_failure_is_traced_when_the_watcher_no_longer_knows_the_replicas_di
     from handlers.decide import decide
 
     cluster = simple_cluster(4, {"t": (8, 2)}, dirs=("/d0", "/d1"))
-    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), Policy()).state
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), default_policy()).state
     hit = [p for p in cluster.partitions() if p.log_dir_of(1) == "/d1"]
     assert hit
     failed_dir = next(d for d in cluster.broker(1).log_dirs if d.path == "/d1")
@@ -239,7 +239,7 @@ def test_disk_failure_is_traced_when_the_watcher_no_longer_knows_the_replicas_di
             log_dirs=tuple(None if b == 1 else d for b, d in zip(p.replicas, p.log_dirs))), T0 + 1000)
         for p in hit)
     events = (log_dir_event(1, replace_(failed_dir, online=False), T0 + 1000),) + as_the_watcher_reports
-    decision = decide(state, BatchInputs(1, T0 + 1000, events), Policy())
+    decision = decide(state, BatchInputs(1, T0 + 1000, events), default_policy())
     [disk] = alerts(decision, "DiskFailed")
     assert disk["details"]["replicas"] == str(len(hit))
     healing = {(c["payload"][1]["topic"], c["payload"][1]["partition"])
@@ -252,7 +252,7 @@ def test_partitions_a_failed_dir_held_stay_off_its_broker_until_it_restarts():
     the broker restarts); the simulator does the same, so a plan putting one back would stall."""
     from handler_builders import request
 
-    loop = Loop.start(simple_cluster(4, {"t": (8, 2), "u": (8, 2)}, dirs=("/d0", "/d1")), Policy())
+    loop = Loop.start(simple_cluster(4, {"t": (8, 2), "u": (8, 2)}, dirs=("/d0", "/d1")), default_policy())
     loop.step()
     hit = {p.tp for p in loop.sim.snapshot().partitions() if p.log_dir_of(1) == "/d1"}
     loop.sim.fail_log_dir(1, "/d1")

@@ -18,14 +18,14 @@ from handler_builders import (
 
 from handlers.micro_batch import BatchInputs
 from handlers.decide import decide
-from handlers.policy import Policy
+from tests.settings_defaults import default_policy
 from state.model import ControllerState
 from planning.model import TopicPartition
 
 TP0 = TopicPartition("t", 0)
 
 
-def bootstrapped(policy=Policy(), cluster=None):
+def bootstrapped(policy=default_policy(), cluster=None):
     cluster = cluster or simple_cluster(5, {"t": (4, 3)})
     decision = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy)
     return decision.state
@@ -61,7 +61,7 @@ def test_an_invalid_request_is_rejected_with_its_code_and_nothing_else_changes(p
     state = bootstrapped()
     req = {"schema_version": 1, "event_time": T0 + 1000, "id": "bad-1", "key": "bad-1",
            "requested_by": "tests", "payload": payload}
-    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(req,)), Policy())
+    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(req,)), default_policy())
     assert [(a["kind"], a["details"]["error_code"], a["subject"]) for a in alerts(decision)] == [
         ("RequestRejected", code, "bad-1")]
     assert len(decision.outbox) == 1
@@ -71,14 +71,14 @@ def test_an_invalid_request_is_rejected_with_its_code_and_nothing_else_changes(p
 
 def test_reassign_without_additional_is_refused_while_others_run_and_joins_with_it():
     state = bootstrapped()
-    first = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({TP0: (3, 4, 0)}, T0 + 1000, "r1"),)), Policy())
+    first = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({TP0: (3, 4, 0)}, T0 + 1000, "r1"),)), default_policy())
     assert commands(first, "ReassignmentStep")
     tp1 = TopicPartition("t", 1)
     refused = decide(first.state, BatchInputs(2, T0 + 2000, requests=(reassign({tp1: (0, 3, 4)}, T0 + 2000, "r2"),)),
-                     Policy())
+                     default_policy())
     assert alerts(refused, "RequestRejected")[0]["details"]["error_code"] == "REASSIGNMENT_IN_PROGRESS"
     joined = decide(first.state, BatchInputs(2, T0 + 2000, requests=(
-        reassign({tp1: (0, 3, 4)}, T0 + 2000, "r2", additional=True),)), Policy())
+        reassign({tp1: (0, 3, 4)}, T0 + 2000, "r2", additional=True),)), default_policy())
     assert set(joined.state.reassignments) == {TP0, tp1}
     assert joined.state.reassignments[TP0] == first.state.reassignments[TP0], "running work undisturbed"
 
@@ -86,11 +86,11 @@ def test_reassign_without_additional_is_refused_while_others_run_and_joins_with_
 
 def test_a_new_target_for_a_moving_partition_supersedes_it_and_the_plan_says_so():
     state = bootstrapped()
-    first = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({TP0: (3, 4, 0)}, T0 + 1000, "r1"),)), Policy())
+    first = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({TP0: (3, 4, 0)}, T0 + 1000, "r1"),)), default_policy())
     assert alerts(first, "PlanCreated")[0]["details"]["superseded"] == "0"
     tp1 = TopicPartition("t", 1)
     second = decide(first.state, BatchInputs(2, T0 + 2000, requests=(
-        reassign({TP0: (4, 3, 0), tp1: (0, 3, 4)}, T0 + 2000, "r2", additional=True),)), Policy())
+        reassign({TP0: (4, 3, 0), tp1: (0, 3, 4)}, T0 + 2000, "r2", additional=True),)), default_policy())
     plan = alerts(second, "PlanCreated")[0]
     assert plan["details"]["superseded"] == "1" and plan["details"]["superseded_partitions"] == "t-0"
     assert "superseded" in plan["message"]
@@ -102,7 +102,7 @@ def test_a_new_target_for_a_moving_partition_supersedes_it_and_the_plan_says_so(
 
 def test_cancel_sends_cancel_reassignment_then_reverts_to_the_original_replicas():
     cluster = simple_cluster(6, {"t": (2, 3)}, size=10**9)
-    loop = Loop.start(cluster, Policy(max_replica_movements=1), bytes_per_sec=10**8)
+    loop = Loop.start(cluster, default_policy(max_replica_movements=1), bytes_per_sec=10**8)
     loop.step()
     original = loop.sim.partition(TP0).replicas
     loop.step([reassign({TP0: (3, 4, 5)}, loop.now_ms, "r1")])
@@ -126,7 +126,7 @@ def test_cancel_sends_cancel_reassignment_then_reverts_to_the_original_replicas(
 def test_a_step_that_completed_before_the_cancel_is_reverted_from_where_it_ended():
     # The executor answers the cancel NO_REASSIGNMENT_IN_PROGRESS; the revert step must get a new
     # number: the executor would not apply a second `r1/t-0:1:ReassignmentStep`.
-    loop = Loop.start(simple_cluster(6, {"t": (2, 3)}), Policy(max_replica_movements=1))
+    loop = Loop.start(simple_cluster(6, {"t": (2, 3)}), default_policy(max_replica_movements=1))
     loop.step()
     original = loop.sim.partition(TP0).replicas
     first = loop.step([reassign({TP0: (0, 1, 3)}, loop.now_ms, "r1")])
@@ -144,7 +144,7 @@ def test_a_step_that_completed_before_the_cancel_is_reverted_from_where_it_ended
 
 
 def test_cancel_with_keep_stops_where_it_is():
-    loop = Loop.start(simple_cluster(6, {"t": (2, 3)}, size=10**9), Policy(), bytes_per_sec=10**8)
+    loop = Loop.start(simple_cluster(6, {"t": (2, 3)}, size=10**9), default_policy(), bytes_per_sec=10**8)
     loop.step()
     loop.step([reassign({TP0: (3, 4, 5)}, loop.now_ms, "r1")])
     loop.run(40, until=lambda lp: lp.state.reassignments[TP0].steps_done >= 1)
@@ -156,7 +156,7 @@ def test_cancel_with_keep_stops_where_it_is():
 
 
 def test_approve_mode_publishes_a_proposal_and_executes_it_on_approval():
-    policy = Policy(mode="approve", broker_add_grace_seconds=0)
+    policy = default_policy(mode="approve", broker_add_grace_seconds=0)
     loop = Loop.start(simple_cluster(3, {"t": (6, 2)}), policy)
     loop.step()
     loop.step([request("Rebalance", {"topics": []}, loop.now_ms, "rb-1")])
@@ -173,7 +173,7 @@ def test_approve_mode_publishes_a_proposal_and_executes_it_on_approval():
 
 
 def test_observe_mode_alerts_but_never_commands():
-    policy = Policy(mode="observe", broker_add_grace_seconds=0, broker_failure_grace_seconds=0)
+    policy = default_policy(mode="observe", broker_add_grace_seconds=0, broker_failure_grace_seconds=0)
     loop = Loop.start(simple_cluster(4, {"t": (8, 2)}), policy)
     loop.step()
     loop.sim.kill_broker(3)
@@ -191,7 +191,7 @@ def test_observe_mode_alerts_but_never_commands():
 def test_set_config_changes_limits_for_later_refills_never_for_steps_in_flight():
     state = bootstrapped(cluster=simple_cluster(8, {"t": (8, 2)}, size=10**9))
     targets = {TopicPartition("t", n): ((n + 4) % 8, (n + 5) % 8) for n in range(8)}
-    policy = Policy(max_partition_movements=4, max_movements_per_broker=8, max_leader_movements=8)
+    policy = default_policy(max_partition_movements=4, max_movements_per_broker=8, max_leader_movements=8)
     first = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign(targets, T0 + 1000, "r1"),)), policy)
     assert len(commands(first, "ReassignmentStep")) == 4
     lower = request("SetConfig", {"key": "reassignment.max.concurrent.partition.movements", "value": "1"},
@@ -209,6 +209,6 @@ def test_set_config_changes_limits_for_later_refills_never_for_steps_in_flight()
 
 def test_tick_only_moves_time():
     state = bootstrapped()
-    decision = decide(state, BatchInputs(1, T0 + 5000, requests=(tick(T0 + 5000),)), Policy())
+    decision = decide(state, BatchInputs(1, T0 + 5000, requests=(tick(T0 + 5000),)), default_policy())
     assert decision.outbox == ()
     assert decision.state.with_changes(last_batch=state.last_batch) == state

@@ -22,7 +22,7 @@ from tests.edge.test_observation_events import observations
 
 from handlers.micro_batch import BatchInputs, Decision
 from handlers.decide import decide
-from handlers.policy import Policy
+from tests.settings_defaults import default_policy
 from state.model import ControllerState, ObservationTimes
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 
@@ -31,7 +31,7 @@ POLL = T0 + 60_000  # the snapshot's poll time
 
 def run(state: ControllerState, events, at_ms: int, batch: int, requests=()) -> Decision:
     inputs = BatchInputs(batch, at_ms, tuple(events), tuple(requests) or (tick(at_ms),))
-    return decide(state, inputs, Policy())
+    return decide(state, inputs, default_policy())
 
 
 def without_topic(cluster: Cluster, name: str) -> Cluster:

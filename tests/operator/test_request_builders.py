@@ -17,6 +17,7 @@ from reassigner.operator.requests import (
     parse_json_document,
 )
 from reassigner.settings import Settings
+from tests.settings_defaults import default_policy, default_settings
 from schemas.codec import decode, encode
 
 ENVELOPE = {"request_id": "r-1", "now_ms": 1_700_000_000_000, "requested_by": "ops@host"}
@@ -107,6 +108,8 @@ def test_set_config_normalises_known_keys(assignment, expected):
     ("mode=yolo", "expected one of auto, approve, observe"),
     ("step.stall.timeout=soon", "duration"),
     ("no-equals-sign", "KEY=VALUE"),
+    # nothing reads it until the log-dir balancing reaction exists: not offered
+    ("reassignment.max.concurrent.logdir.movements.per.broker=5", "unknown setting"),
 ])
 def test_set_config_refuses_locally(assignment, message):
     with pytest.raises(InvalidConfigError, match=message) as error:
@@ -117,7 +120,7 @@ def test_set_config_refuses_locally(assignment, message):
 def test_every_dynamic_key_maps_to_a_setting_and_config_get_merges_overrides():
     for key in DYNAMIC_KEYS.values():
         assert key.field in Settings.model_fields, key.name
-    effective = compute_effective_config({"stall.action": "cancel"}, Settings())
+    effective = compute_effective_config({"stall.action": "cancel"}, default_settings())
     assert effective["stall.action"] == {"value": "cancel", "source": "override", "doc": DYNAMIC_KEYS["stall.action"].doc}
     assert effective["reassignment.max.concurrent.replica.movements"]["source"] == "default"
     assert compute_config_value("mode=") == ("mode", None)
@@ -134,7 +137,7 @@ def test_the_pipeline_reads_the_canonical_value_the_cli_sends_as_the_same_value(
         _name, canonical = compute_config_value(f"{key.name}={samples.get(key.name, '+3')}")
         assert compute_config_text(key.name, canonical) == compute_config_text(key.name, samples.get(key.name, "+3"))
         assert compute_config_text(key.name, canonical)[0] == canonical  # a fixed point
-    effective = effective_policy(Policy(), {"step.stall.timeout": "600", "throttle.bytes.per.sec": "1000000",
+    effective = effective_policy(default_policy(), {"step.stall.timeout": "600", "throttle.bytes.per.sec": "1000000",
                                             "broker.failure.grace": "1.5", "mode": "observe"})
     assert (effective.step_stall_timeout_seconds, effective.throttle_bytes_per_sec) == (600.0, 1_000_000)
     assert (effective.broker_failure_grace_seconds, effective.mode) == (1.5, "observe")

@@ -1,7 +1,7 @@
 """The cluster side of a pipeline test, played by the in-process simulated cluster.
 
 It stands where the executor, Kafka and the watcher stand: it reads the commands the pipeline
-publishes, applies each command id once (as the executor does) to `planning.simulator`'s
+publishes, applies each command id once (as the executor does) to `planning.simulation.simulator`'s
 `SimulatedCluster`, advances simulated time, and publishes what changed as PartitionState
 events (as the watcher does), with event times from the simulated clock. So a real pipeline
 process can be run, killed and restarted against a deterministic "cluster".

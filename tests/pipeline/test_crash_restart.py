@@ -59,10 +59,11 @@ def crash_run(local_stack, tmp_path, cache_dir):
         "PYSPARK_PYTHON": sys.executable,
     }
     from reassigner.settings import load_settings
-    from streams.pipeline import ensure_topics
+    from reassigner.clients.kafka_admin import ensure_topics
+    from streams.pipeline import compute_topic_names
 
     settings = load_settings(topic_prefix=prefix)
-    ensure_topics(local_stack.bootstrap_servers, None, settings, replication_factor=1, partitions=1)
+    ensure_topics(local_stack.bootstrap_servers, None, compute_topic_names(settings), 1, replication_factor=1)
     harness = Harness(local_stack.bootstrap_servers, prefix, prefix)
     cluster = Cluster(
         tuple(Broker(i, f"/dc1/r{i}") for i in range(1, 6)),

@@ -32,9 +32,10 @@ MAX_PARTITION_MOVEMENTS = 2
 def pipeline(local_stack, spark, redis_client, redis_url, tmp_path):
     from confluent_kafka import Producer
 
-    from handlers.policy import Policy
+    from reassigner.settings import compute_policy
     from reassigner.settings import load_settings
-    from streams.pipeline import PipelineRunner, ensure_topics, run_pipeline
+    from reassigner.clients.kafka_admin import ensure_topics
+    from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline
 
     prefix = f"p{uuid.uuid4().hex[:8]}"
     settings = load_settings(
@@ -46,10 +47,10 @@ def pipeline(local_stack, spark, redis_client, redis_url, tmp_path):
         tick_interval_seconds=0,
     )
     # One partition per topic: the tests rely on the order they send in.
-    ensure_topics(local_stack.bootstrap_servers, None, settings, replication_factor=1, partitions=1)
+    ensure_topics(local_stack.bootstrap_servers, None, compute_topic_names(settings), 1, replication_factor=1)
     producer = Producer({"bootstrap.servers": local_stack.bootstrap_servers, "acks": "all",
                          "enable.idempotence": True, "linger.ms": 1})
-    policy = Policy(**{name: getattr(settings, name) for name in Policy.__dataclass_fields__})
+    policy = compute_policy(settings)
     runner = PipelineRunner(settings, redis_client, producer, policy)
     query = run_pipeline(spark, settings, runner, {}, tmp_path / "checkpoint", tick_interval_seconds=0)
     harness = Harness(local_stack.bootstrap_servers, prefix, prefix)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,7 @@ from planning.movement.completion import LogDirMove
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.partition_steps import Step, compute_next_step
 from reassigner.errors import InvalidConfigError
+from tests.settings_defaults import default_limits
 
 BIG = Limits(100, 100, 4, 100)
 
@@ -37,17 +40,18 @@ def tp(n):
 
 
 @pytest.mark.parametrize("field", ["max_partition_movements", "max_leader_movements", "max_replica_movements",
-                                   "max_movements_per_broker", "max_logdir_movements_per_broker"])
+                                   "max_movements_per_broker"])
 def test_every_limit_must_be_at_least_one(field):
     with pytest.raises(InvalidConfigError, match="at least 1"):
-        Limits(**{field: 0})
+        replace(default_limits(), **{field: 0})
 
 
 def test_limits_from_kafka_style_config():
-    limits = Limits.from_config({"reassignment.max.concurrent.partition.movements": "7"})
-    assert limits.max_partition_movements == 7 and limits.max_replica_movements == Limits().max_replica_movements
+    base = default_limits()
+    limits = Limits.from_config({"reassignment.max.concurrent.partition.movements": "7"}, base)
+    assert limits.max_partition_movements == 7 and limits.max_replica_movements == base.max_replica_movements
     with pytest.raises(InvalidConfigError):
-        Limits.from_config({"reassignment.max.concurrent.leader.movements": "many"})
+        Limits.from_config({"reassignment.max.concurrent.leader.movements": "many"}, base)
 
 
 def test_partition_limit_counts_steps_in_flight():
@@ -141,7 +145,7 @@ def test_log_dir_batch_largest_first_within_per_broker_limit():
     parts = [part(0, size=1), part(1, size=50), part(2, size=10)]
     cluster = cluster_of(parts)
     moves = [LogDirMove("t", n, 0, "/b") for n in range(3)]
-    assert [m.partition for m in compute_log_dir_batch(moves, [], cluster, Limits(max_logdir_movements_per_broker=2))] == [1, 2]
+    assert [m.partition for m in compute_log_dir_batch(moves, [], cluster, max_per_broker=2)] == [1, 2]
 
 
 @st.composite

@@ -24,6 +24,7 @@ from planning.simulation.simulator import CancelReassignments, SimulatedCluster,
 from planning.movement.advance import compute_stepping
 from planning.movement.partition_steps import Step
 from reassigner.errors import NoReassignmentInProgressError
+from tests.settings_defaults import STALL_TIMEOUT, default_limits
 
 TP = TopicPartition("t", 0)
 
@@ -99,7 +100,7 @@ def test_an_unchanged_view_of_a_step_never_seen_is_not_taken_for_a_revert():
     assert confirm_cancel(cancelling, 2) == cancelling, "another step's cancel confirms nothing"
     assert compute_cancel_observed(cancelling, stale, stalled=True).state is ReassignmentState.REVERTING
     cluster = Cluster(tuple(Broker(b) for b in range(1, 7)), (Topic("t", (stale,), 1),))
-    still = compute_stepping({TP: cancelling}, cluster, Limits(), 1.0).reassignments[TP]
+    still = compute_stepping({TP: cancelling}, cluster, default_limits(), 1.0, STALL_TIMEOUT).reassignments[TP]
     assert still.state is ReassignmentState.CANCELLING and still.in_flight.number == 1
 
 
@@ -113,7 +114,8 @@ def test_a_step_that_completed_before_the_cancel_counts_and_the_revert_starts_fr
     assert reverting.state is ReassignmentState.REVERTING and reverting.final_target == (1, 2, 3)
     assert reverting.steps_done == 1 and reverting.next_step_number == 2, "step 1's command id is used"
     cluster = Cluster(tuple(Broker(b) for b in range(1, 7)), (Topic("t", (done,), 1),))
-    revert = compute_stepping({TP: cancelling}, cluster, Limits(max_replica_movements=1), 1.0).reassignments[TP]
+    revert = compute_stepping({TP: cancelling}, cluster, default_limits(max_replica_movements=1), 1.0,
+                              STALL_TIMEOUT).reassignments[TP]
     assert revert.in_flight.number == 2
     assert revert.in_flight.step.adding == (1,), "from (4, 3, 2), not from the stale (1, 2, 3)"
 
@@ -146,7 +148,7 @@ def test_cancel_all_mid_run_reverts_or_stops_and_keeps_the_invariants(keep):
     targets = {p.tp: (4 + p.partition % 4, 4 + (p.partition + 1) % 4, 4 + (p.partition + 2) % 4)
                for p in cluster.partitions()}
     report = run_plan(cluster, targets, Limits(3, 2, 1, 2), SimulationParams(bytes_per_sec=500),
-                      events=[CancelReassignments(3.0, keep=keep)])
+                      events=[CancelReassignments(3.0, keep=keep)], stall_timeout=STALL_TIMEOUT)
     assert report.invariant_violations == () and report.finished
     for tp, record in report.reassignments.items():
         assert record.state is ReassignmentState.DONE
@@ -165,7 +167,7 @@ def test_cancel_one_topic_leaves_the_other_moving():
     cluster = Cluster(base.brokers, base.topics + (other,))
     targets = {p.tp: (5, 6, 7) for p in cluster.partitions()}
     report = run_plan(cluster, targets, Limits(2, 2, 1, 2), SimulationParams(bytes_per_sec=500),
-                      events=[CancelReassignments(2.0, CancelScope("u"))])
+                      events=[CancelReassignments(2.0, CancelScope("u"))], stall_timeout=STALL_TIMEOUT)
     assert report.invariant_violations == ()
     for tp in targets:
         if tp.topic == "t":

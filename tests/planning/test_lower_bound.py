@@ -1,7 +1,7 @@
 """The reported lower bound is a true bound: no balanced rack-spread plan, and no plan of ours, beats it.
 
 "Balanced" is defined here independently of the planner: among all assignments of the topic that
-keep every partition rack-spread (checked by `placement_checks`, not by `planning.racks`), those
+keep every partition rack-spread (checked by `placement_checks`, not by `planning.placement.racks`), those
 whose per-broker counts have the smallest sum of squares — the most even counts the racks allow
 (without racks: exactly the floor/ceil vectors). The brute force tries every such assignment of
 tiny topics (dynamic programming over partitions, keyed by the count vector).

@@ -16,9 +16,10 @@ from planning.movement.reassignment import ReassignmentState, start_reassignment
 from planning.simulation.simulator import KillBroker, SimulationParams, run_plan
 from planning.movement.advance import compute_reachable_step
 from planning.movement.partition_steps import Step
+from tests.settings_defaults import STALL_TIMEOUT, default_limits
 
 TP = TopicPartition("t", 0)
-R1 = Limits(max_replica_movements=1)
+R1 = default_limits(max_replica_movements=1)
 
 
 def cluster_of(p: PartitionState, dead=(), brokers=range(6), min_isr=1) -> Cluster:
@@ -63,7 +64,7 @@ def test_healing_two_dead_replicas_with_the_preferred_leader_completes_with_r_1(
     for min_isr in (1, 2):
         report = run_plan(cluster_of(healthy, min_isr=min_isr), {TP: (3, 4, 2)}, Limits(1, 1, 1, 1),
                           SimulationParams(bytes_per_sec=50, max_seconds=100.0),
-                          [KillBroker(0.0, 0), KillBroker(0.0, 1)])
+                          [KillBroker(0.0, 0), KillBroker(0.0, 1)], stall_timeout=STALL_TIMEOUT)
         assert report.invariant_violations == ()
         assert report.finished and report.final_replicas[TP] == (3, 4, 2)
         assert report.reassignments[TP].state is ReassignmentState.DONE

@@ -24,6 +24,7 @@ from planning.simulation.simulator import (
     SimulationParams,
     run_plan,
 )
+from tests.settings_defaults import STALL_TIMEOUT, default_limits
 
 DIRS = ("/d1", "/d2")
 
@@ -84,7 +85,8 @@ def assert_reached_targets(report, targets, cluster):
 def test_random_plans_end_at_their_targets_without_breaking_invariants(data):
     cluster = data.draw(clusters())
     targets = data.draw(targets_for(cluster))
-    report = run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy))
+    report = run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy),
+                      stall_timeout=STALL_TIMEOUT)
     assert_reached_targets(report, targets, cluster)
 
 
@@ -101,7 +103,8 @@ def test_transient_faults_mid_run_keep_the_invariants_and_the_plan_completes(dat
     else:
         path = data.draw(st.sampled_from(DIRS))
         events = [FailLogDir(start, broker, path), RestoreLogDir(start + down_for, broker, path)]
-    report = run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy), events)
+    report = run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy), events,
+                      stall_timeout=STALL_TIMEOUT)
     assert_reached_targets(report, targets, cluster)
 
 
@@ -112,7 +115,7 @@ def test_cancel_mid_run_reverts_every_cancelled_partition(data):
     targets = data.draw(targets_for(cluster))
     keep = data.draw(st.booleans())
     report = run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy),
-                      [CancelReassignments(data.draw(st.floats(0, 20)), keep=keep)])
+                      [CancelReassignments(data.draw(st.floats(0, 20)), keep=keep)], stall_timeout=STALL_TIMEOUT)
     assert_reached_targets(report, targets, cluster)
     for tp, record in report.reassignments.items():
         if record.reason.startswith("cancelled") and not keep:
@@ -125,8 +128,8 @@ def test_a_permanently_dead_broker_blocks_only_the_partitions_that_need_it():
              PartitionState("t", 1, (0, 1, 2), (0, 1, 2), 0, size_bytes=10))
     cluster = Cluster(brokers, (Topic("t", parts, 2),))
     targets = {parts[0].tp: (0, 1, 3), parts[1].tp: (0, 1, 5)}
-    report = run_plan(cluster, targets, Limits(), SimulationParams(bytes_per_sec=1, max_seconds=200),
-                      [KillBroker(0.0, 5)])
+    report = run_plan(cluster, targets, default_limits(), SimulationParams(bytes_per_sec=1, max_seconds=200),
+                      [KillBroker(0.0, 5)], stall_timeout=STALL_TIMEOUT)
     assert report.invariant_violations == ()
     assert report.final_replicas[parts[0].tp] == (0, 1, 3)
     assert report.final_replicas[parts[1].tp] == (0, 1, 2) and not report.finished
@@ -150,7 +153,8 @@ def test_peak_replicas_per_partition_stays_within_the_larger_list_plus_r():
     brokers = tuple(Broker(b) for b in range(10))
     p = PartitionState("t", 0, (0, 1, 2, 3, 4), (0, 1, 2, 3, 4), 0, size_bytes=10)
     report = run_plan(Cluster(brokers, (Topic("t", (p,), 1),)), {p.tp: (5, 6, 7, 8, 9)},
-                      Limits(max_replica_movements=2), SimulationParams(bytes_per_sec=10))
+                      default_limits(max_replica_movements=2), SimulationParams(bytes_per_sec=10),
+                      stall_timeout=STALL_TIMEOUT)
     assert report.finished and report.steps == 4
     # (5, 0, 1, 2, 3, 4) while 6 is added: |CR| + 1 = 7 = max(|CR0|, |FTR|) + R
     assert report.peak_replicas_per_partition == 7
@@ -178,7 +182,7 @@ def test_a_pure_removal_waits_for_a_restarted_target_replica_to_rejoin_the_isr()
     params = SimulationParams(bytes_per_sec=10**8, tick_seconds=5.0, default_size_bytes=2 * 10**8,
                               max_seconds=50_000.0)
     report = run_plan(cluster, targets, Limits(1, 1, 1, 1), params,
-                      [KillBroker(21.0, 2), RestartBroker(26.0, 2)])
+                      [KillBroker(21.0, 2), RestartBroker(26.0, 2)], stall_timeout=STALL_TIMEOUT)
     assert report.invariant_violations == ()
     assert report.finished and report.final_replicas[tp("t2", 1)] == (2,)
 
@@ -192,6 +196,6 @@ def test_a_step_cancelled_in_kafka_is_not_judged_as_a_completed_step():
     targets = {parts[0].tp: (0, 2)}
     report = run_plan(cluster, targets, Limits(1, 1, 1, 1),
                       SimulationParams(bytes_per_sec=10**8, tick_seconds=1.0, default_size_bytes=2 * 10**8),
-                      [CancelReassignments(1.0, keep=False)])
+                      [CancelReassignments(1.0, keep=False)], stall_timeout=STALL_TIMEOUT)
     assert report.invariant_violations == ()
     assert report.final_replicas[parts[0].tp] == (0, 1)

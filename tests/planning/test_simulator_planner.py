@@ -10,6 +10,7 @@ from planning.model import Broker, LogDir
 from planning.placement import placer as placement
 from planning.simulation.simulator import KillBroker, SimulationParams, run_plan
 from test_simulator_invariants import DIRS, clusters, limits_strategy, params_strategy
+from tests.settings_defaults import STALL_TIMEOUT
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -28,7 +29,8 @@ def test_simulated_planner_goals_add_and_drain_end_at_their_targets(data):
             return
         raise
     simulated = placement.compute_planning_cluster(cluster, goal)
-    report = run_plan(simulated, plan.targets, data.draw(limits_strategy), data.draw(params_strategy))
+    report = run_plan(simulated, plan.targets, data.draw(limits_strategy), data.draw(params_strategy),
+                      stall_timeout=STALL_TIMEOUT)
     assert report.invariant_violations == ()
     assert report.finished
     for tp, target in plan.targets.items():
@@ -49,7 +51,8 @@ def test_healing_a_dead_broker_keeps_the_invariants(data):
             return
         raise
     params = SimulationParams(bytes_per_sec=10**8, max_seconds=5_000.0)
-    report = run_plan(cluster, plan.targets, data.draw(limits_strategy), params, [KillBroker(0.0, dead)])
+    report = run_plan(cluster, plan.targets, data.draw(limits_strategy), params, [KillBroker(0.0, dead)],
+                      stall_timeout=STALL_TIMEOUT)
     assert report.invariant_violations == ()
     # Every partition that kept a replica in sync is healed to its target; one whose only
     # replicas were on the dead broker cannot be (its data is there) and waits.

@@ -20,7 +20,7 @@ def run():
 
 
 def test_steps_prints_the_worked_example(run):
-    result = run("steps", "--from", "0,1,2,3,4", "--to", "5,6,7,8,9")
+    result = run("steps", "--from", "0,1,2,3,4", "--to", "5,6,7,8,9", "--max-replica-movements", "2")
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert lines[0].startswith("(0, 1, 2, 3, 4)") and "start" in lines[0]
@@ -29,7 +29,7 @@ def test_steps_prints_the_worked_example(run):
 
 
 def test_steps_json_has_exactly_the_documented_shape(run):
-    result = run("steps", "--from", "0,1,2,3,4", "--to", "5,6,7,8,9", "--json")
+    result = run("steps", "--from", "0,1,2,3,4", "--to", "5,6,7,8,9", "--max-replica-movements", "2", "--json")
     assert result.exit_code == 0
     assert json.loads(result.output) == {"steps": [
         {"target": [5, 0, 1, 2, 3, 4], "adding": [5], "removing": [], "elect_leader": True},

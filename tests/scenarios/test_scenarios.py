@@ -4,7 +4,7 @@ every 250 ms (steps in flight ≤ P, leader moves ≤ L, no partition under min 
 step, no partition with two steps in flight).
 
 One world for the module (`world`, about a minute to start): a KRaft cluster of brokers 1-3
-(racks /dc1/r1, /dc1/r2, /dc2/r1), Redis, the product (`reassigner.demo.story.Demo.setup`).
+(racks /dc1/r1, /dc1/r2, /dc2/r1), Redis, the product (`reassigner.dev.demo.story.Demo.setup`).
 The tests run in file order, each a scene that leaves the cluster settled for the next:
 
   1. add brokers 4 (/dc2/r2) and 5 (/dc1/r3)  → one automatic rebalance, in rolling batches

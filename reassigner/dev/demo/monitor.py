@@ -1,18 +1,16 @@
 """An invariant monitor that samples the real cluster, independently of the product.
 
 Every `interval` (default 250 ms) it asks Kafka (Admin API) for every partition of every topic
-and the ongoing reassignments, and checks the SPEC 6 safety invariants as Kafka shows them:
-- partitions with a reassignment in flight never exceed P (`max_partition_movements`);
-- reassignments in flight that move leadership (the target's first replica is not the current
-  leader) never exceed L;
-- no partition is under min ISR while it is being reassigned with every replica on a live
-  broker (under min ISR because of a step, not because of a failure);
-- no partition has two steps in flight: Kafka keeps one reassignment per partition, so a second
-  step submitted while one runs shows as the partition's target changing *without* the
-  reassignment ending in between. Two samples less than `OVERLAP_WINDOW` apart that show one
-  partition moving towards two different replica sets are that; further apart, the first step
-  may have completed and the next started between them (the product's loop — watcher poll,
-  micro-batch, executor — takes about a second), so such pairs are not judged.
+and the ongoing reassignments, turns each reassignment into a `PartitionSample`, and judges
+them with the one checker of the SPEC 6 safety invariants, `planning.simulation.invariants`
+(which holds the rules; this module reads Kafka and keeps the series). From outside, Kafka shows
+rules 1a-b (partitions moving <= P, reassignments moving leadership <= L: the target's first
+replica is not the leader), 2c (no partition under min ISR while reassigning with every replica
+on a live broker) and 4c (no second step on a moving partition: Kafka keeps one reassignment per
+partition, so a second step shows as its target changing without the reassignment ending in
+between). Rule 4c is judged on two consecutive samples less than `OVERLAP_WINDOW` apart only:
+further apart, the first step may have completed and the next started between them (the
+product's loop — watcher poll, micro-batch, executor — takes about a second).
 Peaks are recorded for the summary, and every sample's steps in flight are kept (`series`) so
 that a test can check a limit changed at run time against what Kafka showed after the change.
 """
@@ -21,7 +19,18 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from planning.model import TopicPartition
+from planning.simulation.invariants import (
+    InvariantLimits,
+    PartitionSample,
+    check_limits,
+    check_min_isr_while_reassigning,
+    check_targets_unchanged,
+    count_in_flight,
+    moving_shown_by_kafka,
+)
 
 OVERLAP_WINDOW = 0.4  # seconds; see the module docstring
 
@@ -113,6 +122,7 @@ class InvariantMonitor:
             client.close()
 
     def sample(self, client) -> None:
+        """One sample: what Kafka shows, judged by `planning.simulation.invariants`."""
         at = time.time()
         brokers = {b["broker_id"]: b for b in client.describe_cluster()["brokers"]}
         live = {b for b, info in brokers.items() if not info.get("is_fenced")}
@@ -121,46 +131,49 @@ class InvariantMonitor:
         by_key = {(t["name"], p["partition_index"]): p for t in described for p in t["partitions"]}
         with self._lock:
             min_isr = dict(self.min_isr)
-        in_flight: dict[Key, frozenset[int]] = {}
-        leader_moves = 0
-        violations = []
-        for key, reassignment in (moving or {}).items():
-            topic, partition = getattr(key, "topic", None), getattr(key, "partition", None)
-            if topic is None:
-                topic, partition = key
-            state = by_key.get((topic, partition))
-            removing = set(reassignment.get("removing_replicas", []))
-            # The replicas of the same answer: the topic metadata may lag behind it by a moment.
-            replicas = list(reassignment.get("replicas") or (state["replica_nodes"] if state else []))
-            target = [b for b in replicas if b not in removing]
-            in_flight[(topic, partition)] = frozenset(target)
-            if state is None:
-                continue
-            if target and target[0] != state["leader_id"]:
-                leader_moves += 1
-            isr = state["isr_nodes"]
-            if (len(isr) < min_isr.get(topic, 1) and set(state["replica_nodes"]) <= live
-                    and not state.get("offline_replicas")):
-                violations.append(f"{topic}-{partition} under min ISR ({len(isr)} < {min_isr[topic]}) "
-                                  f"while reassigning, every replica live")
+        samples = tuple(partition_sample(key, reassignment, by_key, live, min_isr)
+                        for key, reassignment in (moving or {}).items())
+        in_flight: dict[Key, frozenset[int]] = {(s.tp.topic, s.tp.partition): frozenset(s.target) for s in samples}
+        counts = count_in_flight(moving_shown_by_kafka(samples))
+        violations = list(check_min_isr_while_reassigning(samples))
         report = self.report
         with self._lock:
             previous = self.series[-1] if self.series else None
-            self.series.append(Sample(at, in_flight, leader_moves))
+            self.series.append(Sample(at, in_flight, counts.leader_movements))
         if previous is not None:
             report.longest_gap_seconds = max(report.longest_gap_seconds, at - previous.at)
         if previous is not None and at - previous.at <= OVERLAP_WINDOW:
             report.overlap_checks += 1
-            for key, target in sorted(in_flight.items()):
-                before = previous.moving.get(key)
-                if before is not None and before != target:
-                    violations.append(f"{key[0]}-{key[1]}: a second step (to {sorted(target)}) while "
-                                      f"the step to {sorted(before)} was in flight")
+            violations += check_targets_unchanged(_by_tp(previous.moving), _by_tp(in_flight))
         report.samples += 1
-        report.peak_partitions_moving = max(report.peak_partitions_moving, len(in_flight))
-        report.peak_leader_movements = max(report.peak_leader_movements, leader_moves)
-        if len(in_flight) > self.max_partition_movements:
-            violations.append(f"{len(in_flight)} partitions moving > P = {self.max_partition_movements}")
-        if leader_moves > self.max_leader_movements:
-            violations.append(f"{leader_moves} leader movements > L = {self.max_leader_movements}")
+        report.peak_partitions_moving = max(report.peak_partitions_moving, counts.partitions)
+        report.peak_leader_movements = max(report.peak_leader_movements, counts.leader_movements)
+        violations += check_limits(counts, InvariantLimits(self.max_partition_movements, self.max_leader_movements))
         report.violations.extend(f"{time.strftime('%H:%M:%S', time.localtime(at))} {v}" for v in violations)
+
+
+def partition_sample(key, reassignment: dict, by_key: dict[Key, dict], live: set[int],
+                     min_isr: dict[str, int]) -> PartitionSample:
+    """One reassignment in progress as kafka-python answers it, with the partition's metadata
+    (`describe_topics`) when it has it. The replicas come from the same answer as the
+    reassignment: the topic metadata may lag behind it by a moment. Replicas on fenced brokers
+    count as offline."""
+    topic, partition = getattr(key, "topic", None), getattr(key, "partition", None)
+    if topic is None:
+        topic, partition = key
+    state = by_key.get((topic, partition))
+    replicas = tuple(reassignment.get("replicas") or (state["replica_nodes"] if state else []))
+    moving = PartitionSample(TopicPartition(topic, partition), replicas,
+                             adding=tuple(reassignment.get("adding_replicas") or ()),
+                             removing=tuple(reassignment.get("removing_replicas") or ()),
+                             min_isr=min_isr.get(topic, 1), reassigning=True, described=False)
+    if state is None:
+        return moving
+    leader = state["leader_id"]  # -1 when the partition has none
+    offline = [b for b in state["replica_nodes"] if b not in live] + list(state.get("offline_replicas") or ())
+    return replace(moving, isr=tuple(state["isr_nodes"]), leader=leader if leader is not None and leader >= 0 else None,
+                   offline=tuple(dict.fromkeys(offline)), described=True)
+
+
+def _by_tp(moving: dict[Key, frozenset[int]]) -> dict[TopicPartition, frozenset[int]]:
+    return {TopicPartition(topic, partition): target for (topic, partition), target in moving.items()}

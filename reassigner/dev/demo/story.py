@@ -242,11 +242,10 @@ class Demo:
         self.product.start()
         self.alerts = TopicCollector(self.bootstrap, "reassigner.alerts", "Alert")
         self.commands = TopicCollector(self.bootstrap, "reassigner.commands", "Command")
-        import redis
-
+        from reassigner.clients.redis_io import connect_redis
         from state.controller_store import ControllerStore
 
-        self.store = ControllerStore(redis.Redis.from_url(state.redis_url), CLUSTER_NAME)
+        self.store = ControllerStore(connect_redis(state.redis_url), CLUSTER_NAME)
         self.peak_in_flight = 0
         # Steps in flight are sampled in the background: a scene that waits on Kafka alone would
         # otherwise see none of the product's steps, however many it ran.

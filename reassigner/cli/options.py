@@ -1,0 +1,60 @@
+"""What every process command shares, declared once: the connection flags, the logging setup and
+the stop-on-signal event.
+
+Every flag defaults to None, meaning "not given": `reassigner.settings.load_settings` then takes
+the environment (`REASSIGNER_<FIELD>`), the config file, and the settings' defaults, in that
+order; with no bootstrap server or Redis URL anywhere, `connections.resolve_connections` falls
+back on the local stack.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+import typer
+
+BootstrapServer = typer.Option(None, "--bootstrap-server",
+                               help="Kafka host:port[,host:port...] (default: the local stack's).")
+RedisUrl = typer.Option(None, "--redis-url", help="Redis URL of the state (default: the local stack's).")
+CommandConfig = typer.Option(None, "--command-config",
+                             help="Kafka client properties file (security.protocol, sasl.*, ssl.*), "
+                             "as for Kafka's own tools.")
+StackDir = typer.Option(None, "--stack-dir",
+                        help="The local stack to use when no --bootstrap-server / --redis-url is given.")
+ClusterName = typer.Option(None, "--cluster-name", help="Redis hash tag of this cluster's keys (default local).")
+TopicPrefix = typer.Option(None, "--topic-prefix", help="Prefix of the product's topics (default reassigner).")
+
+
+def configure_logging(verbose: bool, level: int = logging.INFO, verbose_level: int = logging.DEBUG) -> None:
+    """One log format for every process, at `level` (`verbose_level` with `--verbose`).
+    kafka-python's own lines are kept to warnings (its connection chatter would drown the
+    product's)."""
+    logging.basicConfig(level=verbose_level if verbose else level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT (Ctrl-C), so that loops end between two steps."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def handler(signum, _frame) -> None:
+        logging.getLogger(__name__).info("stopping on %s", signal.Signals(signum).name)
+        stop.set()
+
+    for sig in previous:
+        signal.signal(sig, handler)
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,239 @@
+"""The one door to confluent-kafka consumers: reading topics, and a committing group loop.
+
+- `consumer_config`: a consumer that never commits (it `assign`s partitions; the group id only
+  names it); `group_consumer_config`: a member of a consumer group that commits by hand.
+- `TopicReader`: a reader that owns no offsets and joins no group (`alerts --follow`, the status
+  server), so many readers never disturb each other or a group: `partitions`, `assign` (each
+  partition at its beginning or at its end as it is now), `watermarks`, `poll`, `close`.
+- `run_committing_consumer`: a consumer group loop (the webhook forwarder) —
+  poll, `handle(record)`, publish what it returns and wait for the ack, then commit.
+- `build_consumer`, `is_end_of_partition`: a raw consumer for a config made by the caller.
+
+RULES
+- A record reaches the caller as a `ConsumedRecord` (plain values); a consumer error is logged
+  at INFO and skipped — librdkafka reconnects and re-routes fetches to a new leader by itself,
+  so a broker stopped and restarted under a reader costs a pause, not the reader.
+- Kafka errors raised to the caller are `reassigner.errors` (`kafka_admin.translate_kafka_error`).
+- `run_committing_consumer`, per record in each partition's offset order: `handle(record)`;
+  then the `OutgoingMessage` it returned, if any, is published on the side topic and
+  acknowledged (`kafka_producer.publish_and_wait`; not acknowledged → the error propagates,
+  nothing committed); only then is the record's offset committed (synchronously). A handler
+  that raises `StopWithoutCommit` ends the loop with that record uncommitted: it is delivered
+  again after a restart (at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Literal, Mapping
+
+from reassigner.clients.client_config import ClientConfig
+from reassigner.clients.kafka_admin import translate_kafka_error
+from reassigner.clients.kafka_producer import build_producer, producer_config, publish_and_wait
+from reassigner.errors import KafkaTransientError
+
+log = logging.getLogger(__name__)
+
+Start = Literal["beginning", "end"]
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass(frozen=True)
+class ConsumedRecord:
+    """One message as read: headers as sent (name/value pairs, in order, repeats kept)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers = ()
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """A message a handler asks `run_committing_consumer` to publish before it commits."""
+
+    key: bytes | None
+    value: bytes
+    headers: Headers = ()
+
+
+class StopWithoutCommit(Exception):
+    """Raised by a handler: stop now and leave the record's offset uncommitted."""
+
+
+# --- configurations -----------------------------------------------------------------------------
+
+
+def _librdkafka(client_config: ClientConfig | None) -> dict[str, str]:
+    return dict((client_config or ClientConfig()).librdkafka)
+
+
+def consumer_config(bootstrap_servers: str, client_config: ClientConfig | None,
+                    purpose: str) -> dict[str, Any]:
+    """A non-committing consumer (it uses `assign`, so the group id only names it)."""
+    return {"bootstrap.servers": bootstrap_servers,
+            "group.id": f"reassigner-{purpose}-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False, "enable.partition.eof": False,
+            "topic.metadata.refresh.interval.ms": 5000, **_librdkafka(client_config)}
+
+
+def group_consumer_config(bootstrap_servers: str, client_config: ClientConfig | None,
+                          group: str) -> dict[str, Any]:
+    """A member of `group` that commits by hand and starts at the earliest offset the first time."""
+    return {"bootstrap.servers": bootstrap_servers, "group.id": group,
+            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": 5000, **_librdkafka(client_config)}
+
+
+def build_consumer(config: Mapping[str, object]):
+    """A confluent-kafka Consumer for a config made by the caller."""
+    from confluent_kafka import Consumer
+
+    return Consumer(dict(config))
+
+
+def is_end_of_partition(error: Any) -> bool:
+    """Whether a consumer error is only the end-of-partition event (`enable.partition.eof`)."""
+    from confluent_kafka import KafkaError
+
+    return error is not None and error.code() == KafkaError._PARTITION_EOF
+
+
+def topic_partitions(consumer, topic: str, timeout: float = 15.0) -> list[int]:
+    """Partition ids of `topic` as the cluster reports them now (empty when it does not exist)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout)
+    except KafkaException as error:
+        raise translate_kafka_error(error, f"describing topic {topic}") from None
+    found = metadata.topics.get(topic)
+    if found is None or found.error is not None:
+        return []
+    return sorted(found.partitions)
+
+
+def _record(message, purpose: str) -> ConsumedRecord | None:
+    """The message as a `ConsumedRecord`; None for no message or a consumer error (logged)."""
+    if message is None:
+        return None
+    if message.error():
+        log.info("%s consumer: %s (librdkafka retries by itself)", purpose, message.error())
+        return None
+    return ConsumedRecord(topic=message.topic(), partition=message.partition(), offset=message.offset(),
+                          key=message.key(), value=message.value(),
+                          headers=tuple((k, v) for k, v in (message.headers() or [])))
+
+
+# --- reading without a group ---------------------------------------------------------------------
+
+
+class TopicReader:
+    """A consumer that `assign`s partitions itself and never commits (see the module docstring)."""
+
+    def __init__(self, bootstrap_servers: str, client_config: ClientConfig | None, purpose: str) -> None:
+        self.purpose = purpose
+        self._consumer = build_consumer(consumer_config(bootstrap_servers, client_config, purpose))
+
+    def partitions(self, topic: str) -> list[int]:
+        """Partition ids of `topic` now; empty while it does not exist."""
+        return topic_partitions(self._consumer, topic)
+
+    def assign(self, starts: Iterable[tuple[str, int, Start]], stop: threading.Event) -> None:
+        """Read each `(topic, partition, start)` from its beginning, or from its end as it is now.
+
+        An end is an explicit offset (the high watermark), so a message produced after `assign`
+        returns is never skipped by a late `latest` lookup; a broker briefly away is asked again
+        every 0.5 s until `stop` (a partition not resolved by then is left out)."""
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        assignment = []
+        for topic, partition, start in starts:
+            if start == "beginning":
+                assignment.append(TopicPartition(topic, partition, OFFSET_BEGINNING))
+                continue
+            while not stop.is_set():
+                try:
+                    _low, high = self._watermarks(topic, partition, timeout=5.0)
+                    assignment.append(TopicPartition(topic, partition, high))
+                    break
+                except Exception as error:  # a broker briefly away: try again
+                    log.info("watermarks of %s-%d: %s; retrying", topic, partition, error)
+                    stop.wait(0.5)
+        self._consumer.assign(assignment)
+
+    def watermarks(self, topic: str, partitions: Iterable[int], timeout: float = 10.0) -> dict[int, tuple[int, int]]:
+        """partition → (low, high) watermark offsets, asked of the leaders now (not cached)."""
+        return {p: self._watermarks(topic, p, timeout) for p in partitions}
+
+    def _watermarks(self, topic: str, partition: int, timeout: float) -> tuple[int, int]:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        doing = f"reading the offsets of {topic}-{partition}"
+        try:
+            answer = self._consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                          timeout=timeout, cached=False)
+        except KafkaException as error:
+            raise translate_kafka_error(error, doing) from None
+        if answer is None:
+            raise KafkaTransientError(f"{doing}: no answer within {timeout:g} s", "REQUEST_TIMED_OUT")
+        low, high = answer
+        return low, high
+
+    def poll(self, timeout: float) -> ConsumedRecord | None:
+        """The next record, or None after `timeout` seconds (or on a consumer error, logged)."""
+        return _record(self._consumer.poll(timeout), self.purpose)
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __enter__(self) -> "TopicReader":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+# --- a committing consumer group -----------------------------------------------------------------
+
+
+def run_committing_consumer(bootstrap_servers: str, client_config: ClientConfig | None, topic: str,
+                            group: str, handle: Callable[[ConsumedRecord], OutgoingMessage | None],
+                            side_topic: str, stop: threading.Event, *, purpose: str,
+                            on_ready: Callable[[], None] | None = None,
+                            ack_timeout_seconds: float = 30.0) -> None:
+    """Consume `topic` in `group` until `stop`: handle, publish on `side_topic`, commit — in that
+    order (see the module docstring). `on_ready()` once partitions are first assigned."""
+    consumer = build_consumer(group_consumer_config(bootstrap_servers, client_config, group))
+    producer = build_producer(producer_config(bootstrap_servers, client_config, f"reassigner-{purpose}"))
+    ready = threading.Event()
+
+    def assigned(_consumer, partitions) -> None:
+        if partitions and not ready.is_set():
+            ready.set()
+            if on_ready:
+                on_ready()
+
+    consumer.subscribe([topic], on_assign=assigned)
+    try:
+        while not stop.is_set():
+            message = consumer.poll(0.5)
+            record = _record(message, purpose)
+            if record is None:
+                continue
+            try:
+                outgoing = handle(record)
+            except StopWithoutCommit:
+                break  # neither done nor published: delivered again after a restart
+            if outgoing is not None:
+                publish_and_wait(producer, side_topic, outgoing.key, outgoing.value,
+                                 list(outgoing.headers), ack_timeout_seconds)
+            consumer.commit(message=message, asynchronous=False)
+    finally:
+        consumer.close()
+        producer.flush(5)
