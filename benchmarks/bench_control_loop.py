@@ -126,7 +126,7 @@ class Run:
 
 
 def start_cluster(work: Path, cache_dir: Path, partitions: int, megabytes: int):
-    from reassigner.dev.demo.cluster_tools import create_topics, write_bulk
+    from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
     from reassigner.dev.local.stack import LocalStack
 
     stack = LocalStack(work, cache_dir)
@@ -145,7 +145,7 @@ def step_times(results) -> list[float]:
 def run_product(work: Path, cache_dir: Path, arguments) -> tuple[Run, dict[int, list[int]]]:
     import redis
 
-    from reassigner.dev.demo.product import ClusterProbe, ProductProcesses, TopicCollector
+    from reassigner.dev.harness.product import ClusterProbe, ProductProcesses, TopicCollector
     from state.controller_store import ControllerStore
 
     stack, state = start_cluster(work, cache_dir, arguments.partitions, arguments.megabytes)

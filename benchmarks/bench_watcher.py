@@ -88,7 +88,8 @@ def bench_synthetic(partitions: int, repeat: int) -> None:
 def bench_stack(bootstrap: str | None, partitions: int, repeat: int, settle_seconds: float) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from reassigner.clients.kafka_admin import ClusterAdmin, _log_dir_reads, _read_metadata
+    from reassigner.clients.kafka_admin import ClusterAdmin
+    from reassigner.clients.kafka_fast_reads import log_dir_reads, read_metadata
 
     stack = None
     if bootstrap is None:
@@ -124,7 +125,7 @@ def bench_stack(bootstrap: str | None, partitions: int, repeat: int, settle_seco
         time.sleep(settle_seconds)
         print(f"real local stack: {total:,} partitions (RF 2) on 3 brokers x 2 dirs, "
               f"measured {settle_seconds:.0f} s after they were ready")
-        together = {"metadata": (_read_metadata, ()), **_log_dir_reads([1, 2, 3])}
+        together = {"metadata": (read_metadata, ()), **log_dir_reads([1, 2, 3])}
         for name, action in (
             ("describe cluster", admin.describe_brokers),
             ("describe topics (metadata)", admin.describe_partitions),

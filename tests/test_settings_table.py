@@ -146,3 +146,9 @@ def test_simulate_without_flags_runs_under_the_products_limits(clean_env, tmp_pa
     flagged = run("simulate", "--snapshot", str(path), "--remove-broker", "0", "--max-partition-movements", "9",
                   "--json")
     assert json.loads(flagged.output)["limits"]["max_partition_movements"] == 9
+
+
+def test_every_setting_is_documented_in_the_readme_table():
+    documented = set(re.findall(r"^\| `(\w+)`", README.read_text(), re.MULTILINE))
+    documented |= {"self_healing_max_failed_fraction"}  # shares a row with ..._brokers
+    assert set(Settings.model_fields) - documented == set()

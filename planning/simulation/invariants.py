@@ -2,7 +2,7 @@
 
 Three observers judge the same rules and keep no copy of them: the simulator's driver
 (`planning.simulation.simulator.run_plan`, at every decision), the handler tests' loop (at every
-micro-batch) and the demo's invariant monitor (`reassigner.dev.demo.monitor`, sampling a real
+micro-batch) and the demo's invariant monitor (`reassigner.dev.harness.monitor`, sampling a real
 cluster every 250 ms). Each turns what it sees into the frozen values below and calls the
 `check_*` function of the moment it observes. Every check returns the `Violation`s it found,
 each a frozen value whose message carries the numbers; an empty tuple means the rules hold.

@@ -111,7 +111,8 @@ def execute(
     from reassigner.clients.kafka_admin import ClusterAdmin
     from reassigner.clients.kafka_producer import producer_config
     from reassigner.clients.redis_io import connect_redis
-    from reassigner.edge.executor import CommandLedger, Executor
+    from reassigner.edge.executor import Executor
+    from reassigner.edge.ledger import CommandLedger
 
     configure_logging(verbose)
     settings = _settings(bootstrap_server, command_config, stack_dir, redis_url, topic_prefix,

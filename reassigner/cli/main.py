@@ -12,6 +12,7 @@ import sys
 import typer
 
 from reassigner.cli import demo, edge, local, operator, plan, run, simulate
+from reassigner.cli.printing import ERROR_EXIT_CODE, print_error
 from reassigner.errors import ReassignerError
 
 COMMAND_MODULES = (local, plan, simulate, edge, run, demo, operator)
@@ -41,8 +42,8 @@ def main() -> None:
     except ReassignerError as error:
         if debug:
             raise
-        print(f"error: [{error.code}] {error}", file=sys.stderr)
-        sys.exit(2)
+        print_error(error)
+        sys.exit(ERROR_EXIT_CODE)
     except typer.Exit as done:
         sys.exit(done.exit_code)
     except typer.Abort:

@@ -1,25 +1,34 @@
-"""CLI command groups. Each module exposes `register(app)`; `reassigner.cli` lists them."""
+"""The one error printer of the command line: a `ReassignerError` is one line on stderr,
+`error: [CODE] message`, and exit code 2; `--debug` keeps the traceback instead."""
 
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Callable
 
 import typer
 
 from reassigner.errors import ReassignerError
 
+ERROR_EXIT_CODE = 2
+
+
+def print_error(error: ReassignerError) -> None:
+    """`error: [CODE] message` on stderr."""
+    print(f"error: [{error.code}] {error}", file=sys.stderr, flush=True)
+
 
 def one_line_errors(command: Callable) -> Callable:
-    """A ReassignerError becomes `error: [CODE] message` on stderr and exit code 2, also when the
-    command runs on an app other than `reassigner.cli`'s (tests register commands on their own)."""
+    """A command whose ReassignerError is printed by `print_error` and exits 2, also when it runs
+    on an app other than `reassigner.cli.main`'s (tests register commands on their own)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except ReassignerError as error:
-            typer.echo(f"error: [{error.code}] {error}", err=True)
-            raise typer.Exit(2) from None
+            print_error(error)
+            raise typer.Exit(ERROR_EXIT_CODE) from None
 
     return wrapper

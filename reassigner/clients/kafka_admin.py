@@ -26,7 +26,8 @@ KAFKA-PYTHON QUIRKS handled here:
   the request: the protocol's null list ("all") is sent instead (4x faster at 10k partitions);
 - its `describe_topics()` and `describe_log_dirs()` turn the answer into dicts (`to_dict`),
   which at 10,000 partitions costs more client CPU than decoding it: the Metadata and
-  DescribeLogDirs requests are sent here and their answer structs read as they are;
+  DescribeLogDirs requests are sent by `kafka_fast_reads` (the only module that touches
+  kafka-python's private internals) and their answer structs read as they are;
 - `describe_configs` answers {} for an unknown topic instead of an error; `alter_configs` answers
   error *strings*; `alter_partition_reassignments` answers an error class per partition.
 
@@ -52,10 +53,22 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from typing import Awaitable, Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from reassigner.clients.backoff import Backoff
 from reassigner.clients.client_config import ClientConfig
+from reassigner.clients.kafka_fast_reads import (
+    Read,
+    gather_reads,
+    log_dir_reads,
+    read_log_dirs,
+    read_metadata,
+    read_min_insync_replicas,
+    read_reassignments,
+    alter_config_op,
+    refresh_metadata,
+    run_read,
+)
 from reassigner.clients.cluster_answers import (
     EMPTY,
     KAFKA_STORAGE_ERROR,
@@ -258,7 +271,7 @@ class ClusterAdmin:
     def _refresh_metadata(self) -> None:
         client = self._client
         if client is not None:
-            client._manager.run(client._manager.cluster.refresh_metadata)
+            refresh_metadata(client)
 
     def _call(self, doing: str, action: Callable[[object], T]) -> T:
         """Run `action(client)`; translate errors; handle the stale-metadata and dead-controller
@@ -306,7 +319,7 @@ class ClusterAdmin:
 
     def describe_partitions(self) -> tuple[list[PartitionObservation], dict[str, str | None]]:
         """Every partition of every topic (Metadata) and the topic ids (see `compute_partitions`)."""
-        return compute_partitions(self._call("describe topics", lambda c: _run(c, _read_metadata)))
+        return compute_partitions(self._call("describe topics", lambda c: run_read(c, read_metadata)))
 
     def list_reassignments(self) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """Ongoing reassignments: (topic, partition) → (adding, removing)."""
@@ -320,7 +333,7 @@ class ClusterAdmin:
         for broker_id in sorted(broker_ids):
             try:
                 answer = self._call(f"describe log dirs of broker {broker_id}",
-                                    lambda c, b=broker_id: _run(c, _read_log_dirs, b))
+                                    lambda c, b=broker_id: run_read(c, read_log_dirs, b))
             except (KafkaTransientError, KafkaPermanentError) as error:
                 log.debug("%s", error)
                 unreachable.add(broker_id)
@@ -332,13 +345,13 @@ class ClusterAdmin:
         """Send several reads at once (`reads`: name → (a `_read_*` coroutine, its arguments
         after the client)); each answer is the read's result or the exception it raised. The
         caller redoes a failed read alone (see ONE POLL)."""
-        return self._call("read the cluster", lambda c: _gather(c, reads))
+        return self._call("read the cluster", lambda c: gather_reads(c, reads))
 
     def describe_min_insync_replicas(self, topics: Sequence[str]) -> dict[str, int | None]:
         """Effective min.insync.replicas per topic (None where the broker gave no value)."""
         if not topics:
             return {}
-        answer = self._call("describe topic configs", lambda c: _run(c, _read_min_insync_replicas, topics))
+        answer = self._call("describe topic configs", lambda c: run_read(c, read_min_insync_replicas, topics))
         return compute_min_insync_replicas(topics, answer)  # type: ignore[arg-type]
 
     def observe(self, previous: ClusterObservation | None = None,
@@ -351,13 +364,13 @@ class ClusterAdmin:
         brokers = self.describe_brokers()
         live = sorted(b.broker_id for b in brokers if not b.fenced)
         read_dirs = log_dirs_due or compute_log_dirs_hint(previous, brokers) is not None
-        reads: dict[str, tuple[Read, tuple]] = {"metadata": (_read_metadata, ()),
-                                                "reassignments": (_read_reassignments, ())}
+        reads: dict[str, tuple[Read, tuple]] = {"metadata": (read_metadata, ()),
+                                                "reassignments": (read_reassignments, ())}
         known_topics = sorted(previous.topics)
         if known_topics:  # the topics of the last poll; a new one is asked about below
-            reads["min isr"] = (_read_min_insync_replicas, (known_topics,))
+            reads["min isr"] = (read_min_insync_replicas, (known_topics,))
         if read_dirs:
-            reads |= _log_dir_reads(live)
+            reads |= log_dir_reads(live)
         answers = self.read_together(reads)
         metadata = answers["metadata"]
         if isinstance(metadata, BaseException):
@@ -371,7 +384,7 @@ class ClusterAdmin:
             hint = compute_log_dirs_hint(previous, brokers, partitions)
             if hint is not None:
                 log.debug("reading the log dirs before they are due: %s", hint)
-                answers |= self.read_together(_log_dir_reads(live))
+                answers |= self.read_together(log_dir_reads(live))
                 read_dirs = True
         registered = {b.broker_id for b in brokers}
         if read_dirs:
@@ -390,7 +403,7 @@ class ClusterAdmin:
 
     def _log_dirs_of(self, broker_ids: Sequence[int], answers: Mapping[str, object],
                      ) -> tuple[list[LogDirObservation], set[int]]:
-        """The dirs of `_log_dir_reads` answers; a broker whose read failed is asked again alone."""
+        """The dirs of `log_dir_reads` answers; a broker whose read failed is asked again alone."""
         dirs: list[LogDirObservation] = []
         unreachable: set[int] = set()
         for broker_id in broker_ids:
@@ -435,7 +448,7 @@ class ClusterAdmin:
     def alter_broker_configs(self, broker_ids: Iterable[int], configs: Mapping[str, str | None]) -> None:
         """IncrementalAlterConfigs on each broker: SET a value, DELETE where the value is None."""
         from kafka.admin import ConfigResource, ConfigResourceType
-        from kafka.admin._configs import AlterConfigOp
+        AlterConfigOp = alter_config_op()
 
         entries = {name: ((AlterConfigOp.DELETE, None) if value is None else (AlterConfigOp.SET, value))
                    for name, value in configs.items()}
@@ -452,7 +465,7 @@ class ClusterAdmin:
         if not configs_by_topic:
             return
         from kafka.admin import ConfigResource, ConfigResourceType
-        from kafka.admin._configs import AlterConfigOp
+        AlterConfigOp = alter_config_op()
 
         resources = [
             ConfigResource(ConfigResourceType.TOPIC, topic, {
@@ -523,42 +536,6 @@ def ensure_topics(bootstrap_servers: str, client_config: ClientConfig | None, na
     return created
 
 
-Read = Callable[..., Awaitable[object]]
-"""A read for `read_together`: a coroutine function taking kafka-python's admin client first."""
-
-
-async def _read_metadata(client) -> list:
-    """Every topic's metadata (Metadata, all topics) as kafka-python's answer structs."""
-    from kafka.protocol.metadata import MetadataRequest
-
-    response = await client._manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
-    return list(response.topics)
-
-
-async def _read_reassignments(client) -> dict:
-    """Every ongoing reassignment (ListPartitionReassignments, sent to the controller)."""
-    return await client._async_list_partition_reassignments(None, None)
-
-
-async def _read_log_dirs(client, broker_id: int) -> list:
-    """DescribeLogDirs of every partition on one broker, as kafka-python's answer structs. Its
-    public method, given no partitions, first fetches the whole cluster metadata and then lists
-    every partition in the request (0.8 s instead of 0.2 s per broker at 10,000 partitions); the
-    protocol's null topic list means "all" on its own, so that is what is sent."""
-    from kafka.protocol.admin import DescribeLogDirsRequest
-
-    response = await client._manager.send(DescribeLogDirsRequest(topics=None), node_id=broker_id)
-    return list(response.results)
-
-
-async def _read_min_insync_replicas(client, topics: Sequence[str]) -> dict:
-    """DescribeConfigs of min.insync.replicas of these topics (kafka-python's answer form)."""
-    from kafka.admin import ConfigResource, ConfigResourceType
-
-    resources = [ConfigResource(ConfigResourceType.TOPIC, t, {MIN_INSYNC_REPLICAS: None}) for t in topics]
-    return await client._async_describe_configs(resources, False, "all")
-
-
 def compute_min_insync_replicas(topics: Sequence[str], answer: Mapping) -> dict[str, int | None]:
     """Per topic the effective min.insync.replicas of a DescribeConfigs answer (None where the
     broker gave no value: kafka-python answers nothing for an unknown topic)."""
@@ -568,34 +545,6 @@ def compute_min_insync_replicas(topics: Sequence[str], answer: Mapping) -> dict[
         value = found.get(topic, {}).get(MIN_INSYNC_REPLICAS, {}).get("value")
         result[topic] = int(value) if value not in (None, "") else None
     return result
-
-
-def _log_dir_reads(broker_ids: Iterable[int]) -> dict[str, tuple[Read, tuple]]:
-    return {f"log dirs {b}": (_read_log_dirs, (b,)) for b in broker_ids}
-
-
-def _run(client, read: Read, *args: object) -> object:
-    """One read on kafka-python's event loop, waiting for its answer."""
-    return client._manager.run(read, client, *args)
-
-
-def _gather(client, reads: Mapping[str, tuple[Read, tuple]]) -> dict[str, object]:
-    """Run reads side by side on kafka-python's event loop (its `_manager.run` waits for one
-    coroutine; this one schedules them all, then awaits each)."""
-    network = client._manager._net
-
-    async def gather() -> dict[str, object]:
-        pending = {name: network.call_soon_with_future(read, client, *args)
-                   for name, (read, args) in reads.items()}
-        answers: dict[str, object] = {}
-        for name, future in pending.items():
-            try:
-                answers[name] = await future
-            except Exception as error:  # redone alone by the caller, with the usual translation
-                answers[name] = error
-        return answers
-
-    return client._manager.run(gather)
 
 
 def compute_partitions(topics: Iterable) -> tuple[list[PartitionObservation], dict[str, str | None]]:

@@ -19,11 +19,7 @@ so the message is delivered again on restart. A claim is made with a token of th
 a claim whose reply was lost in an outage is recognised as ours when retried (APPLY, not
 "interrupted"), and a command is still never applied twice.
 
-REDIS KEYS (hash tag `{<cluster_name>}` as in `state.controller_store`, so one script sees them all):
-- `reassigner:{c}:executor:epoch` — highest planner epoch seen (integer text);
-- `reassigner:{c}:executor:command:<id>` — `APPLYING:<token of the claiming attempt>`, then the
-  JSON of the published result (kept 7 days: the pipeline re-publishes an outbox within
-  minutes, not weeks).
+REDIS: the command ledger (`reassigner.edge.ledger`): highest epoch, outcome per command id.
 
 COMMANDS (payload kinds): ReassignmentStep (AlterPartitionReassignments with the target list;
 with target_log_dirs, AlterReplicaLogDirs on each named dir first — Kafka remembers the dir for
@@ -36,12 +32,10 @@ ends as an error result, never as a crash.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from reassigner.clients.kafka_admin import (
@@ -61,7 +55,7 @@ from reassigner.errors import DecodeError, ReassignerError, TransientError
 from reassigner.settings import Settings
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
-from state.controller_store import key_prefix
+from reassigner.edge.ledger import CommandLedger, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -70,66 +64,8 @@ STALE_EPOCH = "STALE_EPOCH"
 # Redis, the cluster and our own topics are waited for as long as it takes (until stopped).
 OUTAGE = Backoff(first_seconds=0.5, most_seconds=10.0, give_up_after_seconds=None)
 INTERRUPTED = "COMMAND_INTERRUPTED"
-RESULT_TTL_SECONDS = 7 * 24 * 3600
 # AlterReplicaLogDirs answers these while the broker does not host the replica yet.
 REPLICA_NOT_THERE_YET = frozenset({"REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"})
-
-CLAIM_COMMAND = """
-local existing = redis.call('GET', KEYS[2])
-if existing == 'APPLYING:' .. ARGV[3] then return {'APPLY', redis.call('GET', KEYS[1]) or '-1'} end
-if existing then return {'DUPLICATE', existing} end
-local highest = tonumber(redis.call('GET', KEYS[1]) or '-1')
-local epoch = tonumber(ARGV[1])
-if epoch < highest then return {'STALE', tostring(highest)} end
-if epoch > highest then redis.call('SET', KEYS[1], ARGV[1]) end
-redis.call('SET', KEYS[2], 'APPLYING:' .. ARGV[3], 'EX', ARGV[2])
-return {'APPLY', tostring(highest)}
-"""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The result of one command, as published."""
-
-    ok: bool
-    error_code: str | None = None
-    message: str = ""
-
-    def to_storage(self) -> str:
-        return json.dumps({"ok": self.ok, "error_code": self.error_code, "message": self.message})
-
-    @classmethod
-    def from_storage(cls, text: str) -> "Outcome":
-        data = json.loads(text)
-        return cls(bool(data["ok"]), data.get("error_code"), data.get("message", ""))
-
-
-class CommandLedger:
-    """The executor's durable memory in Redis: highest epoch and the outcome per command id."""
-
-    def __init__(self, client, cluster_name: str) -> None:
-        self.client = client
-        self.prefix = f"{key_prefix(cluster_name)}:executor"
-        self._claim = client.register_script(CLAIM_COMMAND)
-
-    def _command_key(self, command_id: str) -> str:
-        return f"{self.prefix}:command:{command_id}"
-
-    def claim(self, command_id: str, epoch: int, token: str) -> tuple[str, str]:
-        """('APPLY', highest before) | ('DUPLICATE', stored value) | ('STALE', highest).
-        `token` names this attempt: the same claim made again with it is APPLY again."""
-        verdict, detail = self._claim(keys=[f"{self.prefix}:epoch", self._command_key(command_id)],
-                                      args=[epoch, RESULT_TTL_SECONDS, token])
-        as_text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
-        return as_text(verdict), as_text(detail)
-
-    def store_outcome(self, command_id: str, outcome: Outcome) -> None:
-        self.client.set(self._command_key(command_id), outcome.to_storage(), ex=RESULT_TTL_SECONDS)
-
-    def highest_epoch(self) -> int:
-        value = self.client.get(f"{self.prefix}:epoch")
-        return int(value) if value is not None else -1
-
 
 class Executor:
     def __init__(self, admin: ClusterAdmin, ledger: CommandLedger, consumer_config: Mapping,

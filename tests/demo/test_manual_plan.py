@@ -3,7 +3,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reassigner.dev.demo.story import plan_manual_moves
+from reassigner.dev.harness.world import plan_manual_moves
 
 A0, A1, A2 = ("archive", 0), ("archive", 1), ("archive", 2)
 
@@ -46,7 +46,7 @@ def test_replica_disagreements_name_partitions_the_product_sees_otherwise():
     from types import SimpleNamespace
 
     from planning.model import TopicPartition
-    from reassigner.dev.demo.story import replica_disagreements
+    from reassigner.dev.harness.world import replica_disagreements
 
     state = SimpleNamespace(cluster=SimpleNamespace(partitions_by_tp={
         TopicPartition("archive", 0): SimpleNamespace(replicas=(5, 3, 4)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from reassigner.dev.demo.monitor import InvariantMonitor
+from reassigner.dev.harness.monitor import InvariantMonitor
 
 
 class AdminAnswers:
@@ -44,7 +44,7 @@ def test_peaks_since_count_only_the_samples_after_the_mark():
     watcher = monitor()
     watcher.sample(AdminAnswers(moving((0, [2, 3, 4]), (1, [2, 1, 4])), LEADERS))  # 2 moving, 1 leader move
     mark = time.time()
-    time.sleep(0.01)
+    time.sleep(0.01)  # the next sample is taken strictly after the mark
     watcher.sample(AdminAnswers(moving((2, [3, 1, 4])), LEADERS))  # 1 moving, leader stays
     assert watcher.peaks_since(0) == (2, 1)
     assert watcher.peaks_since(mark) == (1, 0)

@@ -2,9 +2,10 @@
 
 from rich.console import Console
 
-from reassigner.dev.demo.monitor import MonitorReport
-from reassigner.dev.demo.story import Demo, SceneResult
-from reassigner.dev.demo.traffic import TrafficReport
+from reassigner.dev.harness.monitor import MonitorReport
+from reassigner.dev.demo.story import Demo
+from reassigner.dev.harness.world import SceneResult
+from reassigner.dev.harness.traffic import TrafficReport
 
 SCENES = [
     SceneResult("1. add two brokers", 115, "65", "65", 80, 6, 2, 2),

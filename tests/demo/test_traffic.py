@@ -1,6 +1,6 @@
 """The no-data-loss accounting: what was produced, acknowledged and read back."""
 
-from reassigner.dev.demo.traffic import TrafficReport, compare_sequences
+from reassigner.dev.harness.traffic import TrafficReport, compare_sequences
 
 ORDERS_0 = ("orders", 0)
 

@@ -14,7 +14,8 @@ from confluent_kafka import Consumer, Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.edge.executor import CommandLedger, Executor
+from reassigner.edge.executor import Executor
+from reassigner.edge.ledger import CommandLedger
 from reassigner.clients.kafka_producer import producer_config
 from reassigner.settings import load_settings
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
@@ -236,7 +237,7 @@ def test_a_duplicate_command_id_is_not_applied_again_and_a_stale_epoch_is_refuse
     commands.send("ReassignmentStep", fields, epoch=100, command_id=command_id)
     first, second = commands.results_of(command_id, 2)
     assert second["ok"] is True and "duplicate" in second["message"]
-    time.sleep(1)
+    time.sleep(1)  # waits for nothing: gives a wrongly applied duplicate time to show in Kafka
     assert partition(admin, "dup").replicas == (1, 2)
     stale = commands.send("ReassignmentStep", fields, epoch=99)
     result = commands.result_of(stale)

@@ -18,7 +18,8 @@ from reassigner.clients.kafka_producer import producer_config
 from reassigner.clients.redis_io import connect_redis
 from reassigner.dev.local.processes import free_port, port_open, stop
 from reassigner.dev.local.redis_server import start_redis
-from reassigner.edge.executor import CommandLedger, Executor
+from reassigner.edge.executor import Executor
+from reassigner.edge.ledger import CommandLedger
 from reassigner.settings import load_settings
 from schemas.codec import topic_name
 from tests.edge.test_executor_applies_commands import Commands, create_topic, partition

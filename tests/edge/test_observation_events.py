@@ -1,14 +1,17 @@
-"""The watcher's diff: events only for what changed, and a reader that applies them follows the
-cluster. Properties over generated observations, plus a few worked examples."""
+"""The watcher's diff: events only for what changed, and the pipeline, reading them with its own
+reader (`handlers.events`), follows the cluster. Properties over generated observations, plus a
+few worked examples."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from handlers.events import compute_cluster_after_events
+from planning.model import Cluster
 from reassigner.clients.cluster_answers import (
-    EMPTY,
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
@@ -17,38 +20,64 @@ from reassigner.clients.cluster_answers import (
     compute_observation,
 )
 from reassigner.edge.observation import (
-    apply_events,
+    Event,
     compute_cluster,
     compute_events,
     compute_snapshot_events,
 )
+from reassigner.settings import load_settings
 from schemas.codec import TOPICS, decode, encode
+from streams.pipeline import compute_batch_inputs
 
 NOW = 1_700_000_000_000
+PIPELINE_SETTINGS = load_settings(topic_prefix="observation-tests")
+
+
+# --- generated observations -------------------------------------------------------------------
 
 
 @st.composite
-def observations(draw) -> ClusterObservation:
+def observations(draw, previous: ClusterObservation | None = None, recreated_topics: bool = True,
+                 first_seen_fenced: bool = True) -> ClusterObservation:
     """Consistent observations: dirs belong to registered brokers, replicas to known brokers,
-    partitions of a topic are numbered 0..n-1."""
+    partitions of a topic are numbered 0..n-1.
+
+    Given `previous`, a later poll of the same cluster, changed only as Kafka and the watcher
+    allow: a topic that keeps its id keeps its partitions (Kafka cannot shrink a topic) and their
+    leader epochs never go down; a broker whose dirs were known still lists one (a live broker
+    always reports its dirs, and `ClusterAdmin.observe` carries a silent broker's over). A topic
+    drawn with the other id was deleted and re-created between the polls (unless
+    `recreated_topics` is False); a broker not in `previous` may be fenced (unless
+    `first_seen_fenced` is False)."""
     broker_ids = draw(st.sets(st.integers(1, 6), min_size=1, max_size=5))
+    known_brokers = previous.brokers if previous is not None else {}
     brokers = [BrokerObservation(b, draw(st.sampled_from([None, "/dc1/r1", "/dc2/r1"])), "127.0.0.1",
-                                 9000 + b, draw(st.booleans())) for b in sorted(broker_ids)]
+                                 9000 + b, draw(st.booleans()) if first_seen_fenced or b in known_brokers
+                                 else False)
+               for b in sorted(broker_ids)]
     topic_names = draw(st.sets(st.sampled_from(["a", "b", "c", "orders"]), max_size=3))
+    known_topics = previous.topics if previous is not None else {}
+    topic_ids = {name: known_topics[name].topic_id if name in known_topics and not recreated_topics
+                 else draw(st.sampled_from([f"id-{name}", f"id2-{name}"])) for name in topic_names}
     partitions: list[PartitionObservation] = []
     for name in sorted(topic_names):
-        for index in range(draw(st.integers(1, 3))):
+        same_topic = name in known_topics and known_topics[name].topic_id == topic_ids[name]
+        at_least = known_topics[name].partition_count if same_topic else 1
+        for index in range(draw(st.integers(at_least, max(3, at_least)))):
             replicas = tuple(draw(st.permutations(sorted(broker_ids)))[: draw(st.integers(1, len(broker_ids)))])
             isr = tuple(b for b in replicas if draw(st.booleans())) or replicas[:1]
             leader = draw(st.sampled_from([None, *isr]))
             adding = tuple(b for b in replicas[1:] if draw(st.booleans()))
-            partitions.append(PartitionObservation(
-                name, index, replicas, isr, leader, draw(st.integers(-1, 3)), offline_replicas=()))
-            partitions[-1] = replace(partitions[-1], adding=adding)
+            before = previous.partitions.get((name, index)) if same_topic else None
+            lowest_epoch = -1 if before is None else before.leader_epoch
+            epoch = draw(st.integers(lowest_epoch, max(3, lowest_epoch)))
+            partitions.append(PartitionObservation(name, index, replicas, isr, leader, epoch,
+                                                   adding=adding, offline_replicas=()))
     reassignments = {(p.topic, p.partition): (p.adding, ()) for p in partitions if p.adding}
     log_dirs: list[LogDirObservation] = []
     for b in sorted(broker_ids):
-        for d in range(draw(st.integers(0, 2))):
+        dirs_known = b in known_brokers and bool(known_brokers[b].log_dirs)
+        for d in range(draw(st.integers(1 if dirs_known else 0, 2))):
             online = draw(st.booleans())
             hosted = [p for p in partitions if b in p.replicas and online and draw(st.booleans())]
             log_dirs.append(LogDirObservation(
@@ -57,28 +86,120 @@ def observations(draw) -> ClusterObservation:
                                           draw(st.integers(0, 10**6))) for p in hosted)),
                 10**9, draw(st.integers(0, 10**9))))
     min_isr = {name: draw(st.sampled_from([None, 1, 2])) for name in topic_names}
-    topic_ids = {name: draw(st.sampled_from([f"id-{name}", f"id2-{name}"])) for name in topic_names}
     return compute_observation(brokers, partitions, topic_ids, reassignments, log_dirs, min_isr)
 
 
+def successive_polls(recreated_topics: bool = True, first_seen_fenced: bool = True):
+    """(previous, current): two polls of one cluster, `current` the later (see `observations`)."""
+    return observations().flatmap(lambda previous: st.tuples(st.just(previous), observations(
+        previous, recreated_topics=recreated_topics, first_seen_fenced=first_seen_fenced)))
+
+
+# --- the pipeline's side ----------------------------------------------------------------------
+
+
+def pipeline_reads(cluster: Cluster, events: list[Event]) -> Cluster:
+    """`cluster` once the pipeline has read `events` in one micro-batch, as it reads what the
+    watcher publishes: Avro-encoded on their topics, decoded and put in the pipeline's order by
+    `streams.pipeline.compute_batch_inputs`, folded in by `handlers.events`. (The collapse to the
+    latest event per subject before that keeps them all: `compute_events` tells each broker,
+    topic, dir and partition at most once.)"""
+    rows = [(PIPELINE_SETTINGS.topic(suffix), 0, offset, encode(TOPICS[suffix], record))
+            for offset, (suffix, _key, record) in enumerate(events)]
+    inputs = compute_batch_inputs(0, rows, [], PIPELINE_SETTINGS)
+    assert not inputs.bad_records
+    after, _, effects = compute_cluster_after_events(cluster, inputs.events)
+    assert not effects.rejected
+    return after
+
+
+def expected_view(previous: ClusterObservation, current: ClusterObservation) -> Cluster:
+    """`compute_cluster(current)`, where the poll tells nothing, holding what the pipeline keeps
+    by design (the rules of `handlers.events`) from its view of `previous`:
+    - min.insync.replicas the broker gave no value for (None; `compute_cluster` shows 1): a
+      TopicState with a null min ISR keeps the one known;
+    - the dir of a replica no dir described (None, or no dirs at all: an offline dir lists no
+      replicas): the partition keeps the dir known for that broker's replica — an offline dir's
+      replicas are how a disk failure is told which replicas it hit."""
+    known = compute_cluster(previous)
+    topics = []
+    for topic in compute_cluster(current).topics:
+        min_isr = topic.min_insync_replicas
+        if current.topics[topic.name].min_insync_replicas is None and topic.name in known.topics_by_name:
+            min_isr = known.topics_by_name[topic.name].min_insync_replicas
+        topics.append(replace(topic, min_insync_replicas=min_isr, partitions=tuple(
+            replace(p, log_dirs=kept_dirs(p.replicas, p.log_dirs, known.partition(p.tp)))
+            for p in topic.partitions)))
+    return replace(compute_cluster(current), topics=tuple(topics))
+
+
+def kept_dirs(replicas, told, before) -> tuple:
+    """A replica's dir as told, or else as known before for its broker (see `expected_view`)."""
+    known = dict(zip(before.replicas, before.log_dirs)) if before is not None and \
+        len(before.log_dirs) == len(before.replicas) else {}
+    told = told if len(told) == len(replicas) else (None,) * len(replicas)
+    dirs = tuple(d if d is not None else known.get(b) for b, d in zip(replicas, told))
+    return dirs if any(d is not None for d in dirs) else ()
+
+
+def without_volatile_numbers(cluster: Cluster) -> Cluster:
+    """Partition sizes and dir usage are volatile: the watcher tells no change of them alone
+    (`field(compare=False)` in `cluster_answers`), so the pipeline holds the last ones told. They
+    are the one thing the comparison leaves out."""
+    return Cluster(
+        tuple(replace(b, log_dirs=tuple(replace(d, total_bytes=None, usable_bytes=None) for d in b.log_dirs))
+              for b in cluster.brokers),
+        tuple(replace(t, partitions=tuple(replace(p, size_bytes=None) for p in t.partitions))
+              for t in cluster.topics))
+
+
+def assert_the_pipeline_follows(previous: ClusterObservation, current: ClusterObservation) -> None:
+    followed = pipeline_reads(compute_cluster(previous), compute_events(previous, current, NOW))
+    assert without_volatile_numbers(followed) == without_volatile_numbers(expected_view(previous, current))
+
+
+# --- properties -------------------------------------------------------------------------------
+
+# The two defects the full property finds (each has its regression test at the end).
+RECREATED_TOPIC = (
+    "defect: a topic deleted and re-created between two polls is told by one TopicState with the "
+    "new topic id; handlers.events stores no topic id, so it ignores the new incarnation's "
+    "partitions as stale (leader epochs start again) and keeps partitions beyond the new count: "
+    "the pipeline goes on seeing the old topic's replicas (cf. 'Not covered' in handlers/events.py)")
+FIRST_SEEN_FENCED = (
+    "defect: a broker first seen fenced is told REGISTERED (schema: 'known but not yet "
+    "unfenced'), and handlers.events counts REGISTERED as alive: the pipeline takes a fenced "
+    "broker for alive and eligible until it unfences or a snapshot says FENCED")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"{RECREATED_TOPIC}; {FIRST_SEEN_FENCED}")
+@settings(max_examples=300, deadline=None, report_multiple_bugs=False)
+@given(successive_polls())
+def test_the_pipeline_reading_the_events_follows_the_cluster(polls):
+    assert_the_pipeline_follows(*polls)
+
+
 @settings(max_examples=300, deadline=None)
-@given(observations(), observations())
-def test_a_reader_applying_the_events_follows_the_cluster(before, after):
-    events = compute_events(before, after, NOW)
-    assert apply_events(before, events) == after
+@given(successive_polls(recreated_topics=False, first_seen_fenced=False))
+def test_the_pipeline_follows_every_other_change(polls):
+    """The property above without the two changes its xfail names, so that the rest stays
+    guarded meanwhile; goes with that xfail once both are fixed."""
+    assert_the_pipeline_follows(*polls)
 
 
 @settings(max_examples=100, deadline=None)
 @given(observations())
-def test_no_event_when_nothing_changed(observation):
-    assert compute_events(observation, observation, NOW) == []
+def test_no_event_when_nothing_changed_and_the_pipeline_view_stays(observation):
+    events = compute_events(observation, observation, NOW)
+    assert events == []
+    assert pipeline_reads(compute_cluster(observation), events) == compute_cluster(observation)
 
 
 @settings(max_examples=100, deadline=None)
 @given(observations())
 def test_a_snapshot_alone_rebuilds_the_view_and_counts_itself(observation):
     events = compute_snapshot_events(observation, "snap-1", NOW)
-    assert apply_events(EMPTY, events) == observation
+    assert pipeline_reads(Cluster(), events) == compute_cluster(observation)  # sizes included
     start, end = events[0][2], events[-1][2]
     assert (start["phase"], end["phase"]) == ("START", "END")
     body = events[1:-1]
@@ -101,6 +222,30 @@ def test_every_event_fits_its_schema_and_key_convention(before, after):
     for suffix, key, record in compute_events(before, after, NOW) + compute_snapshot_events(after, "s", NOW):
         assert decode(TOPICS[suffix], encode(TOPICS[suffix], record))["key"] == key
 
+
+# --- the two defects, one example each --------------------------------------------------------
+
+TWO_BROKERS = [BrokerObservation(1, "/r1", "h", 1, False), BrokerObservation(2, "/r2", "h", 2, False)]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=RECREATED_TOPIC)
+def test_a_topic_re_created_between_two_polls_replaces_the_old_one():
+    old = compute_observation(TWO_BROKERS, [PartitionObservation("t", 0, (1,), (1,), 1, 3),
+                                            PartitionObservation("t", 1, (1,), (1,), 1, 3)],
+                              {"t": "id-1"}, {}, [], {"t": 1})
+    new = compute_observation(TWO_BROKERS, [PartitionObservation("t", 0, (2,), (2,), 2, 0)],
+                              {"t": "id-2"}, {}, [], {"t": 1})
+    assert pipeline_reads(compute_cluster(old), compute_events(old, new, NOW)) == compute_cluster(new)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=FIRST_SEEN_FENCED)
+def test_a_broker_first_seen_fenced_is_not_alive():
+    one = compute_observation(TWO_BROKERS[:1], [], {}, {}, [], {})
+    two = compute_observation([TWO_BROKERS[0], replace(TWO_BROKERS[1], fenced=True)], [], {}, {}, [], {})
+    assert pipeline_reads(compute_cluster(one), compute_events(one, two, NOW)) == compute_cluster(two)
+
+
+# --- worked examples --------------------------------------------------------------------------
 
 def cluster(*, fenced_3=False, isr=(1, 2, 3), dir_online=True, sizes=100) -> ClusterObservation:
     brokers = [BrokerObservation(1, "/r1", "h", 1, False), BrokerObservation(2, "/r2", "h", 2, False),

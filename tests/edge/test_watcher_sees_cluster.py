@@ -244,7 +244,7 @@ def test_the_loop_survives_an_unreachable_cluster_without_hot_looping(caplog):
     thread = threading.Thread(target=watcher.run, args=(stop,))
     with caplog.at_level(logging.WARNING, logger="reassigner.edge.watcher"):
         thread.start()
-        time.sleep(4)
+        time.sleep(4)  # a fixed window: the attempts the loop makes in it are counted below
         stop.set()
         thread.join(10)
     assert not thread.is_alive()

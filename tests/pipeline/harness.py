@@ -118,6 +118,19 @@ class Harness:
             if until(self.seen[suffix]) or time.monotonic() > deadline:
                 return list(self.seen[suffix])
 
+    def read_to_end(self, suffix: str, timeout: float = 30.0) -> list[dict]:
+        """Everything on an output topic up to its end offsets as of this call; fails if they are
+        not all read within `timeout`. (The end offsets count the records: the topics are fresh,
+        not compacted, and written without transactions.)"""
+        consumer = self._consumer(suffix)
+        topic = self.topic(suffix)
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        records = sum(high - low for low, high in (
+            consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=10) for p in partitions))
+        seen = self.read(suffix, lambda seen: len(seen) >= records, timeout)
+        assert len(seen) >= records, f"read {len(seen)} of the {records} records on {topic} in {timeout} s"
+        return seen
+
     def close(self) -> None:
         for consumer in self.consumers.values():
             consumer.close()

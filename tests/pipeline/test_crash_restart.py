@@ -26,6 +26,7 @@ from planning.movement.partition_steps import compute_step_sequence
 from reassigner.dev.local.processes import free_port, stop, tail
 from reassigner.dev.local.redis_server import start_redis
 from simulated_kafka import SimulatedKafka
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
 
@@ -174,9 +175,16 @@ def test_a_redis_restart_mid_run_keeps_the_state(crash_run):
         run["simulated"].tick_request()
     before = store.load()
     assert before.reassignments
+    outages_told = run["log"].read_text(errors="replace").count("Redis unavailable")
     stop(redis_pid, kill=True)
-    run["simulated"].pump(1.0)
-    time.sleep(2)
+
+    def pipeline_meets_the_outage() -> bool:
+        """Events keep coming; true once a batch has found Redis away (and is retrying)."""
+        run["simulated"].pump(1.0)
+        run["simulated"].tick_request()
+        return run["log"].read_text(errors="replace").count("Redis unavailable") > outages_told
+
+    eventually(pipeline_meets_the_outage, 60, 0, what="the pipeline retrying while Redis is away")
     run["redis"] = (redis_port, redis_dir, start_redis(redis_port, redis_dir))
     after = ControllerStore(redis.Redis(port=redis_port), store.cluster_name).load()
     assert after.last_batch >= before.last_batch

@@ -4,12 +4,14 @@ on real topics. Event times drive the clock (no ticks), so grace periods are det
 
 from __future__ import annotations
 
-import time
 import uuid
+from typing import Callable
 
 import pytest
 
 from planning.model import TopicPartition
+from state.model import ControllerState
+from tests.waiting import eventually
 from harness import (
     T0,
     Harness,
@@ -67,10 +69,8 @@ def send_cluster(harness: Harness, runner, brokers=(1, 2, 3), partitions=4, at=T
     harness.send("topic-state", topic_event("orders", partitions, at))
     for p in range(partitions):
         harness.send("isr-changes", partition_event("orders", p, [1, 2, 3], at, leader=1))
-    deadline = time.monotonic() + 60
-    while len(runner.state.cluster.partitions_by_tp) < partitions:
-        assert time.monotonic() < deadline, "the pipeline did not apply the first view"
-        time.sleep(0.2)
+    eventually(lambda: len(runner.state.cluster.partitions_by_tp) >= partitions, 60, 0.2,
+               what="the pipeline applied the first view")
 
 
 def tick(harness: Harness, at: int) -> None:
@@ -82,25 +82,42 @@ def steps(harness: Harness, timeout: float = 20, at_least: int = 0) -> list[dict
                                     >= at_least, timeout), "ReassignmentStep")
 
 
-def settle(runner, seconds: float = 4.0) -> None:
-    """Let a few micro-batches pass (the trigger is 300 ms)."""
-    batches = runner.stats.batches
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert runner.stats.batches >= batches
+def all_steps(harness: Harness) -> list[dict]:
+    """Every ReassignmentStep on the commands topic, read to its end (after `settle`: all there
+    will be for what was sent)."""
+    return commands_of(harness.read_to_end("commands"), "ReassignmentStep")
+
+
+def settle(runner, what: str, applied: Callable[[ControllerState], bool] = lambda state: True,
+           timeout: float = 30) -> None:
+    """Wait until the pipeline's state shows `applied` (by default: whatever it shows now) and the
+    batch that got it there has published its outbox, so that everything the pipeline decided up
+    to `what` is on the output topics; fails naming `what` otherwise."""
+    def applied_state() -> ControllerState | None:
+        state = runner.state
+        return state if applied(state) else None
+
+    batch = eventually(applied_state, timeout, what=f"the pipeline applied {what}").last_batch
+    eventually(lambda: all(pending > batch for pending, _ in runner.store.pending_outbox()), timeout,
+               what=f"batch {batch} ({what}) published")
 
 
 def test_a_broker_added_leads_after_the_grace_period_to_at_most_p_steps(pipeline):
     harness, runner = pipeline
     send_cluster(harness, runner)
     harness.send("broker-membership", broker_event(4, "UNFENCED", T0 + 1000))
-    alerts = harness.read("alerts", lambda seen: alerts_of(seen, "BrokerAdded"))
-    assert alerts_of(alerts, "BrokerAdded")
+
+    def broker_4_added(seen: list[dict]) -> list[dict]:
+        return [a for a in alerts_of(seen, "BrokerAdded") if a["subject"] == "broker-4"]
+
+    assert broker_4_added(harness.read("alerts", broker_4_added))
+    # Broker 4's BrokerAdded is out: the pipeline has applied all that was sent, and its next
+    # batch is the tick's.
+    before_tick = runner.state.last_batch
 
     tick(harness, T0 + 1000 + GRACE_SECONDS * 1000 - 1500)  # still within the grace period
-    settle(runner)
-    assert steps(harness, timeout=1) == []
+    settle(runner, "the tick within the grace period", lambda state: state.last_batch > before_tick)
+    assert all_steps(harness) == []
 
     tick(harness, T0 + 1000 + GRACE_SECONDS * 1000 + 500)
     started = steps(harness, at_least=1)
@@ -133,8 +150,10 @@ def test_completion_advances_exactly_the_completed_partitions_and_an_isr_behind_
     assert later, "the completed partition's slot was not refilled"
     assert all(c["payload"][1]["partition"] != behind["partition"] for c in later)
     assert len(later) == 1  # exactly one slot freed: P stays the bound
-    settle(runner)
-    assert len(steps(harness, timeout=1)) == MAX_PARTITION_MOVEMENTS + 1
+    settle(runner, "both partitions' new state", lambda state: all(
+        state.cluster.partition(TopicPartition("orders", fields["partition"])).leader_epoch == 1
+        for fields in (done, behind)))
+    assert len(all_steps(harness)) == MAX_PARTITION_MOVEMENTS + 1
 
 
 def test_a_cancel_yields_a_cancellation_and_the_revert(pipeline):
@@ -176,8 +195,8 @@ def test_an_invalid_request_is_rejected_and_nothing_else_changes(pipeline):
     codes = sorted(a["details"]["error_code"] for a in rejected)
     assert codes == ["INVALID_REPLICA_ASSIGNMENT", "NO_REASSIGNMENT_IN_PROGRESS"]
     assert any("99" in a["message"] for a in rejected)
-    settle(runner)
-    assert steps(harness, timeout=1) == []
+    settle(runner, "the two rejected requests")  # the batch that rejected them
+    assert all_steps(harness) == []
     assert runner.state.reassignments == {}
 
 
@@ -192,13 +211,12 @@ def test_garbage_reaches_the_dead_letter_topic_and_the_next_event_is_still_handl
     assert dead[0]["source_topic"] == harness.topic("isr-changes") and dead[0]["reason"]
     alerts = harness.read("alerts", lambda seen: alerts_of(seen, "BadEvent"))
     assert alerts_of(alerts, "BadEvent")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+
+    def isr_applied() -> bool:
         partition = runner.state.cluster.partition(TopicPartition("orders", 1))
-        if partition is not None and partition.isr == (1, 2):
-            break
-        time.sleep(0.3)
-    assert partition is not None and partition.isr == (1, 2)
+        return partition is not None and partition.isr == (1, 2)
+
+    eventually(isr_applied, 20, what="the event after the garbage applied (orders-1 ISR (1, 2))")
 
 
 def test_two_log_dirs_of_one_broker_in_one_batch_are_both_applied(pipeline):
@@ -232,13 +250,12 @@ def test_events_flow_from_kafka_through_spark_into_redis(pipeline, redis_client)
         expected[TopicPartition("orders", p)] = tuple([1, 2, 3][: 1 + p % 3])
     harness.send_together("isr-changes", burst)
     store = ControllerStore(redis_client, harness.cluster_name)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def stored_as_expected():
         stored = store.load().cluster.partitions_by_tp
-        if {tp: p.isr for tp, p in stored.items()} == expected:
-            break
-        time.sleep(0.3)
-    assert {tp: p.isr for tp, p in stored.items()} == expected
+        return stored if {tp: p.isr for tp, p in stored.items()} == expected else None
+
+    stored = eventually(stored_as_expected, 60, what="the newest ISR of every partition in Redis")
     assert all(p.leader_epoch == 3 for p in stored.values())
     assert stored[TopicPartition("orders", 3)].size_bytes == 4000
     assert store.last_batch() >= 0 and store.load().epoch == runner.state.epoch

@@ -32,7 +32,7 @@ from planning.simulation.invariants import (
     moving_shown_by_kafka,
     steps_in_flight,
 )
-from tests.planning.test_simulator_invariants import clusters, targets_for
+from test_simulator_invariants import clusters, targets_for
 from tests.settings_defaults import STALL_TIMEOUT, default_limits
 
 ALL = InvariantLimits(max_partition_movements=2, max_leader_movements=1, max_movements_per_broker=2,

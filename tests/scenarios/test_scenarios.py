@@ -4,7 +4,7 @@ every 250 ms (steps in flight ≤ P, leader moves ≤ L, no partition under min 
 step, no partition with two steps in flight).
 
 One world for the module (`world`, about a minute to start): a KRaft cluster of brokers 1-3
-(racks /dc1/r1, /dc1/r2, /dc2/r1), Redis, the product (`reassigner.dev.demo.story.Demo.setup`).
+(racks /dc1/r1, /dc1/r2, /dc2/r1), Redis, the product (`reassigner.dev.harness.world.World.setup`).
 The tests run in file order, each a scene that leaves the cluster settled for the next:
 
   1. add brokers 4 (/dc2/r2) and 5 (/dc1/r3)  → one automatic rebalance, in rolling batches
@@ -50,10 +50,12 @@ from cluster_checks import (
 )
 from rich.console import Console
 
-from reassigner.dev.demo.cluster_tools import SlowReplication, create_topics, write_bulk
-from reassigner.dev.demo.product import TopicCollector
+from reassigner.dev.harness.cluster_tools import SlowReplication, create_topics, write_bulk
+from reassigner.dev.harness.product import TopicCollector
 from planning.model import TopicPartition
-from reassigner.dev.demo.story import DEMO_SETTINGS, MIN_INSYNC_REPLICAS, TOPICS, Demo
+from reassigner.dev.harness import world as harness
+from reassigner.dev.harness.world import DEMO_SETTINGS, MIN_INSYNC_REPLICAS, TOPICS
+from tests.waiting import eventually
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.scenario]
 
@@ -77,7 +79,7 @@ class Marks:
 
 @dataclass
 class World:
-    demo: Demo
+    demo: harness.World
     results: TopicCollector  # reassigner.command-results
     story: Path
     draining: set[int] = field(default_factory=set)
@@ -168,7 +170,7 @@ def world(tmp_path_factory, cache_dir):
     directory = tmp_path_factory.mktemp("scenarios")
     story = directory / "story.txt"
     with open(story, "w") as story_file:
-        demo = Demo(directory / "stack", cache_dir, console=Console(file=story_file, width=120))
+        demo = harness.World(directory / "stack", cache_dir, console=Console(file=story_file, width=120))
         results = None
         try:
             demo.setup()
@@ -303,7 +305,12 @@ def test_a_lower_partition_limit_applies_to_the_next_steps_only(world):
                 demo.say(f"  `reassigner config set reassignment.max.concurrent.partition.movements="
                          f"{new_limit}` while {sum(p['reassigning'] for p in demo.probe.partitions([LEDGER]).values())} "
                          "steps are in flight")
-                time.sleep(2)  # commands published before the ConfigChanged alert reach the collector
+                # Still slow, what the checks below judge the change by: every step in flight
+                # collected, and a sample of them by the monitor after the change.
+                change_s = int(outcome["change"]["event_time"]) / 1000
+                eventually(lambda: steps_in_flight_collected(world, marks, LEDGER)
+                           and demo.monitor.samples_since(change_s), 60, 0.5,
+                           what="the steps in flight collected and sampled after the change")
                 slow.lift()
             demo.wait("the rebalance goes on under the new limit", lambda: demo.settled(topics=[LEDGER]), 300)
             result.replica_moves = outcome["plan"]["details"]["replica_moves"]
@@ -338,6 +345,12 @@ def test_a_lower_partition_limit_applies_to_the_next_steps_only(world):
     world.check(marks, set(answered) == ids and all(r["ok"] for r in answered.values()),
                 f"steps submitted before the change: {len(ids)}, answered ok: "
                 f"{sum(r['ok'] for r in answered.values())}")
+
+
+def steps_in_flight_collected(world: World, marks: Marks, topic: str) -> bool:
+    """Every partition of `topic` Kafka shows moving has its step among the collected commands."""
+    moving = {key for key, p in world.demo.probe.partitions([topic]).items() if p["reassigning"]}
+    return moving <= {step_key(c)[0] for c in world.steps(marks)}
 
 
 def first_steps_in_flight(world: World, first: dict) -> bool:

@@ -1,0 +1,97 @@
+"""kafka-python's private internals, quarantined: the fast reads of one poll.
+
+kafka-python 3.x has public methods for every read the watcher needs, but they cost more than
+the answer is worth at 10,000+ partitions (a whole-cluster metadata fetch before DescribeLogDirs,
+`to_dict` on every answer) and each waits for its own round trip. These reads send the protocol
+requests themselves and run side by side on kafka-python's event loop. They use, and nothing
+else in the product may use:
+- `client._manager.send / run / _net.call_soon_with_future` (the client's event loop);
+- `client._manager.cluster.refresh_metadata` (after a broker unknown to the cached metadata);
+- `client._async_list_partition_reassignments`, `client._async_describe_configs`;
+- the protocol classes `MetadataRequest`, `DescribeLogDirsRequest`;
+- `kafka.admin._configs.AlterConfigOp` (IncrementalAlterConfigs' operation, not exported).
+kafka-python is pinned to 3.x in pyproject.toml; an upgrade must re-check this list. A read that
+fails is done again by the caller through `ClusterAdmin`'s public path (same answers, same error
+translation), so the fast path never changes what an error looks like.
+"""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable, Iterable, Mapping, Sequence
+
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+
+Read = Callable[..., Awaitable[object]]
+"""A read for `read_together`: a coroutine function taking kafka-python's admin client first."""
+
+
+async def read_metadata(client) -> list:
+    """Every topic's metadata (Metadata, all topics) as kafka-python's answer structs."""
+    from kafka.protocol.metadata import MetadataRequest
+
+    response = await client._manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    return list(response.topics)
+
+
+async def read_reassignments(client) -> dict:
+    """Every ongoing reassignment (ListPartitionReassignments, sent to the controller)."""
+    return await client._async_list_partition_reassignments(None, None)
+
+
+async def read_log_dirs(client, broker_id: int) -> list:
+    """DescribeLogDirs of every partition on one broker, as kafka-python's answer structs. Its
+    public method, given no partitions, first fetches the whole cluster metadata and then lists
+    every partition in the request (0.8 s instead of 0.2 s per broker at 10,000 partitions); the
+    protocol's null topic list means "all" on its own, so that is what is sent."""
+    from kafka.protocol.admin import DescribeLogDirsRequest
+
+    response = await client._manager.send(DescribeLogDirsRequest(topics=None), node_id=broker_id)
+    return list(response.results)
+
+
+async def read_min_insync_replicas(client, topics: Sequence[str]) -> dict:
+    """DescribeConfigs of min.insync.replicas of these topics (kafka-python's answer form)."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    resources = [ConfigResource(ConfigResourceType.TOPIC, t, {MIN_INSYNC_REPLICAS: None}) for t in topics]
+    return await client._async_describe_configs(resources, False, "all")
+
+
+def log_dir_reads(broker_ids: Iterable[int]) -> dict[str, tuple[Read, tuple]]:
+    return {f"log dirs {b}": (read_log_dirs, (b,)) for b in broker_ids}
+
+
+def run_read(client, read: Read, *args: object) -> object:
+    """One read on kafka-python's event loop, waiting for its answer."""
+    return client._manager.run(read, client, *args)
+
+
+def gather_reads(client, reads: Mapping[str, tuple[Read, tuple]]) -> dict[str, object]:
+    """Run reads side by side on kafka-python's event loop (its `_manager.run` waits for one
+    coroutine; this one schedules them all, then awaits each)."""
+    network = client._manager._net
+
+    async def gather() -> dict[str, object]:
+        pending = {name: network.call_soon_with_future(read, client, *args)
+                   for name, (read, args) in reads.items()}
+        answers: dict[str, object] = {}
+        for name, future in pending.items():
+            try:
+                answers[name] = await future
+            except Exception as error:  # redone alone by the caller, with the usual translation
+                answers[name] = error
+        return answers
+
+    return client._manager.run(gather)
+
+
+def refresh_metadata(client) -> None:
+    """Refresh kafka-python's cached cluster metadata now (it routes requests by it)."""
+    client._manager.run(client._manager.cluster.refresh_metadata)
+
+
+def alter_config_op():
+    """kafka-python's `AlterConfigOp` (SET / DELETE of IncrementalAlterConfigs)."""
+    from kafka.admin._configs import AlterConfigOp
+
+    return AlterConfigOp

@@ -1,0 +1,82 @@
+"""The executor's durable memory in Redis: the highest planner epoch seen and each command's
+outcome, so that a command is applied at most once and a stale planner is refused.
+
+KEYS (hash tag `{<cluster_name>}` as in `state.controller_store`, so one script sees them all):
+- `reassigner:{c}:executor:epoch` — highest planner epoch seen (integer text);
+- `reassigner:{c}:executor:command:<id>` — `APPLYING:<token of the claiming attempt>`, then the
+  JSON of the published outcome (kept 7 days: the pipeline re-publishes an outbox within
+  minutes, not weeks).
+
+RULES (`claim` is one Lua script, atomic):
+- an id seen before is not applied again: DUPLICATE with what is stored — unless the stored
+  claim carries this attempt's token (a claim whose reply was lost, retried): APPLY again;
+- an epoch older than the highest seen is STALE; otherwise the highest is raised and the id is
+  marked APPLYING with the token.
+Redis errors reach the caller untranslated; the executor calls through
+`reassigner.clients.redis_io.retry_redis`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from state.controller_store import key_prefix
+
+RESULT_TTL_SECONDS = 7 * 24 * 3600
+
+CLAIM_COMMAND = """
+local existing = redis.call('GET', KEYS[2])
+if existing == 'APPLYING:' .. ARGV[3] then return {'APPLY', redis.call('GET', KEYS[1]) or '-1'} end
+if existing then return {'DUPLICATE', existing} end
+local highest = tonumber(redis.call('GET', KEYS[1]) or '-1')
+local epoch = tonumber(ARGV[1])
+if epoch < highest then return {'STALE', tostring(highest)} end
+if epoch > highest then redis.call('SET', KEYS[1], ARGV[1]) end
+redis.call('SET', KEYS[2], 'APPLYING:' .. ARGV[3], 'EX', ARGV[2])
+return {'APPLY', tostring(highest)}
+"""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one command, as published."""
+
+    ok: bool
+    error_code: str | None = None
+    message: str = ""
+
+    def to_storage(self) -> str:
+        return json.dumps({"ok": self.ok, "error_code": self.error_code, "message": self.message})
+
+    @classmethod
+    def from_storage(cls, text: str) -> "Outcome":
+        data = json.loads(text)
+        return cls(bool(data["ok"]), data.get("error_code"), data.get("message", ""))
+
+
+class CommandLedger:
+    """The executor's durable memory in Redis: highest epoch and the outcome per command id."""
+
+    def __init__(self, client, cluster_name: str) -> None:
+        self.client = client
+        self.prefix = f"{key_prefix(cluster_name)}:executor"
+        self._claim = client.register_script(CLAIM_COMMAND)
+
+    def _command_key(self, command_id: str) -> str:
+        return f"{self.prefix}:command:{command_id}"
+
+    def claim(self, command_id: str, epoch: int, token: str) -> tuple[str, str]:
+        """('APPLY', highest before) | ('DUPLICATE', stored value) | ('STALE', highest).
+        `token` names this attempt: the same claim made again with it is APPLY again."""
+        verdict, detail = self._claim(keys=[f"{self.prefix}:epoch", self._command_key(command_id)],
+                                      args=[epoch, RESULT_TTL_SECONDS, token])
+        as_text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
+        return as_text(verdict), as_text(detail)
+
+    def store_outcome(self, command_id: str, outcome: Outcome) -> None:
+        self.client.set(self._command_key(command_id), outcome.to_storage(), ex=RESULT_TTL_SECONDS)
+
+    def highest_epoch(self) -> int:
+        value = self.client.get(f"{self.prefix}:epoch")
+        return int(value) if value is not None else -1
