@@ -6,8 +6,10 @@ Events arrive collapsed to the latest per key, ordered brokers → topics → lo
 triggers (membership, disks, ISR alerts) to react to.
 
 RULES:
-- BrokerMembership: REGISTERED, UNFENCED and DRAINING mean alive; FENCED and UNREGISTERED mean
-  not alive; UNKNOWN (a symbol of a later schema) changes nothing but the rack and dirs.
+- BrokerMembership: UNFENCED and DRAINING mean alive; REGISTERED (known, not unfenced yet),
+  FENCED and UNREGISTERED mean not alive — but a broker first seen REGISTERED did not go down (it
+  is joining: KRaft keeps a new broker fenced for a moment), so it raises no `went_down`; UNKNOWN
+  (a symbol of a later schema) changes nothing but the rack and dirs.
   `draining` stays set once set (a decommission is ours; the watcher does not report it), or is
   set by a DRAINING state. The dir list (paths) keeps the health and usage of known dirs; an
   empty list keeps the dirs known. An UNREGISTERED broker that holds no replica after the batch
@@ -17,7 +19,10 @@ RULES:
   Kafka allows only through a restart, and a restart is what makes Kafka forget them too. Being
   seen down and up is not enough: a broker fenced for a missed heartbeat did not restart.
 - TopicState: sets `min.insync.replicas` (null keeps it); `deleted` drops the topic and its
-  partitions (and partition events for it later in the same batch are ignored).
+  partitions (and partition events for it later in the same batch are ignored). A topic id other
+  than the stored one means the topic was deleted and re-created between two polls (one event
+  tells it): the old incarnation's partitions are dropped (`EventEffects.topics_recreated`, its
+  reassignments go with it) and the new one's partition events follow in the same batch.
 - LogDirState: sets the dir's online flag and usage; every (non-future) replica it lists gets
   that dir in its partition's `log_dirs`. An offline dir lists no replicas: partitions keep
   pointing at it, which is what makes their replicas offline.
@@ -42,9 +47,6 @@ RULES:
   saw is in the inventory whatever the order. What reconciliation removed is reported in
   `EventEffects.reconciled` (a `SnapshotReconciled` alert). A START marker, or an END marker
   without inventory (a version 1 writer), changes nothing.
-  Not covered: a topic deleted and re-created under the same name while the deletion event is
-  lost keeps its old partitions' leader epochs, so the new incarnation's events (epochs from 0)
-  are ignored as stale; telling incarnations apart needs the topic id, which is not stored.
 - A record missing a field it needs is rejected (reported, the batch goes on).
 """
 
@@ -56,8 +58,8 @@ from typing import Any, Iterable, Mapping
 from state.model import ObservationTimes
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 
-ALIVE_STATES = ("REGISTERED", "UNFENCED", "DRAINING")
-DOWN_STATES = ("FENCED", "UNREGISTERED")
+ALIVE_STATES = ("UNFENCED", "DRAINING")
+DOWN_STATES = ("REGISTERED", "FENCED", "UNREGISTERED")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class EventEffects:
     went_down: broker id -> event time (ms) of brokers that stopped being alive.
     dirs_failed / dirs_restored: (broker, path) of dirs that went offline / came back online.
     topics_deleted: topics dropped.
+    topics_recreated: topics whose old incarnation was dropped for a new topic id.
     touched: partitions whose state changed (for UNDER-min-ISR / offline alerts).
     rejected: (schema, key, reason) of events that could not be applied.
     stale: partition events ignored for a lower leader epoch.
@@ -98,6 +101,7 @@ class EventEffects:
     dirs_failed: list[tuple[int, str]] = field(default_factory=list)
     dirs_restored: list[tuple[int, str]] = field(default_factory=list)
     topics_deleted: list[str] = field(default_factory=list)
+    topics_recreated: list[str] = field(default_factory=list)
     touched: set[TopicPartition] = field(default_factory=set)
     rejected: list[tuple[str, str, str]] = field(default_factory=list)
     stale: int = 0
@@ -116,6 +120,7 @@ class _WorkingCluster:
         self.brokers: dict[int, Broker] = dict(cluster.brokers_by_id)
         self.topics: dict[str, Topic] = dict(cluster.topics_by_name)
         self.min_isr: dict[str, int] = {t.name: t.min_insync_replicas for t in cluster.topics}
+        self.topic_ids: dict[str, str | None] = {t.name: t.topic_id for t in cluster.topics}
         self.partitions: dict[str, dict[int, PartitionState]] = {}  # only topics changed
         self.deleted: set[str] = set()
         self.unregistered: set[int] = set()
@@ -157,11 +162,12 @@ class _WorkingCluster:
                 continue
             if name in self.partitions:
                 parts = self.partitions[name]
-                topics.append(Topic(name, tuple(parts[i] for i in sorted(parts)), self.min_isr[name]))
+                topics.append(Topic(name, tuple(parts[i] for i in sorted(parts)), self.min_isr[name],
+                                    self.topic_ids.get(name)))
             else:
                 old = self.topics[name]
-                if old.min_insync_replicas != self.min_isr[name]:
-                    old = replace(old, min_insync_replicas=self.min_isr[name])
+                if (old.min_insync_replicas, old.topic_id) != (self.min_isr[name], self.topic_ids.get(name)):
+                    old = replace(old, min_insync_replicas=self.min_isr[name], topic_id=self.topic_ids.get(name))
                 topics.append(old)
         for broker_id, broker in list(self.brokers.items()):
             if broker.cannot_host and all(d.online for d in broker.log_dirs):
@@ -290,7 +296,7 @@ def _apply_broker(work: _WorkingCluster, record: Mapping[str, Any], effects: Eve
         effects.came_up[broker_id] = int(record["event_time"])
         effects.went_down.pop(broker_id, None)
         work.unregistered.discard(broker_id)
-    elif not alive and (was_alive or old is None):
+    elif not alive and (was_alive or (old is None and state != "REGISTERED")):
         effects.went_down[broker_id] = int(record["event_time"])
     if state == "UNREGISTERED":
         work.unregistered.add(broker_id)
@@ -304,6 +310,17 @@ def _apply_topic(work: _WorkingCluster, record: Mapping[str, Any], effects: Even
         work.deleted.add(name)
         return
     work.deleted.discard(name)  # re-created under the same name
+    topic_id = record.get("topic_id")
+    known_id = work.topic_ids.get(name)
+    if topic_id and known_id and topic_id != known_id and name not in effects.topics_recreated:
+        # Deleted and re-created between two polls: the old partitions and their epochs are gone.
+        old = work.topic_partitions(name)
+        effects.touched.difference_update(TopicPartition(name, n) for n in old)
+        work.partitions[name] = {}
+        work.min_isr[name] = 1
+        effects.topics_recreated.append(name)
+    if topic_id:
+        work.topic_ids[name] = topic_id
     parts = work.topic_partitions(name)
     min_isr = record.get("min_insync_replicas")
     if min_isr is not None and int(min_isr) >= 1 and work.min_isr.get(name) != int(min_isr):

@@ -33,7 +33,8 @@ RULES, in the order `handle_triggers` runs them:
    topic's min.insync.replicas) and `OfflinePartitions` (no leader) alert once when the
    condition starts — one alert per topic and kind per batch, naming the partitions — and the
    condition is forgotten (silently) when it ends, so it alerts again if it comes back.
-   A deleted topic raises `TopicDeleted` and its reassignments are dropped (Kafka forgets them).
+   A deleted topic raises `TopicDeleted` and its reassignments are dropped (Kafka forgets them);
+   so does a topic re-created under the same name (a new topic id), for its old incarnation.
 0. Reconciled (runs first). What a snapshot's inventory removed (`handlers.events`: a deletion or
    unregistration event was lost) raises one `SnapshotReconciled` (WARNING) per snapshot naming
    the topics, partitions and brokers; the removals then get the reactions above like explicit
@@ -80,7 +81,8 @@ def handle_reconciliations(context: BatchContext, effects: EventEffects) -> None
 
 
 def handle_topic_deletions(context: BatchContext, effects: EventEffects) -> None:
-    for topic in sorted(set(effects.topics_deleted)):
+    recreated = set(effects.topics_recreated)
+    for topic in sorted(set(effects.topics_deleted) | recreated):
         state = context.state
         dropped = sorted(tp for tp in state.reassignments if tp.topic == topic)
         remaining = {tp: r for tp, r in state.reassignments.items() if tp.topic != topic}
@@ -89,8 +91,9 @@ def handle_topic_deletions(context: BatchContext, effects: EventEffects) -> None
         context.state = state.with_changes(reassignments=remaining, proposals=proposals)
         context.close_alerts(k for k in state.open_alerts
                              if k.split(":", 1)[-1].rsplit("-", 1)[0] == topic)
+        what = "deleted and re-created (a new topic id)" if topic in recreated else "deleted"
         context.outbox.alert("TopicDeleted", WARNING, topic,
-                             f"topic {topic} was deleted; {len(dropped)} reassignments of it dropped",
+                             f"topic {topic} was {what}; {len(dropped)} reassignments of it dropped",
                              {"reassignments_dropped": len(dropped),
                               "partitions": summarise([str(tp) for tp in dropped])})
 

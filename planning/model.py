@@ -110,6 +110,9 @@ class Topic:
     name: str
     partitions: tuple[PartitionState, ...] = ()
     min_insync_replicas: int = 1
+    topic_id: str | None = None
+    """Kafka's id of this incarnation of the topic (None where it was never reported): a topic
+    deleted and re-created under the same name gets a new one."""
 
     @property
     def replication_factor(self) -> int:

@@ -101,16 +101,16 @@ def broker_from_storage(broker_id: int, stored: str) -> tuple[Broker, int | None
 
 
 def topic_to_storage(topic: Topic, observed_at_ms: int | None = None) -> str:
-    return json.dumps([topic.min_insync_replicas, observed_at_ms], separators=(",", ":"))
+    return json.dumps([topic.min_insync_replicas, observed_at_ms, topic.topic_id], separators=(",", ":"))
 
 
-def topic_from_storage(stored: str) -> tuple[int, int | None]:
-    """(min.insync.replicas, observation time or None)."""
+def topic_from_storage(stored: str) -> tuple[int, int | None, str | None]:
+    """(min.insync.replicas, observation time or None, topic id or None)."""
     value = json.loads(stored)
     if isinstance(value, int):  # the form written before observation times were kept
-        return value, None
-    min_isr, observed_at_ms = value
-    return int(min_isr), observed_at_ms
+        return value, None, None
+    min_isr, observed_at_ms, *rest = value  # rows written before topic ids were kept have two
+    return int(min_isr), observed_at_ms, (rest[0] if rest else None)
 
 
 def partition_to_storage(partition: PartitionState, brokers: Mapping[int, Broker]) -> str:
@@ -250,11 +250,11 @@ class ControllerStore:
         topic_names = sorted(set(by_topic) | set(stored_topics))
         topics = tuple(
             Topic(name, tuple(sorted(by_topic.get(name, []), key=lambda p: p.partition)),
-                  stored_topics.get(name, (1, None))[0])
+                  stored_topics.get(name, (1, None, None))[0], stored_topics.get(name, (1, None, None))[2])
             for name in topic_names
         )
         observed_at = ObservationTimes(
-            topics={name: at for name, (_, at) in stored_topics.items() if at is not None},
+            topics={name: at for name, (_, at, _) in stored_topics.items() if at is not None},
             brokers={broker_id: at for broker_id, (_, at) in stored_brokers.items() if at is not None})
         cluster = Cluster(tuple(brokers[i] for i in sorted(brokers)), topics)
         meta = raw["meta"]

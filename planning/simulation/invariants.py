@@ -19,8 +19,9 @@ SPEC 5.2's, an observer that does not know one leaves it None in `InvariantLimit
       that is out of sync is free, `count_replica_drops`); only a step restoring min ISR may add
       more, up to the deficit (`check_started`).
    "In flight" is what the observer knows: the controller's steps (`moving_of_steps`: a step
-   moves leadership as `Step.leader_movement` says) or Kafka's reassignments (`moving_shown_by_
-   kafka`: a reassignment moves leadership when its target's first replica is not the leader).
+   moves leadership as `Step.leader_movement` says) or Kafka's reassignments
+   (`moving_shown_by_kafka`: one moves leadership when its target's first replica is not the
+   leader).
 2. MIN ISR — "never a step that would leave fewer than M in-sync replicas when it completes":
    a. a step started has |TR| >= M (`check_started`);
    b. a step that completed has |ISR ∩ TR| >= M; a step Kafka reverted because it was cancelled
@@ -40,6 +41,13 @@ SPEC 5.2's, an observer that does not know one leaves it None in `InvariantLimit
       moving partition changing without the reassignment ending in between: between two
       samples close enough that no step can have completed and the next started, the target
       (as a set) of a partition moving in both does not change (`check_targets_unchanged`).
+
+WHO JUDGES WHAT:
+- the simulator's driver: `check_completed`, `check_started`, `check_limits` (its records
+  against P, L and B; Kafka's reassignments against P) and `check_kafka_moves_are_ours`;
+- the handler tests' loop: `check_limits` (the controller's records) and `check_started`;
+- the demo monitor: `check_limits` (Kafka's reassignments against P and L),
+  `check_min_isr_while_reassigning` and `check_targets_unchanged`.
 
 Example: P = 2, L = 1 and Kafka shows orders-0 moving to (2, 3, 4) led by 1, orders-1 to
 (3, 1, 4) led by 2 and orders-2 to (3, 1, 4) led by 3 → `count_in_flight` gives 3 partitions,

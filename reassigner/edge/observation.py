@@ -26,9 +26,13 @@ INVARIANTS
 - Volatile numbers — partition and replica sizes, offset lags, a dir's free bytes — are carried
   but never compared (`field(compare=False)`): they change on every poll of a busy cluster and
   would turn each poll into thousands of events. Snapshots carry their current values.
-- `apply_events(previous, compute_events(previous, current, t)) == current` (the pipeline's view
-  follows the cluster) and `compute_events(x, x, t) == []` (no event when nothing changed); both
-  are property-tested.
+- The pipeline's reader (`handlers.events`) fed `compute_events(previous, current, t)` gives
+  exactly `compute_cluster(current)` from `compute_cluster(previous)`, but for what it keeps by
+  design (a min ISR or a replica's dir the poll does not tell), and `compute_events(x, x, t)`
+  is empty (no event when nothing changed); both are property-tested
+  (tests/edge/test_observation_events.py).
+- A topic whose id changed was deleted and re-created between the polls: its TopicState carries
+  the new id and every one of its partitions is told, also those that look unchanged.
 - Order within one result: brokers, then new topics, log dirs, partitions, and deleted topics
   last, so a reader never sees a partition of a topic or broker it has not heard of.
 - A deleted topic is told by one TopicState(deleted=true); its partitions get no events.
@@ -38,14 +42,13 @@ INVARIANTS
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from reassigner.clients.cluster_answers import (
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
     PartitionObservation,
-    ReplicaInDir,
     TopicObservation,
 )
 from schemas.codec import partition_key
@@ -102,8 +105,13 @@ def compute_events(previous: ClusterObservation, current: ClusterObservation, no
             continue  # a vanished dir is told by its broker's event (unregistered or new dir list)
         events.append(log_dir_event(after, now_ms))
 
+    # A topic re-created between two polls (a new topic id) is a new topic: all its partitions
+    # are told, also those that happen to look as the old incarnation's did.
+    recreated = {name for name, after in current.topics.items()
+                 if (before := previous.topics.get(name)) is not None
+                 and before.topic_id and after.topic_id and before.topic_id != after.topic_id}
     for key, after in current.partitions.items():
-        if previous.partitions.get(key) != after:
+        if key[0] in recreated or previous.partitions.get(key) != after:
             events.append(partition_event(after, now_ms))
     # Partitions only vanish with their topic (Kafka cannot shrink a topic): no event for them.
     events.extend(topic_event(t, now_ms, deleted=True) for t in deleted_topics)
@@ -227,60 +235,6 @@ def snapshot_marker(snapshot_id: str, phase: str, now_ms: int, started_at: int,
 # --- the reader's side: a view that follows the events ---------------------------------------------
 
 
-def apply_events(view: ClusterObservation, events: Iterable[Event]) -> ClusterObservation:
-    """The observation a reader holds after applying `events` to `view` (markers are skipped)."""
-    brokers = dict(view.brokers)
-    topics = dict(view.topics)
-    partitions = dict(view.partitions)
-    log_dirs = dict(view.log_dirs)
-    for suffix, _key, record in events:
-        if suffix == "broker-membership":
-            broker_id = record["broker_id"]
-            if record["state"] == "UNREGISTERED":
-                brokers.pop(broker_id, None)
-                for dir_key in [k for k in log_dirs if k[0] == broker_id]:
-                    del log_dirs[dir_key]
-            else:
-                # The broker's dir list is the truth about which dirs exist (a dir gone from it
-                # gets no LogDirState of its own).
-                for dir_key in [k for k in log_dirs if k[0] == broker_id and k[1] not in record["log_dirs"]]:
-                    del log_dirs[dir_key]
-                brokers[broker_id] = BrokerObservation(
-                    broker_id, record["rack"], record["host"], record["port"],
-                    fenced=record["state"] in ("FENCED", "REGISTERED"),
-                    log_dirs=tuple(record["log_dirs"]))
-        elif suffix == "topic-state":
-            name = record["topic"]
-            if record["deleted"]:
-                topics.pop(name, None)
-                for part_key in [k for k in partitions if k[0] == name]:
-                    del partitions[part_key]
-            else:
-                topics[name] = TopicObservation(
-                    name, record["topic_id"], record["partition_count"],
-                    record["replication_factor"], record["min_insync_replicas"])
-                for part_key in [k for k in partitions if k[0] == name and k[1] >= record["partition_count"]]:
-                    del partitions[part_key]
-        elif suffix == "disk-failures":
-            log_dirs[(record["broker_id"], record["path"])] = LogDirObservation(
-                record["broker_id"], record["path"], record["online"], record["error"],
-                tuple(ReplicaInDir(r["topic"], r["partition"], r["is_future"], r["size_bytes"],
-                                   r["offset_lag"]) for r in record["replicas"]),
-                record["total_bytes"], record["usable_bytes"])
-        elif suffix == "isr-changes":
-            partitions[(record["topic"], record["partition"])] = PartitionObservation(
-                record["topic"], record["partition"], tuple(record["replicas"]), tuple(record["isr"]),
-                record["leader"], record["leader_epoch"], tuple(record["adding"]),
-                tuple(record["removing"]), tuple(record["offline_replicas"]),
-                tuple(record["log_dirs"]), record["size_bytes"])
-    return ClusterObservation(brokers=dict(sorted(brokers.items())), topics=dict(sorted(topics.items())),
-                              partitions=dict(sorted(partitions.items())),
-                              log_dirs=dict(sorted(log_dirs.items())))
-
-
-# --- the planning model (snapshot file) ------------------------------------------------------------
-
-
 def compute_cluster(observation: ClusterObservation) -> "Cluster":
     """The planning model of an observation: alive = registered and unfenced, nothing draining
     (a decommission is the pipeline's knowledge, not the cluster's), min ISR 1 where unknown."""
@@ -299,6 +253,6 @@ def compute_cluster(observation: ClusterObservation) -> "Cluster":
             p.topic, p.partition, p.replicas, p.isr, p.leader, p.size_bytes, p.log_dirs,
             p.adding, p.removing, p.offline_replicas, p.leader_epoch))
     topics = tuple(Topic(t.name, tuple(sorted(parts_of.get(t.name, ()), key=lambda p: p.partition)),
-                         t.min_insync_replicas if t.min_insync_replicas is not None else 1)
+                         t.min_insync_replicas if t.min_insync_replicas is not None else 1, t.topic_id)
                    for t in observation.topics.values())
     return Cluster(brokers=brokers, topics=topics)

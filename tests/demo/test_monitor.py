@@ -11,19 +11,21 @@ from reassigner.dev.harness.monitor import InvariantMonitor
 class AdminAnswers:
     """What kafka-python's KafkaAdminClient answers, for one moment of a 3-broker cluster."""
 
-    def __init__(self, moving: dict, leaders: dict[tuple[str, int], int]) -> None:
+    def __init__(self, moving: dict, leaders: dict[tuple[str, int], int], isr=(1, 2, 3), fenced=()) -> None:
         self.moving = moving
         self.leaders = leaders
+        self.isr = list(isr)
+        self.fenced = set(fenced)
 
     def describe_cluster(self):
-        return {"brokers": [{"broker_id": b, "is_fenced": False} for b in (1, 2, 3)]}
+        return {"brokers": [{"broker_id": b, "is_fenced": b in self.fenced} for b in (1, 2, 3)]}
 
     def list_partition_reassignments(self):
         return self.moving
 
     def describe_topics(self):
         return [{"name": "orders", "partitions": [
-            {"partition_index": p, "leader_id": leader, "replica_nodes": [1, 2, 3], "isr_nodes": [1, 2, 3]}
+            {"partition_index": p, "leader_id": leader, "replica_nodes": [1, 2, 3], "isr_nodes": self.isr}
             for (_, p), leader in sorted(self.leaders.items())]}]
 
 
@@ -58,3 +60,30 @@ def test_more_than_the_limits_at_once_is_a_violation():
     assert watcher.peaks_since(0) == (3, 2)
     assert any("3 partitions moving > P = 2" in v for v in watcher.report.violations)
     assert any("2 leader movements > L = 1" in v for v in watcher.report.violations)
+
+
+def test_under_min_isr_while_reassigning_counts_only_with_every_broker_live():
+    watcher = monitor()
+    watcher.sample(AdminAnswers(moving((0, [1, 2, 3])), {("orders", 0): 1}, isr=[1]))
+    assert [v.split(" ", 1)[1] for v in watcher.report.violations] == [
+        "orders-0 under min ISR (1 < 2) while reassigning, every replica live"]
+    fenced = monitor()  # broker 3 fenced: under min ISR because of a failure, not of the step
+    fenced.sample(AdminAnswers(moving((0, [1, 2, 3])), {("orders", 0): 1}, isr=[1], fenced=[3]))
+    assert fenced.report.violations == []
+
+
+def test_a_leaderless_partition_moves_leadership_and_one_not_yet_described_only_counts():
+    watcher = monitor()
+    watcher.sample(AdminAnswers(moving((0, [1, 2, 4]), (5, [2, 3, 4])), {("orders", 0): -1}, isr=[]))
+    assert watcher.peaks_since(0) == (2, 1)
+    assert not any("orders-5" in v for v in watcher.report.violations)
+
+
+def test_a_target_changing_between_two_close_samples_is_a_second_step():
+    watcher = monitor()
+    watcher.sample(AdminAnswers(moving((0, [2, 3, 4])), LEADERS))
+    watcher.sample(AdminAnswers(moving((0, [4, 3, 2])), LEADERS))  # the same set: the same step
+    assert watcher.report.violations == [] and watcher.report.overlap_checks == 1
+    watcher.sample(AdminAnswers(moving((0, [2, 3, 5])), LEADERS))
+    assert [v.split(" ", 1)[1] for v in watcher.report.violations] == [
+        "orders-0: a second step (to [2, 3, 5]) while the step to [2, 3, 4] was in flight"]

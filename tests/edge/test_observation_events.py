@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from handlers.events import compute_cluster_after_events
@@ -37,8 +36,7 @@ PIPELINE_SETTINGS = load_settings(topic_prefix="observation-tests")
 
 
 @st.composite
-def observations(draw, previous: ClusterObservation | None = None, recreated_topics: bool = True,
-                 first_seen_fenced: bool = True) -> ClusterObservation:
+def observations(draw, previous: ClusterObservation | None = None) -> ClusterObservation:
     """Consistent observations: dirs belong to registered brokers, replicas to known brokers,
     partitions of a topic are numbered 0..n-1.
 
@@ -46,19 +44,16 @@ def observations(draw, previous: ClusterObservation | None = None, recreated_top
     allow: a topic that keeps its id keeps its partitions (Kafka cannot shrink a topic) and their
     leader epochs never go down; a broker whose dirs were known still lists one (a live broker
     always reports its dirs, and `ClusterAdmin.observe` carries a silent broker's over). A topic
-    drawn with the other id was deleted and re-created between the polls (unless
-    `recreated_topics` is False); a broker not in `previous` may be fenced (unless
-    `first_seen_fenced` is False)."""
+    drawn with the other id was deleted and re-created between the polls; a broker not in
+    `previous` may be fenced (first seen while KRaft keeps it fenced)."""
     broker_ids = draw(st.sets(st.integers(1, 6), min_size=1, max_size=5))
     known_brokers = previous.brokers if previous is not None else {}
     brokers = [BrokerObservation(b, draw(st.sampled_from([None, "/dc1/r1", "/dc2/r1"])), "127.0.0.1",
-                                 9000 + b, draw(st.booleans()) if first_seen_fenced or b in known_brokers
-                                 else False)
+                                 9000 + b, draw(st.booleans()))
                for b in sorted(broker_ids)]
     topic_names = draw(st.sets(st.sampled_from(["a", "b", "c", "orders"]), max_size=3))
     known_topics = previous.topics if previous is not None else {}
-    topic_ids = {name: known_topics[name].topic_id if name in known_topics and not recreated_topics
-                 else draw(st.sampled_from([f"id-{name}", f"id2-{name}"])) for name in topic_names}
+    topic_ids = {name: draw(st.sampled_from([f"id-{name}", f"id2-{name}"])) for name in topic_names}
     partitions: list[PartitionObservation] = []
     for name in sorted(topic_names):
         same_topic = name in known_topics and known_topics[name].topic_id == topic_ids[name]
@@ -89,10 +84,9 @@ def observations(draw, previous: ClusterObservation | None = None, recreated_top
     return compute_observation(brokers, partitions, topic_ids, reassignments, log_dirs, min_isr)
 
 
-def successive_polls(recreated_topics: bool = True, first_seen_fenced: bool = True):
+def successive_polls():
     """(previous, current): two polls of one cluster, `current` the later (see `observations`)."""
-    return observations().flatmap(lambda previous: st.tuples(st.just(previous), observations(
-        previous, recreated_topics=recreated_topics, first_seen_fenced=first_seen_fenced)))
+    return observations().flatmap(lambda previous: st.tuples(st.just(previous), observations(previous)))
 
 
 # --- the pipeline's side ----------------------------------------------------------------------
@@ -120,15 +114,19 @@ def expected_view(previous: ClusterObservation, current: ClusterObservation) -> 
       TopicState with a null min ISR keeps the one known;
     - the dir of a replica no dir described (None, or no dirs at all: an offline dir lists no
       replicas): the partition keeps the dir known for that broker's replica — an offline dir's
-      replicas are how a disk failure is told which replicas it hit."""
+      replicas are how a disk failure is told which replicas it hit.
+    A topic re-created between the polls (a new topic id) keeps nothing of the old one."""
     known = compute_cluster(previous)
     topics = []
     for topic in compute_cluster(current).topics:
+        before = known.topics_by_name.get(topic.name)
+        if before is not None and before.topic_id and topic.topic_id and before.topic_id != topic.topic_id:
+            before = None
         min_isr = topic.min_insync_replicas
-        if current.topics[topic.name].min_insync_replicas is None and topic.name in known.topics_by_name:
-            min_isr = known.topics_by_name[topic.name].min_insync_replicas
+        if current.topics[topic.name].min_insync_replicas is None and before is not None:
+            min_isr = before.min_insync_replicas
         topics.append(replace(topic, min_insync_replicas=min_isr, partitions=tuple(
-            replace(p, log_dirs=kept_dirs(p.replicas, p.log_dirs, known.partition(p.tp)))
+            replace(p, log_dirs=kept_dirs(p.replicas, p.log_dirs, known.partition(p.tp) if before else None))
             for p in topic.partitions)))
     return replace(compute_cluster(current), topics=tuple(topics))
 
@@ -160,30 +158,9 @@ def assert_the_pipeline_follows(previous: ClusterObservation, current: ClusterOb
 
 # --- properties -------------------------------------------------------------------------------
 
-# The two defects the full property finds (each has its regression test at the end).
-RECREATED_TOPIC = (
-    "defect: a topic deleted and re-created between two polls is told by one TopicState with the "
-    "new topic id; handlers.events stores no topic id, so it ignores the new incarnation's "
-    "partitions as stale (leader epochs start again) and keeps partitions beyond the new count: "
-    "the pipeline goes on seeing the old topic's replicas (cf. 'Not covered' in handlers/events.py)")
-FIRST_SEEN_FENCED = (
-    "defect: a broker first seen fenced is told REGISTERED (schema: 'known but not yet "
-    "unfenced'), and handlers.events counts REGISTERED as alive: the pipeline takes a fenced "
-    "broker for alive and eligible until it unfences or a snapshot says FENCED")
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"{RECREATED_TOPIC}; {FIRST_SEEN_FENCED}")
 @settings(max_examples=300, deadline=None, report_multiple_bugs=False)
 @given(successive_polls())
 def test_the_pipeline_reading_the_events_follows_the_cluster(polls):
-    assert_the_pipeline_follows(*polls)
-
-
-@settings(max_examples=300, deadline=None)
-@given(successive_polls(recreated_topics=False, first_seen_fenced=False))
-def test_the_pipeline_follows_every_other_change(polls):
-    """The property above without the two changes its xfail names, so that the rest stays
-    guarded meanwhile; goes with that xfail once both are fixed."""
     assert_the_pipeline_follows(*polls)
 
 
@@ -228,8 +205,10 @@ def test_every_event_fits_its_schema_and_key_convention(before, after):
 TWO_BROKERS = [BrokerObservation(1, "/r1", "h", 1, False), BrokerObservation(2, "/r2", "h", 2, False)]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=RECREATED_TOPIC)
 def test_a_topic_re_created_between_two_polls_replaces_the_old_one():
+    """Regression: one TopicState with a new topic id tells a re-creation; the pipeline stored no
+    topic id and ignored the new incarnation's partitions as stale (their leader epochs start
+    again), keeping partitions beyond the new count."""
     old = compute_observation(TWO_BROKERS, [PartitionObservation("t", 0, (1,), (1,), 1, 3),
                                             PartitionObservation("t", 1, (1,), (1,), 1, 3)],
                               {"t": "id-1"}, {}, [], {"t": 1})
@@ -238,8 +217,9 @@ def test_a_topic_re_created_between_two_polls_replaces_the_old_one():
     assert pipeline_reads(compute_cluster(old), compute_events(old, new, NOW)) == compute_cluster(new)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=FIRST_SEEN_FENCED)
 def test_a_broker_first_seen_fenced_is_not_alive():
+    """Regression: a broker first seen fenced is told REGISTERED ('known but not yet unfenced');
+    the pipeline counted REGISTERED as alive and took it for eligible until it unfenced."""
     one = compute_observation(TWO_BROKERS[:1], [], {}, {}, [], {})
     two = compute_observation([TWO_BROKERS[0], replace(TWO_BROKERS[1], fenced=True)], [], {}, {}, [], {})
     assert pipeline_reads(compute_cluster(one), compute_events(one, two, NOW)) == compute_cluster(two)

@@ -41,7 +41,7 @@ def broker_event(broker: Broker, at_ms: int, state: str | None = None) -> tuple[
 
 def topic_event(topic: Topic, at_ms: int, deleted: bool = False) -> tuple[str, dict]:
     return ("TopicState", {
-        **envelope(topic.name, at_ms), "snapshot_id": None, "topic": topic.name, "topic_id": None,
+        **envelope(topic.name, at_ms), "snapshot_id": None, "topic": topic.name, "topic_id": topic.topic_id,
         "deleted": deleted, "partition_count": len(topic.partitions),
         "replication_factor": topic.replication_factor, "min_insync_replicas": topic.min_insync_replicas})
 

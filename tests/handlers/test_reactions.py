@@ -13,6 +13,7 @@ from handler_builders import (
     partition_event,
     reassign,
     simple_cluster,
+    topic_event,
 )
 
 from tests.settings_defaults import default_policy
@@ -279,3 +280,31 @@ def test_partitions_a_failed_dir_held_stay_off_its_broker_until_it_restarts():
     loop.sim.restore_log_dir(1, "/d1")  # disk replaced, broker restarted: Kafka forgot them
     loop.step()
     assert loop.state.cluster.broker(1).cannot_host == frozenset()
+
+
+def test_a_topic_re_created_under_its_name_drops_the_old_incarnations_reassignments():
+    """Regression (found by the watcher-to-pipeline property): a new topic id means the old
+    topic is gone with its partitions and reassignments; the new one's partitions are taken
+    as told, although their leader epochs start again."""
+    from dataclasses import replace as replace_
+
+    from handlers.decide import decide
+    from handlers.micro_batch import BatchInputs
+
+    cluster = simple_cluster(4, {"t": (4, 2)})
+    old_topic = replace_(cluster.topics_by_name["t"], topic_id="id-1")
+    cluster = replace_(cluster, topics=(old_topic,))
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), default_policy()).state
+    state = decide(state, BatchInputs(1, T0 + 1, requests=(
+        reassign({TopicPartition("t", 0): (2, 3)}, T0 + 1, "move"),)), default_policy()).state
+    assert TopicPartition("t", 0) in state.reassignments
+    new_partition = replace_(old_topic.partitions[0], replicas=(3, 0), isr=(3, 0), leader=3, leader_epoch=0)
+    new_topic = replace_(old_topic, partitions=(new_partition,), topic_id="id-2")
+    decision = decide(state, BatchInputs(2, T0 + 2000, (topic_event(new_topic, T0 + 2000),
+                                                        partition_event(new_partition, T0 + 2000))),
+                      default_policy())
+    [deleted] = alerts(decision, "TopicDeleted")
+    assert "re-created" in deleted["message"] and deleted["details"]["reassignments_dropped"] == "1"
+    after = decision.state.cluster.topics_by_name["t"]
+    assert (after.topic_id, [p.replicas for p in after.partitions]) == ("id-2", [(3, 0)])
+    assert not decision.state.reassignments

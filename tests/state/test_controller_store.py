@@ -37,7 +37,7 @@ def sample_state(isr=(1, 2, 3)) -> ControllerState:
     moving = start_step(start_reassignment("r1-orders-0", tp, (1, 2, 3), (4, 2, 3), reason="test"),
                         Step((4, 1, 2, 3), (4,), (), True, True), started_at=12.5)
     return ControllerState(
-        cluster=Cluster(brokers, (Topic("orders", partitions, 2),)),
+        cluster=Cluster(brokers, (Topic("orders", partitions, 2, "Kf3pAqGHT2uVvJZ4a0dB1w"),)),
         reassignments={tp: moving},
         broker_added_at_ms={4: 1000},
         broker_down_since_ms={2: 2000},
@@ -112,6 +112,14 @@ def test_state_written_before_observation_times_were_kept_still_loads(store, red
     assert loaded.cluster.broker(1) == Broker(1, "/dc1/r1", True, False, (LogDir("/data/d0", True, 100, 40),))
     assert loaded.cluster.min_isr("orders") == 2
     assert loaded.observed_at == ObservationTimes()
+
+
+def test_a_topic_row_written_before_topic_ids_were_kept_loads_without_one(store, redis_client):
+    redis_client.hset(store.keys["topics"], "orders", "[2,1800000000123]")
+    loaded = store.load()
+    assert loaded.cluster.topics_by_name["orders"].topic_id is None
+    assert loaded.cluster.min_isr("orders") == 2
+    assert loaded.observed_at.topics == {"orders": 1_800_000_000_123}
 
 
 def test_epoch_only_grows(store):
