@@ -16,8 +16,8 @@ RULES
 - Kafka errors raised to the caller are `reassigner.errors` (`kafka_admin.translate_kafka_error`).
 - `run_committing_consumer`, per record in each partition's offset order: `handle(record)`;
   then the `OutgoingMessage` it returned, if any, is published on the side topic and
-  acknowledged (`kafka_producer.publish_and_wait`; not acknowledged → the error propagates,
-  nothing committed); only then is the record's offset committed (synchronously). A handler
+  acknowledged (`kafka_producer.publish_and_wait`, retried under the one retry policy while the
+  cluster is away; stopped meanwhile → nothing committed, the record comes again); only then is the record's offset committed (synchronously). A handler
   that raises `StopWithoutCommit` ends the loop with that record uncommitted: it is delivered
   again after a restart (at least once).
 """
@@ -30,6 +30,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal, Mapping
 
+from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.kafka_admin import translate_kafka_error
 from reassigner.clients.kafka_producer import build_producer, producer_config, publish_and_wait
@@ -231,8 +232,14 @@ def run_committing_consumer(bootstrap_servers: str, client_config: ClientConfig 
             except StopWithoutCommit:
                 break  # neither done nor published: delivered again after a restart
             if outgoing is not None:
-                publish_and_wait(producer, side_topic, outgoing.key, outgoing.value,
-                                 list(outgoing.headers), ack_timeout_seconds)
+                try:  # a cluster outage is waited out: the record stays uncommitted meanwhile
+                    retry_transient(lambda: publish_and_wait(producer, side_topic, outgoing.key, outgoing.value,
+                                                             list(outgoing.headers), ack_timeout_seconds),
+                                    f"publishing to {side_topic}", Backoff(), stop, log)
+                except KafkaTransientError:
+                    if stop.is_set():
+                        break  # stopped in an outage: not committed, delivered again after a restart
+                    raise
             consumer.commit(message=message, asynchronous=False)
     finally:
         consumer.close()
