@@ -12,6 +12,11 @@ IDS (deterministic, so a replayed batch decides byte-identical messages, SPEC 6)
 Every record carries `schema_version` (the current schema set's) and `event_time` = the batch's
 time (`now_ms`); commands carry the planner epoch. Records are shaped exactly as
 `schemas.codec.encode` wants them.
+
+BOUNDS: an alert's subject keeps at most `MAX_SUBJECT_CHARS`, its message and each detail value
+at most `MAX_TEXT_CHARS` (the cut is marked), so that no input, however large, can make an
+alert the producer refuses (1 MB): an outbox that can never be published would stop the
+pipeline for good. Dead letters are bounded by `schemas.dead_letter`.
 """
 
 from __future__ import annotations
@@ -20,9 +25,18 @@ from typing import Any, Mapping
 
 from state.model import OutboundMessage
 from planning.model import TopicPartition
+from schemas.dead_letter import build_dead_letter
 from schemas.loader import CURRENT_SCHEMA_VERSION
 
 INFO, WARNING, ERROR, CRITICAL = "INFO", "WARNING", "ERROR", "CRITICAL"
+
+MAX_SUBJECT_CHARS = 512
+MAX_TEXT_CHARS = 4000
+
+
+def compute_bounded_text(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a mark saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters, cut)"
 
 
 class Outbox:
@@ -39,6 +53,7 @@ class Outbox:
               details: Mapping[str, object] | None = None) -> None:
         alert_id = f"alert-{self.batch_id}-{self._alerts}"
         self._alerts += 1
+        subject = compute_bounded_text(subject, MAX_SUBJECT_CHARS)
         record = {
             "schema_version": CURRENT_SCHEMA_VERSION,
             "event_time": self.now_ms,
@@ -47,8 +62,9 @@ class Outbox:
             "severity": severity,
             "kind": kind,
             "subject": subject,
-            "message": message,
-            "details": {str(k): str(v) for k, v in sorted((details or {}).items())},
+            "message": compute_bounded_text(message, MAX_TEXT_CHARS),
+            "details": {compute_bounded_text(str(k), MAX_SUBJECT_CHARS): compute_bounded_text(str(v), MAX_TEXT_CHARS)
+                        for k, v in sorted((details or {}).items())},
         }
         self.messages.append(OutboundMessage("alerts", subject, "Alert", record))
 
@@ -69,23 +85,20 @@ class Outbox:
 
     def dead_letter(self, source_topic: str, partition: int, offset: int, value: bytes,
                     reason: str, expected_schema: str | None = None) -> str:
-        key = f"{source_topic}-{partition}-{offset}"
-        record = {
-            "schema_version": CURRENT_SCHEMA_VERSION,
-            "event_time": self.now_ms,
-            "id": key,
-            "key": key,
-            "source_topic": source_topic,
-            "source_partition": partition,
-            "source_offset": offset,
-            "source_key": None,
-            "value": value,
-            "headers": {},
-            "expected_schema": expected_schema,
-            "reason": reason,
-        }
-        self.messages.append(OutboundMessage("dead-letter", key, "DeadLetter", record))
-        return key
+        record = build_dead_letter(source_topic=source_topic, partition=partition, offset=offset,
+                                   value=value, reason=reason, now_ms=self.now_ms,
+                                   expected_schema=expected_schema)
+        self.messages.append(OutboundMessage("dead-letter", record["key"], "DeadLetter", record))
+        return record["key"]
+
+    def mark(self) -> tuple[int, int]:
+        """Where the outbox stands now, for `rollback`."""
+        return len(self.messages), self._alerts
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Forget what was added since `mark` (an input that failed half-way changes nothing)."""
+        del self.messages[mark[0]:]
+        self._alerts = mark[1]
 
     def count(self, topic_suffix: str) -> int:
         return sum(1 for m in self.messages if m.topic_suffix == topic_suffix)

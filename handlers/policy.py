@@ -72,11 +72,18 @@ class ValueKind:
     parse: Callable[[str], tuple[str, object]]
 
 
+# Upper bounds: a value past them is a typo or a forged record, never a wish; without them a
+# 400-digit duration overflowed inside the decision and stopped the pipeline for good.
+MAX_INTEGER = 1_000_000
+MAX_DURATION_SECONDS = 366 * 24 * 3600.0
+MAX_RATE = 10**13  # bytes per second (10 TB/s)
+
+
 def _integer_kind(minimum: int) -> ValueKind:
-    expected = f"an integer of at least {minimum}"
+    expected = f"an integer from {minimum} to {MAX_INTEGER}"
 
     def parse(text: str) -> tuple[str, int]:
-        if not re.fullmatch(r"[+]?\d+", text) or int(text) < minimum:
+        if not re.fullmatch(r"[+]?[0-9]{1,7}", text) or not minimum <= int(text) <= MAX_INTEGER:
             raise ValueError(expected)
         return str(int(text)), int(text)
     return ValueKind(expected, parse)
@@ -86,11 +93,16 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "
 
 
 def _parse_duration(text: str) -> tuple[str, float]:
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|min|m|h|)", text.lower())
+    match = re.fullmatch(r"([0-9]{1,12}(?:\.[0-9]{1,9})?)\s*(ms|s|min|m|h|)", text.lower())
     if not match:
         raise ValueError(DURATION.expected)
     seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-    return (f"{seconds:g}" if seconds != int(seconds) else str(int(seconds))), seconds
+    if seconds > MAX_DURATION_SECONDS:
+        raise ValueError(DURATION.expected)
+    # Milliseconds are the finest unit; the value is read back from the canonical text, so the
+    # CLI's parse and the pipeline's give the same number ("700ms" is 0.7, not 0.7000000000000001).
+    canonical = f"{seconds:.3f}".rstrip("0").rstrip(".")
+    return canonical, float(canonical)
 
 
 _RATE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
@@ -98,8 +110,8 @@ _RATE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
 
 
 def _parse_rate(text: str) -> tuple[str, int]:
-    match = re.fullmatch(r"(\d+)\s*([kmg]i?b|b|)", text.lower())
-    if not match or int(match.group(1)) * _RATE_UNITS[match.group(2)] < 1:
+    match = re.fullmatch(r"([0-9]{1,14})\s*([kmg]i?b|b|)", text.lower())
+    if not match or not 1 <= int(match.group(1)) * _RATE_UNITS[match.group(2)] <= MAX_RATE:
         raise ValueError(RATE.expected)
     rate = int(match.group(1)) * _RATE_UNITS[match.group(2)]
     return str(rate), rate
@@ -125,8 +137,8 @@ def _choice_kind(choices: tuple[str, ...]) -> ValueKind:
     return ValueKind(expected, parse)
 
 
-DURATION = ValueKind("a duration such as 600, 600s, 10m or 1500ms", _parse_duration)
-RATE = ValueKind("bytes per second, at least 1, such as 10000000 or 10MB", _parse_rate)
+DURATION = ValueKind("a duration such as 600, 600s, 10m or 1500ms, at most 366 days", _parse_duration)
+RATE = ValueKind("bytes per second from 1 to 10 TB, such as 10000000 or 10MB", _parse_rate)
 FRACTION = ValueKind("a fraction in (0, 1] such as 0.4", _parse_fraction)
 
 

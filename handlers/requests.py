@@ -5,6 +5,8 @@ raises one `RequestRejected` alert (subject = the request id) whose details carr
 `error_code` of the `reassigner.errors` exception that refused it:
 
     malformed envelope or payload, unknown proposal, empty broker list  INVALID_REQUEST
+      or an id, key or requester over 256 characters
+    a defect met while handling it (it changes nothing)                 UNKNOWN_SERVER_ERROR
     unknown topic or partition                                          UNKNOWN_TOPIC_OR_PARTITION
     unknown/dead/draining/negative/duplicate broker, RF not satisfiable INVALID_REPLICA_ASSIGNMENT
     cancel with nothing in progress in its scope                        NO_REASSIGNMENT_IN_PROGRESS
@@ -37,7 +39,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from handlers.outbox import INFO, WARNING, tp_key
+from handlers.outbox import INFO, WARNING, compute_bounded_text, tp_key
 from handlers.context import BatchContext
 from handlers.plans import compute_plan, handle_plan
 from handlers.policy import compute_config_text, require_dynamic_key
@@ -60,17 +62,43 @@ class ReassignmentInProgressError(InvalidInputError):
 
 
 def handle_requests(context: BatchContext, requests: tuple[Mapping[str, Any], ...]) -> None:
-    """Handle every request in order; a refused one becomes a RequestRejected alert."""
+    """Handle every request in order; a refused one becomes a RequestRejected alert. A request
+    that fails half-way, for whatever reason, changes nothing: the state, the outbox and the plan
+    numbering are put back as they were before it, and the rest of the batch goes on."""
     for request in requests:
         request_id = str(request.get("id") or request.get("key") or "unknown-request")
+        before = (context.state, context.outbox.mark(), context.plans_made)
         try:
+            require_bounded_envelope(request)
             kind, fields = _payload(request)
             handler = HANDLERS[kind]
             handler(context, request_id, fields)
+            continue
         except ReassignerError as error:
-            _reject(context, request_id, error)
+            refusal = error
         except (KeyError, TypeError, ValueError, AttributeError) as error:
-            _reject(context, request_id, InvalidInputError(f"malformed request: {error!r}"))
+            refusal = InvalidInputError(f"malformed request: {error!r}")
+        except Exception as error:  # a defect must cost one request, never the pipeline
+            refusal = ReassignerError(f"could not be handled ({type(error).__name__}: {error}); "
+                                      "it changed nothing")
+        context.state, plans_made = before[0], before[2]
+        context.outbox.rollback(before[1])
+        context.plans_made = plans_made
+        context.refresh_policy()
+        _reject(context, request_id, refusal)
+
+
+MAX_ENVELOPE_CHARS = 256
+
+
+def require_bounded_envelope(request: Mapping[str, Any]) -> None:
+    """Refuse an id, key or requester longer than `MAX_ENVELOPE_CHARS` (they travel in every
+    alert and command about the request)."""
+    for name in ("id", "key", "requested_by"):
+        value = request.get(name)
+        if isinstance(value, str) and len(value) > MAX_ENVELOPE_CHARS:
+            raise InvalidInputError(f"the request's {name} has {len(value):,} characters; at most "
+                                    f"{MAX_ENVELOPE_CHARS} are allowed")
 
 
 def _payload(request: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -83,6 +111,8 @@ def _payload(request: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
 
 
 def _reject(context: BatchContext, request_id: str, error: ReassignerError) -> None:
+    if len(request_id) > MAX_ENVELOPE_CHARS:  # the alert names it by its start, and says why
+        request_id = compute_bounded_text(request_id, 64)
     context.outbox.alert("RequestRejected", WARNING, request_id, f"request {request_id} rejected: {error}",
                          {"error_code": error.code, "request_id": request_id})
 

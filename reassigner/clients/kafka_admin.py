@@ -249,15 +249,8 @@ class ClusterAdmin:
         from kafka.admin import KafkaAdminClient
 
         try:
-            self._client = KafkaAdminClient(
-                bootstrap_servers=self.bootstrap_servers,
-                request_timeout_ms=self.request_timeout_ms,
-                bootstrap_timeout_ms=min(10000, self.request_timeout_ms),
-                reconnect_backoff_max_ms=1000,
-                metadata_max_age_ms=30000,
-                client_id="reassigner-admin",
-                **dict(self.client_config.kafka_python),
-            )
+            self._client = KafkaAdminClient(**compute_admin_options(
+                self.bootstrap_servers, self.request_timeout_ms, self.client_config))
         except Exception as error:
             backoff = next(self._connect_delays)
             self._next_connect_at = time.monotonic() + backoff
@@ -523,6 +516,21 @@ class ClusterAdmin:
                 if error.code != "TOPIC_ALREADY_EXISTS":  # another instance was quicker
                     raise
         return created
+
+
+def compute_admin_options(bootstrap_servers: str, request_timeout_ms: int,
+                          client_config: ClientConfig) -> dict[str, object]:
+    """KafkaAdminClient's keyword arguments: ours, then the command config's on top (its
+    `client.id` included: Kafka's own tools accept one, and it named a keyword twice)."""
+    return {
+        "bootstrap_servers": bootstrap_servers,
+        "request_timeout_ms": request_timeout_ms,
+        "bootstrap_timeout_ms": min(10000, request_timeout_ms),
+        "reconnect_backoff_max_ms": 1000,
+        "metadata_max_age_ms": 30000,
+        "client_id": "reassigner-admin",
+        **dict(client_config.kafka_python),
+    }
 
 
 def ensure_topics(bootstrap_servers: str, client_config: ClientConfig | None, names: Iterable[str],

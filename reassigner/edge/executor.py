@@ -53,6 +53,7 @@ from reassigner.clients.kafka_producer import build_producer, publish_and_wait
 from reassigner.clients.redis_io import retry_redis
 from reassigner.errors import DecodeError, ReassignerError, TransientError
 from reassigner.settings import Settings
+from schemas.dead_letter import build_dead_letter
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
 from reassigner.edge.ledger import CommandLedger, Outcome
@@ -250,19 +251,12 @@ class Executor:
         self._produce("command-results", command["key"], encode("CommandResult", record))
 
     def _dead_letter(self, message, reason: str) -> None:
-        key = f"{message.topic()}-{message.partition()}-{message.offset()}"
-        headers = {name: (value or b"") for name, value in (message.headers() or [])}
-        record = {
-            "schema_version": CURRENT_SCHEMA_VERSION,
-            "event_time": int(self.clock() * 1000),
-            "id": key, "key": key,
-            "source_topic": message.topic(), "source_partition": message.partition(),
-            "source_offset": message.offset(), "source_key": message.key(),
-            "value": message.value(), "headers": headers,
-            "expected_schema": "Command", "reason": reason,
-        }
-        log.warning("dead-lettered %s: %s", key, reason)
-        self._produce("dead-letter", key, encode("DeadLetter", record))
+        record = build_dead_letter(source_topic=message.topic(), partition=message.partition(),
+                                   offset=message.offset(), key=message.key(), value=message.value(),
+                                   headers=dict(message.headers() or []), reason=reason,
+                                   now_ms=int(self.clock() * 1000), expected_schema="Command")
+        log.warning("dead-lettered %s: %s", record["key"], record["reason"][:200])
+        self._produce("dead-letter", record["key"], encode("DeadLetter", record))
 
     def _produce(self, suffix: str, key: str, value: bytes) -> None:
         """Send and wait for the acknowledgement; retried (the one policy) until it is written or

@@ -16,7 +16,7 @@ Consumers: the alerts topic is read in the consumer group `reassigner-webhook.<p
 restarted forwarder resumes where it stopped and two forwarders share the work.
 
 The rule lives here, the client libraries behind their doors: `plan_message`,
-`compute_backoff_delays` and `build_dead_letter` are pure; `deliver_with_retries` and
+`compute_backoff_delays` is pure (the DeadLetter record is `schemas.dead_letter`'s); `deliver_with_retries` and
 `forward_alert` (steps 1–4 for one record → the DeadLetter message to publish, or None) take
 their I/O as arguments. Two runners give it the alerts, publish the dead letters and commit:
 - `run_faust_forwarder`: a faust-streaming agent (`reassigner.clients.faust_app`; the package
@@ -36,14 +36,14 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.faust_app import build_committing_agent, run_worker
 from reassigner.clients.kafka_consumer import (ConsumedRecord, OutgoingMessage, StopWithoutCommit,
                                                run_committing_consumer)
 from reassigner.operator.alerts_follow import alert_to_json, severity_at_least
-from schemas.loader import CURRENT_SCHEMA_VERSION
+from schemas.dead_letter import build_dead_letter
 
 log = logging.getLogger(__name__)
 
@@ -104,20 +104,6 @@ def deliver_with_retries(post: Callable[[bytes], None], body: bytes, policy: Web
             sleep(delay)
     log.warning("webhook POST failed %d times (%s); giving up: dead-lettering", attempt, last_error)
     return DeliveryOutcome(False, attempt, last_error)
-
-
-def build_dead_letter(*, source_topic: str, partition: int, offset: int, key: bytes | None,
-                      value: bytes | None, headers: Mapping[str, bytes], reason: str,
-                      now_ms: int) -> dict[str, Any]:
-    """The DeadLetter record for an alert that could not be forwarded (id = key, deterministic)."""
-    letter_key = f"{source_topic}-{partition}-{offset}"
-    return {
-        "schema_version": CURRENT_SCHEMA_VERSION, "event_time": int(now_ms), "id": letter_key,
-        "key": letter_key, "source_topic": source_topic, "source_partition": int(partition),
-        "source_offset": int(offset), "source_key": key, "value": value,
-        "headers": {k: v for k, v in headers.items() if v is not None},
-        "expected_schema": "Alert", "reason": reason,
-    }
 
 
 def plan_message(value: bytes | None, headers: Mapping[str, bytes], policy: WebhookPolicy,
@@ -182,7 +168,7 @@ def forward_alert(record: ConsumedRecord, policy: WebhookPolicy, post: Callable[
         return None
     letter = build_dead_letter(source_topic=record.topic, partition=record.partition, offset=record.offset,
                                key=record.key, value=record.value, headers=headers, reason=reason,
-                               now_ms=int(time.time() * 1000))
+                               now_ms=int(time.time() * 1000), expected_schema="Alert")
     return OutgoingMessage(key=letter["key"].encode(), value=encode("DeadLetter", letter),
                            headers=tuple(version_headers()))
 

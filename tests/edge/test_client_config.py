@@ -115,3 +115,14 @@ def test_read_command_config_file(tmp_path):
     assert read_command_config(None).librdkafka == {}
     with pytest.raises(InvalidConfigError, match="cannot read"):
         read_command_config(tmp_path / "missing.properties")
+
+
+def test_a_client_id_in_the_command_config_is_taken_by_the_admin_client(tmp_path):
+    """Regression: `client.id` in --command-config made KafkaAdminClient get `client_id` twice
+    ("got multiple values for keyword argument") and broke snapshot, watch and execute."""
+    from reassigner.clients.kafka_admin import compute_admin_options
+
+    path = tmp_path / "client.properties"
+    path.write_text("client.id=ops-tool\n")
+    options = compute_admin_options("b:9092", 15000, read_command_config(path))
+    assert options["client_id"] == "ops-tool" and options["bootstrap_servers"] == "b:9092"

@@ -103,8 +103,8 @@ def test_set_config_normalises_known_keys(assignment, expected):
 
 @pytest.mark.parametrize("assignment, message", [
     ("reassignment.max.concurrent.partition.movement=3", "unknown setting"),
-    ("reassignment.max.concurrent.leader.movements=0", "at least 1"),
-    ("reassignment.max.concurrent.leader.movements=many", "at least 1"),
+    ("reassignment.max.concurrent.leader.movements=0", "from 1 to 1000000"),
+    ("reassignment.max.concurrent.leader.movements=many", "from 1 to 1000000"),
     ("mode=yolo", "expected one of auto, approve, observe"),
     ("step.stall.timeout=soon", "duration"),
     ("no-equals-sign", "KEY=VALUE"),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from schemas.dead_letter import build_dead_letter
 from reassigner.operator.webhook import (
     WebhookPolicy,
     WebhookRefused,
-    build_dead_letter,
     compute_backoff_delays,
     deliver_with_retries,
     plan_message,
@@ -55,6 +55,7 @@ def test_plan_filters_by_severity_and_dead_letters_garbage():
 
 def test_dead_letter_record_encodes_and_keeps_the_bytes():
     letter = build_dead_letter(source_topic="p.alerts", partition=2, offset=17, key=b"k", value=b"v",
-                               headers={"schema_version": b"1"}, reason="HTTP 500", now_ms=5)
+                               headers={"schema_version": b"1"}, reason="HTTP 500", now_ms=5,
+                               expected_schema="Alert")
     decoded = decode("DeadLetter", encode("DeadLetter", letter))
     assert decoded["id"] == "p.alerts-2-17" and decoded["value"] == b"v" and decoded["expected_schema"] == "Alert"
