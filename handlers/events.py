@@ -47,7 +47,10 @@ RULES:
   saw is in the inventory whatever the order. What reconciliation removed is reported in
   `EventEffects.reconciled` (a `SnapshotReconciled` alert). A START marker, or an END marker
   without inventory (a version 1 writer), changes nothing.
-- A record missing a field it needs is rejected (reported, the batch goes on).
+- A record missing a field it needs, or one Kafka could never have produced (a negative id, a
+  partition -1, duplicate replicas, a leader epoch far beyond the known one:
+  `handlers.event_checks`), is rejected (reported as a BadEvent, the batch goes on) and changes
+  nothing.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from handlers.event_checks import compute_event_problem
 from state.model import ObservationTimes
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 
@@ -209,6 +213,10 @@ def compute_cluster_after_events(
         if applier is None:
             effects.rejected.append((schema, str(record.get("key", "?")), f"unknown event type {schema!r}"))
             continue
+        problem = compute_event_problem(schema, record, _known_epoch(work, schema, record))
+        if problem is not None:
+            effects.rejected.append((schema, str(record.get("key", "?")), problem))
+            continue
         try:
             applier(work, record, effects)
             _note_observed(work, schema, record)
@@ -222,6 +230,17 @@ def compute_cluster_after_events(
                                      f"malformed SnapshotMarker: {error!r}"))
     built = work.build()
     return built, work.build_times(built), effects
+
+
+def _known_epoch(work: _WorkingCluster, schema: str, record: Mapping[str, Any]) -> int | None:
+    """The stored leader epoch of the partition a PartitionState is about (None otherwise)."""
+    if schema != "PartitionState" or record.get("topic") in work.deleted:
+        return None
+    try:
+        known = work.partition(TopicPartition(record["topic"], int(record["partition"])))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return known.leader_epoch if known is not None else None
 
 
 def _note_observed(work: _WorkingCluster, schema: str, record: Mapping[str, Any]) -> None:
