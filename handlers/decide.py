@@ -20,12 +20,17 @@ Plans made in 4 and 5 start their first steps in 6 of the same batch.
 
 TIME: `inputs.now_ms` (the batch's greatest event time, Tick requests included) drives every
 grace period and stall timeout. It never goes backwards: a batch without any timed record (only
-bad records, say) uses the latest time the state already holds.
+bad records, say) uses the latest time the state already holds. One record cannot pull it into
+the future: an event time more than `MAX_CLOCK_SKEW_MS` ahead of the pipeline's own clock
+(`inputs.clock_ms`) is taken as that clock (a forged record, or a host whose clock runs fast),
+and a `ClockSkew` alert says how many and how far; without that bound a record from year 3000
+ended every grace period at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, Mapping
 
 from handlers.outbox import WARNING, Outbox
 from handlers.micro_batch import BadRecord, BatchInputs, Decision
@@ -42,10 +47,20 @@ from schemas.codec import TOPICS
 
 def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decision:
     """The next state and the outbox of one micro-batch (see the module docstring)."""
-    now_ms = max(inputs.now_ms, compute_latest_time_ms(state))
+    inputs, skewed = compute_trusted_times(inputs)
+    latest = compute_latest_time_ms(state)
+    if inputs.clock_ms is not None:
+        latest = min(latest, inputs.clock_ms + MAX_CLOCK_SKEW_MS)
+    now_ms = max(inputs.now_ms, latest)
     if now_ms != inputs.now_ms:
         inputs = replace(inputs, now_ms=now_ms)
     context = BatchContext(state, inputs, policy, Outbox(inputs.batch_id, now_ms, state.epoch))
+    if skewed:
+        count, furthest_ms = len(skewed), max(skewed)
+        context.outbox.alert("ClockSkew", WARNING, "clock",
+                             f"{count} record(s) carried event times up to {furthest_ms / 1000:,.0f} s ahead "
+                             "of the pipeline's clock; they were taken as happening now",
+                             {"records": count, "furthest_ahead_ms": furthest_ms})
 
     handle_bad_records(context, inputs.bad_records)  # 1
     cluster, observed_at, effects = compute_cluster_after_events(  # 2
@@ -59,6 +74,34 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
 
     return Decision(context.state.with_changes(last_batch=inputs.batch_id),
                     tuple(context.outbox.messages))
+
+
+MAX_CLOCK_SKEW_MS = 5 * 60 * 1000
+
+
+def compute_trusted_times(inputs: BatchInputs) -> tuple[BatchInputs, list[int]]:
+    """`inputs` with every event time more than `MAX_CLOCK_SKEW_MS` ahead of `clock_ms` set to
+    `clock_ms`, and how far ahead each of those was (see TIME)."""
+    if inputs.clock_ms is None:
+        return inputs, []
+    bound, clock_ms = inputs.clock_ms + MAX_CLOCK_SKEW_MS, inputs.clock_ms
+    skewed: list[int] = []
+
+    def trusted(record: Mapping[str, Any]) -> Mapping[str, Any]:
+        at = record.get("event_time")
+        if isinstance(at, int) and at > bound:
+            skewed.append(at - clock_ms)
+            return {**record, "event_time": clock_ms}
+        return record
+
+    events = tuple((schema, trusted(record)) for schema, record in inputs.events)
+    requests = tuple(trusted(r) for r in inputs.requests)
+    results = tuple(trusted(r) for r in inputs.command_results)
+    if not skewed:
+        return inputs, []
+    times = [r.get("event_time") for r in (*(record for _, record in events), *requests, *results)]
+    now_ms = max((at for at in times if isinstance(at, int)), default=clock_ms)
+    return replace(inputs, events=events, requests=requests, command_results=results, now_ms=now_ms), skewed
 
 
 def compute_latest_time_ms(state: ControllerState) -> int:

@@ -46,6 +46,8 @@ class BatchInputs:
     requests: Request envelopes in offset order (Tick requests included: they only move time).
     command_results: CommandResult records in offset order.
     bad_records: what could not be decoded.
+    clock_ms: the pipeline's own clock when the batch ran (read by the shell), the bound that
+        event times are held to (`handlers.decide`, TIME); None trusts the event times (tests).
     """
 
     batch_id: int
@@ -54,6 +56,7 @@ class BatchInputs:
     requests: tuple[Mapping[str, Any], ...] = ()
     command_results: tuple[Mapping[str, Any], ...] = ()
     bad_records: tuple[BadRecord, ...] = ()
+    clock_ms: int | None = None
 
 
 @dataclass(frozen=True)

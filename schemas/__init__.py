@@ -77,8 +77,9 @@ ALERT_KINDS = (
     "TopicDeleted",
     "ConfigChanged",
     "SnapshotReconciled",
+    "ClockSkew",
 )
-"""Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged and SnapshotReconciled). `Alert.kind` is a string: readers
+"""Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged, SnapshotReconciled and ClockSkew). `Alert.kind` is a string: readers
 must accept kinds not listed here."""
 
 __all__ = [

@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -290,7 +290,8 @@ class PipelineRunner:
         phases = {} if phases is None else phases
         started = time.perf_counter() if started is None else started
         mark = time.perf_counter()
-        inputs = compute_batch_inputs(batch_id, rows, bad_rows, self.settings)  # 3. decode
+        inputs = replace(compute_batch_inputs(batch_id, rows, bad_rows, self.settings),  # 3. decode
+                         clock_ms=int(self.clock() * 1000))
         phases["decode"] = time.perf_counter() - mark
         mark = time.perf_counter()
         decision = decide(self.state, inputs, self.policy)  # 4. decide
