@@ -104,6 +104,14 @@ class Outbox:
         return sum(1 for m in self.messages if m.topic_suffix == topic_suffix)
 
 
+def compute_restamped(messages: list[OutboundMessage] | tuple[OutboundMessage, ...],
+                      epoch: int) -> list[OutboundMessage]:
+    """An outbox re-published by a newer instance: its commands carry that instance's `epoch`
+    (ids unchanged), or an executor that already saw the new epoch would refuse them as stale."""
+    return [OutboundMessage(m.topic_suffix, m.key, m.schema, {**m.record, "epoch": epoch})
+            if m.schema == "Command" and m.record.get("epoch") != epoch else m for m in messages]
+
+
 def tp_key(tp: TopicPartition) -> str:
     """The key of partition-scoped messages: `<topic>-<partition>`."""
     return f"{tp.topic}-{tp.partition}"

@@ -22,6 +22,7 @@ Hierarchy::
     │   └── KafkaTransientError           a retriable Kafka error; code = its Kafka name
     │                                     (REQUEST_TIMED_OUT, NOT_CONTROLLER, NODE_NOT_READY...)
     └── PermanentError                    give up and alert
+        ├── FencedError                   FENCED_EPOCH: a newer pipeline instance took over
         └── KafkaPermanentError           a Kafka error retrying will not fix; code = its Kafka
                                           name (REASSIGNMENT_IN_PROGRESS, LOG_DIR_NOT_FOUND...)
 
@@ -135,6 +136,13 @@ class PermanentError(ReassignerError):
     """A failure that retrying will not fix: the caller gives up and alerts."""
 
     code = "PERMANENT_ERROR"
+
+
+class FencedError(PermanentError):
+    """This pipeline instance's epoch is no longer the current one: a newer instance took over,
+    and this one must stop without writing anything more."""
+
+    code = "FENCED_EPOCH"
 
 
 class KafkaTransientError(TransientError):

@@ -7,7 +7,7 @@ may touch them all, on one Redis or on Redis Cluster alike):
                                                      total_bytes, usable_bytes], ...],
                                                      observed_at_ms, ["topic:partition" it
                                                      cannot host, ...] (omitted when none)]
-    reassigner:{c}:topics         HASH  topic → [min.insync.replicas, observed_at_ms]
+    reassigner:{c}:topics         HASH  topic → [min.insync.replicas, observed_at_ms, topic id]
     reassigner:{c}:partitions     HASH  "topic:partition" → [replicas, isr, leader, leader_epoch,
                                         adding, removing, offline, size_bytes, dir indexes]
     reassigner:{c}:reassignments  HASH  "topic:partition" → the active Reassignment record
@@ -20,6 +20,9 @@ Rules:
 - `commit` applies a batch only if its id is greater than `last_batch`, in one Lua script that
   writes the changed fields, deletes the removed ones, stores the outbox and sets `last_batch`:
   a batch is applied entirely or not at all, and a replayed batch changes nothing;
+- the same script refuses the commit of an instance whose epoch is older than the stored one
+  (`FencedError`): once a newer pipeline instance has bumped the epoch, an older one still
+  running can write nothing more — not its state, not an outbox, not its epoch over the new one;
 - only what changed between the state before and after the batch is written, so a batch of a
   few ISR events costs a few fields, not the cluster;
 - a partition's log dirs are stored as indexes into its broker's dir list (paths are long and
@@ -41,12 +44,15 @@ from state.model import ControllerState, ObservationTimes, OutboundMessage, Prop
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.movement.partition_steps import Step
+from reassigner.errors import FencedError
 from schemas.codec import decode, encode
 
 COMMIT_BATCH = """
+local current = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
+if tonumber(ARGV[4]) < current then return {-1, current} end
 local last = tonumber(redis.call('HGET', KEYS[1], 'last_batch') or '-1')
 local batch = tonumber(ARGV[1])
-if batch <= last then return 0 end
+if batch <= last then return {0, current} end
 local changes = cjson.decode(ARGV[2])
 for i, key in ipairs(KEYS) do
   local change = changes[key]
@@ -65,7 +71,7 @@ for i, key in ipairs(KEYS) do
 end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[3]) end
 redis.call('HSET', KEYS[1], 'last_batch', ARGV[1])
-return 1
+return {1, current}
 """
 
 HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox")
@@ -289,14 +295,19 @@ class ControllerStore:
 
     def commit(self, batch_id: int, before: ControllerState, after: ControllerState,
                outbox: Iterable[OutboundMessage]) -> bool:
-        """Apply one micro-batch's transition; False if this batch id was applied before."""
+        """Apply one micro-batch's transition; False if this batch id was applied before. Raises
+        `FencedError` if a newer instance took over (the stored epoch is above `after.epoch`)."""
         changes = compute_changes(before, after)
         messages = [message_to_storage(m) for m in outbox]
         outbox_json = json.dumps(messages, separators=(",", ":")) if messages else ""
         keys = [self.keys[name] for name in HASHES]
         payload = {self.keys[name]: change for name, change in changes.items()}
-        applied = self._commit(keys=keys, args=[batch_id, json.dumps(payload), outbox_json])
-        return bool(applied)
+        verdict, current = self._commit(keys=keys, args=[batch_id, json.dumps(payload), outbox_json,
+                                                          after.epoch])
+        if int(verdict) < 0:
+            raise FencedError(f"pipeline epoch {after.epoch} was replaced by epoch {int(current)}: a newer "
+                              "instance runs on this cluster's state; this one stops without writing")
+        return bool(verdict)
 
     def pending_outbox(self) -> list[tuple[int, list[OutboundMessage]]]:
         """Outboxes committed but not yet marked published, oldest batch first."""

@@ -35,11 +35,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from handlers.micro_batch import BadRecord, BatchInputs
+from handlers.outbox import compute_restamped
 from handlers.decide import decide
 from handlers.policy import Policy
 from state.model import ControllerState, OutboundMessage
-from reassigner.clients.backoff import Backoff
+from reassigner.clients.backoff import Backoff, retry_transient
+from reassigner.clients.kafka_producer import publish_all_and_wait
 from reassigner.clients.redis_io import retry_redis
+from reassigner.errors import FencedError
 from reassigner.settings import Settings
 from schemas.codec import (
     TOPICS,
@@ -236,6 +239,8 @@ def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
 # A Redis restart is ridden out for up to 5 minutes; then the batch fails and Spark re-runs it
 # when the query is restarted.
 REDIS_OUTAGE = Backoff(first_seconds=0.2, most_seconds=5.0, give_up_after_seconds=300.0)
+# A committed outbox is published however long Kafka is away (the next batch waits for it).
+PUBLISH_OUTAGE = Backoff(first_seconds=0.5, most_seconds=30.0)
 
 
 def with_redis_retry(action: Callable[[], Any], doing: str) -> Any:
@@ -255,6 +260,7 @@ class PipelineRunner:
         self.clock = clock
         self.stats = PipelineStats()
         self.state = ControllerState()
+        self.fenced: FencedError | None = None  # set when a newer instance took over
         self._lock = threading.Lock()
 
     # --- start ----------------------------------------------------------------------------------
@@ -298,9 +304,14 @@ class PipelineRunner:
         phases["decide"] = time.perf_counter() - mark
         new_state = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
         mark = time.perf_counter()
-        committed = with_redis_retry(  # 5. persist
-            lambda: self.store.commit(batch_id, self.state, new_state, decision.outbox),
-            f"committing batch {batch_id}")
+        try:
+            committed = with_redis_retry(  # 5. persist
+                lambda: self.store.commit(batch_id, self.state, new_state, decision.outbox),
+                f"committing batch {batch_id}")
+        except FencedError as error:
+            self.fenced = error
+            log.error("stopping: %s", error)
+            raise
         phases["persist"] = time.perf_counter() - mark
         if not committed and with_redis_retry(self.store.last_batch, "reading the batch id") == batch_id:
             committed = True  # our own commit, whose reply was lost when Redis went away
@@ -330,32 +341,19 @@ class PipelineRunner:
         pending = with_redis_retry(self.store.pending_outbox, "reading the outbox")
         for batch_id, messages in pending:
             log.info("re-publishing the outbox of batch %d (%d messages)", batch_id, len(messages))
-            self.publish(messages)
+            self.publish(compute_restamped(messages, self.state.epoch))
             with_redis_retry(lambda: self.store.mark_published(batch_id), "marking published")
 
     # --- publishing -------------------------------------------------------------------------------
     def publish(self, messages: list[OutboundMessage] | tuple[OutboundMessage, ...]) -> None:
-        """Produce every message and wait until Kafka acknowledged all of them (retrying)."""
+        """Produce every message and wait until Kafka acknowledged all of them, riding out an
+        outage under the one retry policy (the batch is committed: its outbox must go out)."""
         if not messages:
             return
-        for attempt in range(1, 1_000_000):
-            failures: list[str] = []
-            for message in messages:
-                self.producer.produce(
-                    self.settings.topic(message.topic_suffix),
-                    key=message.key.encode(),
-                    value=encode(message.schema, message.record),
-                    headers=version_headers(),
-                    on_delivery=lambda error, _msg: error and failures.append(str(error)),
-                )
-                self.producer.poll(0)
-            remaining = self.producer.flush(30)
-            if not failures and remaining == 0:
-                return
-            delay = min(30.0, 0.5 * 2 ** min(attempt, 6))
-            log.warning("publishing %d messages failed (%s); will retry in %.1f s",
-                        len(messages), failures[:1] or "timed out", delay)
-            time.sleep(delay)
+        encoded = [(self.settings.topic(m.topic_suffix), m.key.encode(), encode(m.schema, m.record),
+                    version_headers()) for m in messages]
+        retry_transient(lambda: publish_all_and_wait(self.producer, encoded), f"publishing {len(encoded)} messages",
+                        PUBLISH_OUTAGE, logger=log)
 
     # --- time ---------------------------------------------------------------------------------
     def publish_tick(self) -> None:

@@ -70,10 +70,15 @@ def run(
                f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)
     try:
         query.awaitTermination()
+    except Exception:
+        if runner.fenced is None:
+            raise
     finally:
         stop.set()
         producer.flush(10)
         spark.stop()
+    if runner.fenced is not None:
+        raise runner.fenced  # one line: a newer instance took over, this one stopped
 
 
 def register(app: typer.Typer) -> None:

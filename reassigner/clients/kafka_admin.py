@@ -15,9 +15,10 @@ kafka-python spells a few names its own way; they are given the Kafka broker's s
 (errno 6 NOT_LEADER_OR_FOLLOWER, errno 39 INVALID_REPLICA_ASSIGNMENT).
 
 KAFKA-PYTHON QUIRKS handled here:
-- it caches cluster metadata (5 min by default) and routes a request for a broker id by that
-  cache, raising UnknownBrokerIdError for a broker added since: refresh the metadata and retry
-  once; still unknown then means not registered or fenced → BROKER_NOT_AVAILABLE (permanent);
+- it caches cluster metadata (5 min by default) and the controller id, and routes a request by
+  them, raising UnknownBrokerIdError for a broker added since or a controller that died: a new
+  client (fresh metadata, the live controller) retries once; still unknown then means not
+  registered or fenced → BROKER_NOT_AVAILABLE (permanent);
 - it caches the "controller" id (in KRaft any broker forwards controller requests) and never
   forgets it when that broker dies, so every controller request then fails: on any transient
   error the client is closed and re-created (lazily, on the next call);
@@ -66,7 +67,6 @@ from reassigner.clients.kafka_fast_reads import (
     read_min_insync_replicas,
     read_reassignments,
     alter_config_op,
-    refresh_metadata,
     run_read,
 )
 from reassigner.clients.cluster_answers import (
@@ -261,11 +261,6 @@ class ClusterAdmin:
         self._connect_delays = CONNECT_BACKOFF.delays()
         return self._client
 
-    def _refresh_metadata(self) -> None:
-        client = self._client
-        if client is not None:
-            refresh_metadata(client)
-
     def _call(self, doing: str, action: Callable[[object], T]) -> T:
         """Run `action(client)`; translate errors; handle the stale-metadata and dead-controller
         quirks (see module doc)."""
@@ -277,11 +272,11 @@ class ClusterAdmin:
                 return action(client)
             except kafka_errors.UnknownBrokerIdError as error:
                 if attempt == 1:
-                    log.debug("%s: broker unknown to cached metadata; refreshing", doing)
-                    try:
-                        self._refresh_metadata()
-                    except Exception:
-                        self.close()
+                    # The cached metadata, or the cached controller id (kafka-python never
+                    # forgets it when that broker dies), names a broker that is gone: a new client
+                    # reads both afresh. Refreshing the metadata alone kept the dead controller.
+                    log.debug("%s: broker %s unknown to the cached metadata; new client", doing, error)
+                    self.close()
                     continue
                 # Still unknown after a fresh metadata read: the broker is not registered, or
                 # fenced (metadata lists unfenced brokers only). Retrying will not help soon.

@@ -6,7 +6,6 @@ the answer is worth at 10,000+ partitions (a whole-cluster metadata fetch before
 requests themselves and run side by side on kafka-python's event loop. They use, and nothing
 else in the product may use:
 - `client._manager.send / run / _net.call_soon_with_future` (the client's event loop);
-- `client._manager.cluster.refresh_metadata` (after a broker unknown to the cached metadata);
 - `client._async_list_partition_reassignments`, `client._async_describe_configs`;
 - the protocol classes `MetadataRequest`, `DescribeLogDirsRequest`;
 - `kafka.admin._configs.AlterConfigOp` (IncrementalAlterConfigs' operation, not exported).
@@ -83,11 +82,6 @@ def gather_reads(client, reads: Mapping[str, tuple[Read, tuple]]) -> dict[str, o
         return answers
 
     return client._manager.run(gather)
-
-
-def refresh_metadata(client) -> None:
-    """Refresh kafka-python's cached cluster metadata now (it routes requests by it)."""
-    client._manager.run(client._manager.cluster.refresh_metadata)
 
 
 def alter_config_op():

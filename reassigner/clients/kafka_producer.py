@@ -4,7 +4,8 @@
   every component builds its producer from it (`build_producer`).
 - `publish_and_wait`: one message, returned only once acknowledged, else `KafkaTransientError`
   (the caller retries under `reassigner.clients.backoff`).
-- `EventPublisher`: the watcher's batches of Avro events, acknowledged as a whole.
+- `publish_all_and_wait`: many messages, acknowledged as a whole (the pipeline's outbox, the
+  watcher's events through `EventPublisher`).
 
 INVARIANTS
 - acks=all and enable.idempotence: a message is written once and in order per partition even
@@ -77,6 +78,38 @@ def raise_delivery_failure(topic: str, error: Any, timeout_seconds: float) -> No
     raise translate_kafka_error(error, f"publishing to {topic}")
 
 
+def publish_all_and_wait(producer, messages: Iterable[tuple[str, bytes, bytes, object]],
+                         timeout_seconds: float = 30.0) -> int:
+    """Send `(topic, key, value, headers)` messages and wait until every one is acknowledged;
+    returns how many. Raises `KafkaTransientError` when any is not (the caller retries the
+    whole batch: the idempotent producer and state-carrying records make a repeat harmless)."""
+    failures: list[str] = []
+
+    def on_delivery(error, _message) -> None:
+        if error is not None:
+            failures.append(f"{error.name()}: {error.str()}")
+
+    count = 0
+    for topic, key, value, headers in messages:
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.1)
+        count += 1
+        if count % 10000 == 0:
+            producer.poll(0)
+    remaining = producer.flush(timeout_seconds)
+    if remaining or failures:
+        raise KafkaTransientError(
+            f"publishing {count} messages: {remaining} not acknowledged within "
+            f"{timeout_seconds:.0f} s, failures: {failures[:3]}",
+            failures[0].split(":")[0].lstrip("_") if failures else "REQUEST_TIMED_OUT",
+            retry_after_seconds=1.0)
+    return count
+
+
 class EventPublisher:
     """Encodes and sends `(topic_suffix, key, record)` events to `<prefix>.<suffix>`."""
 
@@ -86,34 +119,9 @@ class EventPublisher:
         self._headers = version_headers()
 
     def publish_events(self, events: Iterable[tuple[str, str, dict]], timeout_seconds: float = 30.0) -> int:
-        failures: list[str] = []
-
-        def on_delivery(error, _message) -> None:
-            if error is not None:
-                failures.append(f"{error.name()}: {error.str()}")
-
-        count = 0
-        for suffix, key, record in events:
-            value = encode(TOPICS[suffix], record)
-            topic = topic_name(suffix, self.topic_prefix)
-            while True:
-                try:
-                    self._producer.produce(topic, key=key.encode(), value=value,
-                                           headers=self._headers, on_delivery=on_delivery)
-                    break
-                except BufferError:  # the local queue is full: let deliveries drain it
-                    self._producer.poll(0.1)
-            count += 1
-            if count % 10000 == 0:
-                self._producer.poll(0)
-        remaining = self._producer.flush(timeout_seconds)
-        if remaining or failures:
-            raise KafkaTransientError(
-                f"publishing {count} messages: {remaining} not acknowledged within "
-                f"{timeout_seconds:.0f} s, failures: {failures[:3]}",
-                failures[0].split(":")[0].lstrip("_") if failures else "REQUEST_TIMED_OUT",
-                retry_after_seconds=1.0)
-        return count
+        return publish_all_and_wait(
+            self._producer, ((topic_name(suffix, self.topic_prefix), key.encode(), encode(TOPICS[suffix], record),
+                              self._headers) for suffix, key, record in events), timeout_seconds)
 
     def close(self, timeout_seconds: float = 5.0) -> None:
         self._producer.flush(timeout_seconds)

@@ -162,3 +162,21 @@ def test_a_step_in_flight_keeps_its_seen_and_cancel_flags_and_older_rows_still_l
     older["in_flight"] = older["in_flight"][:3]  # written before the flags existed
     loaded = reassignment_from_storage(tp, json.dumps(older))
     assert loaded == record and not loaded.in_flight.seen_in_kafka
+
+
+def test_a_replaced_instance_can_commit_nothing(store):
+    """Regression: two pipelines on one Redis both committed state (the commit never checked the
+    epoch); the older one's state kept commands in flight that the executor had refused."""
+    from reassigner.errors import FencedError
+
+    old_epoch = store.bump_epoch()
+    before = store.load()
+    assert store.commit(0, before, sample_state().with_changes(epoch=old_epoch), [])
+    new_epoch = store.bump_epoch()
+    committed = store.load()
+    stale = committed.with_changes(epoch=old_epoch, command_sequence=99)
+    with pytest.raises(FencedError) as refused:
+        store.commit(1, committed, stale, [])
+    assert refused.value.code == "FENCED_EPOCH" and f"replaced by epoch {new_epoch}" in str(refused.value)
+    after = store.load()
+    assert (after.epoch, after.last_batch, after.command_sequence) == (new_epoch, 0, committed.command_sequence)
