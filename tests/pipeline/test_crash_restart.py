@@ -118,7 +118,12 @@ def check_no_contradiction_and_exact_steps(simulated: SimulatedKafka) -> None:
     for command in simulated.commands:
         by_id[command["id"]].append(command)
     for command_id, copies in by_id.items():
-        assert all(c == copies[0] for c in copies), f"{command_id} published with different contents"
+        # A copy re-published by a later instance carries that instance's epoch (else its
+        # executor would refuse it as stale); everything else is the first decision's, byte for byte.
+        contents = [{k: v for k, v in c.items() if k != "epoch"} for c in copies]
+        assert all(c == contents[0] for c in contents), f"{command_id} published with different contents"
+        epochs = [c["epoch"] for c in copies]
+        assert epochs == sorted(epochs), f"{command_id} re-published with an older epoch: {epochs}"
     targets_by_partition: dict[int, list[tuple[int, ...]]] = defaultdict(list)
     for command in sorted({c["id"]: c for c in simulated.commands}.values(), key=lambda c: c["step"]):
         kind, fields = command["payload"]
