@@ -173,6 +173,13 @@ def test_cancel_reverts_a_real_reassignment_and_says_when_there_is_none(cluster,
                                         "follower.replication.throttled.rate": "20000"})
     admin.alter_topic_configs({"cancelled": {"leader.replication.throttled.replicas": "0:1",
                                              "follower.replication.throttled.replicas": "0:2"}})
+    # The throttle must be in force on both brokers before the move starts, or 3 MB copy
+    # unthrottled in a blink and the move is over before it can be seen (seen in full runs).
+    eventually(lambda: all(admin.describe_broker_configs(b, ["follower.replication.throttled.rate"])
+                           .get("follower.replication.throttled.rate") == "20000" for b in (1, 2)),
+               30, what="the throttle rate on brokers 1 and 2")
+    eventually(lambda: admin.describe_topic_configs("cancelled", ["follower.replication.throttled.replicas"])
+               .get("follower.replication.throttled.replicas") == "0:2", 30, what="the throttled replicas")
     try:
         admin.alter_partition_reassignment("cancelled", 0, [1, 2])
         assert partition(admin, "cancelled").adding == (2,)
