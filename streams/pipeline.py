@@ -401,6 +401,37 @@ def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
     return query
 
 
+# A failed query is started again, waiting 1 s doubling to a minute between attempts.
+QUERY_RESTART = Backoff(first_seconds=1.0, most_seconds=60.0)
+
+
+def run_until_stopped(start_query: Callable[[], Any], stop: threading.Event, runner: PipelineRunner,
+                      backoff: Backoff = QUERY_RESTART) -> int:
+    """Run the streaming query until `stop` is set, starting it again after any failure (a
+    process paused past the source's timeouts, a task lost in local mode) under `backoff`;
+    returns how many times it was restarted. Ends without restarting when `stop` is set (a
+    SIGTERM: no traceback) or when a newer instance fenced this one (`runner.fenced`, raised)."""
+    delays = backoff.delays()
+    restarts = 0
+    while not stop.is_set():
+        query = start_query()
+        try:
+            query.awaitTermination()
+            failure = "it stopped"
+        except Exception as error:  # Spark's StreamingQueryException and the like
+            failure = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+        if runner.fenced is not None:
+            raise runner.fenced
+        if stop.is_set():
+            break
+        wait = next(delays)
+        log.warning("the pipeline's query failed (%s); will restart it in %.0f s", failure, wait)
+        restarts += 1
+        if stop.wait(wait):
+            break
+    return restarts
+
+
 __all__ = ["PipelineRunner", "annotate_batch", "build_input_stream", "collapse_in_spark",
            "compute_batch_inputs", "compute_topic_names", "decode_records", "latest_per_subject",
-           "reduce_batch", "run_pipeline"]
+           "reduce_batch", "run_pipeline", "run_until_stopped"]

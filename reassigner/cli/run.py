@@ -36,7 +36,7 @@ def run(
     from reassigner.clients.kafka_admin import ensure_topics
     from reassigner.clients.kafka_producer import build_producer, producer_config
     from reassigner.clients.redis_io import connect_redis
-    from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline
+    from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline, run_until_stopped
     from streams.spark_session import build_spark_session
 
     configure_logging(verbose, logging.WARNING, logging.INFO)
@@ -56,29 +56,29 @@ def run(
     spark = build_spark_session(settings.cache_dir, master=settings.spark_master,
                                 spark_jars=settings.spark_jars)
     stop = threading.Event()
-    query = run_pipeline(spark, settings, runner, dict(client.properties),
-                         Path(settings.checkpoint_dir) / settings.cluster_name / "pipeline",
-                         settings.tick_interval_seconds, stop)
+    queries: list = []
+
+    def start_query():
+        queries.append(run_pipeline(spark, settings, runner, dict(client.properties),
+                                    Path(settings.checkpoint_dir) / settings.cluster_name / "pipeline",
+                                    settings.tick_interval_seconds, stop))
+        typer.echo(f"pipeline running (epoch {runner.state.epoch}) against "
+                   f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)
+        return queries[-1]
 
     def shut_down(signum, _frame) -> None:
         stop.set()
-        query.stop()
+        if queries:
+            queries[-1].stop()
 
     signal.signal(signal.SIGTERM, shut_down)
     signal.signal(signal.SIGINT, shut_down)
-    typer.echo(f"pipeline running (epoch {runner.state.epoch}) against "
-               f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)
     try:
-        query.awaitTermination()
-    except Exception:
-        if runner.fenced is None:
-            raise
+        run_until_stopped(start_query, stop, runner)  # raises FencedError: one line, exit 2
     finally:
         stop.set()
         producer.flush(10)
         spark.stop()
-    if runner.fenced is not None:
-        raise runner.fenced  # one line: a newer instance took over, this one stopped
 
 
 def register(app: typer.Typer) -> None:
