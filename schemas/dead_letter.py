@@ -40,9 +40,9 @@ def build_dead_letter(*, source_topic: str, partition: int, offset: int, value: 
     kept_headers: dict[str, bytes] = {}
     budget = MAX_HEADER_BYTES
     for name, header in (headers or {}).items():
-        size = len(name.encode()) + len(header or b"")
         if header is None:
             continue
+        size = len(name.encode()) + len(header)
         if size > budget:
             cut.append(f"header {name[:40]!r} left out")
             continue

@@ -254,9 +254,10 @@ class ControllerStore:
             partition = partition_from_storage(tp_from_field(field), stored, brokers)
             by_topic.setdefault(partition.topic, []).append(partition)
         topic_names = sorted(set(by_topic) | set(stored_topics))
+        unknown = (1, None, None)  # a topic known only from its partitions
         topics = tuple(
             Topic(name, tuple(sorted(by_topic.get(name, []), key=lambda p: p.partition)),
-                  stored_topics.get(name, (1, None, None))[0], stored_topics.get(name, (1, None, None))[2])
+                  stored_topics.get(name, unknown)[0], stored_topics.get(name, unknown)[2])
             for name in topic_names
         )
         observed_at = ObservationTimes(

@@ -419,7 +419,7 @@ def run_until_stopped(start_query: Callable[[], Any], stop: threading.Event, run
             query.awaitTermination()
             failure = "it stopped"
         except Exception as error:  # Spark's StreamingQueryException and the like
-            failure = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+            failure = (str(error).strip() or type(error).__name__).splitlines()[0][:300]
         if runner.fenced is not None:
             raise runner.fenced
         if stop.is_set():

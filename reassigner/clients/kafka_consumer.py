@@ -34,9 +34,12 @@ from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.kafka_admin import translate_kafka_error
 from reassigner.clients.kafka_producer import build_producer, producer_config, publish_and_wait
-from reassigner.errors import KafkaTransientError
+from reassigner.errors import KafkaTransientError, TransientError
 
 log = logging.getLogger(__name__)
+
+# The end offset of a partition whose leader is briefly away is asked again every 0.5 s.
+END_LOOKUP = Backoff(first_seconds=0.5, most_seconds=0.5)
 
 Start = Literal["beginning", "end"]
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -158,14 +161,12 @@ class TopicReader:
             if start == "beginning":
                 assignment.append(TopicPartition(topic, partition, OFFSET_BEGINNING))
                 continue
-            while not stop.is_set():
-                try:
-                    _low, high = self._watermarks(topic, partition, timeout=5.0)
-                    assignment.append(TopicPartition(topic, partition, high))
-                    break
-                except Exception as error:  # a broker briefly away: try again
-                    log.info("watermarks of %s-%d: %s; retrying", topic, partition, error)
-                    stop.wait(0.5)
+            try:  # a broker briefly away: asked again under the one retry policy
+                _low, high = retry_transient(lambda: self._watermarks(topic, partition, timeout=5.0),
+                                             f"reading the end of {topic}-{partition}", END_LOOKUP, stop, log)
+            except TransientError:
+                continue  # stopped before the broker answered: left out
+            assignment.append(TopicPartition(topic, partition, high))
         self._consumer.assign(assignment)
 
     def watermarks(self, topic: str, partitions: Iterable[int], timeout: float = 10.0) -> dict[int, tuple[int, int]]:

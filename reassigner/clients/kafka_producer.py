@@ -56,16 +56,37 @@ def build_producer(config: Mapping[str, object]):
     return Producer(dict(config))
 
 
+def _send_and_flush(producer, messages: Iterable[tuple[str, bytes, bytes, object]],
+                    timeout_seconds: float) -> tuple[int, int, list]:
+    """Produce every `(topic, key, value, headers)` message, then flush: (how many were sent,
+    how many are still unacknowledged, the delivery reports' errors)."""
+    errors: list = []
+
+    def on_delivery(error, _message) -> None:
+        if error is not None:
+            errors.append(error)
+
+    count = 0
+    for topic, key, value, headers in messages:
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.1)
+        count += 1
+        if count % 10000 == 0:
+            producer.poll(0)
+    return count, producer.flush(timeout_seconds), errors
+
+
 def publish_and_wait(producer, topic: str, key: bytes, value: bytes, headers: object,
                      timeout_seconds: float = 30.0) -> None:
     """Send one message and wait for its acknowledgement; raises the translated delivery error
     (or REQUEST_TIMED_OUT) when it is not written."""
-    reports: list[object] = []
-    producer.produce(topic, key=key, value=value, headers=headers,
-                     on_delivery=lambda error, _message: reports.append(error))
-    remaining = producer.flush(timeout_seconds)
-    if remaining or not reports or reports[0] is not None:
-        raise_delivery_failure(topic, reports[0] if reports else None, timeout_seconds)
+    _count, remaining, errors = _send_and_flush(producer, [(topic, key, value, headers)], timeout_seconds)
+    if remaining or errors:
+        raise_delivery_failure(topic, errors[0] if errors else None, timeout_seconds)
 
 
 def raise_delivery_failure(topic: str, error: Any, timeout_seconds: float) -> NoReturn:
@@ -83,29 +104,13 @@ def publish_all_and_wait(producer, messages: Iterable[tuple[str, bytes, bytes, o
     """Send `(topic, key, value, headers)` messages and wait until every one is acknowledged;
     returns how many. Raises `KafkaTransientError` when any is not (the caller retries the
     whole batch: the idempotent producer and state-carrying records make a repeat harmless)."""
-    failures: list[str] = []
-
-    def on_delivery(error, _message) -> None:
-        if error is not None:
-            failures.append(f"{error.name()}: {error.str()}")
-
-    count = 0
-    for topic, key, value, headers in messages:
-        while True:
-            try:
-                producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
-                break
-            except BufferError:  # the local queue is full: let deliveries drain it
-                producer.poll(0.1)
-        count += 1
-        if count % 10000 == 0:
-            producer.poll(0)
-    remaining = producer.flush(timeout_seconds)
-    if remaining or failures:
+    count, remaining, errors = _send_and_flush(producer, messages, timeout_seconds)
+    if remaining or errors:
+        failures = [f"{error.name()}: {error.str()}" for error in errors[:3]]
         raise KafkaTransientError(
             f"publishing {count} messages: {remaining} not acknowledged within "
-            f"{timeout_seconds:.0f} s, failures: {failures[:3]}",
-            failures[0].split(":")[0].lstrip("_") if failures else "REQUEST_TIMED_OUT",
+            f"{timeout_seconds:.0f} s, failures: {failures}",
+            errors[0].name().lstrip("_") if errors else "REQUEST_TIMED_OUT",
             retry_after_seconds=1.0)
     return count
 
