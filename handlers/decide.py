@@ -18,6 +18,13 @@ THE ORDER (the code below follows it):
                   (`handlers.progress`).
 Plans made in 4 and 5 start their first steps in 6 of the same batch.
 
+ISOLATION: `decide_isolating` is what the shell calls. If deciding the batch raises (a defect
+met by one odd input), the inputs on which it fails are found by halving the batch, each becomes
+a dead letter and a `BadEvent` alert (its error as the reason), and the rest of the batch is
+decided as usual. It costs a few extra decisions per culprit, only in a batch that fails, and is
+deterministic, so a re-run finds the same culprits. A batch that fails without any input (the
+state itself) raises: nothing can be applied, and the shell's restart loop says so.
+
 TIME: `inputs.now_ms` (the batch's greatest event time, Tick requests included) drives every
 grace period and stall timeout. It never goes backwards: a batch without any timed record (only
 bad records, say) uses the latest time the state already holds. One record cannot pull it into
@@ -76,6 +83,70 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
                     tuple(context.outbox.messages))
 
 
+INPUT_KINDS = ("events", "requests", "command_results")
+InputRef = tuple[str, int]  # (one of INPUT_KINDS, index)
+
+
+def decide_isolating(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decision:
+    """`decide`, or, if that raises, `decide` without the inputs it fails on (see ISOLATION)."""
+    try:
+        return decide(state, inputs, policy)
+    except Exception as error:  # a defect: isolate the input that meets it
+        batch_error = error
+
+    def failure_of(subset: list[InputRef]) -> str | None:
+        try:
+            decide(state, compute_input_subset(inputs, subset), policy)
+        except Exception as error:
+            return f"{type(error).__name__}: {error}"
+        return None
+
+    def culprits(items: list[InputRef], failure: str) -> dict[InputRef, str]:
+        if len(items) == 1:
+            return {items[0]: failure}
+        found: dict[InputRef, str] = {}
+        for half in (items[:len(items) // 2], items[len(items) // 2:]):
+            half_failure = failure_of(half)
+            if half_failure is not None:
+                found.update(culprits(half, half_failure))
+        return found
+
+    if failure_of([]) is not None:
+        raise batch_error
+    everything = [(kind, index) for kind in INPUT_KINDS for index in range(len(getattr(inputs, kind)))]
+    found = culprits(everything, f"{type(batch_error).__name__}: {batch_error}")
+    kept = [item for item in everything if item not in found]
+    if failure_of(kept) is not None:  # fails only in combination: add inputs one at a time
+        accepted: list[InputRef] = []
+        for item in kept:
+            failure = failure_of(accepted + [item])
+            if failure is None:
+                accepted.append(item)
+            else:
+                found[item] = failure
+        kept = accepted
+    poisoned = tuple(compute_poisoned_record(inputs, item, failure) for item, failure in sorted(found.items()))
+    cleaned = replace(compute_input_subset(inputs, kept), bad_records=inputs.bad_records + poisoned)
+    return decide(state, cleaned, policy)
+
+
+def compute_input_subset(inputs: BatchInputs, items: list[InputRef]) -> BatchInputs:
+    """`inputs` with only the events, requests and command results named (in their order)."""
+    chosen = set(items)
+    return replace(inputs, **{kind: tuple(value for index, value in enumerate(getattr(inputs, kind))
+                                          if (kind, index) in chosen) for kind in INPUT_KINDS})
+
+
+def compute_poisoned_record(inputs: BatchInputs, item: InputRef, failure: str) -> BadRecord:
+    """The bad record a dead letter keeps for an input on which deciding failed."""
+    kind, index = item
+    reason = f"deciding on this record failed ({failure}); it was left out of the batch"
+    origin = inputs.origins.get(item)
+    if origin is None:  # inputs built without origins (tests): where it was read is unknown
+        return BadRecord(kind, -1, -1, b"", reason)
+    return replace(origin, reason=reason)
+
+
 MAX_CLOCK_SKEW_MS = 5 * 60 * 1000
 
 
@@ -117,8 +188,8 @@ def handle_bad_records(context: BatchContext, bad_records: tuple[BadRecord, ...]
         key = context.outbox.dead_letter(bad.source_topic, bad.partition, bad.offset, bad.value, bad.reason,
                                          expected_schema=_expected_schema(bad.source_topic))
         context.outbox.alert("BadEvent", WARNING, key,
-                             f"undecodable message at {bad.source_topic}[{bad.partition}]@{bad.offset} "
-                             f"sent to the dead-letter topic: {bad.reason}",
+                             f"message at {bad.source_topic}[{bad.partition}]@{bad.offset} "
+                             f"not applied, sent to the dead-letter topic: {bad.reason}",
                              {"source_topic": bad.source_topic, "source_partition": bad.partition,
                               "source_offset": bad.offset, "reason": bad.reason})
 

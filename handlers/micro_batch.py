@@ -12,7 +12,7 @@ milliseconds (ints) and a union payload is a `(kind, fields)` tuple.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from state.model import ControllerState, OutboundMessage
@@ -38,7 +38,7 @@ class BadRecord:
 class BatchInputs:
     """One micro-batch, in the order the handlers apply it.
 
-    batch_id: Spark's micro-batch id (deterministic ids of alerts derive from it).
+    batch_id: the batch's sequence number, `last_batch` + 1 (deterministic ids derive from it).
     now_ms: the batch's time: the greatest event time among its records (ticks included), so
         grace periods and stall timeouts follow event time and tests are deterministic.
     events: (schema name, record) of BrokerMembership, TopicState, LogDirState, PartitionState and
@@ -48,6 +48,9 @@ class BatchInputs:
     bad_records: what could not be decoded.
     clock_ms: the pipeline's own clock when the batch ran (read by the shell), the bound that
         event times are held to (`handlers.decide`, TIME); None trusts the event times (tests).
+    origins: where each event, request and command result was read, keyed by (`"events"`,
+        `"requests"` or `"command_results"`, index): the raw record a dead letter keeps when
+        deciding on that one input fails (`handlers.decide.decide_isolating`); may be empty.
     """
 
     batch_id: int
@@ -57,6 +60,7 @@ class BatchInputs:
     command_results: tuple[Mapping[str, Any], ...] = ()
     bad_records: tuple[BadRecord, ...] = ()
     clock_ms: int | None = None
+    origins: Mapping[tuple[str, int], BadRecord] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

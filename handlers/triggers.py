@@ -29,6 +29,15 @@ RULES, in the order `handle_triggers` runs them:
    (it keeps them marked as residing in an offline dir).
 5. Drained. A draining broker that holds no replica and is in no target raises `BrokerDrained`
    (once).
+   HEALS ARE PARTIAL (3 and 4): a partition that cannot be healed without breaking rack spread
+   is left as it is and every other partition is healed (`Goal(partial=True)`); one
+   `PlanInfeasible` names only those left. LAST RESORT: of those, a partition whose in-sync
+   replicas are fewer than its topic's min.insync.replicas (producers with acks=all are already
+   refused) is healed without rack spread (`Goal(ignore_racks=True)`), with a
+   `PlanInfeasible` (WARNING) saying so: availability comes before spread, and a later
+   rebalance restores the spread once brokers allow it. (Regression: one partition that could
+   not keep rack spread made the whole heal infeasible: 39 replicas, the product's own commands
+   topic among them, stayed under-replicated until the broker came back.)
 6. ISR conditions, for the partitions the batch touched: `UnderMinIsr` (ISR smaller than the
    topic's min.insync.replicas) and `OfflinePartitions` (no leader) alert once when the
    condition starts — one alert per topic and kind per batch, naming the partitions — and the
@@ -186,7 +195,7 @@ def handle_broker_failures(context: BatchContext) -> None:
     due_set = set(due)
     reason = f"broker{'s' if len(due) > 1 else ''} {', '.join(map(str, due))} failed"
     plan_id = context.next_plan_id("heal")
-    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False), reason,
+    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False, partial=True), reason,
                    subject=broker_subject(due[0]),
                    keep=lambda tp: bool(due_set & set(state.cluster.partition(tp).replicas)))
     context.state = context.state.with_changes(healed_brokers=context.state.healed_brokers | due_set)
@@ -221,7 +230,7 @@ def handle_disk_failures(context: BatchContext, effects: EventEffects) -> None:
     _remember_cannot_host(context, hit)
     dirs = ", ".join(f"{path} on broker {b}" for b, path in sorted(failed))
     plan_id = context.next_plan_id("disk")
-    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False), f"log dir {dirs} failed",
+    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False, partial=True), f"log dir {dirs} failed",
                    subject=broker_subject(sorted(failed)[0][0]), keep=lambda tp: tp in affected)
 
 
@@ -281,12 +290,51 @@ def handle_isr_conditions(context: BatchContext, effects: EventEffects) -> None:
 
 def _plan_or_alert(context: BatchContext, plan_id: str, goal: Goal, reason: str, subject: str,
                    keep=None) -> None:
-    """Plan `goal`, then hand it to `handle_plan`; an infeasible plan raises `PlanInfeasible`."""
+    """Plan `goal`, then hand it to `handle_plan`; an infeasible plan raises `PlanInfeasible`
+    (with `goal.partial`: only for the partitions left out, after the last resort, see HEALS)."""
     try:
         plan, targets, dirs = compute_plan(context.state, goal, keep)
     except ReassignerError as error:
         context.outbox.alert("PlanInfeasible", ERROR, subject, f"{reason}: no plan: {error}",
                              {"plan_id": plan_id, "error_code": error.code})
         return
+    left_out = {tp: why for tp, why in plan.infeasible.items() if keep is None or keep(tp)}
+    if left_out:
+        targets, dirs = _heal_left_out(context, plan_id, goal, reason, subject, left_out,
+                                       dict(targets), dict(dirs))
     handle_plan(context, plan_id, targets, reason, subject, target_log_dirs=dirs,
                 details={"lower_bound": plan.replica_moves_lower_bound})
+
+
+def _heal_left_out(context: BatchContext, plan_id: str, goal: Goal, reason: str, subject: str,
+                   left_out: dict, targets: dict, dirs: dict) -> tuple[dict, dict]:
+    """The last resort for the partitions a partial plan left out (see HEALS); alerts for them."""
+    cluster = context.state.cluster
+    starved = {tp for tp in left_out
+               if (p := cluster.partition(tp)) is not None and len(p.isr) < cluster.min_isr(tp.topic)}
+    relaxed: dict = {}
+    if starved:
+        try:
+            _, relaxed, relaxed_dirs = compute_plan(context.state, replace(goal, ignore_racks=True),
+                                                    lambda tp: tp in starved)
+        except ReassignerError:
+            relaxed, relaxed_dirs = {}, {}
+        targets.update(relaxed)
+        dirs.update(relaxed_dirs)
+    if relaxed:
+        context.outbox.alert(
+            "PlanInfeasible", WARNING, subject,
+            f"{reason}: {len(relaxed)} partitions cannot be healed with rack spread and have fewer "
+            "in-sync replicas than min.insync.replicas; healed without rack spread (last resort: "
+            "a rebalance restores the spread once the brokers allow it)",
+            {"plan_id": plan_id, "error_code": "PLAN_INFEASIBLE", "rack_spread_relaxed": len(relaxed),
+             "partitions": summarise([str(tp) for tp in sorted(relaxed)])})
+    still = sorted(tp for tp in left_out if tp not in relaxed)
+    if still:
+        context.outbox.alert(
+            "PlanInfeasible", ERROR, subject,
+            f"{reason}: {len(still)} partitions cannot be healed without breaking rack spread and "
+            f"stay as they are ({left_out[still[0]]}); every other partition is healed",
+            {"plan_id": plan_id, "error_code": "PLAN_INFEASIBLE", "left_out": len(still),
+             "partitions": summarise([str(tp) for tp in still])})
+    return targets, dirs

@@ -93,7 +93,14 @@ class DecodeError(InvalidInputError):
 
 
 class PlanInfeasibleError(ReassignerError):
+    """No placement keeps the constraints; `partition` names the one that cannot be placed (a
+    `TopicPartition`), when it is one partition's."""
+
     code = "PLAN_INFEASIBLE"
+
+    def __init__(self, message: str, partition: object | None = None) -> None:
+        super().__init__(message)
+        self.partition = partition
 
 
 class MissingDependencyError(ReassignerError):

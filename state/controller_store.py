@@ -15,11 +15,14 @@ may touch them all, on one Redis or on Redis Cluster alike):
                                         mappings of ControllerState (JSON each)
     reassigner:{c}:outbox         HASH  batch id → JSON list of messages not yet confirmed as
                                         published
+    reassigner:{c}:offsets        HASH  "topic:partition" of an input topic → the greatest offset
+                                        applied (`streams.offsets`)
 
 Rules:
-- `commit` applies a batch only if its id is greater than `last_batch`, in one Lua script that
-  writes the changed fields, deletes the removed ones, stores the outbox and sets `last_batch`:
-  a batch is applied entirely or not at all, and a replayed batch changes nothing;
+- `commit` applies a batch only if its sequence number is greater than `last_batch`, in one Lua
+  script that writes the changed fields, deletes the removed ones, stores the outbox, advances the
+  applied input offsets and sets `last_batch`: a batch is applied entirely or not at all, with
+  the offsets of exactly the records it applied, and a replayed batch changes nothing;
 - the same script refuses the commit of an instance whose epoch is older than the stored one
   (`FencedError`): once a newer pipeline instance has bumped the epoch, an older one still
   running can write nothing more — not its state, not an outbox, not its epoch over the new one;
@@ -70,11 +73,13 @@ for i, key in ipairs(KEYS) do
   end
 end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[3]) end
+local offsets = cjson.decode(ARGV[5])
+if #offsets > 0 then redis.call('HSET', KEYS[7], unpack(offsets)) end
 redis.call('HSET', KEYS[1], 'last_batch', ARGV[1])
 return {1, current}
 """
 
-HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox")
+HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox", "offsets")
 
 
 # --- stored forms -----------------------------------------------------------------------------
@@ -245,7 +250,7 @@ class ControllerStore:
 
     def load(self) -> ControllerState:
         raw = {name: {_text(k): _text(v) for k, v in self.client.hgetall(key).items()}
-               for name, key in self.keys.items() if name != "outbox"}
+               for name, key in self.keys.items() if name not in ("outbox", "offsets")}
         stored_brokers = {int(k): broker_from_storage(int(k), v) for k, v in raw["brokers"].items()}
         brokers = {broker_id: broker for broker_id, (broker, _) in stored_brokers.items()}
         stored_topics = {name: topic_from_storage(v) for name, v in raw["topics"].items()}
@@ -294,17 +299,33 @@ class ControllerStore:
         """A new pipeline instance takes over: its commands carry a higher epoch than any before."""
         return int(self.client.hincrby(self.keys["meta"], "epoch", 1))
 
+    def applied_offsets(self) -> dict[tuple[str, int], int]:
+        """(input topic, partition) → the greatest offset applied (`streams.offsets`)."""
+        stored = self.client.hgetall(self.keys["offsets"])
+        return {(tp.topic, tp.partition): int(offset)
+                for tp, offset in ((tp_from_field(_text(f)), v) for f, v in stored.items())}
+
+    def forget_offsets(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Drop the applied offsets of input partitions whose log was re-created or truncated."""
+        fields = [tp_field(TopicPartition(topic, partition)) for topic, partition in partitions]
+        if fields:
+            self.client.hdel(self.keys["offsets"], *fields)
+
     def commit(self, batch_id: int, before: ControllerState, after: ControllerState,
-               outbox: Iterable[OutboundMessage]) -> bool:
-        """Apply one micro-batch's transition; False if this batch id was applied before. Raises
-        `FencedError` if a newer instance took over (the stored epoch is above `after.epoch`)."""
+               outbox: Iterable[OutboundMessage],
+               offsets: Mapping[tuple[str, int], int] | None = None) -> bool:
+        """Apply one micro-batch's transition and advance the applied input `offsets`; False if
+        this sequence number was applied before. Raises `FencedError` if a newer instance took
+        over (the stored epoch is above `after.epoch`)."""
         changes = compute_changes(before, after)
         messages = [message_to_storage(m) for m in outbox]
         outbox_json = json.dumps(messages, separators=(",", ":")) if messages else ""
         keys = [self.keys[name] for name in HASHES]
         payload = {self.keys[name]: change for name, change in changes.items()}
+        flat_offsets = [item for (topic, partition), offset in sorted((offsets or {}).items())
+                        for item in (tp_field(TopicPartition(topic, partition)), offset)]
         verdict, current = self._commit(keys=keys, args=[batch_id, json.dumps(payload), outbox_json,
-                                                          after.epoch])
+                                                          after.epoch, json.dumps(flat_offsets)])
         if int(verdict) < 0:
             raise FencedError(f"pipeline epoch {after.epoch} was replaced by epoch {int(current)}: a newer "
                               "instance runs on this cluster's state; this one stops without writing")

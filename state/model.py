@@ -8,7 +8,8 @@ Invariants:
 - `reassignments` holds at most one record per partition, and only active ones (a DONE record is
   dropped in the transition that finishes it);
 - `epoch` only grows: a pipeline instance bumps it when it starts, and its commands carry it;
-- `last_batch` is the id of the last applied Spark micro-batch (-1 before the first);
+- `last_batch` numbers the applied micro-batches (-1 before the first): the pipeline counts them
+  itself (Spark's batch ids restart with a new checkpoint); alert and command ids derive from it;
 - times are epoch milliseconds taken from event times, never from a clock read here.
 """
 
@@ -84,7 +85,7 @@ class ControllerState:
     config: runtime overrides from SetConfig requests (Kafka-style dotted names → value).
     proposals: plans awaiting approval (mode `approve`).
     epoch: the planner epoch of the pipeline instance that wrote this state.
-    last_batch: the last applied micro-batch id.
+    last_batch: the sequence number of the last applied micro-batch.
     open_alerts: keys of condition alerts already raised (e.g. "UnderMinIsr:orders-3"), so a
         condition alerts once when it starts, not once per batch.
     command_sequence: count of commands ever issued, for ids of commands that serve no single

@@ -5,21 +5,25 @@ decodes each topic's values with `from_avro` and the topic's own schema in PERMI
 undecodable value becomes nulls, never a failed query), and hands every micro-batch to
 `PipelineRunner.process_batch`, which follows this order, always:
 
-1. **skip a replay**: a batch id not above the stored `last_batch` was applied before (Spark
-   re-runs the last batch after a restart): re-publish its outbox if still pending, stop there;
+1. **skip what was applied**: only records above the input offsets stored with the state are
+   applied (`streams.offsets`); a batch with none (Spark re-runs the last batch after a restart)
+   re-publishes a pending outbox and stops there. Spark's batch ids play no part: the batches
+   the pipeline applies are numbered by `last_batch` + 1, so any checkpoint dir, or none, is safe;
 2. **reduce**: split undecodable rows off; collapse state-carrying events (brokers, topics, log
    dirs, partitions) to the latest per key — in Spark when the batch is big, so that a burst of
    100,000 ISR events costs one row per partition at the driver, at the driver when it is small
    (one Spark job less on the latency path); order the rest by (topic, partition, offset);
 3. **decode at the driver** with fastavro (`schemas.codec`), giving the handlers the same dicts
    every other component sees;
-4. **decide**: `handlers.decide.decide(state, inputs, policy)`, a pure function;
-5. **persist** the new state, the batch id and the outbox in one atomic Redis transition;
+4. **decide**: `handlers.decide.decide_isolating(state, inputs, policy)`, a pure function (an
+   input on which deciding fails becomes a dead letter; the rest of the batch is applied);
+5. **persist** the new state, the batch's sequence number, the outbox and the input offsets it
+   consumed in one atomic Redis transition, refused if a newer instance took over (the epoch);
 6. **publish** the outbox with an idempotent producer and wait for every acknowledgement;
 7. **mark published**: drop the outbox from Redis.
 
-A crash anywhere leaves a consistent story: before 5 the batch is re-run with the same inputs
-and state, deciding the same commands with the same ids; between 5 and 7 the outbox is
+A crash anywhere leaves a consistent story: before 5 the records are read again and decided on
+the same state, giving the same commands with the same ids (same batch number); between 5 and 7 the outbox is
 re-published on start (the executor recognises command ids it has applied). On start the
 instance bumps the planner epoch; its commands carry it and the executor refuses older ones.
 """
@@ -27,6 +31,7 @@ instance bumps the planner epoch; its commands carry it and the executor refuses
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 import uuid
@@ -36,13 +41,13 @@ from typing import Any, Callable, Iterable, Mapping
 
 from handlers.micro_batch import BadRecord, BatchInputs
 from handlers.outbox import compute_restamped
-from handlers.decide import decide
+from handlers.decide import decide_isolating
 from handlers.policy import Policy
 from state.model import ControllerState, OutboundMessage
 from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.kafka_producer import publish_all_and_wait
 from reassigner.clients.redis_io import retry_redis
-from reassigner.errors import FencedError
+from reassigner.errors import FencedError, TransientError
 from reassigner.settings import Settings
 from schemas.codec import (
     TOPICS,
@@ -53,6 +58,9 @@ from schemas.codec import (
     version_headers,
 )
 from state.controller_store import ControllerStore
+from streams.offsets import (compute_advanced, compute_checkpoint_gap, compute_consumed,
+                             compute_starting_offsets, compute_truncated, compute_unapplied,
+                             read_checkpoint_positions)
 from streams.spark_session import kafka_client_options
 
 log = logging.getLogger(__name__)
@@ -83,14 +91,16 @@ def source_timeouts(client_properties: Mapping[str, str]) -> dict[str, str]:
             "kafka.default.api.timeout.ms": str(max(api_timeout, request_timeout))}
 
 
-def build_input_stream(spark, settings: Settings, client_properties: dict[str, str]):
-    """The Kafka source over every input topic, one decoded struct column per topic."""
+def build_input_stream(spark, settings: Settings, client_properties: dict[str, str],
+                       starting_offsets: str = "earliest"):
+    """The Kafka source over every input topic, one decoded struct column per topic; a new
+    checkpoint starts at `starting_offsets` (`streams.offsets.compute_starting_offsets`)."""
     topics = [settings.topic(suffix) for suffix in INPUT_TOPICS]
     source = (
         spark.readStream.format("kafka")
         .options(**kafka_client_options(settings.bootstrap_servers or "", client_properties))
         .option("subscribe", ",".join(topics))
-        .option("startingOffsets", "earliest")
+        .option("startingOffsets", starting_offsets)
         .option("failOnDataLoss", "false")
         .option("maxOffsetsPerTrigger", str(settings.max_records_per_batch))
         # The source's consumers leave a fetch in flight at the end of the log; the broker holds
@@ -187,17 +197,22 @@ def latest_per_subject(rows: Iterable[Any]) -> list[Any]:
     return kept + list(latest.values())
 
 
-def reduce_batch(batch, settings: Settings) -> list[Any]:
-    """Step 2: the rows that survive the collapse, collected (no sort: the driver orders them).
+def reduce_batch(batch, settings: Settings) -> tuple[list[Any], dict[tuple[str, int], int]]:
+    """Step 2: the rows that survive the collapse, collected (no sort: the driver orders them),
+    and the greatest offset the batch holds per input partition (collapsed rows included).
 
     A small batch costs one Spark job: a scan limited to `DRIVER_COLLAPSE_ROWS` + 1 rows, which
-    holds the whole batch, collapsed at the driver. A bigger one also runs the collapse in Spark.
+    holds the whole batch, collapsed at the driver. A bigger one also runs the collapse and the
+    offset maxima in Spark.
     """
+    from pyspark.sql import functions as F
+
     annotated = annotate_batch(batch, settings)
     head = annotated.limit(DRIVER_COLLAPSE_ROWS + 1).collect()
     if len(head) <= DRIVER_COLLAPSE_ROWS:
-        return latest_per_subject(head)
-    return collapse_in_spark(annotated).collect()
+        return latest_per_subject(head), compute_consumed((r.topic, r.partition, r.offset) for r in head)
+    ends = annotated.groupBy("topic", "partition").agg(F.max("offset").alias("offset")).collect()
+    return collapse_in_spark(annotated).collect(), {(r.topic, r.partition): r.offset for r in ends}
 
 
 def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
@@ -211,6 +226,7 @@ def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
     bad = [BadRecord(topic, partition, offset, bytes(value or b""),
                      f"not a valid {TOPICS[suffix_of[topic]]} record (Avro decoding failed)")
            for topic, partition, offset, value in bad_rows]
+    origins: dict[tuple[str, int], BadRecord] = {}
     now_ms = 0
     # Apply entity events before partitions: a partition event may name a broker or topic that
     # the same batch introduces.
@@ -225,15 +241,19 @@ def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
             bad.append(BadRecord(topic, partition, offset, bytes(value), str(error)))
             continue
         now_ms = max(now_ms, int(record.get("event_time") or 0))
+        origin = BadRecord(topic, partition, offset, bytes(value), "")
         if suffix == "requests":
+            origins[("requests", len(requests))] = origin
             requests.append(record)
         elif suffix == "command-results":
+            origins[("command_results", len(results))] = origin
             results.append(record)
         else:
+            origins[("events", len(events))] = origin
             events.append((schema, record))
     return BatchInputs(batch_id=batch_id, now_ms=now_ms, events=tuple(events),
                        requests=tuple(requests), command_results=tuple(results),
-                       bad_records=tuple(bad))
+                       bad_records=tuple(bad), origins=origins)
 
 
 # A Redis restart is ridden out for up to 5 minutes; then the batch fails and Spark re-runs it
@@ -260,6 +280,7 @@ class PipelineRunner:
         self.clock = clock
         self.stats = PipelineStats()
         self.state = ControllerState()
+        self.applied: dict[tuple[str, int], int] = {}  # input offsets applied (streams.offsets)
         self.fenced: FencedError | None = None  # set when a newer instance took over
         self._lock = threading.Lock()
 
@@ -268,6 +289,7 @@ class PipelineRunner:
         """Load the state, take over with a new epoch, re-publish outboxes left by a crash."""
         epoch = with_redis_retry(self.store.bump_epoch, "bumping the planner epoch")
         self.state = with_redis_retry(self.store.load, "loading the state").with_changes(epoch=epoch)
+        self.applied = with_redis_retry(self.store.applied_offsets, "loading the applied offsets")
         self.republish_pending()
         log.info("pipeline started: epoch %d, last batch %d, %d partitions, %d reassignments",
                  epoch, self.state.last_batch, len(self.state.cluster.partitions_by_tp),
@@ -275,38 +297,47 @@ class PipelineRunner:
         return self.state
 
     # --- one micro-batch --------------------------------------------------------------------------
-    def process_batch(self, batch, batch_id: int) -> None:
+    def process_batch(self, batch, _spark_batch_id: int) -> None:
         with self._lock:
             started = time.perf_counter()
             phases: dict[str, float] = {}
-            if batch_id <= self.state.last_batch:  # 1. a replay
-                self.stats.replayed += 1
-                self.republish_pending()
-                return
-            rows: list = []  # 2. reduce in Spark (one job)
+            reduced, consumed = reduce_batch(batch, self.settings)  # 2. reduce in Spark (one job)
+            rows: list = []
             bad_rows: list = []
-            for r in reduce_batch(batch, self.settings):
+            for r in reduced:
                 (rows if r.decoded_ok else bad_rows).append((r.topic, r.partition, r.offset, r.value))
             phases["spark"] = time.perf_counter() - started
-            self.process_rows(batch_id, rows, bad_rows, phases, started)
+            self.process_rows(rows, bad_rows, consumed, phases, started)
 
-    def process_rows(self, batch_id: int, rows: list, bad_rows: list,
+    def process_rows(self, rows: list, bad_rows: list,
+                     consumed: Mapping[tuple[str, int], int] | None = None,
                      phases: dict[str, float] | None = None, started: float | None = None) -> None:
-        """Steps 3 to 7 for rows already reduced (also the entry point of tests and benchmarks)."""
+        """Steps 1 and 3 to 7 for rows already reduced (also the entry point of tests and
+        benchmarks); `consumed` defaults to the greatest offsets among the rows."""
         phases = {} if phases is None else phases
         started = time.perf_counter() if started is None else started
+        if consumed is None:
+            consumed = compute_consumed(r[:3] for r in (*rows, *bad_rows))
+        advanced = compute_advanced(self.applied, consumed)
+        if not advanced:  # 1. every record was applied before: a replay
+            self.stats.replayed += 1
+            self.republish_pending()
+            return
+        rows = compute_unapplied(rows, self.applied)
+        bad_rows = compute_unapplied(bad_rows, self.applied)
+        batch_id = self.state.last_batch + 1
         mark = time.perf_counter()
         inputs = replace(compute_batch_inputs(batch_id, rows, bad_rows, self.settings),  # 3. decode
                          clock_ms=int(self.clock() * 1000))
         phases["decode"] = time.perf_counter() - mark
         mark = time.perf_counter()
-        decision = decide(self.state, inputs, self.policy)  # 4. decide
+        decision = decide_isolating(self.state, inputs, self.policy)  # 4. decide
         phases["decide"] = time.perf_counter() - mark
         new_state = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
         mark = time.perf_counter()
         try:
             committed = with_redis_retry(  # 5. persist
-                lambda: self.store.commit(batch_id, self.state, new_state, decision.outbox),
+                lambda: self.store.commit(batch_id, self.state, new_state, decision.outbox, advanced),
                 f"committing batch {batch_id}")
         except FencedError as error:
             self.fenced = error
@@ -319,8 +350,10 @@ class PipelineRunner:
             log.warning("batch %d was committed by another writer; reloading state", batch_id)
             self.state = with_redis_retry(self.store.load, "reloading the state").with_changes(
                 epoch=self.state.epoch)
+            self.applied = with_redis_retry(self.store.applied_offsets, "reloading the applied offsets")
             return
         self.state = new_state
+        self.applied = {**self.applied, **advanced}
         mark = time.perf_counter()
         self.publish(decision.outbox)  # 6. publish
         with_redis_retry(lambda: self.store.mark_published(batch_id),  # 7. mark published
@@ -374,12 +407,60 @@ def compute_topic_names(settings: Settings) -> list[str]:
     return [settings.topic(suffix) for suffix in TOPICS]
 
 
+InputLogs = Mapping[tuple[str, int], tuple[int, int]]  # (topic, partition) → (log start, log end)
+
+
+def read_input_logs(reader, topics: Iterable[str]) -> dict[tuple[str, int], tuple[int, int]]:
+    """The log start and end of every partition of the input topics, asked of their leaders
+    (`reader` is a `reassigner.clients.kafka_consumer.TopicReader`)."""
+    return {(topic, partition): marks for topic in topics
+            for partition, marks in reader.watermarks(topic, reader.partitions(topic)).items()}
+
+
+def prepare_query_start(runner: PipelineRunner, checkpoint_dir: Path,
+                        input_logs: InputLogs | None) -> str:
+    """Where the query starts reading (`streams.offsets`): forgets the applied offsets of input
+    partitions re-created or truncated since, discards a checkpoint that would skip records never
+    applied, and returns the `startingOffsets` a new checkpoint uses ("earliest" without
+    `input_logs`: every record is then read and those applied skipped)."""
+    log_starts: dict[tuple[str, int], int] = {}
+    starting = "earliest"
+    if input_logs is not None:
+        log_starts = {key: low for key, (low, _high) in input_logs.items()}
+        truncated = compute_truncated(runner.applied, {key: high for key, (_low, high) in input_logs.items()})
+        if truncated:
+            log.warning("input partitions %s now end at or below the offsets applied before (re-created "
+                        "or truncated): reading them again from the start of their log",
+                        ", ".join(f"{t}-{p}" for t, p in truncated))
+            with_redis_retry(lambda: runner.store.forget_offsets(truncated), "forgetting offsets")
+            runner.applied = {k: v for k, v in runner.applied.items() if k not in truncated}
+        partitions: dict[str, list[int]] = {}
+        for topic, partition in input_logs:
+            partitions.setdefault(topic, []).append(partition)
+        starting = compute_starting_offsets(partitions, runner.applied)
+    positions = read_checkpoint_positions(checkpoint_dir)
+    if positions is not None:
+        gap = compute_checkpoint_gap(positions, runner.applied, log_starts)
+        if gap:
+            log.warning("the checkpoint %s resumes after records this cluster's state never applied "
+                        "(%s): discarding it; the query starts after the offsets stored in Redis",
+                        checkpoint_dir, ", ".join(f"{t}-{p}" for t, p in gap[:5]))
+            shutil.rmtree(checkpoint_dir)
+    return starting
+
+
 def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
                  client_properties: dict[str, str], checkpoint_dir: Path,
-                 tick_interval_seconds: float = 1.0, stop_event: threading.Event | None = None):
-    """Start the query (and the ticker); returns the StreamingQuery. Blocks nothing."""
+                 tick_interval_seconds: float = 1.0, stop_event: threading.Event | None = None,
+                 read_logs: Callable[[list[str]], InputLogs] | None = None):
+    """Start the query (and the ticker); returns the StreamingQuery. Blocks nothing.
+
+    `read_logs` (the input topics → their partitions' log starts and ends) lets a new checkpoint
+    start right after the applied offsets instead of reading every topic from its start."""
     runner.start()
-    stream = build_input_stream(spark, settings, client_properties)
+    input_logs = read_logs([settings.topic(s) for s in INPUT_TOPICS]) if read_logs else None
+    starting = prepare_query_start(runner, checkpoint_dir, input_logs)
+    stream = build_input_stream(spark, settings, client_properties, starting)
     query = (
         stream.writeStream.foreachBatch(runner.process_batch)
         .option("checkpointLocation", str(checkpoint_dir))
@@ -414,12 +495,16 @@ def run_until_stopped(start_query: Callable[[], Any], stop: threading.Event, run
     delays = backoff.delays()
     restarts = 0
     while not stop.is_set():
-        query = start_query()
         try:
-            query.awaitTermination()
-            failure = "it stopped"
-        except Exception as error:  # Spark's StreamingQueryException and the like
-            failure = (str(error).strip() or type(error).__name__).splitlines()[0][:300]
+            query = start_query()
+        except TransientError as error:  # Kafka or Redis away while starting: try again
+            query, failure = None, f"it could not start: {error}"
+        if query is not None:
+            try:
+                query.awaitTermination()
+                failure = "it stopped"
+            except Exception as error:  # Spark's StreamingQueryException and the like
+                failure = (str(error).strip() or type(error).__name__).splitlines()[0][:300]
         if runner.fenced is not None:
             raise runner.fenced
         if stop.is_set():
@@ -434,4 +519,4 @@ def run_until_stopped(start_query: Callable[[], Any], stop: threading.Event, run
 
 __all__ = ["PipelineRunner", "annotate_batch", "build_input_stream", "collapse_in_spark",
            "compute_batch_inputs", "compute_topic_names", "decode_records", "latest_per_subject",
-           "reduce_batch", "run_pipeline", "run_until_stopped"]
+           "prepare_query_start", "read_input_logs", "reduce_batch", "run_pipeline", "run_until_stopped"]

@@ -9,12 +9,16 @@ GOALS, in priority order (soft: the planner does as well as it can, and reports 
 3. Even preferred leadership per topic and over the cluster, by reordering, not by moving.
 4. Even bytes: a new replica goes to its broker's least used online log dir.
 
-CONSTRAINTS (breaking one raises `PlanInfeasibleError` naming the partition):
+CONSTRAINTS (breaking one raises `PlanInfeasibleError` naming the partition; with
+`Goal.partial` that partition is left as it is instead, listed in `PlacementPlan.infeasible`, and
+every other partition is planned as usual):
 1. No broker twice in a partition; the replication factor is kept.
 2. New replicas only on eligible brokers: alive, not draining, with an online dir (and never on
    the broker whose dir holds the offline replica being replaced, nor on a broker whose failed
    dir held the partition before and that has not restarted since: `Broker.cannot_host`).
-3. Multi-level rack spread, as defined in `planning.placement.racks` (water-filling at every level).
+3. Multi-level rack spread, as defined in `planning.placement.racks` (water-filling at every level);
+   `Goal.ignore_racks` drops it (the last resort of a heal that cannot keep it, see
+   `handlers.triggers`).
 Explicit targets (`Goal.explicit_targets`) are validated (`planning.validation`) and kept as given.
 
 ALGORITHM, per topic (topics in name order; partitions in id order; everything deterministic):
@@ -70,7 +74,7 @@ from planning.placement.quotas import compute_balanced_ranges
 from planning.placement.racks import RackTree, compute_rack_tree
 from planning.placement.topic_replicas import PartitionFates, plan_topic_replicas
 from planning.validation import validate_targets
-from reassigner.errors import InvalidReplicaAssignmentError
+from reassigner.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
 
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -84,6 +88,8 @@ class Goal:
     heal: bool = True  # replace replicas on dead brokers / offline dirs
     rebalance: bool = True  # even out counts (False = only do what is forced)
     explicit_targets: Mapping[TopicPartition, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    partial: bool = False  # leave a partition that cannot be placed as it is; plan the rest
+    ignore_racks: bool = False  # place as if no broker had a rack (a last resort)
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,7 @@ class PlacementPlan:
     max_topic_replica_spread: int = 0  # max over topics of (max - min) count on eligible brokers
     max_topic_leader_spread: int = 0
     eligible_brokers: tuple[int, ...] = ()
+    infeasible: Mapping[TopicPartition, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def compute_planning_cluster(cluster: Cluster, goal: Goal) -> Cluster:
@@ -242,11 +249,13 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     explicit = dict(goal.explicit_targets)
     if explicit:
         validate_targets(cluster, explicit)
-    eligible_brokers = [b for b in cluster.brokers if b.eligible]
+    eligible_brokers = [replace(b, rack=None) if goal.ignore_racks else b
+                        for b in cluster.brokers if b.eligible]
     tree = compute_rack_tree(eligible_brokers)
     eligible = frozenset(tree.broker_node)
     offline_dirs = _offline_dirs(cluster)
     warnings = list(tree.warnings)
+    infeasible: dict[TopicPartition, str] = {}
 
     replicas_before: dict[int, int] = {b.id: 0 for b in cluster.brokers}
     leaders_before: dict[int, int] = {b.id: 0 for b in cluster.brokers}
@@ -276,7 +285,7 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
             if p.replicas and p.replicas[0] in cluster_leaders:
                 cluster_leaders[p.replicas[0]] -= 1
         bound += _work_lower_bound(tree, partitions, work, goal.rebalance, ranges_cache)
-        placed = plan_topic_replicas(tree, work, cluster_load, goal.rebalance)
+        placed = _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal, eligible, infeasible)
         cluster_load = placed.cluster_load
         finals = [list(final) for final in placed.finals]
         order_leaders(
@@ -333,6 +342,7 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         rack_violations=violations,
         max_topic_replica_spread=replica_spread,
         max_topic_leader_spread=leader_spread,
+        infeasible=MappingProxyType(infeasible),
         eligible_brokers=tuple(sorted(eligible)),
     )
 
@@ -350,6 +360,23 @@ def _partition_fates(p, cluster, explicit, eligible, offline_dirs, heal) -> Part
     return PartitionFates(
         tp, replicas, kept, frozenset(excluded), replication, p.size_bytes or 0, False
     )
+
+
+def _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal: Goal, eligible,
+                             infeasible: dict[TopicPartition, str]):
+    """`plan_topic_replicas`; with `goal.partial`, a partition it cannot place is pinned as it
+    is (recorded in `infeasible`) and the topic planned again without it."""
+    while True:
+        try:
+            return plan_topic_replicas(tree, work, cluster_load, goal.rebalance)
+        except PlanInfeasibleError as error:
+            index = next((i for i, w in enumerate(work) if w.tp == error.partition and not w.fixed), None)
+            if not goal.partial or index is None:
+                raise
+            infeasible[error.partition] = error.message
+            p = partitions[index]
+            members = frozenset(b for b in p.replicas if b in eligible)
+            work[index] = PartitionFates(p.tp, p.replicas, members, frozenset(), len(members), 0, True)
 
 
 def _work_lower_bound(tree, partitions, work, rebalance: bool, cache: dict) -> int:

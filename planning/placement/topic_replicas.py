@@ -95,7 +95,7 @@ def plan_topic_replicas(
         if w.replication > capacity:
             raise PlanInfeasibleError(
                 f"partition {w.tp} needs {w.replication} replicas but only {capacity} "
-                "brokers are eligible"
+                "brokers are eligible", w.tp
             )
         if not w.fixed:
             _repair_racks(tree, w)
@@ -139,7 +139,7 @@ def plan_topic_replicas(
             if chosen is None:
                 raise PlanInfeasibleError(
                     f"partition {w.tp}: no eligible broker can take replica {position + 1} of "
-                    f"{len(w.final)} without breaking rack spread (excluded: {sorted(w.excluded)})"
+                    f"{len(w.final)} without breaking rack spread (excluded: {sorted(w.excluded)})", w.tp
                 )
             w.final[position] = chosen
             w.members.add(chosen)

@@ -34,9 +34,11 @@ def run(
     from reassigner.cli.connections import resolve_connections
     from reassigner.clients.client_config import read_command_config
     from reassigner.clients.kafka_admin import ensure_topics
+    from reassigner.clients.kafka_consumer import TopicReader
     from reassigner.clients.kafka_producer import build_producer, producer_config
     from reassigner.clients.redis_io import connect_redis
-    from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline, run_until_stopped
+    from streams.pipeline import (PipelineRunner, compute_topic_names, read_input_logs, run_pipeline,
+                                  run_until_stopped)
     from streams.spark_session import build_spark_session
 
     configure_logging(verbose, logging.WARNING, logging.INFO)
@@ -57,11 +59,13 @@ def run(
                                 spark_jars=settings.spark_jars)
     stop = threading.Event()
     queries: list = []
+    offsets_reader = TopicReader(connections.bootstrap_servers, client, "reassigner-pipeline-offsets")
 
     def start_query():
         queries.append(run_pipeline(spark, settings, runner, dict(client.properties),
                                     Path(settings.checkpoint_dir) / settings.cluster_name / "pipeline",
-                                    settings.tick_interval_seconds, stop))
+                                    settings.tick_interval_seconds, stop,
+                                    lambda topics: read_input_logs(offsets_reader, topics)))
         typer.echo(f"pipeline running (epoch {runner.state.epoch}) against "
                    f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)
         return queries[-1]
@@ -77,6 +81,7 @@ def run(
         run_until_stopped(start_query, stop, runner)  # raises FencedError: one line, exit 2
     finally:
         stop.set()
+        offsets_reader.close()
         producer.flush(10)
         spark.stop()
 

@@ -309,6 +309,21 @@ class ClusterAdmin:
         """Every partition of every topic (Metadata) and the topic ids (see `compute_partitions`)."""
         return compute_partitions(self._call("describe topics", lambda c: run_read(c, read_metadata)))
 
+    def read_assignment(self, topic: str, partition: int,
+                        ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+        """(replicas, adding, removing) of one partition now, asked of the cluster (Metadata of
+        its topic and ListPartitionReassignments of it alone); None when it does not exist."""
+        found, _ids = compute_partitions(self._call(f"describe topic {topic}",
+                                                    lambda c: run_read(c, read_metadata, [topic])))
+        replicas = next((p.replicas for p in found if p.partition == partition), None)
+        if replicas is None:
+            return None
+        moving = compute_reassignments(self._call(
+            f"list the reassignment of {topic}-{partition}",
+            lambda c: c.list_partition_reassignments({topic: [partition]})))
+        adding, removing = moving.get((topic, partition), ((), ()))
+        return replicas, adding, removing
+
     def list_reassignments(self) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """Ongoing reassignments: (topic, partition) → (adding, removing)."""
         return compute_reassignments(

@@ -24,11 +24,12 @@ Read = Callable[..., Awaitable[object]]
 """A read for `read_together`: a coroutine function taking kafka-python's admin client first."""
 
 
-async def read_metadata(client) -> list:
-    """Every topic's metadata (Metadata, all topics) as kafka-python's answer structs."""
+async def read_metadata(client, topics: Sequence[str] | None = None) -> list:
+    """The metadata of `topics` (every topic when None) as kafka-python's answer structs."""
     from kafka.protocol.metadata import MetadataRequest
 
-    response = await client._manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    named = None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+    response = await client._manager.send(MetadataRequest(topics=named, allow_auto_topic_creation=False))
     return list(response.topics)
 
 

@@ -1,7 +1,9 @@
 """The executor: applies the pipeline's commands to the cluster and reports each outcome.
 
 ONE COMMAND MESSAGE, in this order:
-1. decode the Command envelope; bytes that are not one → a DeadLetter record, commit, go on;
+1. decode the Command envelope; bytes that are not one, or an envelope out of bounds (an id, key
+   or reassignment id over `MAX_ENVELOPE_CHARS`, a reason over `MAX_REASON_CHARS`, a negative
+   epoch: `compute_envelope_problem`) → a DeadLetter record, commit, go on;
 2. claim the command id in Redis (one Lua script, atomic): a command id seen before is not
    applied again — its stored result is published again instead; an epoch older than the
    highest seen is refused (STALE_EPOCH); otherwise the highest epoch is raised and the id is
@@ -11,7 +13,17 @@ ONE COMMAND MESSAGE, in this order:
 4. store the outcome under the command id, publish a CommandResult (ok, or the Kafka error
    name and message), and only then commit the consumer offset.
 A crash between 2 and 4 re-delivers the message; the claimed id keeps it from being applied
-twice (at most once), and its result is published when known (or says it was interrupted).
+twice, and its result is published when known. A claim left APPLYING by a crashed attempt is
+settled by asking Kafka (`resume_interrupted`): a ReassignmentStep whose target Kafka already
+shows (moving or reached), or a CancelReassignment whose partition moves no more, was applied:
+ok; otherwise the command is applied now — every command kind is idempotent in Kafka (the same
+target, the same election, the same configs), so applying an interrupted one again is safe.
+Only when Kafka cannot be asked is the result COMMAND_INTERRUPTED (regression: every
+interrupted step was reported so and its partition abandoned, though Kafka could tell).
+Any other failure while handling one message (a defect, a result Kafka refuses) dead-letters that
+message with the error as the reason, and the executor goes on: one message never stops it, on
+this run or on the next (regression: a ~1 MB command killed the executor on every restart).
+A result's message is cut to `MAX_REASON_CHARS`, so a result always fits a Kafka message.
 
 OUTAGES: Redis (steps 2 and 4) and the publish of step 4 are retried under the same policy until
 they succeed or the executor is stopped; a stop during an outage leaves the offset uncommitted,
@@ -36,7 +48,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import Callable, Mapping
+from typing import Callable, Mapping, TypeVar
 
 from reassigner.clients.kafka_admin import (
     FOLLOWER_THROTTLED_RATE,
@@ -59,6 +71,7 @@ from schemas.loader import CURRENT_SCHEMA_VERSION
 from reassigner.edge.ledger import CommandLedger, Outcome
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EXECUTOR_TOPICS = ("commands", "command-results", "dead-letter")
 STALE_EPOCH = "STALE_EPOCH"
@@ -67,6 +80,36 @@ OUTAGE = Backoff(first_seconds=0.5, most_seconds=10.0, give_up_after_seconds=Non
 INTERRUPTED = "COMMAND_INTERRUPTED"
 # AlterReplicaLogDirs answers these while the broker does not host the replica yet.
 REPLICA_NOT_THERE_YET = frozenset({"REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"})
+
+# Bounds of a command envelope; the pipeline's own ids and reasons stay far below them.
+MAX_ENVELOPE_CHARS = 256
+MAX_REASON_CHARS = 2000
+
+
+def compute_envelope_problem(command: Mapping) -> str | None:
+    """Why a decoded command cannot be handled (ids too long to key a ledger entry or travel in
+    a result, a negative epoch), or None."""
+    for name in ("id", "key", "reassignment_id"):
+        value = command.get(name)
+        if isinstance(value, str) and len(value) > MAX_ENVELOPE_CHARS:
+            return f"the command's {name} has {len(value):,} characters; at most {MAX_ENVELOPE_CHARS} are allowed"
+    if len(command.get("reason") or "") > MAX_REASON_CHARS:
+        return f"the command's reason has {len(command['reason']):,} characters; at most {MAX_REASON_CHARS}"
+    if not isinstance(command.get("epoch"), int) or command["epoch"] < 0:
+        return f"the command's epoch {command.get('epoch')!r} is not a planner epoch (0 or more)"
+    return None
+
+
+def compute_interrupted_command_applied(kind: str, fields: Mapping, replicas: tuple[int, ...],
+                                        adding: tuple[int, ...], removing: tuple[int, ...]) -> bool:
+    """Whether Kafka's view of the partition shows the command applied: a step's target is the
+    replica list, or the target of the reassignment in progress (Kafka lists the target's replicas
+    first, then those being removed); a cancel left no reassignment in progress."""
+    if kind == "CancelReassignment":
+        return not adding and not removing
+    target = tuple(fields["target_replicas"])
+    return tuple(r for r in replicas if r not in removing) == target
+
 
 class Executor:
     def __init__(self, admin: ClusterAdmin, ledger: CommandLedger, consumer_config: Mapping,
@@ -115,6 +158,9 @@ class Executor:
                     if stop.is_set():  # stopped in an outage: not committed, delivered again
                         break
                     raise
+                except Exception as error:  # one message never stops the executor
+                    if not self._dead_letter_failed(message, error) and stop.is_set():
+                        break
                 self._consumer.commit(message=message, asynchronous=False)
         finally:
             self._consumer.close()
@@ -128,6 +174,10 @@ class Executor:
         except DecodeError as error:
             self._dead_letter(message, str(error))
             return
+        problem = compute_envelope_problem(command)
+        if problem is not None:
+            self._dead_letter(message, problem)
+            return
         kind, fields = command["payload"]
         token = uuid.uuid4().hex
         verdict, detail = retry_redis(lambda: self.ledger.claim(command["id"], command["epoch"], token),
@@ -138,8 +188,11 @@ class Executor:
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
         elif verdict == "DUPLICATE":
             if detail.startswith("APPLYING"):
-                outcome = Outcome(False, INTERRUPTED, "a previous attempt was interrupted before "
-                                  "its outcome was known; not applied again")
+                outcome = self.resume_interrupted(kind, fields)
+                retry_redis(lambda: self.ledger.store_outcome(command["id"], outcome),
+                            f"storing the outcome of command {command['id']}", OUTAGE, self._stop)
+                log.warning("%s %s was interrupted by a crash; settled by asking Kafka: %s", kind,
+                            command["id"], "ok" if outcome.ok else outcome.error_code)
             else:
                 previous = Outcome.from_storage(detail)
                 outcome = Outcome(previous.ok, previous.error_code,
@@ -180,8 +233,22 @@ class Executor:
             return Outcome(False, "UNKNOWN_SERVER_ERROR", f"{type(error).__name__}: {error}")
         return Outcome(True, None, "")
 
-    def _with_retries(self, doing: str, action: Callable[[], object]) -> None:
-        retry_transient(action, doing, Backoff(give_up_after_seconds=self.settings.executor_retry_seconds),
+    def resume_interrupted(self, kind: str, fields: Mapping) -> Outcome:
+        """The outcome of a command whose earlier attempt crashed before its outcome was stored
+        (see the module doc): what Kafka shows, else the command applied now."""
+        if kind in ("ReassignmentStep", "CancelReassignment"):
+            try:
+                now = self._with_retries(f"reading {fields['topic']}-{fields['partition']}",
+                                         lambda: self.admin.read_assignment(fields["topic"], fields["partition"]))
+            except ReassignerError as error:
+                return Outcome(False, INTERRUPTED, "a previous attempt was interrupted, and Kafka could "
+                               f"not be asked whether it was applied: {error}")
+            if now is not None and compute_interrupted_command_applied(kind, fields, *now):
+                return Outcome(True, None, "applied by an attempt that was interrupted (Kafka shows it)")
+        return self.apply_command(kind, fields)
+
+    def _with_retries(self, doing: str, action: Callable[[], T]) -> T:
+        return retry_transient(action, doing, Backoff(give_up_after_seconds=self.settings.executor_retry_seconds),
                         self._stop, log)
 
     def apply_reassignment_step(self, fields: Mapping) -> None:
@@ -246,9 +313,23 @@ class Executor:
             "step": command["step"],
             "ok": outcome.ok,
             "error_code": outcome.error_code,
-            "message": outcome.message,
+            "message": outcome.message if len(outcome.message) <= MAX_REASON_CHARS
+            else outcome.message[:MAX_REASON_CHARS] + "…",
         }
         self._produce("command-results", command["key"], encode("CommandResult", record))
+
+    def _dead_letter_failed(self, message, error: Exception) -> bool:
+        """Dead-letter a message whose handling failed; False when stopped before it was written
+        (then it is not committed and comes again)."""
+        where = f"{message.topic()}[{message.partition()}]@{message.offset()}"
+        log.exception("handling the command at %s failed", where)
+        try:
+            self._dead_letter(message, f"the executor could not handle it: {type(error).__name__}: {error}")
+        except TransientError:
+            return False
+        except Exception:  # not even a dead letter can be written: say so, never stop on it
+            log.exception("the command at %s could not be dead-lettered either; skipped", where)
+        return True
 
     def _dead_letter(self, message, reason: str) -> None:
         record = build_dead_letter(source_topic=message.topic(), partition=message.partition(),

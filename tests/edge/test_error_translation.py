@@ -52,3 +52,4 @@ def test_throttled_replicas_are_grouped_per_topic_as_the_kafka_tool_writes_them(
               "follower.replication.throttled.replicas": "0:3"},
         "u": {"follower.replication.throttled.replicas": "4:5"},
     }
+

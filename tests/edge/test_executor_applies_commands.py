@@ -65,12 +65,12 @@ class Commands:
         self.dead_letters: list[dict] = []
 
     def send(self, kind: str, fields: dict, *, epoch: int = 100, command_id: str | None = None,
-             key: str = "k") -> str:
+             key: str = "k", reason: str = "test") -> str:
         command_id = command_id or f"test:{uuid.uuid4()}:{kind}"
         record = {"schema_version": 1, "event_time": int(time.time() * 1000), "id": command_id,
                   "key": key, "epoch": epoch, "reassignment_id": "r1", "step": 1,
-                  "reason": "test", "payload": (kind, fields)}
-        self.send_raw(encode("Command", record), key)
+                  "reason": reason, "payload": (kind, fields)}
+        self.send_raw(encode("Command", record), key[:200])
         return command_id
 
     def send_raw(self, value: bytes, key: str = "k") -> None:
@@ -266,6 +266,45 @@ def test_bad_commands_become_results_or_dead_letters_and_the_executor_goes_on(cl
     dead = commands.send("SetThrottle", {"broker_ids": [42], "rate_bytes_per_sec": 1000})
     result = commands.result_of(dead, timeout=60)
     assert result["ok"] is False and result["error_code"] == "BROKER_NOT_AVAILABLE"
+
+
+def test_a_step_interrupted_by_a_crash_is_settled_by_asking_kafka(cluster, commands, executor):
+    """Regression: after a kill -9 mid-step, the step was reported "interrupted" and its partition
+    abandoned, though Kafka could tell whether it was applied. Two crashes are staged: the claim
+    stored, then the process gone before (a) or after (b) Kafka took the step."""
+    local, state, admin = cluster
+    create_topic(state, "crash-before", [1, 2])
+    create_topic(state, "crash-after", [1, 2])
+    before_id, after_id = f"test:{uuid.uuid4()}", f"test:{uuid.uuid4()}"
+    for command_id in (before_id, after_id):
+        assert executor.ledger.claim(command_id, 100, "the crashed attempt")[0] == "APPLY"
+    admin.alter_partition_reassignment("crash-after", 0, [2, 3])  # (b): Kafka took it
+    commands.send("ReassignmentStep", {"topic": "crash-before", "partition": 0, "target_replicas": [3, 1]},
+                  command_id=before_id)
+    commands.send("ReassignmentStep", {"topic": "crash-after", "partition": 0, "target_replicas": [2, 3]},
+                  command_id=after_id)
+    applied_now, applied_before = commands.result_of(before_id), commands.result_of(after_id)
+    assert applied_now["ok"] and applied_now["message"] == ""
+    assert applied_before["ok"] and "interrupted" in applied_before["message"]
+    eventually(lambda: partition(admin, "crash-before").replicas == (3, 1), 60, what="the step applied now")
+    eventually(lambda: partition(admin, "crash-after").replicas == (2, 3), 60, what="the step applied before")
+
+
+def test_a_command_of_almost_a_megabyte_is_dead_lettered_and_the_executor_goes_on(cluster, commands):
+    """Regression: a ~1 MB record on the commands topic killed the executor, and again on every
+    restart (its result, carrying the huge key, was larger than Kafka takes)."""
+    local, state, admin = cluster
+    letters_before = len(commands.dead_letters)
+    huge = commands.send("ElectLeader", {"topic": "t", "partition": 0}, key="k" * 450_000,
+                         reason="r" * 450_000)
+    eventually(lambda: (commands._read(), len(commands.dead_letters) > letters_before)[1], 60, 0,
+               what="the huge command dead-lettered")
+    letter = commands.dead_letters[-1]
+    assert "key has 450,000 characters" in letter["reason"] and "value cut" in letter["reason"]
+    assert not [r for r in commands.results if r["command_id"] == huge]
+    after = commands.send("ReassignmentStep", {"topic": "no-such-topic", "partition": 0,
+                                               "target_replicas": [1, 2]})
+    assert commands.result_of(after)["error_code"] == "UNKNOWN_TOPIC_OR_PARTITION"
 
 
 def test_the_executor_keeps_working_while_a_broker_is_stopped_and_restarted(cluster, commands):

@@ -308,3 +308,44 @@ def test_a_topic_re_created_under_its_name_drops_the_old_incarnations_reassignme
     after = decision.state.cluster.topics_by_name["t"]
     assert (after.topic_id, [p.replicas for p in after.partitions]) == ("id-2", [(3, 0)])
     assert not decision.state.reassignments
+
+
+def racked_cluster(min_isr_t: int):
+    """Broker 0 alone in rack ra: a replica of t-0 (RF 3 over three racks) that leaves broker 0
+    has nowhere to go without putting two replicas in one rack; u-0 (RF 2) has."""
+    from planning.model import Cluster, PartitionState, Topic
+
+    dirs = (LogDir("/d0"), LogDir("/d1"))
+    brokers = tuple(Broker(b, rack=rack, log_dirs=dirs) for b, rack in enumerate(("ra", "rb", "rc", "rc")))
+    t0 = PartitionState("t", 0, (0, 1, 2), (0, 1, 2), 0, size_bytes=10**6, log_dirs=("/d1", "/d0", "/d0"),
+                        leader_epoch=0)
+    u0 = PartitionState("u", 0, (0, 1), (0, 1), 0, size_bytes=10**6, log_dirs=("/d1", "/d0"), leader_epoch=0)
+    return Cluster(brokers, (Topic("t", (t0,), min_isr_t), Topic("u", (u0,), 1)))
+
+
+def test_a_heal_restores_what_it_can_and_names_only_what_cannot_keep_rack_spread():
+    """Regression: one partition that could not keep rack spread made the whole heal of a failed
+    dir infeasible, and every replica of it stayed under-replicated until the broker restarted."""
+    loop = Loop.start(racked_cluster(min_isr_t=2), default_policy())
+    loop.step()
+    loop.sim.fail_log_dir(0, "/d1")
+    failed = loop.step()
+    [infeasible] = alerts(failed, "PlanInfeasible")
+    assert infeasible["severity"] == "ERROR" and "1 partitions cannot be healed" in infeasible["message"]
+    assert infeasible["details"]["partitions"] == "t-0"
+    loop.run(900, until=lambda lp: lp.idle())
+    assert 0 not in loop.sim.partition(TopicPartition("u", 0)).replicas
+    assert loop.sim.partition(TopicPartition("t", 0)).replicas == (0, 1, 2), "left as it is"
+
+
+def test_the_last_resort_heals_a_partition_under_min_isr_without_rack_spread():
+    loop = Loop.start(racked_cluster(min_isr_t=3), default_policy())
+    loop.step()
+    loop.sim.fail_log_dir(0, "/d1")
+    failed = loop.step()
+    [relaxed] = alerts(failed, "PlanInfeasible")
+    assert relaxed["severity"] == "WARNING" and "without rack spread" in relaxed["message"]
+    loop.run(900, until=lambda lp: lp.idle())
+    healed = loop.sim.partition(TopicPartition("t", 0))
+    assert 0 not in healed.replicas and len(healed.isr) == 3
+    assert 0 not in loop.sim.partition(TopicPartition("u", 0)).replicas
