@@ -17,7 +17,8 @@ twice, and its result is published when known. A claim left APPLYING by a crashe
 settled by asking Kafka (`resume_interrupted`): a ReassignmentStep whose target Kafka already
 shows (moving or reached), or a CancelReassignment whose partition moves no more, was applied:
 ok; otherwise the command is applied now — every command kind is idempotent in Kafka (the same
-target, the same election, the same configs), so applying an interrupted one again is safe.
+target, the same election, the same configs), so applying an interrupted one again is safe, also
+when a broker's metadata lagged and hid that it had been applied.
 Only when Kafka cannot be asked is the result COMMAND_INTERRUPTED (regression: every
 interrupted step was reported so and its partition abandoned, though Kafka could tell).
 Any other failure while handling one message (a defect, a result Kafka refuses) dead-letters that
