@@ -9,7 +9,7 @@ export REASSIGNER_CACHE_DIR := $(CURDIR)/.cache
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: demo test test-scenarios test-fast install system-packages jars lint bench clean
+.PHONY: demo test test-scenarios test-faults test-fast install system-packages jars lint bench clean
 
 demo: install                    ## the main job on a real local Kafka cluster, Redis and Spark
 	$(BIN)/reassigner demo $(DEMO_ARGS)
@@ -19,6 +19,9 @@ test: install                    ## the whole suite (unit, property, real-stack 
 
 test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios)
 	$(BIN)/pytest -m scenario $(PYTEST_ARGS)
+
+test-faults: install             ## the fault-injection suite: each fault of issue 14 on one real cluster (tests/faults)
+	$(BIN)/pytest -m faults $(PYTEST_ARGS)
 
 test-fast: install               ## only the fast tests (no Kafka, Redis or Spark started)
 	$(BIN)/pytest -m "not slow and not stack and not spark" $(PYTEST_ARGS)

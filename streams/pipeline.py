@@ -282,6 +282,7 @@ class PipelineRunner:
         self.state = ControllerState()
         self.applied: dict[tuple[str, int], int] = {}  # input offsets applied (streams.offsets)
         self.fenced: FencedError | None = None  # set when a newer instance took over
+        self.stopping = False  # set by `stop_taking_batches`
         self._lock = threading.Lock()
 
     # --- start ----------------------------------------------------------------------------------
@@ -296,9 +297,19 @@ class PipelineRunner:
                  len(self.state.reassignments))
         return self.state
 
-    # --- one micro-batch --------------------------------------------------------------------------
-    def process_batch(self, batch, _spark_batch_id: int) -> None:
+    def stop_taking_batches(self) -> None:
+        """Before the query is stopped: wait for a batch in progress to finish, then leave every
+        later batch for the next start (its records are read again: the applied offsets did not
+        move), so that stopping the query never interrupts a Spark job of ours midway."""
         with self._lock:
+            self.stopping = True
+
+    # --- one micro-batch --------------------------------------------------------------------------
+    def process_batch(self, batch, spark_batch_id: int) -> None:
+        with self._lock:
+            if self.stopping:
+                log.info("stopping: Spark batch %d is left for the next start", spark_batch_id)
+                return
             started = time.perf_counter()
             phases: dict[str, float] = {}
             reduced, consumed = reduce_batch(batch, self.settings)  # 2. reduce in Spark (one job)
@@ -307,7 +318,10 @@ class PipelineRunner:
             for r in reduced:
                 (rows if r.decoded_ok else bad_rows).append((r.topic, r.partition, r.offset, r.value))
             phases["spark"] = time.perf_counter() - started
-            self.process_rows(rows, bad_rows, consumed, phases, started)
+            try:
+                self.process_rows(rows, bad_rows, consumed, phases, started)
+            except FencedError:  # recorded in self.fenced: `run_until_stopped` stops the query
+                self.stopping = True
 
     def process_rows(self, rows: list, bad_rows: list,
                      consumed: Mapping[tuple[str, int], int] | None = None,
@@ -442,8 +456,9 @@ def prepare_query_start(runner: PipelineRunner, checkpoint_dir: Path,
     if positions is not None:
         gap = compute_checkpoint_gap(positions, runner.applied, log_starts)
         if gap:
-            log.warning("the checkpoint %s resumes after records this cluster's state never applied "
-                        "(%s): discarding it; the query starts after the offsets stored in Redis",
+            log.warning("the checkpoint %s resumes after records this cluster's state has not applied "
+                        "(%s; a batch left at the last stop, or Redis restored from an older backup): "
+                        "discarding it; the query starts after the offsets stored in Redis",
                         checkpoint_dir, ", ".join(f"{t}-{p}" for t, p in gap[:5]))
             shutil.rmtree(checkpoint_dir)
     return starting
@@ -482,6 +497,19 @@ def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
     return query
 
 
+def await_query(query, runner: PipelineRunner, poll_seconds: float = 1.0) -> str:
+    """Wait until the query ends (stopped, failed, or this instance fenced: then it is stopped
+    here, from this thread); what ended it, in a few words."""
+    try:
+        while not query.awaitTermination(poll_seconds):
+            if runner.fenced is not None:
+                query.stop()
+                return "a newer instance took over"
+        return "it stopped"
+    except Exception as error:  # Spark's StreamingQueryException and the like
+        return (str(error).strip() or type(error).__name__).splitlines()[0][:300]
+
+
 # A failed query is started again, waiting 1 s doubling to a minute between attempts.
 QUERY_RESTART = Backoff(first_seconds=1.0, most_seconds=60.0)
 
@@ -500,11 +528,7 @@ def run_until_stopped(start_query: Callable[[], Any], stop: threading.Event, run
         except TransientError as error:  # Kafka or Redis away while starting: try again
             query, failure = None, f"it could not start: {error}"
         if query is not None:
-            try:
-                query.awaitTermination()
-                failure = "it stopped"
-            except Exception as error:  # Spark's StreamingQueryException and the like
-                failure = (str(error).strip() or type(error).__name__).splitlines()[0][:300]
+            failure = await_query(query, runner)
         if runner.fenced is not None:
             raise runner.fenced
         if stop.is_set():

@@ -68,12 +68,27 @@ def run(
                                     lambda topics: read_input_logs(offsets_reader, topics)))
         typer.echo(f"pipeline running (epoch {runner.state.epoch}) against "
                    f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)
+        if stop.is_set():  # a SIGTERM while it was starting
+            shut_down(signal.SIGTERM, None)
         return queries[-1]
 
+    stoppers: list[threading.Thread] = []
+
+    def stop_query(query) -> None:
+        runner.stop_taking_batches()  # no batch of ours is then interrupted midway
+        try:
+            query.stop()
+        except Exception as error:  # the JVM already going away: nothing left to stop
+            logging.getLogger(__name__).debug("stopping the query: %s", error)
+
     def shut_down(signum, _frame) -> None:
+        # Only flag here: the main thread may be inside a py4j call (awaitTermination), and a
+        # py4j call from this handler, on that thread, re-enters its socket (a traceback, and
+        # Spark stopped under a running batch). Another thread stops the query.
         stop.set()
-        if queries:
-            queries[-1].stop()
+        if queries and not stoppers:
+            stoppers.append(threading.Thread(target=stop_query, args=(queries[-1],), name="stop-query"))
+            stoppers[-1].start()
 
     signal.signal(signal.SIGTERM, shut_down)
     signal.signal(signal.SIGINT, shut_down)
@@ -81,8 +96,11 @@ def run(
         run_until_stopped(start_query, stop, runner)  # raises FencedError: one line, exit 2
     finally:
         stop.set()
+        for stopper in stoppers:
+            stopper.join(120)
         offsets_reader.close()
         producer.flush(10)
+        spark.sparkContext.setLogLevel("OFF")  # tasks cut short by the stop are no news
         spark.stop()
 
 

@@ -20,7 +20,7 @@ class FakeRunner:
 
 
 class FailingQuery:
-    def awaitTermination(self):
+    def awaitTermination(self, _timeout=None):
         raise RuntimeError("StreamingQueryException: Timeout of 10000ms expired before the position "
                            "for partition reassigner.requests-0 could be determined\nstack...")
 
@@ -29,8 +29,9 @@ class StoppedQuery:
     def __init__(self, stop: threading.Event) -> None:
         self.stop_event = stop
 
-    def awaitTermination(self):
+    def awaitTermination(self, _timeout=None):
         self.stop_event.set()  # as the SIGTERM handler does before stopping the query
+        return True
 
 
 def test_a_failed_query_is_started_again_until_it_is_stopped(caplog):
@@ -52,3 +53,27 @@ def test_a_fenced_instance_stops_with_the_fencing_error():
     runner.fenced = FencedError("pipeline epoch 3 was replaced by epoch 4")
     with pytest.raises(FencedError):
         run_until_stopped(FailingQuery, threading.Event(), runner, QUICK)
+
+
+class RunningQuery:
+    """A query that runs until stopped; the runner is fenced while it waits."""
+
+    def __init__(self, runner) -> None:
+        self.runner, self.stopped, self.waits = runner, False, 0
+
+    def awaitTermination(self, _timeout=None):
+        self.waits += 1
+        if self.waits == 2:  # a batch found a newer epoch: recorded, not raised into Spark
+            self.runner.fenced = FencedError("pipeline epoch 3 was replaced by epoch 4")
+        return self.stopped
+
+    def stop(self):
+        self.stopped = True
+
+
+def test_a_fenced_running_query_is_stopped_from_the_waiting_thread():
+    runner = FakeRunner()
+    query = RunningQuery(runner)
+    with pytest.raises(FencedError):
+        run_until_stopped(lambda: query, threading.Event(), runner, QUICK)
+    assert query.stopped

@@ -36,7 +36,6 @@ in the module's temporary dir.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,16 +178,8 @@ def world(tmp_path_factory, cache_dir):
         finally:
             if results is not None:
                 results.close()
-            keep_logs(demo.stack_dir, directory / "logs")
+            demo.keep_logs(directory / "logs")
             demo.teardown()
-
-
-def keep_logs(stack_dir: Path, into: Path) -> None:
-    """Copy the product's and Kafka's logs out of the stack, which teardown deletes."""
-    for log in [*stack_dir.glob("product/*.log"), *stack_dir.glob("*/logs/server.log")]:
-        target = into / log.relative_to(stack_dir)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, target)
 
 
 def request_id(completed) -> str:

@@ -48,15 +48,21 @@ class ProductProcesses:
         if self.status_port is not None:
             commands["status-server"] = ["status-server", "--port", str(self.status_port)]
         for name, arguments in commands.items():
-            log = open(self.log_dir / f"{name}.log", "ab")
-            process = subprocess.Popen(
-                [sys.executable, "-m", "reassigner.cli", *arguments, "--stack-dir",
-                 str(self.stack_dir)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.environment}, start_new_session=True,
-            )
-            self.handles[name] = process
-            self.pids[name] = process.pid
+            self.start_one(name, arguments)
+
+    def start_one(self, name: str, arguments: list[str] | None = None,
+                  environment: dict[str, str] | None = None, log_name: str | None = None) -> subprocess.Popen:
+        """Start (or start again) one component, logging to `<log_name or name>.log`."""
+        arguments = arguments or COMPONENTS[name]
+        log = open(self.log_dir / f"{log_name or name}.log", "ab")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "reassigner.cli", *arguments, "--stack-dir", str(self.stack_dir)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.environment, **(environment or {})}, start_new_session=True,
+        )
+        self.handles[name] = process
+        self.pids[name] = process.pid
+        return process
 
     def check_alive(self) -> None:
         for name, process in self.handles.items():

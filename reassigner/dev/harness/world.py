@@ -116,6 +116,8 @@ class World:
     cache_dir: Path
     console: Console = field(default_factory=lambda: Console(stderr=False))
     results: list[SceneResult] = field(default_factory=list)
+    brokers: int = 3
+    racks: tuple[str, ...] = RACKS
 
     def __post_init__(self) -> None:
         self.stack = LocalStack(self.stack_dir, self.cache_dir)
@@ -195,11 +197,12 @@ class World:
 
     def setup(self) -> None:
         self.say("[bold]kafka-reassigner demo[/] — a real Kafka cluster, Redis and Spark on this machine\n")
-        with self.console.status("starting Kafka (KRaft: 1 controller, 3 brokers, 2 log dirs each) and Redis"):
-            state = self.stack.up(brokers=3, log_dirs=2, racks=RACKS)
+        with self.console.status(f"starting Kafka (KRaft: 1 controller, {self.brokers} brokers, 2 log dirs "
+                                 "each) and Redis"):
+            state = self.stack.up(brokers=self.brokers, log_dirs=2, racks=self.racks)
         self.bootstrap = state.bootstrap_servers
         self.probe = ClusterProbe(self.bootstrap)
-        self.say(f"  cluster up: {self.bootstrap}; racks {', '.join(RACKS)}")
+        self.say(f"  cluster up: {self.bootstrap}; racks {', '.join(self.racks)}")
         create_topics(self.bootstrap, {**TOPICS, BULK_TOPIC: BULK_PARTITIONS}, MIN_INSYNC_REPLICAS)
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS).start()
         self.say(f"  topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())}: RF 3, "
@@ -479,6 +482,13 @@ class World:
         self.say("  a garbage message on reassigner.isr-changes")
         bad = self.alerts.wait_for("BadEvent", since, 60)
         self.say(f"  → BadEvent: {bad['message']} (the record went to reassigner.dead-letter)")
+
+    def keep_logs(self, into: Path) -> None:
+        """Copy the product's and Kafka's logs out of the stack, which teardown deletes."""
+        for log in [*self.stack_dir.glob("product/*.log"), *self.stack_dir.glob("*/logs/server.log")]:
+            target = into / log.relative_to(self.stack_dir)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, target)
 
     def teardown(self) -> None:
         if getattr(self, "_stop_sampling", None) is not None:

@@ -236,6 +236,23 @@ class LocalStack:
         self._start_brokers(state, [broker_id])
         kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90)
 
+    def stop_redis(self, kill: bool = False) -> None:
+        """Stop the stack's Redis (SIGKILL with `kill`: no shutdown save; the AOF keeps what was
+        acknowledged)."""
+        state = self._require_running()
+        if is_alive(state.redis_pid):
+            stop(state.redis_pid, kill=kill, timeout_seconds=30)
+        state.redis_pid = None
+        self.save(state)
+
+    def start_redis(self) -> None:
+        """Start the stack's Redis again on its port, from its data dir."""
+        state = self._require_running()
+        if is_alive(state.redis_pid):
+            raise LocalStackError(f"Redis is already running (pid {state.redis_pid})")
+        state.redis_pid = start_redis(state.redis_port, self.stack_dir / "redis")
+        self.save(state)
+
     def fail_log_dir(self, broker_id: int, log_dir: str | None = None, timeout: float = 60) -> str:
         """Replace a data dir of the broker by a plain file; wait until Kafka reports it offline."""
         state = self._require_running()
