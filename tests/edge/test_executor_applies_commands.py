@@ -279,9 +279,9 @@ def test_a_step_interrupted_by_a_crash_is_settled_by_asking_kafka(cluster, comma
     for command_id in (before_id, after_id):
         assert executor.ledger.claim(command_id, 100, "the crashed attempt")[0] == "APPLY"
     admin.alter_partition_reassignment("crash-after", 0, [2, 3])  # (b): Kafka took it
-    # Every broker's metadata shows it (a broker's view lags the controller's by a moment;
-    # then the executor would apply the same target again, which Kafka takes as a no-op).
-    eventually(lambda: admin.read_assignment("crash-after", 0)[0][:2] == (2, 3), 30, what="the step in metadata")
+    # Done, so that every broker's metadata shows it (a broker's view lags the controller's by a
+    # moment; the executor would then apply the same target again, which Kafka takes as a no-op).
+    eventually(lambda: admin.read_assignment("crash-after", 0) == ((2, 3), (), ()), 60, what="the step done")
     commands.send("ReassignmentStep", {"topic": "crash-before", "partition": 0, "target_replicas": [3, 1]},
                   command_id=before_id)
     commands.send("ReassignmentStep", {"topic": "crash-after", "partition": 0, "target_replicas": [2, 3]},
