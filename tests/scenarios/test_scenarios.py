@@ -516,6 +516,12 @@ def test_a_new_target_supersedes_a_running_reassignment(world):
         # dropped); had the first step been cancelled, it would add the spare broker instead.
         world.check(marks, set(steps[1]["payload"][1]["adding"]) == set(second[key]) - set(first[key]),
                     f"{key}: the second step {steps[1]['payload'][1]} does not start from {first[key]}")
+    for topic, number in chosen:  # the state shows it done once committed; the alert is published after
+        try:
+            demo.alerts.wait_for("ReassignmentCompleted", marks.alerts, 60,
+                                 where=lambda a, s=f"{topic}-{number}": a["subject"] == s)
+        except TimeoutError as error:
+            world.fail(marks, f"{topic}-{number}: {error}")
     done = {a["subject"]: a for a in demo.alerts.of_kind("ReassignmentCompleted", marks.alerts)}
     for topic, number in chosen:
         alert = done.get(f"{topic}-{number}")
