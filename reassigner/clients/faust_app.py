@@ -18,6 +18,8 @@ RULES (the same order as `kafka_consumer.run_committing_consumer`)
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 from typing import Callable
 
 from reassigner.clients.kafka_consumer import ConsumedRecord, OutgoingMessage
@@ -29,7 +31,9 @@ def build_committing_agent(bootstrap_servers: str, topic: str, group: str,
     import faust
 
     brokers = [f"kafka://{server}" for server in bootstrap_servers.split(",")]
-    app = faust.App(group, broker=brokers, value_serializer="raw", key_serializer="raw",
+    # faust makes a data dir even for a memory store, by default in the working directory.
+    datadir = os.path.join(tempfile.gettempdir(), "reassigner-faust", group)
+    app = faust.App(group, broker=brokers, value_serializer="raw", key_serializer="raw", datadir=datadir,
                     web_enabled=False, store="memory://", topic_disable_leader=True,
                     consumer_auto_offset_reset="earliest", broker_commit_every=1,
                     broker_commit_interval=1.0)
