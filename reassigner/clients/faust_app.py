@@ -33,6 +33,7 @@ def build_committing_agent(bootstrap_servers: str, topic: str, group: str,
     brokers = [f"kafka://{server}" for server in bootstrap_servers.split(",")]
     # faust makes a data dir even for a memory store, by default in the working directory.
     datadir = os.path.join(tempfile.gettempdir(), "reassigner-faust", group)
+    os.makedirs(os.path.dirname(datadir), exist_ok=True)  # faust makes the last level only
     app = faust.App(group, broker=brokers, value_serializer="raw", key_serializer="raw", datadir=datadir,
                     web_enabled=False, store="memory://", topic_disable_leader=True,
                     consumer_auto_offset_reset="earliest", broker_commit_every=1,
