@@ -344,8 +344,14 @@ def _level_new_replicas(tree, fills, broker_left, topic_count, take) -> None:
     """
     for _ in range(len(fills)):  # each swap lowers the sum of squared counts: this ends
         swapped = False
+        # A giver holds at least two more than some receiver. Swaps only raise the lowest count,
+        # so a giver below this pass's lowest + 2 has no receiver: skipped without the scan
+        # (about a quarter of the planner's time at 300k partitions went into that scan).
+        lowest = min((topic_count.get(b, 0) for b in broker_left), default=0)
         for w, position, _filled in fills:
             over = w.final[position]
+            if topic_count.get(over, 0) < lowest + 2:
+                continue
             receivers = sorted((topic_count.get(b, 0), b) for b in broker_left
                                if topic_count.get(b, 0) + 2 <= topic_count.get(over, 0)
                                and _fits_after(tree, w, over, b))
