@@ -2,7 +2,11 @@
 
 Each command module of `reassigner.cli` exposes `register(app)`; this file only assembles
 them (imported by name, so the composition root is visible to the import linter), turns a `ReassignerError` into a one-line message on stderr with a non-zero exit code, and
-keeps tracebacks for `--debug`.
+keeps tracebacks for `--debug`. A usage mistake (no command, an unknown command or flag, a
+missing option, a bad number) prints click's usage line and exits 2, never a traceback: the
+check is by shape (`show()` and `exit_code`), because typer 0.29 raises its vendored copy of
+click's exceptions, not the installed click's (regression: every usage mistake was a traceback).
+`--version` prints the installed version.
 """
 
 from __future__ import annotations
@@ -29,6 +33,28 @@ for command_module in COMMAND_MODULES:
     command_module.register(app)
 
 
+def print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"reassigner {version('kafka-reassigner')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            typer.echo("reassigner (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(_version: bool = typer.Option(False, "--version", help="Print the version and exit.",
+                                       is_eager=True, callback=print_version)) -> None:
+    """Event-driven, incremental partition reassignment for Apache Kafka."""
+
+
+def is_usage_error(error: BaseException) -> bool:
+    """A click usage error (or `--help` for no arguments), from click or typer's copy of it."""
+    return callable(getattr(error, "show", None)) and isinstance(getattr(error, "exit_code", None), int)
+
+
 def main() -> None:
     debug = "--debug" in sys.argv
     if debug:
@@ -50,11 +76,12 @@ def main() -> None:
         print("aborted", file=sys.stderr)
         sys.exit(130)
     except Exception as error:  # click usage errors and the like
-        import click
-
-        if isinstance(error, click.ClickException):
-            error.show()
-            sys.exit(error.exit_code)
+        if type(error).__name__ == "Abort":  # Ctrl-C at a prompt, from typer's copy of click
+            print("aborted", file=sys.stderr)
+            sys.exit(130)
+        if is_usage_error(error):
+            error.show()  # type: ignore[attr-defined]
+            sys.exit(error.exit_code)  # type: ignore[attr-defined]
         raise
 
 
