@@ -49,8 +49,14 @@ logger.request.level = WARN
 
 
 def new_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as Kafka's Uuid)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as Kafka's Uuid).
+
+    Never one starting with '-', which Kafka's `Uuid.randomUuid` also draws again: the storage
+    tool's argument parser takes `-t -Xyz...` for a missing value (1 stack start in 64 failed)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @dataclass(frozen=True)
