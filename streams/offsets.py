@@ -99,16 +99,16 @@ def read_checkpoint_positions(checkpoint_dir: Path) -> dict[TopicPartitionKey, i
     commits = checkpoint_dir / "commits"
     if not commits.is_dir():
         return None
-    committed = sorted((int(p.name) for p in commits.iterdir() if p.name.isdigit()), reverse=True)
-    for batch in committed[:1]:
-        try:
-            lines = (checkpoint_dir / "offsets" / str(batch)).read_text().splitlines()
-            by_topic = json.loads(lines[2])
-        except (OSError, IndexError, ValueError):
-            return None
-        return {(topic, int(p)): int(offset) for topic, ends in by_topic.items()
-                for p, offset in ends.items()}
-    return None
+    committed = [int(p.name) for p in commits.iterdir() if p.name.isdigit()]
+    if not committed:
+        return None
+    try:
+        lines = (checkpoint_dir / "offsets" / str(max(committed))).read_text().splitlines()
+        by_topic = json.loads(lines[2])
+    except (OSError, IndexError, ValueError):
+        return None
+    return {(topic, int(p)): int(offset) for topic, ends in by_topic.items()
+            for p, offset in ends.items()}
 
 
 __all__ = ["compute_advanced", "compute_checkpoint_gap", "compute_consumed", "compute_starting_offsets",

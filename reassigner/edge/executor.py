@@ -187,24 +187,19 @@ class Executor:
             outcome = Outcome(False, STALE_EPOCH, f"command epoch {command['epoch']} is older "
                               f"than the newest planner epoch seen, {detail}; not applied")
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
-        elif verdict == "DUPLICATE":
-            if detail.startswith("APPLYING"):
-                outcome = self.resume_interrupted(kind, fields)
-                retry_redis(lambda: self.ledger.store_outcome(command["id"], outcome),
-                            f"storing the outcome of command {command['id']}", OUTAGE, self._stop)
-                log.warning("%s %s was interrupted by a crash; settled by asking Kafka: %s", kind,
-                            command["id"], "ok" if outcome.ok else outcome.error_code)
-            else:
-                previous = Outcome.from_storage(detail)
-                outcome = Outcome(previous.ok, previous.error_code,
-                                  f"duplicate command id, already applied: {previous.message}".rstrip(": "))
+        elif verdict == "DUPLICATE" and not detail.startswith("APPLYING"):
+            previous = Outcome.from_storage(detail)
+            outcome = Outcome(previous.ok, previous.error_code,
+                              f"duplicate command id, already applied: {previous.message}".rstrip(": "))
             log.debug("duplicate command %s", command["id"])
-        else:
-            outcome = self.apply_command(kind, fields)
+        else:  # claimed now, or claimed by an attempt that crashed before storing its outcome
+            interrupted = verdict == "DUPLICATE"
+            outcome = self.resume_interrupted(kind, fields) if interrupted else self.apply_command(kind, fields)
             retry_redis(lambda: self.ledger.store_outcome(command["id"], outcome),
                         f"storing the outcome of command {command['id']}", OUTAGE, self._stop)
-            level = logging.INFO if outcome.ok else logging.WARNING
-            log.log(level, "%s %s (%s): %s%s", kind, command["id"], command["reason"],
+            level = logging.INFO if outcome.ok and not interrupted else logging.WARNING
+            log.log(level, "%s %s (%s)%s: %s%s", kind, command["id"], command["reason"],
+                    "; interrupted by a crash, settled by asking Kafka" if interrupted else "",
                     "ok" if outcome.ok else outcome.error_code,
                     "" if outcome.ok else f" — {outcome.message}")
         self._publish_result(command, kind, outcome)
