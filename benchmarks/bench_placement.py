@@ -6,10 +6,12 @@ Scenarios (clusters start rack-spread and count-balanced, sizes are random but s
   (a) 6 brokers / 3 racks / 200 partitions RF 3, add 1 broker
   (b) 30 brokers / 3 racks / 30,000 partitions RF 3, add 3 and remove (drain) 1
   (c) 200 brokers in 3 DCs x 4 racks (`/dcN/rM`) / 300,000 partitions RF 3, add 10, kill 1
+  (d) 60 brokers / 3 racks / 20,000 topics of 1-3 partitions RF 3, add 6 (small topics: the
+      case where per-topic quotas left new brokers empty)
 
-For each: planning time, peak traced memory (tracemalloc, a separate run so that tracing does
+For each: planning time (wall and CPU), max RSS of the process so far, peak traced memory (tracemalloc, a separate run so that tracing does
 not slow the timed one), moves vs the lower bound, per-topic replica and leader spread, rack
-violations; and, in the same process, a baseline that re-places every topic from scratch the
+violations, cluster-wide replica and leader spread and the added brokers' replicas; and, in the same process, a baseline that re-places every topic from scratch the
 way Kafka's `kafka-reassign-partitions.sh --generate` does (rack-alternating round-robin from
 a random start) with the ratio of its moves to the planner's.
 """
@@ -17,6 +19,7 @@ a random start) with the ratio of its moves to the planner's.
 from __future__ import annotations
 
 import random
+import resource
 import sys
 import time
 import tracemalloc
@@ -116,6 +119,16 @@ def per_topic_spread(cluster: Cluster, plan) -> tuple[int, int, float]:
     return worst_replicas, worst_leaders, total_spread / max(1, len(cluster.topics))
 
 
+def cluster_spreads(plan) -> tuple[int, int, str]:
+    """(replica spread, leader spread) over eligible brokers, and the added brokers' replicas."""
+    eligible = plan.eligible_brokers
+    replicas = [plan.replicas_after.get(b, 0) for b in eligible]
+    leaders = [plan.leaders_after.get(b, 0) for b in eligible]
+    added = [plan.replicas_after.get(b.id, 0) for b in plan_goal_adds]
+    added_text = f"{min(added)}-{max(added)}" if added else "-"
+    return max(replicas) - min(replicas), max(leaders) - min(leaders), added_text
+
+
 def independent_rack_violations(cluster: Cluster, plan) -> int:
     live = {b.id: b for b in cluster.brokers if b.eligible and b.id not in plan_goal_drains}
     for b in plan_goal_adds:
@@ -131,18 +144,25 @@ plan_goal_adds: tuple[Broker, ...] = ()
 def run(name: str, cluster: Cluster, goal: Goal) -> dict:
     global plan_goal_drains, plan_goal_adds
     plan_goal_drains, plan_goal_adds = goal.drain_brokers, goal.add_brokers
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     plan = plan_placement(cluster, goal)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the solver's C++ heap too
     tracemalloc.start()
     plan_placement(cluster, goal)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     worst_replicas, worst_leaders, mean_spread = per_topic_spread(cluster, plan)
+    cluster_replica_spread, cluster_leader_spread, added_replicas = cluster_spreads(plan)
     base_moves, base_leaders = kafka_generate_baseline(cluster, goal)
     row = {
         "scenario": name,
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "max_rss_mib": rss_mib,
+        "cluster_replica_spread": cluster_replica_spread,
+        "cluster_leader_spread": cluster_leader_spread,
+        "added_broker_replicas": added_replicas,
         "peak_mib": peak / 2**20,
         "moves": plan.replica_moves,
         "bound": plan.replica_moves_lower_bound,
@@ -157,11 +177,13 @@ def run(name: str, cluster: Cluster, goal: Goal) -> dict:
         "baseline_leader_changes": base_leaders,
     }
     print(
-        f"{name}: {seconds:.2f} s, peak {row['peak_mib']:.0f} MiB traced, moves {plan.replica_moves} "
+        f"{name}: {seconds:.2f} s ({cpu_seconds:.2f} s CPU), peak {row['peak_mib']:.0f} MiB traced, "
+        f"max RSS {rss_mib:.0f} MiB, moves {plan.replica_moves} "
         f"vs bound {plan.replica_moves_lower_bound} ({plan.replica_moves / max(1, plan.replica_moves_lower_bound):.3f}x), "
         f"{row['bytes_gib']:.1f} GiB, leader changes {plan.leader_changes}, per-topic spread max "
         f"{worst_replicas} (mean {mean_spread:.2f}), leader spread max {worst_leaders}, rack violations "
-        f"{plan.rack_violations}/{row['rack_violations_independent']} | kafka --generate baseline: moves "
+        f"{plan.rack_violations}/{row['rack_violations_independent']}, cluster replica spread "
+        f"{cluster_replica_spread} (added brokers {added_replicas}), cluster leader spread {cluster_leader_spread} | kafka --generate baseline: moves "
         f"{base_moves} ({base_moves / max(1, plan.replica_moves):.1f}x ours), leader changes {base_leaders}",
         flush=True,
     )
@@ -193,9 +215,27 @@ def scenario_c() -> tuple[Cluster, Goal]:
     return cluster, Goal(add_brokers=added)
 
 
+def scenario_d() -> tuple[Cluster, Goal]:
+    """Many small topics: 20,000 topics of 1-3 partitions on 60 brokers in 3 racks, add 6."""
+    rnd = random.Random(4)
+    brokers = [Broker(i, rack=f"r{i % 3}") for i in range(60)]
+    by_rack = [[b.id for b in brokers if b.rack == f"r{r}"] for r in range(3)]
+    topics = []
+    for t in range(20_000):
+        name = f"small-{t:05d}"
+        parts = tuple(
+            PartitionState(name, p, tuple(rnd.choice(by_rack[(t + p + k) % 3]) for k in range(3)),
+                           size_bytes=rnd.randrange(1, 2**30))
+            for p in range(rnd.randint(1, 3))
+        )
+        topics.append(Topic(name, parts))
+    added = tuple(Broker(60 + i, rack=f"r{i % 3}") for i in range(6))
+    return Cluster(tuple(brokers), tuple(topics)), Goal(add_brokers=added)
+
+
 if __name__ == "__main__":
-    chosen = sys.argv[1:] or ["a", "b", "c"]
-    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c}
+    chosen = sys.argv[1:] or ["a", "b", "c", "d"]
+    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
     for key in chosen:
         cluster, goal = scenarios[key]()
         run(f"({key})", cluster, goal)

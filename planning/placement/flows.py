@@ -31,99 +31,127 @@ from ortools.graph.python import min_cost_flow
 from reassigner.errors import ReassignerError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FlowProblem:
-    """A min-cost-flow problem; build one with `FlowBuilder`. Arc i is the i-th entry of each tuple."""
+    """A min-cost-flow problem; build one with `FlowBuilder`. Arc i is the i-th entry of each
+    array (read-only numpy int64 arrays: problems reach millions of arcs)."""
 
     node_count: int
-    supplies: tuple[int, ...]
-    tails: tuple[int, ...]
-    heads: tuple[int, ...]
-    lowers: tuple[int, ...]
-    uppers: tuple[int, ...]
-    costs: tuple[int, ...]
+    supplies: np.ndarray
+    tails: np.ndarray
+    heads: np.ndarray
+    lowers: np.ndarray
+    uppers: np.ndarray
+    costs: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FlowSolution:
-    """The least-cost flow per arc (same order as the problem's arcs), or `feasible=False`."""
+    """The least-cost flow per arc (a read-only array, same order as the problem's arcs), or
+    `feasible=False` (and no flows)."""
 
     feasible: bool
     cost: int
-    flows: tuple[int, ...]
+    flows: np.ndarray
+
+
+def _frozen(values, dtype=np.int64) -> np.ndarray:
+    array = np.array(values, dtype=dtype)
+    array.setflags(write=False)
+    return array
 
 
 class FlowBuilder:
-    """Collects nodes and arcs for one `FlowProblem` (a local, write-only scratchpad)."""
+    """Collects nodes and arcs for one `FlowProblem` (a local, write-only scratchpad).
+
+    Arcs come one at a time (`add_arc`) or as arrays (`add_arcs`, for the bulk of a big problem);
+    indices follow the order of the calls either way.
+    """
 
     def __init__(self) -> None:
         self._supplies: list[int] = []
-        self._tails: list[int] = []
-        self._heads: list[int] = []
-        self._lowers: list[int] = []
-        self._uppers: list[int] = []
-        self._costs: list[int] = []
+        self._chunks: list[tuple[np.ndarray, ...]] = []
+        self._single: list[tuple[int, int, int, int, int]] = []
+        self._arc_count = 0
 
     def add_node(self, supply: int = 0) -> int:
         self._supplies.append(supply)
         return len(self._supplies) - 1
 
-    def add_supply(self, node: int, supply: int) -> None:
-        self._supplies[node] += supply
+    def add_nodes(self, count: int) -> int:
+        """Add `count` nodes without supply; returns the first one's id (they are consecutive)."""
+        first = len(self._supplies)
+        self._supplies.extend([0] * count)
+        return first
 
     def add_arc(self, tail: int, head: int, lower: int, upper: int, cost: int = 0) -> int:
         """Add an arc; returns its index in the solution's `flows`."""
         if not 0 <= lower <= upper:
             raise ValueError(f"arc {tail}->{head}: bounds [{lower}, {upper}] are not 0 <= lower <= upper")
-        self._tails.append(tail)
-        self._heads.append(head)
-        self._lowers.append(lower)
-        self._uppers.append(upper)
-        self._costs.append(cost)
-        return len(self._tails) - 1
+        self._single.append((tail, head, lower, upper, cost))
+        self._arc_count += 1
+        return self._arc_count - 1
+
+    def add_arcs(self, tails, heads, lowers, uppers, costs) -> int:
+        """Add arcs given as equal-length arrays (costs may be a scalar); returns the first index."""
+        self._flush()
+        tails, heads = np.asarray(tails, np.int64), np.asarray(heads, np.int64)
+        lowers, uppers = np.asarray(lowers, np.int64), np.asarray(uppers, np.int64)
+        costs = np.broadcast_to(np.asarray(costs, np.int64), tails.shape)
+        bad = np.flatnonzero((lowers < 0) | (lowers > uppers))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"arc {tails[i]}->{heads[i]}: bounds [{lowers[i]}, {uppers[i]}] "
+                             "are not 0 <= lower <= upper")
+        first = self._arc_count
+        self._chunks.append((tails, heads, lowers, uppers, costs))
+        self._arc_count += len(tails)
+        return first
+
+    def _flush(self) -> None:
+        if self._single:
+            columns = np.array(self._single, dtype=np.int64).T
+            self._chunks.append(tuple(columns))
+            self._single = []
 
     @property
     def arc_count(self) -> int:
-        return len(self._tails)
+        return self._arc_count
 
     def problem(self) -> FlowProblem:
-        return FlowProblem(
-            node_count=len(self._supplies),
-            supplies=tuple(self._supplies),
-            tails=tuple(self._tails),
-            heads=tuple(self._heads),
-            lowers=tuple(self._lowers),
-            uppers=tuple(self._uppers),
-            costs=tuple(self._costs),
-        )
+        self._flush()
+        columns = [np.concatenate([c[i] for c in self._chunks]) if self._chunks else np.zeros(0, np.int64)
+                   for i in range(5)]
+        for column in columns:
+            column.setflags(write=False)
+        return FlowProblem(len(self._supplies), _frozen(self._supplies), *columns)
 
 
 def solve_min_cost_flow(problem: FlowProblem) -> FlowSolution:
     """The least-cost flow meeting every bound and supply (see the module docstring)."""
-    if sum(problem.supplies) != 0:
-        raise ValueError(f"supplies add up to {sum(problem.supplies)}, not 0")
-    if not problem.tails:
-        feasible = not any(problem.supplies)
-        return FlowSolution(feasible, 0, ())
-    tails = np.asarray(problem.tails, dtype=np.int32)
-    heads = np.asarray(problem.heads, dtype=np.int32)
-    lowers = np.asarray(problem.lowers, dtype=np.int64)
-    uppers = np.asarray(problem.uppers, dtype=np.int64)
-    costs = np.asarray(problem.costs, dtype=np.int64)
-    supplies = np.asarray(problem.supplies, dtype=np.int64).copy()
+    total_supply = int(problem.supplies.sum())
+    if total_supply != 0:
+        raise ValueError(f"supplies add up to {total_supply}, not 0")
+    if not len(problem.tails):
+        return FlowSolution(not problem.supplies.any(), 0, _frozen(()))
+    tails, heads, lowers = problem.tails, problem.heads, problem.lowers
+    supplies = problem.supplies.copy()
     # Send the lower bounds up front: out of the tail, into the head.
     np.subtract.at(supplies, tails, lowers)
     np.add.at(supplies, heads, lowers)
     solver = min_cost_flow.SimpleMinCostFlow()
-    arcs = solver.add_arcs_with_capacity_and_unit_cost(tails, heads, uppers - lowers, costs)
+    arcs = solver.add_arcs_with_capacity_and_unit_cost(
+        tails.astype(np.int32), heads.astype(np.int32), problem.uppers - lowers, problem.costs
+    )
     solver.set_nodes_supplies(np.arange(problem.node_count, dtype=np.int32), supplies)
     status = solver.solve()
     if status != solver.OPTIMAL:
         if status in (solver.INFEASIBLE, solver.UNBALANCED):
-            return FlowSolution(False, 0, ())
+            return FlowSolution(False, 0, _frozen(()))
         raise ReassignerError(
-            f"the min-cost flow solver failed ({status.name}) on {len(problem.tails)} arcs; "
+            f"the min-cost flow solver failed ({status.name}) on {len(tails)} arcs; "
             "this is a bug: report it with the cluster snapshot"
         )
     flows = solver.flows(arcs) + lowers
-    return FlowSolution(True, int(np.dot(flows, costs)), tuple(int(f) for f in flows))
+    flows.setflags(write=False)
+    return FlowSolution(True, int(np.dot(flows, problem.costs)), flows)

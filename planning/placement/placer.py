@@ -4,8 +4,10 @@ GOALS, in priority order (soft: the planner does as well as it can, and reports 
 1. Move as little as possible. Keep every replica that may stay; move exactly the replicas that
    must leave (dead broker, draining broker, offline dir) plus the fewest needed for balance;
    among equally good choices move small partitions, then followers rather than leaders.
-2. Even replica counts per topic (differ by at most one across eligible brokers where racks
-   allow) and over the cluster (the `T mod n` higher shares go to the least loaded brokers).
+2. Even replica counts per topic and over the cluster: every eligible broker between the floor
+   and the ceiling of its ideal share of each topic and of the whole cluster (T / n without
+   rack constraints; otherwise what the racks leave to its domains), new brokers included even
+   when every topic is smaller than the cluster.
 3. Even preferred leadership per topic and over the cluster, by reordering, not by moving.
 4. Even bytes: a new replica goes to its broker's least used online log dir.
 
@@ -21,13 +23,17 @@ every other partition is planned as usual):
    `handlers.triggers`).
 Explicit targets (`Goal.explicit_targets`) are validated (`planning.validation`) and kept as given.
 
-ALGORITHM, per topic (topics in name order; partitions in id order; everything deterministic):
-1. Fate of each replica: kept, or a slot to fill (it must leave). With `heal=False` replicas on
-   dead brokers or offline dirs stay where they are ("pinned") and are not counted.
+ALGORITHM (topics in name order; partitions in id order; everything deterministic):
+0. Fate of each replica, every topic: kept, or a slot to fill (it must leave). With
+   `heal=False` replicas on dead brokers or offline dirs stay where they are ("pinned") and are
+   not counted.
+1. Stage A (`planning.placement.cluster_quotas`), once for the cluster: each broker's quota of
+   each topic, within the floor/ceiling of its share of the topic and of the cluster, with the
+   fewest moves: one min-cost flow, a proven optimum. Per topic then:
 2. Rack repair: if the kept replicas cannot be completed to a rack-spread set, drop kept
    replicas (followers first) until they can.
-3. Quotas (`planning.placement.quotas`): each broker's share of the topic, floor/ceil of T/n, apportioned
-   down the rack tree; higher shares go to brokers already holding them.
+3. Quotas: stage A's (a topic it could not include, or one re-planned without a partition that
+   `Goal.partial` leaves out, gets its own: `planning.placement.quotas`).
 4. Balance (`rebalance=True`): a broker above its quota gives up that many replicas, choosing
    partitions not yet touched, then small ones, then ones it does not lead.
 5. Fill every slot top-down through the rack tree: at each node the child with the most
@@ -42,20 +48,29 @@ ALGORITHM, per topic (topics in name order; partitions in id order; everything d
    where kept replicas skew the quotas). With rebalance, what remains is shifted along a chain
    of re-pointed replicas found by breadth-first search, paying a move only as a last resort
    (`planning.placement.topic_replicas._shift_along_paths`).
-6. Leaders (`planning.placement.leadership`): keep, then pick and even out by reordering.
+6. Certificate: a topic whose brokers all end at their quotas has the fewest moves stage A
+   counted. Where the greedy missed (few brokers per replica, tight racks) the topic is placed
+   again by the exact flow (`planning.placement.topic_flow`), within an arc budget.
+7. Leaders (`planning.placement.leadership`): keep, then pick and even out by reordering.
 
-THE BOUND (`compute_lower_bound`, reported as `replica_moves_lower_bound`): per topic, the
-fewest moves that reach the balance the racks allow — every broker between the floor and the
-ceiling of its ideal share (`planning.placement.quotas.compute_ideal_shares`: T / n without rack
-constraints, otherwise the domain totals the rack rule fixes, shared evenly inside), i.e.
-`max(F + excess above the ceilings, deficit below the floors)`. Without rack constraints this is
-SPEC 4's closed form. It is a true lower bound for every balanced rack-spread plan (checked by
-brute force in `tests/planning/test_lower_bound.py`); the planner meets it on all three
-benchmarks. Rack repairs of badly spread partitions are not in it, so it can be below what any
-plan needs when the cluster starts rack-violating; with fewer than 3 eligible brokers per
-replica the greedy fill can exceed it by one or two moves.
+THE BOUND (`compute_lower_bound`, reported as `replica_moves_lower_bound`): stage A's optimum,
+the fewest moves that reach the balance the racks allow per topic and over the cluster — every
+broker between the floor and the ceiling of its ideal shares
+(`planning.placement.quotas.compute_ideal_shares`: T / n without rack constraints, otherwise the
+domain totals the rack rule fixes, shared evenly inside). For one topic this is SPEC 4's
+`max(F + excess above the ceilings, deficit below the floors)`. It is a true lower bound for
+every rack-spread plan so balanced (checked by brute force in
+`tests/planning/test_lower_bound.py`); the planner meets it on all four benchmarks. Rack repairs
+of badly spread partitions and "no broker twice" are not in it, so it can be below what any plan
+needs when the cluster starts rack-violating or has fewer than 2 * RF + 1 eligible brokers.
 
-Worked example: brokers 1,2,3 (no racks), topic t with 6 partitions RF 2, every broker holding
+Worked example (cluster-wide): 60 one-partition RF-3 topics on brokers 0-5, add 6 and 7. Per
+topic the 3 replicas already sit on 3 distinct brokers, each within [0, 1] of its share 3/8, so
+per-topic balancing moves nothing and 6 and 7 stay empty. Stage A adds the cluster rule: every
+broker between floor and ceil of 180/8 = 22.5, so each old broker gives up 7 or 8 replicas:
+44 moves, the bound and the optimum.
+
+Worked example (one topic): brokers 1,2,3 (no racks), topic t with 6 partitions RF 2, every broker holding
 4 replicas; add broker 4. T = 12, n = 4: every quota is 3. Each of 1,2,3 drops one replica
 (from different partitions, followers first): 3 slots, all filled by broker 4 (quota 3).
 Moves 3 = lower bound max(excess 3, deficit 3). Leaders: 6 partitions over 4 brokers, ceil 2;
@@ -66,17 +81,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Sequence
 
+from planning.placement.cluster_quotas import ClusterQuotas, TopicDemand, compute_cluster_quotas
 from planning.placement.leadership import order_leaders
 from planning.model import Broker, Cluster, PartitionState, TopicPartition
-from planning.placement.quotas import compute_balanced_ranges
+from planning.placement.quotas import TopicQuotas, compute_balanced_ranges
 from planning.placement.racks import RackTree, compute_rack_tree
-from planning.placement.topic_replicas import PartitionFates, plan_topic_replicas
+from planning.placement.topic_flow import count_topic_flow_arcs, plan_topic_exact
+from planning.placement.topic_replicas import PartitionFates, TopicReplicas, plan_topic_replicas
 from planning.validation import validate_targets
 from reassigner.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
 
 _EMPTY: Mapping = MappingProxyType({})
+# The exact per-topic flow runs only where the greedy missed its quotas, within budgets counted in
+# arcs (never in time: planning stays deterministic). A 300-partition topic on 200 brokers is 63k.
+TOPIC_EXACT_ARCS = 2_000_000
+PLAN_EXACT_ARCS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -187,44 +208,57 @@ def compute_replica_fates(
 def compute_lower_bound(cluster: Cluster, goal: Goal) -> int:
     """The fewest replica moves any plan for `goal` needs to balance counts as racks allow.
 
-    Per topic, with `c_b` the replicas that may stay on eligible broker b, `F` the replicas that
-    must leave and `[lo_b, hi_b]` the floor and ceiling of b's ideal share of the topic
-    (`planning.placement.quotas.compute_balanced_ranges`: T / n without rack constraints, otherwise the
-    share the rack rule leaves to b's domains, split evenly inside them):
-    `max(F + sum(max(0, c_b - hi_b)), sum(max(0, lo_b - c_b)))` — the replicas that must leave
-    (forced ones plus everything above a ceiling) or the replicas that must arrive, whichever is
-    larger; every move removes one replica and adds one. Without rack constraints this is SPEC 4's
-    closed form. With `rebalance=False` only F. Explicit targets count their new replicas.
+    Per topic and over the cluster: the optimum of stage A
+    (`planning.placement.cluster_quotas`), i.e. the fewest moves after which every eligible
+    broker holds between the floor and the ceiling of its ideal share of every topic and of the
+    cluster (T / n without rack constraints, otherwise the share the rack rule leaves to b's
+    domains, split evenly inside them). For one topic this is SPEC 4's closed form
+    `max(F + sum(max(0, c_b - hi_b)), sum(max(0, lo_b - c_b)))`. With `rebalance=False` only the
+    replicas that must leave, F. Explicit targets count their new replicas.
     """
     cluster = compute_planning_cluster(cluster, goal)
-    tree = compute_rack_tree(b for b in cluster.brokers if b.eligible)
+    tree = _planning_tree(cluster, goal)
     eligible = frozenset(tree.broker_node)
+    explicit = dict(goal.explicit_targets)
     offline_dirs = _offline_dirs(cluster)
-    ranges_cache: dict = {}
+    topic_work = [
+        (topic.name, partitions,
+         [_partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal) for p in partitions])
+        for topic in sorted(cluster.topics, key=lambda t: t.name)
+        for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
+    ]
+    cluster_quotas = compute_cluster_quotas(tree, [_demand(name, work) for name, _, work in topic_work])
+    return _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
+
+
+def _planning_tree(cluster: Cluster, goal: Goal) -> RackTree:
+    return compute_rack_tree(replace(b, rack=None) if goal.ignore_racks else b
+                             for b in cluster.brokers if b.eligible)
+
+
+def _demand(topic: str, work: Sequence[PartitionFates]) -> TopicDemand:
+    """What stage A needs of one topic: replicas to place per partition, and what may stay."""
+    histogram: dict[int, int] = {}
+    current: dict[int, int] = {}
+    for w in work:
+        histogram[w.replication] = histogram.get(w.replication, 0) + 1
+        for b in w.kept:
+            current[b] = current.get(b, 0) + 1
+    return TopicDemand(topic, histogram, current)
+
+
+def _plan_lower_bound(tree, topic_work, rebalance: bool, cluster_quotas: ClusterQuotas) -> int:
+    """Explicit moves + forced moves (without rebalance) or stage A's optimum plus the per-topic
+    bound of each topic stage A left out (with rebalance)."""
     bound = 0
-    for topic in cluster.topics:
-        counts: dict[int, int] = {}
-        histogram: dict[int, int] = {}
-        forced = 0
-        for p in topic.partitions:
-            explicit = goal.explicit_targets.get(p.tp)
-            if explicit is not None:
-                bound += len(set(explicit) - set(p.replicas))
-                for b in explicit:
-                    counts[b] = counts.get(b, 0) + 1
-                replication = sum(1 for b in explicit if b in eligible)
-            else:
-                fates, _ = compute_replica_fates(p, cluster, eligible, offline_dirs, goal.heal)
-                replication = 0
-                for b, fate in zip(p.replicas, fates):
-                    if fate == KEPT:
-                        counts[b] = counts.get(b, 0) + 1
-                        replication += 1
-                    elif fate == SLOT:
-                        forced += 1
-                        replication += 1
-            histogram[replication] = histogram.get(replication, 0) + 1
-        bound += _topic_lower_bound(tree, counts, forced, histogram, goal.rebalance, ranges_cache)
+    ranges_cache: dict = {}
+    for name, partitions, work in topic_work:
+        if not rebalance or name not in cluster_quotas.quotas:
+            bound += _work_lower_bound(tree, partitions, work, rebalance, ranges_cache)
+        else:
+            bound += sum(len(set(w.replicas) - set(p.replicas)) for p, w in zip(partitions, work) if w.fixed)
+    if rebalance:
+        bound += cluster_quotas.moves_lower_bound
     return bound
 
 
@@ -249,9 +283,7 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     explicit = dict(goal.explicit_targets)
     if explicit:
         validate_targets(cluster, explicit)
-    eligible_brokers = [replace(b, rack=None) if goal.ignore_racks else b
-                        for b in cluster.brokers if b.eligible]
-    tree = compute_rack_tree(eligible_brokers)
+    tree = _planning_tree(cluster, goal)
     eligible = frozenset(tree.broker_node)
     offline_dirs = _offline_dirs(cluster)
     warnings = list(tree.warnings)
@@ -272,20 +304,26 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     dir_usage = _initial_dir_usage(cluster)
     replicas_after = {b: 0 for b in replicas_before}
     leaders_after = {b: 0 for b in leaders_before}
-    moves = bytes_moved = leader_changes = bound = 0
-    ranges_cache: dict = {}
+    moves = bytes_moved = leader_changes = 0
     replica_spread = leader_spread = 0
-    for topic in sorted(cluster.topics, key=lambda t: t.name):
-        partitions = sorted(topic.partitions, key=lambda p: p.partition)
-        work = [
-            _partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal)
-            for p in partitions
-        ]
+    topic_work = [
+        (topic.name, partitions,
+         [_partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal) for p in partitions])
+        for topic in sorted(cluster.topics, key=lambda t: t.name)
+        for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
+    ]
+    cluster_quotas = compute_cluster_quotas(tree, [_demand(name, work) for name, _, work in topic_work])
+    bound = _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
+    exact_arcs_left = PLAN_EXACT_ARCS
+    for name, partitions, work in topic_work:
         for p in partitions:  # leadership is re-decided for the whole topic below
             if p.replicas and p.replicas[0] in cluster_leaders:
                 cluster_leaders[p.replicas[0]] -= 1
-        bound += _work_lower_bound(tree, partitions, work, goal.rebalance, ranges_cache)
-        placed = _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal, eligible, infeasible)
+        quotas = cluster_quotas.quotas.get(name)
+        placed = _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal, eligible, infeasible, quotas)
+        if goal.rebalance and quotas is not None and not any(w.tp in infeasible for w in work):
+            placed, exact_arcs_left = _exact_where_quotas_missed(
+                tree, work, placed, quotas, cluster_load, exact_arcs_left)
         cluster_load = placed.cluster_load
         finals = [list(final) for final in placed.finals]
         order_leaders(
@@ -363,13 +401,15 @@ def _partition_fates(p, cluster, explicit, eligible, offline_dirs, heal) -> Part
 
 
 def _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal: Goal, eligible,
-                             infeasible: dict[TopicPartition, str]):
-    """`plan_topic_replicas`; with `goal.partial`, a partition it cannot place is pinned as it
-    is (recorded in `infeasible`) and the topic planned again without it."""
+                             infeasible: dict[TopicPartition, str], quotas: TopicQuotas | None):
+    """`plan_topic_replicas` to stage A's `quotas`; with `goal.partial`, a partition it cannot
+    place is pinned as it is (recorded in `infeasible`) and the topic planned again without it,
+    to per-topic quotas (stage A counted that partition as placed)."""
     while True:
         try:
-            return plan_topic_replicas(tree, work, cluster_load, goal.rebalance)
+            return plan_topic_replicas(tree, work, cluster_load, goal.rebalance, quotas)
         except PlanInfeasibleError as error:
+            quotas = None
             index = next((i for i, w in enumerate(work) if w.tp == error.partition and not w.fixed), None)
             if not goal.partial or index is None:
                 raise
@@ -377,6 +417,33 @@ def _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal: Goal, e
             p = partitions[index]
             members = frozenset(b for b in p.replicas if b in eligible)
             work[index] = PartitionFates(p.tp, p.replicas, members, frozenset(), len(members), 0, True)
+
+
+def _exact_where_quotas_missed(tree, work, placed: TopicReplicas, quotas: TopicQuotas,
+                               load_before: Mapping[int, int], arcs_left: int) -> tuple[TopicReplicas, int]:
+    """The greedy's placement when it meets every broker's quota (then it is optimal: the moves
+    stage A counted), else the exact flow's (`plan_topic_exact`) within the arc budget."""
+    counts: dict[int, int] = {}
+    for final in placed.finals:
+        for b in final:
+            if b in tree.broker_node:
+                counts[b] = counts.get(b, 0) + 1
+    if all(counts.get(b, 0) == q for b, q in quotas.broker_quota.items()):
+        return placed, arcs_left
+    arcs = count_topic_flow_arcs(tree, work)
+    if arcs > TOPIC_EXACT_ARCS or arcs > arcs_left:
+        return placed, arcs_left
+    finals = plan_topic_exact(tree, work, {b: (q, q) for b, q in quotas.broker_quota.items()})
+    if finals is None:  # the quotas are out of the racks' reach for this topic: keep the greedy's
+        return placed, arcs_left - arcs
+    load = dict(load_before)
+    for w, final in zip(work, finals):
+        for b in w.kept:
+            load[b] -= 1
+        for b in final:
+            if b in tree.broker_node:
+                load[b] = load.get(b, 0) + 1
+    return TopicReplicas(finals, MappingProxyType(load)), arcs_left - arcs
 
 
 def _work_lower_bound(tree, partitions, work, rebalance: bool, cache: dict) -> int:

@@ -1,5 +1,10 @@
 """Per-topic replica quotas: how many replicas of one topic each broker (and domain) should hold.
 
+The planner normally takes its quotas from stage A (`planning.placement.cluster_quotas`, all
+topics at once); this per-topic apportioning is the fallback for a topic stage A cannot include
+or one re-planned without a partition `Goal.partial` leaves out. Its ideal shares
+(`compute_ideal_shares`) define "balanced" for both.
+
 GOAL. Even replica counts per topic (SPEC 4, soft goal 2) with the fewest moves (goal 1).
 Without racks every eligible broker gets `floor(T / n)` or `ceil(T / n)` of the topic's `T`
 replicas; the `T mod n` higher quotas go first to brokers that already hold at least that many
@@ -192,13 +197,23 @@ def compute_ideal_shares(tree: RackTree, replica_histogram: Mapping[int, int]) -
     parent's possible counts), which can only widen the child's [min, max]: the shares stay
     within what any rack-spread plan can reach.
     """
+    return compute_shares_and_domain_ranges(tree, replica_histogram)[0]
+
+
+def compute_shares_and_domain_ranges(
+    tree: RackTree, replica_histogram: Mapping[int, int]
+) -> tuple[dict[int, Fraction], dict[int, tuple[int, int]]]:
+    """`compute_ideal_shares`, and per rack domain below the root the [min, max] replicas of the
+    topic the rack rule lets it hold (summed over partitions; a relaxation below the top level,
+    so every rack-spread plan is within it). Domains no replica can reach are left out."""
     shares: dict[int, Fraction] = {b: Fraction(0) for b in tree.broker_node}
+    domain_ranges: dict[int, tuple[int, int]] = {}
     total = sum(r * k for r, k in replica_histogram.items())
     groups = {(r, r): k for r, k in replica_histogram.items() if r > 0 and k > 0}
     pending: list[tuple[int, Fraction, dict]] = [(ROOT, Fraction(total), groups)]
     while pending:
         node, amount, groups = pending.pop()
-        if amount == 0 or not groups:
+        if not groups:
             continue
         children = []  # (child node or None, broker id or None, capacity, min, max, groups)
         for child in tree.node_children[node]:
@@ -211,8 +226,9 @@ def compute_ideal_shares(tree: RackTree, replica_histogram: Mapping[int, int]) -
             if broker_id is not None:
                 shares[broker_id] = share
             else:
+                domain_ranges[child] = (low, high)
                 pending.append((child, share, child_groups))
-    return shares
+    return shares, domain_ranges
 
 
 def _child_range(tree: RackTree, node: int, cap: int, groups: Mapping) -> tuple:

@@ -47,6 +47,7 @@ class RackTree:
     warnings: tuple[str, ...] = ()
     _levels: dict = field(default_factory=dict, repr=False)
     _fits: dict = field(default_factory=dict, repr=False)
+    _boxes: dict = field(default_factory=dict, repr=False)
 
     @property
     def broker_ids(self) -> tuple[int, ...]:
@@ -235,6 +236,41 @@ def compute_ideal_domain_counts(
             visit(child, child_low, child_high)
 
     visit(ROOT, replication_factor, replication_factor)
+    return result
+
+
+def compute_partition_boxes(
+    tree: RackTree, replication_factor: int
+) -> tuple[Mapping[int, tuple[int, int]], Mapping[int, tuple[int, int]]]:
+    """The rule as intervals: per domain (node below the root) and per tree broker, the fewest
+    and most replicas of one partition with `replication_factor` replicas it may hold.
+
+    Top-down: a node that may hold `k` in [lo, hi] replicas gives each child the range of
+    `ideal_counts` over every such `k`. A set of distinct tree brokers of that size satisfies the
+    rule exactly when every domain's and broker's count lies in its box (checked exhaustively
+    against `satisfies_rack_spread` in tests/planning/test_rack_spread.py): the rule becomes
+    interval constraints on a laminar family, which a min-cost flow can carry
+    (`planning.placement.topic_flow`). Cached per replication factor.
+    """
+    cached = tree._boxes.get(replication_factor)
+    if cached is not None:
+        return cached
+    node_box: dict[int, tuple[int, int]] = {}
+    broker_box: dict[int, tuple[int, int]] = {}
+    pending = [(ROOT, replication_factor, replication_factor)]
+    while pending:
+        node, low, high = pending.pop()
+        ranges = [tree.ideal_counts(node, k) for k in range(low, high + 1)]
+        for key in ranges[0]:
+            child_low = min(r[key][0] for r in ranges)
+            child_high = max(r[key][1] for r in ranges)
+            if isinstance(key, tuple):
+                broker_box[key[1]] = (child_low, child_high)
+            else:
+                node_box[key] = (child_low, child_high)
+                pending.append((key, child_low, child_high))
+    result = (node_box, broker_box)
+    tree._boxes[replication_factor] = result
     return result
 
 

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from planning.model import TopicPartition
-from planning.placement.quotas import compute_topic_quotas
+from planning.placement.quotas import TopicQuotas, compute_topic_quotas
 from planning.placement.racks import ROOT, RackTree
 from reassigner.errors import PlanInfeasibleError
 
@@ -86,8 +86,11 @@ def plan_topic_replicas(
     partitions: Sequence[PartitionFates],
     cluster_load: Mapping[int, int],
     rebalance: bool,
+    quotas: TopicQuotas | None = None,
 ) -> TopicReplicas:
-    """Fill every slot of `partitions` (one topic). Raises PlanInfeasibleError naming the partition."""
+    """Fill every slot of `partitions` (one topic) towards `quotas` (the cluster-wide ones of
+    `planning.placement.cluster_quotas`; None: this topic's own, `compute_topic_quotas`).
+    Raises PlanInfeasibleError naming the partition."""
     work = [_Work.of(p) for p in partitions]
     cluster_load = dict(cluster_load)  # this topic's changes go into the copy
     capacity = tree.node_capacity[ROOT]
@@ -106,7 +109,8 @@ def plan_topic_replicas(
         for b in w.members:
             current[b] += 1
         histogram[w.replication] = histogram.get(w.replication, 0) + 1
-    quotas = compute_topic_quotas(tree, histogram, current, cluster_load)
+    if quotas is None:
+        quotas = compute_topic_quotas(tree, histogram, current, cluster_load)
     broker_left = {b: quotas.broker_quota.get(b, 0) - current[b] for b in current}
     node_left = [0] * len(tree.node_labels)
     for node, quota in quotas.node_quota.items():

@@ -2,15 +2,21 @@
 
 `hard_constraint_violations` re-derives SPEC 4's hard constraints from the cluster and goal:
 no broker twice, replication factor kept, only eligible brokers, multi-level rack spread
-(computed here by brute force per level). Also random cluster builders used by the tests.
+(computed here by brute force per level). Also random cluster builders used by the tests, and
+`reaches_balance`, which does use the planner's definition of a broker's ideal share (the
+contract of the lower bound).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 
 from planning.model import Broker, Cluster, PartitionState, Topic
+from planning.placement.placer import Goal, compute_planning_cluster
+from planning.placement.quotas import compute_balanced_ranges, compute_ideal_shares
+from planning.placement.racks import compute_rack_tree
 
 # Rack layouts for generated clusters, by name: broker index → rack (None: no rack).
 RACK_SHAPES = {
@@ -138,3 +144,20 @@ def random_spread_cluster(rnd: random.Random, brokers: list[Broker], topics: int
             parts.append(PartitionState(f"t{t}", p, tuple(replicas), size_bytes=rnd.randrange(1, 1000)))
         result.append(Topic(f"t{t}", tuple(parts)))
     return Cluster(tuple(brokers), tuple(result))
+
+
+def reaches_balance(cluster: Cluster, goal: Goal, plan) -> bool:
+    """Every broker's counts within the floor/ceil of its ideal shares, per topic and over the
+    cluster (the bound is the fewest moves of a plan balanced both ways)."""
+    planning = compute_planning_cluster(cluster, goal)
+    tree = compute_rack_tree(b for b in planning.brokers if b.eligible)
+    cluster_share = Counter()
+    for topic in cluster.topics:
+        counts = Counter(b for p in topic.partitions for b in plan.targets.get(p.tp, p.replicas))
+        histogram = Counter(len(p.replicas) for p in topic.partitions)
+        for b, (low, high) in compute_balanced_ranges(tree, histogram).items():
+            if not low <= counts.get(b, 0) <= high:
+                return False
+        cluster_share.update(compute_ideal_shares(tree, histogram))
+    return all(math.floor(share) <= plan.replicas_after.get(b, 0) <= math.ceil(share)
+               for b, share in cluster_share.items())

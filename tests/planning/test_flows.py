@@ -61,7 +61,21 @@ def test_same_problem_same_flows():
         builder.add_arc(m, sink, 0, 3)
     problem = builder.problem()
     first = solve_min_cost_flow(problem)
-    assert all(solve_min_cost_flow(problem) == first for _ in range(5))
+    for _ in range(5):
+        again = solve_min_cost_flow(problem)
+        assert again.cost == first.cost and list(again.flows) == list(first.flows)
+
+
+def test_arcs_added_as_arrays_and_one_by_one_keep_their_order():
+    builder = FlowBuilder()
+    source, sink = builder.add_node(3), builder.add_node(-3)
+    assert builder.add_arc(source, sink, 0, 1, cost=2) == 0
+    assert builder.add_arcs([source, source], [sink, sink], [0, 0], [1, 1], [1, 3]) == 1
+    assert builder.add_arc(source, sink, 0, 1, cost=0) == 3
+    solution = solve_min_cost_flow(builder.problem())
+    assert list(solution.flows) == [1, 1, 0, 1] and solution.cost == 3
+    with pytest.raises(ValueError, match="bounds"):
+        builder.add_arcs([source], [sink], [2], [1], 0)
 
 
 @st.composite

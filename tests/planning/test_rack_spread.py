@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections import Counter
+
+import pytest
 
 from hypothesis import given, settings, strategies as st
 
@@ -10,6 +14,7 @@ from placement_checks import RACK_SHAPES, hard_constraint_violations, random_spr
 from planning.model import Broker, Cluster, PartitionState, Topic
 from planning.placement.placer import Goal, plan_placement
 from planning.placement.racks import (
+    compute_partition_boxes,
     compute_ideal_domain_counts,
     compute_rack_tree,
     count_rack_violations,
@@ -94,3 +99,27 @@ def test_no_plan_breaks_a_hard_constraint(seed, shape, brokers, rf, added, kille
     plan = plan_placement(cluster, goal)
     assert hard_constraint_violations(cluster, goal, plan) == []
     assert plan.rack_violations == 0
+
+
+_BOX_SHAPES = {
+    **RACK_SHAPES,
+    "three_levels": lambda i: f"/dc{i % 2}/r{(i // 2) % 2}/h{(i // 4) % 2}",
+    "uneven_depths": lambda i: ["/dc0/r0", "/dc0/r1", "/dc1", "/dc0/r0", None, "/dc1/r5"][i % 6],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_BOX_SHAPES))
+@pytest.mark.parametrize("brokers", [3, 5, 7, 9])
+def test_partition_boxes_say_exactly_what_the_rule_says(shape, brokers):
+    """Every set of distinct brokers (sizes 1..5): all counts inside their boxes <=> rack-spread."""
+    tree = compute_rack_tree(Broker(i, rack=_BOX_SHAPES[shape](i)) for i in range(brokers))
+    for rf in range(1, min(5, brokers) + 1):
+        node_box, broker_box = compute_partition_boxes(tree, rf)
+        for replicas in itertools.combinations(range(brokers), rf):
+            counts = Counter()
+            for b in replicas:
+                counts.update(tree.node_ancestry[tree.broker_node[b]][1:])
+            inside = all(lo <= counts.get(node, 0) <= hi for node, (lo, hi) in node_box.items()) and all(
+                lo <= (1 if b in replicas else 0) <= hi for b, (lo, hi) in broker_box.items()
+            )
+            assert inside == satisfies_rack_spread(tree, replicas), (shape, rf, replicas)
