@@ -78,10 +78,10 @@ class FlowBuilder:
         self._supplies.append(supply)
         return len(self._supplies) - 1
 
-    def add_nodes(self, count: int) -> int:
-        """Add `count` nodes without supply; returns the first one's id (they are consecutive)."""
+    def add_nodes(self, count: int, supply: int = 0) -> int:
+        """Add `count` nodes, each with `supply`; returns the first one's id (they are consecutive)."""
         first = len(self._supplies)
-        self._supplies.extend([0] * count)
+        self._supplies.extend([supply] * count)
         return first
 
     def add_arc(self, tail: int, head: int, lower: int, upper: int, cost: int = 0) -> int:
@@ -93,11 +93,12 @@ class FlowBuilder:
         return self._arc_count - 1
 
     def add_arcs(self, tails, heads, lowers, uppers, costs) -> int:
-        """Add arcs given as equal-length arrays (costs may be a scalar); returns the first index."""
+        """Add arcs given as equal-length arrays (heads, bounds and costs may be scalars);
+        returns the first index."""
         self._flush()
-        tails, heads = np.asarray(tails, np.int64), np.asarray(heads, np.int64)
-        lowers, uppers = np.asarray(lowers, np.int64), np.asarray(uppers, np.int64)
-        costs = np.broadcast_to(np.asarray(costs, np.int64), tails.shape)
+        tails = np.asarray(tails, np.int64)
+        heads, lowers, uppers, costs = (np.broadcast_to(np.asarray(values, np.int64), tails.shape)
+                                        for values in (heads, lowers, uppers, costs))
         bad = np.flatnonzero((lowers < 0) | (lowers > uppers))
         if bad.size:
             i = int(bad[0])

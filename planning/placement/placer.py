@@ -8,7 +8,8 @@ GOALS, in priority order (soft: the planner does as well as it can, and reports 
    and the ceiling of its ideal share of each topic and of the whole cluster (T / n without
    rack constraints; otherwise what the racks leave to its domains), new brokers included even
    when every topic is smaller than the cluster.
-3. Even preferred leadership per topic and over the cluster, by reordering, not by moving.
+3. Even preferred leadership per topic and over the cluster (floor/ceil of P_t / n and of L / n),
+   by reordering, not by moving.
 4. Even bytes: a new replica goes to its broker's least used online log dir.
 
 CONSTRAINTS (breaking one raises `PlanInfeasibleError` naming the partition; with
@@ -51,7 +52,8 @@ ALGORITHM (topics in name order; partitions in id order; everything deterministi
 6. Certificate: a topic whose brokers all end at their quotas has the fewest moves stage A
    counted. Where the greedy missed (few brokers per replica, tight racks) the topic is placed
    again by the exact flow (`planning.placement.topic_flow`), within an arc budget.
-7. Leaders (`planning.placement.leadership`): keep, then pick and even out by reordering.
+7. Leaders, once for the cluster (`planning.placement.leadership`): one min-cost flow evens
+   leadership per topic and over the cluster, then changes the fewest leaders; by reordering.
 
 THE BOUND (`compute_lower_bound`, reported as `replica_moves_lower_bound`): stage A's optimum,
 the fewest moves that reach the balance the racks allow per topic and over the cluster — every
@@ -84,7 +86,7 @@ from types import MappingProxyType
 from typing import Mapping, Sequence
 
 from planning.placement.cluster_quotas import ClusterQuotas, TopicDemand, compute_cluster_quotas
-from planning.placement.leadership import order_leaders
+from planning.placement.leadership import LeaderChoice, compute_leaders
 from planning.model import Broker, Cluster, PartitionState, TopicPartition
 from planning.placement.quotas import TopicQuotas, compute_balanced_ranges
 from planning.placement.racks import RackTree, compute_rack_tree
@@ -297,7 +299,6 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         if p.replicas:
             leaders_before[p.replicas[0]] = leaders_before.get(p.replicas[0], 0) + 1
     cluster_load = {b: replicas_before.get(b, 0) for b in eligible}
-    cluster_leaders = {b: leaders_before.get(b, 0) for b in eligible}
 
     targets: dict[TopicPartition, tuple[int, ...]] = {}
     target_log_dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
@@ -315,29 +316,27 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     cluster_quotas = compute_cluster_quotas(tree, [_demand(name, work) for name, _, work in topic_work])
     bound = _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
     exact_arcs_left = PLAN_EXACT_ARCS
+    placed_finals: list[tuple[tuple[int, ...], ...]] = []
     for name, partitions, work in topic_work:
-        for p in partitions:  # leadership is re-decided for the whole topic below
-            if p.replicas and p.replicas[0] in cluster_leaders:
-                cluster_leaders[p.replicas[0]] -= 1
         quotas = cluster_quotas.quotas.get(name)
         placed = _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal, eligible, infeasible, quotas)
         if goal.rebalance and quotas is not None and not any(w.tp in infeasible for w in work):
             placed, exact_arcs_left = _exact_where_quotas_missed(
                 tree, work, placed, quotas, cluster_load, exact_arcs_left)
         cluster_load = placed.cluster_load
-        finals = [list(final) for final in placed.finals]
-        order_leaders(
-            finals,
-            [p.replicas[0] if p.replicas else None for p in partitions],
-            [w.kept for w in work],
-            eligible,
-            [w.fixed for w in work],
-            cluster_leaders,
-            goal.rebalance,
-        )
+        placed_finals.append(placed.finals)
+
+    choices = [
+        LeaderChoice(name, final, p.replicas[0] if p.replicas else None, w.kept, w.fixed)
+        for (name, partitions, work), finals in zip(topic_work, placed_finals)
+        for p, w, final in zip(partitions, work, finals)
+    ]
+    leaders = iter(compute_leaders(choices, eligible, goal.rebalance))
+    for (name, partitions, work), finals in zip(topic_work, placed_finals):
         topic_counts = {b: 0 for b in eligible}
         topic_leaders = {b: 0 for b in eligible}
-        for p, w, final in zip(partitions, work, finals):
+        for p, w, placed_final in zip(partitions, work, finals):
+            final = _led_by(placed_final, next(leaders))
             for b in final:
                 replicas_after[b] = replicas_after.get(b, 0) + 1
                 if b in topic_counts:
@@ -346,10 +345,10 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
                 leaders_after[final[0]] = leaders_after.get(final[0], 0) + 1
                 if final[0] in topic_leaders:
                     topic_leaders[final[0]] += 1
-            if tuple(final) == p.replicas:
+            if final == p.replicas:
                 continue
             tp = w.tp
-            targets[tp] = tuple(final)
+            targets[tp] = final
             new = [b for b in final if b not in p.replicas]
             moves += len(new)
             bytes_moved += len(new) * (p.size_bytes or 0)
@@ -391,6 +390,12 @@ def _partition_fates(p, cluster, explicit, eligible, offline_dirs, heal) -> Part
     if target is not None:
         members = frozenset(b for b in target if b in eligible)
         return PartitionFates(tp, tuple(target), members, frozenset(), len(members), 0, True)
+    replicas = p.replicas
+    if (not offline_dirs and not p.offline_replicas and not cluster.brokers_that_cannot_host(tp)
+            and all(b in eligible for b in replicas) and len(set(replicas)) == len(replicas)):
+        # The common case (every replica stays where it may): no per-replica fates to work out.
+        return PartitionFates(tp, replicas, frozenset(replicas), frozenset(), len(replicas),
+                              p.size_bytes or 0, False)
     fates, excluded = compute_replica_fates(p, cluster, eligible, offline_dirs, heal)
     replicas = tuple(b if fate != SLOT else None for b, fate in zip(p.replicas, fates))
     kept = frozenset(b for b, fate in zip(p.replicas, fates) if fate == KEPT)
@@ -468,6 +473,13 @@ def _rack_spread_ok(tree: RackTree, in_tree: list[int], final: list[int]) -> boo
     if len(set(final)) != len(final):
         return False
     return tree.fits(tuple(sorted(tree.broker_node[b] for b in in_tree)), len(in_tree))
+
+
+def _led_by(final: tuple[int, ...], leader: int | None) -> tuple[int, ...]:
+    """`final` with `leader` first, the others in their order."""
+    if leader is None or not final or final[0] == leader:
+        return tuple(final)
+    return (leader,) + tuple(b for b in final if b != leader)
 
 
 def _spread(counts: Mapping[int, int]) -> int:

@@ -10,13 +10,16 @@ tiny topics (dynamic programming over partitions, keyed by the count vector).
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 import random
 
 from hypothesis import given, settings, strategies as st
 
 from placement_checks import RACK_SHAPES, _spread_ok, random_spread_cluster, reaches_balance
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement.placer import Goal, compute_lower_bound, plan_placement
+from planning.placement.placer import Goal, compute_lower_bound, compute_planning_cluster, plan_placement
+from planning.placement.quotas import compute_balanced_ranges
+from planning.placement.racks import compute_rack_tree
 
 RACKS = st.one_of(
     st.none(),
@@ -52,6 +55,17 @@ def _fewest_moves_to_balance(cluster: Cluster, goal: Goal) -> int:
                 if cost < following.get(key, 1 << 30):
                     following[key] = cost
         states = following
+    # "Balanced" as the bound defines it: every broker within the floor/ceiling of its ideal share
+    # (most even by sum of squares differs in a few uneven-rack cases: a broker alone in its rack
+    # whose share is exactly 1 against plans that leave it empty).
+    planning = compute_planning_cluster(cluster, goal)
+    tree = compute_rack_tree(b for b in planning.brokers if b.eligible)
+    histogram = Counter(len(p.replicas) for p in cluster.topics[0].partitions)
+    ranges = compute_balanced_ranges(tree, histogram)
+    balanced = [moves for counts, moves in states.items()
+                if all(ranges[b.id][0] <= c <= ranges[b.id][1] for b, c in zip(scope, counts))]
+    if balanced:
+        return min(balanced)
     evenest = min(sum(c * c for c in counts) for counts in states)
     return min(moves for counts, moves in states.items() if sum(c * c for c in counts) == evenest)
 
