@@ -35,7 +35,7 @@ arcs (about 430k arcs for 1000 topics on 200 brokers).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Mapping, Sequence
@@ -67,10 +67,13 @@ class ClusterQuotas:
     quotas: only topics stage A could include (a topic with a partition needing more replicas
         than there are eligible brokers is left to the per-topic path, which reports it).
     moves_lower_bound: the optimum of the model over the included topics, forced moves included.
+    cluster_ranges: per tree broker the floor and ceiling of its share of the cluster (those
+        topics), the range a balanced plan keeps it in.
     """
 
     quotas: Mapping[str, TopicQuotas]
     moves_lower_bound: int
+    cluster_ranges: Mapping[int, tuple[int, int]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def compute_cluster_quotas(tree: RackTree, demands: Sequence[TopicDemand]) -> ClusterQuotas:
@@ -181,4 +184,5 @@ def compute_cluster_quotas(tree: RackTree, demands: Sequence[TopicDemand]) -> Cl
             node_quota.update(zip(range(1, node_count), node_flows[t].tolist()))
         quotas[demand.topic] = TopicQuotas(node_quota=node_quota,
                                            broker_quota=dict(zip(brokers, quota[t].tolist())))
-    return ClusterQuotas(MappingProxyType(quotas), total + solution.cost)
+    cluster_ranges = {b: (math.floor(share), math.ceil(share)) for b, share in zip(brokers, cluster_share)}
+    return ClusterQuotas(MappingProxyType(quotas), total + solution.cost, MappingProxyType(cluster_ranges))

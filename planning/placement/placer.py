@@ -81,6 +81,7 @@ broker 4 leads none, floor 1, so it takes the lead of one partition it now holds
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping, Sequence
@@ -89,7 +90,7 @@ from planning.placement.cluster_quotas import ClusterQuotas, TopicDemand, comput
 from planning.placement.leadership import LeaderChoice, compute_leaders
 from planning.model import Broker, Cluster, PartitionState, TopicPartition
 from planning.placement.quotas import TopicQuotas, compute_balanced_ranges
-from planning.placement.racks import RackTree, compute_rack_tree
+from planning.placement.racks import RackTree, compute_rack_tree, hang_key
 from planning.placement.topic_flow import count_topic_flow_arcs, plan_topic_exact
 from planning.placement.topic_replicas import PartitionFates, TopicReplicas, plan_topic_replicas
 from planning.validation import validate_targets
@@ -135,6 +136,19 @@ class PlacementPlan:
     max_topic_leader_spread: int = 0
     eligible_brokers: tuple[int, ...] = ()
     infeasible: Mapping[TopicPartition, str] = field(default_factory=lambda: MappingProxyType({}))
+    # How balanced the result is, measured against the shares (not raw spreads, which racks can
+    # force: benchmark (a) has a spread of 9 that no rack-spread plan can lower):
+    replica_moves_optimum: int | None = None  # set when the moves are proven fewest (== the bound)
+    replicas_outside_share: int = 0  # replicas beyond floor/ceil of the shares, per topic + cluster
+    leaders_outside_share: int = 0  # the same for preferred leaders
+    cluster_replica_spread: int = 0  # max - min replicas over eligible brokers
+    cluster_leader_spread: int = 0
+
+    @property
+    def gap_percent(self) -> float:
+        """How far the moves are above the lower bound, in % (0: proven optimal)."""
+        bound = self.replica_moves_lower_bound
+        return 100.0 * (self.replica_moves - bound) / bound if bound else 0.0
 
 
 def compute_planning_cluster(cluster: Cluster, goal: Goal) -> Cluster:
@@ -254,14 +268,35 @@ def _plan_lower_bound(tree, topic_work, rebalance: bool, cluster_quotas: Cluster
     bound of each topic stage A left out (with rebalance)."""
     bound = 0
     ranges_cache: dict = {}
+    explicit = forced = 0  # over the topics stage A counted
     for name, partitions, work in topic_work:
         if not rebalance or name not in cluster_quotas.quotas:
             bound += _work_lower_bound(tree, partitions, work, rebalance, ranges_cache)
-        else:
-            bound += sum(len(set(w.replicas) - set(p.replicas)) for p, w in zip(partitions, work) if w.fixed)
+            if not rebalance:
+                bound += sum(_fewest_rack_repairs(tree, w) for w in work if not w.fixed)
+            continue
+        for p, w in zip(partitions, work):
+            if w.fixed:
+                explicit += len(set(w.replicas) - set(p.replicas))
+            else:
+                forced += w.replication - len(w.kept) + _fewest_rack_repairs(tree, w)
     if rebalance:
-        bound += cluster_quotas.moves_lower_bound
+        # Stage A's optimum leaves rack repairs out; the replicas that must leave, repairs
+        # included, are a bound of their own (a cluster that starts rack-violating).
+        bound += explicit + max(cluster_quotas.moves_lower_bound, forced)
     return bound
+
+
+def _fewest_rack_repairs(tree: RackTree, w: PartitionFates) -> int:
+    """The fewest kept replicas of `w` to drop so that the rest can be completed rack-spread."""
+    if tree.is_flat or not w.kept or tree.fits(hang_key(tree, w.kept), w.replication):
+        return 0
+    kept = sorted(w.kept)
+    for drop in range(1, len(kept) + 1):
+        if any(tree.fits(hang_key(tree, rest), w.replication)
+               for rest in itertools.combinations(kept, len(kept) - drop)):
+            return drop
+    return len(kept)
 
 
 def _topic_lower_bound(tree, counts, forced: int, histogram, rebalance: bool, cache: dict) -> int:
@@ -307,6 +342,9 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     leaders_after = {b: 0 for b in leaders_before}
     moves = bytes_moved = leader_changes = 0
     replica_spread = leader_spread = 0
+    replicas_outside = leaders_outside = 0
+    ranges_cache: dict = {}
+    shown: list[tuple[str, list, str]] = []  # topics ending outside their shares, and why
     topic_work = [
         (topic.name, partitions,
          [_partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal) for p in partitions])
@@ -317,12 +355,15 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     bound = _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
     exact_arcs_left = PLAN_EXACT_ARCS
     placed_finals: list[tuple[tuple[int, ...], ...]] = []
+    missed: dict[str, str] = {}  # topic -> why its quotas were not met
     for name, partitions, work in topic_work:
         quotas = cluster_quotas.quotas.get(name)
         placed = _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal, eligible, infeasible, quotas)
         if goal.rebalance and quotas is not None and not any(w.tp in infeasible for w in work):
-            placed, exact_arcs_left = _exact_where_quotas_missed(
+            placed, exact_arcs_left, why_missed = _exact_where_quotas_missed(
                 tree, work, placed, quotas, cluster_load, exact_arcs_left)
+            if why_missed:
+                missed[name] = why_missed
         cluster_load = placed.cluster_load
         placed_finals.append(placed.finals)
 
@@ -358,7 +399,19 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         if topic_counts:
             replica_spread = max(replica_spread, _spread(topic_counts))
             leader_spread = max(leader_spread, _spread(topic_leaders))
+            outside = _outside_ranges(topic_counts, _topic_ranges(tree, work, ranges_cache))
+            replicas_outside += sum(excess for _, _, _, excess in outside)
+            leaders_outside += sum(_outside_even(topic_leaders, sum(topic_leaders.values())))
+            if outside and goal.rebalance:
+                shown.append((name, outside, missed.get(name, "")))
 
+    cluster_counts = {b: replicas_after.get(b, 0) for b in eligible}
+    cluster_outside = _outside_ranges(cluster_counts, cluster_quotas.cluster_ranges)
+    replicas_outside += sum(excess for _, _, _, excess in cluster_outside)
+    cluster_leads = {b: leaders_after.get(b, 0) for b in eligible}
+    leaders_outside += sum(_outside_even(cluster_leads, sum(cluster_leads.values())))
+    if goal.rebalance:
+        warnings.extend(_balance_warnings(tree, shown, cluster_outside, missed))
     violations = sum(
         1
         for tp, final in targets.items()
@@ -381,7 +434,70 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         max_topic_leader_spread=leader_spread,
         infeasible=MappingProxyType(infeasible),
         eligible_brokers=tuple(sorted(eligible)),
+        replica_moves_optimum=moves if moves == bound else None,
+        replicas_outside_share=replicas_outside,
+        leaders_outside_share=leaders_outside,
+        cluster_replica_spread=_spread(cluster_counts) if cluster_counts else 0,
+        cluster_leader_spread=_spread(cluster_leads) if cluster_leads else 0,
     )
+
+
+def _topic_ranges(tree: RackTree, work, cache: dict) -> Mapping[int, tuple[int, int]]:
+    histogram: dict[int, int] = {}
+    for w in work:
+        histogram[w.replication] = histogram.get(w.replication, 0) + 1
+    key = tuple(sorted(histogram.items()))
+    ranges = cache.get(key)
+    if ranges is None:
+        ranges = cache[key] = compute_balanced_ranges(tree, histogram) if tree.broker_node else {}
+    return ranges
+
+
+def _outside_ranges(counts: Mapping[int, int], ranges: Mapping[int, tuple[int, int]]) -> list:
+    """(broker, count, (floor, ceil), replicas beyond the range) for each broker outside it."""
+    result = []
+    for b, (low, high) in ranges.items():
+        count = counts.get(b, 0)
+        if count < low or count > high:
+            result.append((b, count, (low, high), low - count if count < low else count - high))
+    return result
+
+
+def _outside_even(counts: Mapping[int, int], total: int) -> list[int]:
+    """Per broker, how far its count is outside floor/ceil of total / n (leaders: no racks)."""
+    if not counts:
+        return []
+    low, high = total // len(counts), -(-total // len(counts))
+    return [max(0, low - c) + max(0, c - high) for c in counts.values()]
+
+
+_WARNED_TOPICS = 10
+
+
+def _balance_warnings(tree: RackTree, topics: list, cluster_outside: list, missed: Mapping[str, str]) -> list[str]:
+    """One line per topic (up to ten, then a count) and one for the cluster, naming each broker
+    outside its share, its rack, and why the plan could not do better."""
+
+    def brokers(outside) -> str:
+        return ", ".join(
+            f"{b}{' (' + tree.node_labels[tree.broker_node[b]] + ')' if tree.broker_node.get(b) else ''}: "
+            f"{count} of {low}-{high}"
+            for b, count, (low, high), _ in outside[:8]
+        ) + (f" and {len(outside) - 8} more" if len(outside) > 8 else "")
+
+    lines = []
+    for name, outside, why in topics[:_WARNED_TOPICS]:
+        lines.append(f"topic {name}: brokers end outside their share (replicas of floor-ceil): "
+                     f"{brokers(outside)}; {why or 'the greedy placement missed it'}")
+    if len(topics) > _WARNED_TOPICS:
+        lines.append(f"and {len(topics) - _WARNED_TOPICS} more topics end outside their shares")
+    if cluster_outside:
+        reasons = "; ".join(f"{name}: {why}" for name, why in sorted(missed.items())[:3])
+        more = f" and {len(missed) - 3} more" if len(missed) > 3 else ""
+        lines.append(f"the cluster: brokers end outside their share (replicas of floor-ceil): "
+                     f"{brokers(cluster_outside)}; topics that missed their quotas: "
+                     f"{reasons or 'none'}{more}")
+    return lines
 
 
 def _partition_fates(p, cluster, explicit, eligible, offline_dirs, heal) -> PartitionFates:
@@ -425,22 +541,34 @@ def _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal: Goal, e
 
 
 def _exact_where_quotas_missed(tree, work, placed: TopicReplicas, quotas: TopicQuotas,
-                               load_before: Mapping[int, int], arcs_left: int) -> tuple[TopicReplicas, int]:
+                               load_before: Mapping[int, int], arcs_left: int) -> tuple[TopicReplicas, int, str]:
     """The greedy's placement when it meets every broker's quota (then it is optimal: the moves
-    stage A counted), else the exact flow's (`plan_topic_exact`) within the arc budget."""
+    stage A counted), else the exact flow's (`plan_topic_exact`) within the arc budget; and why
+    the quotas stay missed ("" when they are met)."""
     counts: dict[int, int] = {}
     for final in placed.finals:
         for b in final:
             if b in tree.broker_node:
                 counts[b] = counts.get(b, 0) + 1
-    if all(counts.get(b, 0) == q for b, q in quotas.broker_quota.items()):
-        return placed, arcs_left
+    kept: dict[int, int] = {}
+    for w in work:
+        for b in w.kept:
+            kept[b] = kept.get(b, 0) + 1
+    fewest = sum(quotas.broker_quota.values()) - sum(min(q, kept.get(b, 0)) for b, q in quotas.broker_quota.items())
+    greedy_moves = _new_replicas(tree, work, placed.finals)
+    if greedy_moves == fewest and all(counts.get(b, 0) == q for b, q in quotas.broker_quota.items()):
+        return placed, arcs_left, ""  # certified: stage A's count for these quotas
     arcs = count_topic_flow_arcs(tree, work)
     if arcs > TOPIC_EXACT_ARCS or arcs > arcs_left:
-        return placed, arcs_left
+        return placed, arcs_left, (f"the exact placement of this topic ({arcs} arcs) is over its "
+                                   f"budget ({min(TOPIC_EXACT_ARCS, arcs_left)} arcs left)")
     finals = plan_topic_exact(tree, work, {b: (q, q) for b, q in quotas.broker_quota.items()})
     if finals is None:  # the quotas are out of the racks' reach for this topic: keep the greedy's
-        return placed, arcs_left - arcs
+        return placed, arcs_left - arcs, ("the rack rule, with the replicas that stay, leaves no "
+                                          "placement that meets every share")
+    if _new_replicas(tree, work, finals) >= greedy_moves and all(
+            counts.get(b, 0) == q for b, q in quotas.broker_quota.items()):
+        return placed, arcs_left - arcs, ""  # the greedy's was as good (rack repairs cost it)
     load = dict(load_before)
     for w, final in zip(work, finals):
         for b in w.kept:
@@ -448,7 +576,13 @@ def _exact_where_quotas_missed(tree, work, placed: TopicReplicas, quotas: TopicQ
         for b in final:
             if b in tree.broker_node:
                 load[b] = load.get(b, 0) + 1
-    return TopicReplicas(finals, MappingProxyType(load)), arcs_left - arcs
+    return TopicReplicas(finals, MappingProxyType(load)), arcs_left - arcs, ""
+
+
+def _new_replicas(tree: RackTree, work, finals) -> int:
+    """Replicas placed where they were not allowed to stay (the moves of one topic's plan)."""
+    return sum(sum(1 for b in final if b in tree.broker_node and b not in w.kept)
+               for w, final in zip(work, finals) if not w.fixed)
 
 
 def _work_lower_bound(tree, partitions, work, rebalance: bool, cache: dict) -> int:

@@ -92,19 +92,21 @@ def compute_summary(plan: PlacementPlan) -> dict:
         return {str(b): counts[b] for b in sorted(counts)}
 
     eligible = plan.eligible_brokers
-    after = [plan.replicas_after.get(b, 0) for b in eligible]
-    leaders = [plan.leaders_after.get(b, 0) for b in eligible]
     return {
         "partitions_changed": len(plan.targets),
         "replica_moves": plan.replica_moves,
         "replica_moves_lower_bound": plan.replica_moves_lower_bound,
+        "replica_moves_optimum": plan.replica_moves_optimum,
+        "gap_percent": round(plan.gap_percent, 2),
+        "replicas_outside_share": plan.replicas_outside_share,
+        "leaders_outside_share": plan.leaders_outside_share,
         "bytes_moved": plan.bytes_moved,
         "leader_changes": plan.leader_changes,
         "rack_violations": plan.rack_violations,
         "max_topic_replica_spread": plan.max_topic_replica_spread,
         "max_topic_leader_spread": plan.max_topic_leader_spread,
-        "cluster_replica_spread": (max(after) - min(after)) if after else 0,
-        "cluster_leader_spread": (max(leaders) - min(leaders)) if leaders else 0,
+        "cluster_replica_spread": plan.cluster_replica_spread,
+        "cluster_leader_spread": plan.cluster_leader_spread,
         "replicas_before": by_broker(plan.replicas_before),
         "replicas_after": by_broker(plan.replicas_after),
         "leaders_before": by_broker(plan.leaders_before),
@@ -127,19 +129,19 @@ def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
             str(plan.leaders_after.get(b, 0)),
         )
     console.print(table)
-    ratio = (
-        f"{plan.replica_moves / plan.replica_moves_lower_bound:.3f}x"
-        if plan.replica_moves_lower_bound
-        else "-"
-    )
+    proof = ("proven fewest" if plan.replica_moves_optimum is not None
+             else f"lower bound {plan.replica_moves_lower_bound}, gap {plan.gap_percent:.1f} %")
     console.print(
         f"partitions changed: {summary['partitions_changed']}  "
-        f"replica moves: {plan.replica_moves} (lower bound {plan.replica_moves_lower_bound}, {ratio})  "
+        f"replica moves: {plan.replica_moves} ({proof})  "
         f"bytes moved: {plan.bytes_moved}  leader changes: {plan.leader_changes}"
     )
     console.print(
-        f"max per-topic spread: replicas {plan.max_topic_replica_spread}, "
-        f"leaders {plan.max_topic_leader_spread}; rack violations: {plan.rack_violations}"
+        f"spread (max - min) per topic: replicas {plan.max_topic_replica_spread}, "
+        f"leaders {plan.max_topic_leader_spread}; over the cluster: replicas "
+        f"{plan.cluster_replica_spread}, leaders {plan.cluster_leader_spread}; beyond the shares "
+        f"the racks allow: {plan.replicas_outside_share} replicas, {plan.leaders_outside_share} "
+        f"leaders; rack violations: {plan.rack_violations}"
     )
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")

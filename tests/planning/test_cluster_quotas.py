@@ -161,3 +161,50 @@ def test_a_planned_cluster_needs_no_further_moves(case):
     )
     again = plan_placement(applied, Goal())
     assert again.replica_moves == 0
+
+
+# --- the honest summary (issue 15 item 4) ------------------------------------------------------
+
+
+def _dc3x4(broker_count: int, replicas: list[tuple[int, ...]]) -> Cluster:
+    shape = RACK_SHAPES["dc3x4"]
+    return Cluster(
+        tuple(Broker(i, rack=shape(i)) for i in range(broker_count)),
+        (Topic("t", tuple(PartitionState("t", p, r) for p, r in enumerate(replicas))),),
+    )
+
+
+def test_the_bound_counts_the_rack_repairs_a_violating_cluster_needs():
+    """Two partitions sit twice in dc0: each must lose a replica. The bound said 0 (the optimum is 3)."""
+    cluster = _dc3x4(4, [(2, 1), (0, 3), (0, 2), (3, 0), (1, 2)])
+    plan = plan_placement(cluster, Goal())
+    assert 2 <= plan.replica_moves_lower_bound <= 3 <= plan.replica_moves
+    assert plan.rack_violations == 0 and plan.replicas_outside_share == 0
+    if plan.replica_moves > plan.replica_moves_lower_bound:
+        assert plan.replica_moves_optimum is None and plan.gap_percent > 0
+
+
+def test_a_plan_never_reports_fewer_moves_than_its_bound_when_balanced():
+    """RF 5 over 3 DCs: the plan made 0 moves under its own bound of 1, spread 2, no warning."""
+    plan = plan_placement(_dc3x4(7, [(0, 6, 2, 5, 1), (2, 3, 5, 1, 4), (0, 2, 6, 1, 4)]), Goal())
+    assert plan.replicas_outside_share == 0 and plan.max_topic_replica_spread <= 1
+    assert plan.replica_moves >= plan.replica_moves_lower_bound
+    assert plan.replica_moves == 2  # the exact balanced optimum
+
+
+def test_a_broker_left_outside_its_share_is_named_with_the_reason(monkeypatch):
+    """With the exact placement's budget at 0, a topic the greedy cannot balance is reported."""
+    import planning.placement.placer as placer
+
+    monkeypatch.setattr(placer, "TOPIC_EXACT_ARCS", 0)
+    rnd = random.Random(3)
+    from placement_checks import random_spread_cluster
+
+    cluster = random_spread_cluster(rnd, [Broker(i) for i in range(3)], 2, 30, 2)
+    plan = plan_placement(cluster, Goal())
+    assert plan.replicas_outside_share > 0 and plan.replica_moves_optimum is None
+    assert any("outside their share" in w and "over its budget" in w for w in plan.warnings)
+    assert any(w.startswith("the cluster: brokers end outside their share") for w in plan.warnings)
+    monkeypatch.undo()
+    exact = plan_placement(cluster, Goal())
+    assert exact.replicas_outside_share == 0 and not exact.warnings

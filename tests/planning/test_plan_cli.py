@@ -50,6 +50,11 @@ def test_plan_writes_reassignment_and_summary(app, tmp_path):
         assert key in facts
     assert facts["rack_violations"] == 0
     assert facts["replicas_after"]["1"] == 0
+    # The honest summary: proven fewest (or the gap), and balance measured against the shares.
+    assert facts["replica_moves_optimum"] in (None, facts["replica_moves"])
+    assert facts["gap_percent"] == (0 if facts["replica_moves_optimum"] is not None else facts["gap_percent"])
+    assert facts["replicas_outside_share"] == 0 and facts["leaders_outside_share"] == 0
+    assert facts["cluster_leader_spread"] <= 1
     targets = reassignment_from_json(json.loads(out.read_text()), "plan.json")
     assert len(targets) == facts["partitions_changed"] > 0
     cluster = cluster_from_json(data, "snap")
