@@ -55,6 +55,10 @@ ALGORITHM (topics in name order; partitions in id order; everything deterministi
 7. Leaders, once for the cluster (`planning.placement.leadership`): one min-cost flow evens
    leadership per topic and over the cluster, then changes the fewest leaders; by reordering.
 
+THE JOINT MODEL: a cluster within `JOINT_EXACT_ARCS` skips steps 1-6: one exact flow over every
+topic (`planning.placement.topic_flow.plan_topics_exact`) places all replicas balanced per topic
+and over the cluster with the fewest moves, and its moves are the bound (the proven optimum).
+
 THE BOUND (`compute_lower_bound`, reported as `replica_moves_lower_bound`): stage A's optimum,
 the fewest moves that reach the balance the racks allow per topic and over the cluster — every
 broker between the floor and the ceiling of its ideal shares
@@ -91,7 +95,7 @@ from planning.placement.leadership import LeaderChoice, compute_leaders
 from planning.model import Broker, Cluster, PartitionState, TopicPartition
 from planning.placement.quotas import TopicQuotas, compute_balanced_ranges
 from planning.placement.racks import RackTree, compute_rack_tree, hang_key
-from planning.placement.topic_flow import count_topic_flow_arcs, plan_topic_exact
+from planning.placement.topic_flow import count_topic_flow_arcs, plan_topic_exact, plan_topics_exact
 from planning.placement.topic_replicas import PartitionFates, TopicReplicas, plan_topic_replicas
 from planning.validation import validate_targets
 from reassigner.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
@@ -101,6 +105,9 @@ _EMPTY: Mapping = MappingProxyType({})
 # arcs (never in time: planning stays deterministic). A 300-partition topic on 200 brokers is 63k.
 TOPIC_EXACT_ARCS = 2_000_000
 PLAN_EXACT_ARCS = 8_000_000
+# Clusters up to this many arcs are placed by one exact flow over every topic (the proven optimum;
+# 200 partitions on 7 brokers is 2k arcs, 30k on 33 brokers 1.1M: those take the per-topic path).
+JOINT_EXACT_ARCS = 200_000
 
 
 @dataclass(frozen=True)
@@ -244,6 +251,9 @@ def compute_lower_bound(cluster: Cluster, goal: Goal) -> int:
         for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
     ]
     cluster_quotas = compute_cluster_quotas(tree, [_demand(name, work) for name, _, work in topic_work])
+    joint = _plan_cluster_exact(tree, topic_work, cluster_quotas, {}) if goal.rebalance else None
+    if joint is not None:  # the exact optimum is the tightest bound
+        return _joint_moves(tree, topic_work, joint)
     return _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
 
 
@@ -356,7 +366,11 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     exact_arcs_left = PLAN_EXACT_ARCS
     placed_finals: list[tuple[tuple[int, ...], ...]] = []
     missed: dict[str, str] = {}  # topic -> why its quotas were not met
-    for name, partitions, work in topic_work:
+    joint = _plan_cluster_exact(tree, topic_work, cluster_quotas, ranges_cache) if goal.rebalance else None
+    if joint is not None:
+        placed_finals = list(joint)
+        bound = _joint_moves(tree, topic_work, joint)
+    for name, partitions, work in ([] if joint is not None else topic_work):
         quotas = cluster_quotas.quotas.get(name)
         placed = _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal, eligible, infeasible, quotas)
         if goal.rebalance and quotas is not None and not any(w.tp in infeasible for w in work):
@@ -577,6 +591,31 @@ def _exact_where_quotas_missed(tree, work, placed: TopicReplicas, quotas: TopicQ
             if b in tree.broker_node:
                 load[b] = load.get(b, 0) + 1
     return TopicReplicas(finals, MappingProxyType(load)), arcs_left - arcs, ""
+
+
+def _plan_cluster_exact(tree: RackTree, topic_work, cluster_quotas: ClusterQuotas, ranges_cache: dict):
+    """The joint model: every topic in one exact flow, balanced per topic and over the cluster
+    with the fewest moves (`plan_topics_exact`), when the cluster fits `JOINT_EXACT_ARCS`; None
+    when it does not fit or no balanced rack-spread plan exists (the per-topic path then plans
+    it, and reports what it could not balance)."""
+    if not tree.broker_node or any(name not in cluster_quotas.quotas for name, _, _ in topic_work):
+        return None
+    arcs = sum(count_topic_flow_arcs(tree, work) for _, _, work in topic_work)
+    if not topic_work or arcs > JOINT_EXACT_ARCS:
+        return None
+    return plan_topics_exact(
+        tree,
+        [work for _, _, work in topic_work],
+        [_topic_ranges(tree, work, ranges_cache) for _, _, work in topic_work],
+        cluster_quotas.cluster_ranges,
+    )
+
+
+def _joint_moves(tree: RackTree, topic_work, joint) -> int:
+    """The moves of the joint model's plan: explicit targets' new replicas plus the rest."""
+    explicit = sum(len(set(w.replicas) - set(p.replicas))
+                   for _, partitions, work in topic_work for p, w in zip(partitions, work) if w.fixed)
+    return explicit + sum(_new_replicas(tree, work, finals) for (_, _, work), finals in zip(topic_work, joint))
 
 
 def _new_replicas(tree: RackTree, work, finals) -> int:

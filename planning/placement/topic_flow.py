@@ -17,8 +17,11 @@ domains form a laminar family and the brokers another, so the optimum is integra
 moves of any rack-spread plan meeting the intervals, proven. Explicit (fixed) partitions are kept
 as they are and count against the intervals.
 
-The placer runs it only on a topic whose greedy placement missed its quotas
-(`planning.placement.placer`), within an arc budget. Pure: values in, a fresh value out.
+The placer runs it on a topic whose greedy placement missed its quotas, and on the whole
+cluster at once (every topic, per-topic and cluster bounds: a pair vertex (topic, broker) sits
+between the partitions and the broker, so the families stay laminar) when the cluster is small
+enough (`planning.placement.placer`), always within an arc budget. Pure: values in, a fresh
+value out.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ SIZE_BUCKETS = 32
 def count_topic_flow_arcs(tree: RackTree, partitions: Sequence[PartitionFates]) -> int:
     """The arcs `plan_topic_exact` would build: what its budget is counted in."""
     per_partition = len(tree.node_labels) + len(tree.broker_node)
-    return sum(per_partition for p in partitions if not p.fixed and p.replication) + len(tree.broker_node)
+    return sum(per_partition for p in partitions if not p.fixed and p.replication) + 2 * len(tree.broker_node)
 
 
 def plan_topic_exact(
@@ -46,42 +49,74 @@ def plan_topic_exact(
     broker_bounds: Mapping[int, tuple[int, int]],
 ) -> tuple[tuple[int, ...], ...] | None:
     """The final replica list per partition (input order), or None when no plan meets the bounds."""
+    result = plan_topics_exact(tree, [partitions], [broker_bounds], None)
+    return None if result is None else result[0]
+
+
+def plan_topics_exact(
+    tree: RackTree,
+    topics: Sequence[Sequence[PartitionFates]],
+    topic_bounds: Sequence[Mapping[int, tuple[int, int]]],
+    cluster_bounds: Mapping[int, tuple[int, int]] | None,
+) -> tuple[tuple[tuple[int, ...], ...], ...] | None:
+    """Several topics at once: per topic and broker `topic_bounds`, and over all of them per
+    broker `cluster_bounds` (None: no cluster rule). The finals per topic per partition, or None
+    when no plan meets every bound. With every topic of the cluster and the floor/ceil of the
+    shares as bounds, this is the exact optimum of the whole placement (the placer's joint
+    model on clusters within its budget)."""
     brokers = sorted(tree.broker_node)
     column = {b: j for j, b in enumerate(brokers)}
+    width = len(brokers)
     node_count = len(tree.node_labels)
-    low = np.array([broker_bounds.get(b, (0, 0))[0] for b in brokers], dtype=np.int64)
-    high = np.array([broker_bounds.get(b, (0, 0))[1] for b in brokers], dtype=np.int64)
-    open_partitions = []
-    for index, p in enumerate(partitions):
-        if p.fixed:
-            for b in p.replicas:
-                if b in column:
-                    low[column[b]] -= 1
-                    high[column[b]] -= 1
-        elif p.replication:
-            open_partitions.append(index)
-    if (high < 0).any():
+    pair_low = np.array([[bounds.get(b, (0, 0))[0] for b in brokers] for bounds in topic_bounds],
+                        dtype=np.int64).reshape(len(topics), width)
+    pair_high = np.array([[bounds.get(b, (0, 0))[1] for b in brokers] for bounds in topic_bounds],
+                         dtype=np.int64).reshape(len(topics), width)
+    if cluster_bounds is None:
+        broker_low = np.zeros(width, dtype=np.int64)
+        broker_high = np.full(width, np.iinfo(np.int32).max, dtype=np.int64)
+    else:
+        broker_low = np.array([cluster_bounds.get(b, (0, 0))[0] for b in brokers], dtype=np.int64)
+        broker_high = np.array([cluster_bounds.get(b, (0, 0))[1] for b in brokers], dtype=np.int64)
+    open_partitions: list[tuple[int, int]] = []
+    for t, partitions in enumerate(topics):
+        for index, p in enumerate(partitions):
+            if p.fixed:
+                for b in p.replicas:
+                    j = column.get(b)
+                    if j is not None:
+                        pair_low[t, j] -= 1
+                        pair_high[t, j] -= 1
+                        broker_low[j] -= 1
+                        broker_high[j] -= 1
+            elif p.replication:
+                open_partitions.append((t, index))
+    if (pair_high < 0).any() or (broker_high < 0).any():
         return None
-    low = np.maximum(low, 0)
+    pair_low, broker_low = np.maximum(pair_low, 0), np.maximum(broker_low, 0)
     if not open_partitions:
-        return tuple(tuple(p.replicas) for p in partitions) if not low.any() else None
+        if pair_low.any() or broker_low.any():
+            return None
+        return tuple(tuple(tuple(p.replicas) for p in partitions) for partitions in topics)
 
-    sizes = sorted(partitions[i].size for i in open_partitions)
+    sizes = sorted(topics[t][i].size for t, i in open_partitions)
     rank = {size: position for position, size in reversed(list(enumerate(sizes)))}
-    replicas_total = sum(partitions[i].replication for i in open_partitions)
+    replicas_total = sum(topics[t][i].replication for t, i in open_partitions)
     scale = 2 * SIZE_BUCKETS * (replicas_total + 1)
     hang = np.array([tree.broker_node[b] for b in brokers], dtype=np.int64)
 
     builder = FlowBuilder()
     source = builder.add_node(replicas_total)
     sink = builder.add_node(-replicas_total)
-    broker_vertex = builder.add_nodes(len(brokers)) + np.arange(len(brokers))
-    builder.add_arcs(broker_vertex, np.full(len(brokers), sink), low, high, 0)
+    broker_vertex = builder.add_nodes(width) + np.arange(width)
+    builder.add_arcs(broker_vertex, sink, broker_low, broker_high, 0)
+    pair_vertex = builder.add_nodes(len(topics) * width) + np.arange(len(topics) * width).reshape(len(topics), width)
+    builder.add_arcs(pair_vertex.ravel(), np.tile(broker_vertex, len(topics)), pair_low.ravel(), pair_high.ravel(), 0)
     parents = np.array(tree.node_parent[1:], dtype=np.int64)
     children = np.arange(1, node_count)
     broker_arc_blocks = []
-    for index in open_partitions:
-        p = partitions[index]
+    for t, index in open_partitions:
+        p = topics[t][index]
         node_box, broker_box = compute_partition_boxes(tree, p.replication)
         base = builder.add_nodes(node_count)
         builder.add_arc(source, base + ROOT, p.replication, p.replication)
@@ -95,22 +130,22 @@ def plan_topic_exact(
         if (box_low > allowed).any():
             return None  # a broker the rule needs in this partition may not host it
         box_high = np.minimum(box_high, allowed)
-        costs = np.full(len(brokers), scale + 2 * (rank[p.size] * SIZE_BUCKETS // len(sizes)), dtype=np.int64)
+        costs = np.full(width, scale + 2 * (rank[p.size] * SIZE_BUCKETS // len(sizes)), dtype=np.int64)
         leader = p.replicas[0] if p.replicas else None
         for b in p.kept:
             costs[column[b]] = -1 if b == leader else 0
-        first = builder.add_arcs(base + hang, broker_vertex, box_low, box_high, costs)
-        broker_arc_blocks.append((index, first))
+        first = builder.add_arcs(base + hang, pair_vertex[t], box_low, box_high, costs)
+        broker_arc_blocks.append((t, index, first))
 
     solution = solve_min_cost_flow(builder.problem())
     if not solution.feasible:
         return None
     flows = solution.flows
-    finals = [tuple(p.replicas) for p in partitions]
-    for index, first in broker_arc_blocks:
-        p = partitions[index]
-        chosen = {brokers[j] for j in np.flatnonzero(flows[first:first + len(brokers)])}
+    finals = [[tuple(p.replicas) for p in partitions] for partitions in topics]
+    for t, index, first in broker_arc_blocks:
+        p = topics[t][index]
+        chosen = {brokers[j] for j in np.flatnonzero(flows[first:first + width])}
         final = [None if b is None or (b in p.kept and b not in chosen) else b for b in p.replicas]
         arriving = iter(sorted(chosen - set(final)))
-        finals[index] = tuple(b if b is not None else next(arriving) for b in final)
-    return tuple(finals)
+        finals[t][index] = tuple(b if b is not None else next(arriving) for b in final)
+    return tuple(tuple(f) for f in finals)

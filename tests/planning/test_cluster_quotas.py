@@ -174,9 +174,14 @@ def _dc3x4(broker_count: int, replicas: list[tuple[int, ...]]) -> Cluster:
     )
 
 
-def test_the_bound_counts_the_rack_repairs_a_violating_cluster_needs():
-    """Two partitions sit twice in dc0: each must lose a replica. The bound said 0 (the optimum is 3)."""
+def test_the_bound_counts_the_rack_repairs_a_violating_cluster_needs(monkeypatch):
+    """Two partitions sit twice in dc0: each must lose a replica. The bound said 0; the optimum is 3."""
+    import planning.placement.placer as placer
+
     cluster = _dc3x4(4, [(2, 1), (0, 3), (0, 2), (3, 0), (1, 2)])
+    plan = plan_placement(cluster, Goal())  # small: the joint model, the proven optimum
+    assert plan.replica_moves == plan.replica_moves_lower_bound == plan.replica_moves_optimum == 3
+    monkeypatch.setattr(placer, "JOINT_EXACT_ARCS", 0)  # the per-topic path, as on big clusters
     plan = plan_placement(cluster, Goal())
     assert 2 <= plan.replica_moves_lower_bound <= 3 <= plan.replica_moves
     assert plan.rack_violations == 0 and plan.replicas_outside_share == 0
@@ -193,10 +198,11 @@ def test_a_plan_never_reports_fewer_moves_than_its_bound_when_balanced():
 
 
 def test_a_broker_left_outside_its_share_is_named_with_the_reason(monkeypatch):
-    """With the exact placement's budget at 0, a topic the greedy cannot balance is reported."""
+    """With the exact placements' budgets at 0, a topic the greedy cannot balance is reported."""
     import planning.placement.placer as placer
 
     monkeypatch.setattr(placer, "TOPIC_EXACT_ARCS", 0)
+    monkeypatch.setattr(placer, "JOINT_EXACT_ARCS", 0)
     rnd = random.Random(3)
     from placement_checks import random_spread_cluster
 
