@@ -8,6 +8,9 @@ Scenarios (clusters start rack-spread and count-balanced, sizes are random but s
   (c) 200 brokers in 3 DCs x 4 racks (`/dcN/rM`) / 300,000 partitions RF 3, add 10, kill 1
   (d) 60 brokers / 3 racks / 20,000 topics of 1-3 partitions RF 3, add 6 (small topics: the
       case where per-topic quotas left new brokers empty)
+  (e1-e4) seeded random clusters of 24-40 brokers on uneven `/dc/rack/host` racks that start
+      rack-violating (replicas drawn at random), RF 2-4, add 2, kill 1
+  (f) 1M replicas: 300 brokers / 3 DCs x 5 racks / 333,334 partitions RF 3, add 10, kill 1
 
 For each: planning time (wall and CPU), max RSS of the process so far, peak traced memory (tracemalloc, a separate run so that tracing does
 not slow the timed one), moves vs the lower bound, per-topic replica and leader spread, rack
@@ -166,6 +169,7 @@ def run(name: str, cluster: Cluster, goal: Goal) -> dict:
         "peak_mib": peak / 2**20,
         "moves": plan.replica_moves,
         "bound": plan.replica_moves_lower_bound,
+        "optimum": plan.replica_moves_optimum,
         "bytes_gib": plan.bytes_moved / 2**30,
         "leader_changes": plan.leader_changes,
         "topic_spread_max": worst_replicas,
@@ -179,7 +183,9 @@ def run(name: str, cluster: Cluster, goal: Goal) -> dict:
     print(
         f"{name}: {seconds:.2f} s ({cpu_seconds:.2f} s CPU), peak {row['peak_mib']:.0f} MiB traced, "
         f"max RSS {rss_mib:.0f} MiB, moves {plan.replica_moves} "
-        f"vs bound {plan.replica_moves_lower_bound} ({plan.replica_moves / max(1, plan.replica_moves_lower_bound):.3f}x), "
+        f"vs bound {plan.replica_moves_lower_bound} (gap {plan.gap_percent:.2f} %"
+        f"{', proven optimum' if plan.replica_moves_optimum is not None else ''}), "
+        f"outside shares {plan.replicas_outside_share} replicas / {plan.leaders_outside_share} leaders, "
         f"{row['bytes_gib']:.1f} GiB, leader changes {plan.leader_changes}, per-topic spread max "
         f"{worst_replicas} (mean {mean_spread:.2f}), leader spread max {worst_leaders}, rack violations "
         f"{plan.rack_violations}/{row['rack_violations_independent']}, cluster replica spread "
@@ -233,9 +239,50 @@ def scenario_d() -> tuple[Cluster, Goal]:
     return Cluster(tuple(brokers), tuple(topics)), Goal(add_brokers=added)
 
 
+def scenario_e(seed: int) -> tuple[Cluster, Goal]:
+    """A seeded random cluster that starts rack-violating, on uneven multi-level racks
+    (`/dc/rack/host`, some brokers one level short), RF 2-4: add 2 brokers, kill 1."""
+    rnd = random.Random(100 + seed)
+    count = rnd.randint(24, 40)
+
+    def rack(i: int) -> str:
+        dc = i % 3 if i % 7 else 0  # dc0 gets more brokers
+        path = f"/dc{dc}/r{(i // 3) % (2 + dc)}"
+        return path if i % 5 == 4 else f"{path}/h{i % 2}"
+
+    brokers = [Broker(i, rack=rack(i)) for i in range(count)]
+    killed = rnd.randrange(count)
+    brokers = [Broker(b.id, b.rack, alive=b.id != killed) for b in brokers]
+    topics = []
+    for t in range(40):
+        rf = rnd.randint(2, 4)
+        name = f"e{seed}-{t:02d}"
+        parts = tuple(
+            PartitionState(name, p, tuple(rnd.sample(range(count), rf)), size_bytes=rnd.randrange(1, 2**30))
+            for p in range(rnd.randint(1, 50))
+        )
+        topics.append(Topic(name, parts))
+    added = tuple(Broker(count + i, rack=rack(count + i)) for i in range(2))
+    return Cluster(tuple(brokers), tuple(topics)), Goal(add_brokers=added)
+
+
+def scenario_f() -> tuple[Cluster, Goal]:
+    """1M replicas: 300 brokers in 3 DCs x 5 racks, 333,334 partitions RF 3, add 10, kill 1."""
+
+    def rack(i: int) -> str:
+        return f"/dc{i % 3}/r{(i // 3) % 5}"
+
+    brokers = [Broker(i, rack=rack(i)) for i in range(300)]
+    cluster = build_cluster(brokers, 333_334, 1000, seed=6)
+    brokers = [Broker(b.id, b.rack, alive=b.id != 42) for b in brokers]
+    added = tuple(Broker(300 + i, rack=rack(300 + i)) for i in range(10))
+    return Cluster(tuple(brokers), cluster.topics), Goal(add_brokers=added)
+
+
 if __name__ == "__main__":
-    chosen = sys.argv[1:] or ["a", "b", "c", "d"]
-    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
+    chosen = sys.argv[1:] or ["a", "b", "c", "d", "e1", "e2", "e3", "e4", "f"]
+    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d, "f": scenario_f,
+                 **{f"e{i}": (lambda i=i: scenario_e(i)) for i in range(1, 5)}}
     for key in chosen:
         cluster, goal = scenarios[key]()
         run(f"({key})", cluster, goal)

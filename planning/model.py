@@ -150,6 +150,11 @@ class Cluster:
                 index.setdefault(tp, set()).add(b.id)
         return {tp: frozenset(ids) for tp, ids in index.items()}
 
+    @cached_property
+    def any_cannot_host(self) -> bool:
+        """Whether any broker has a partition it must not get back (most clusters: none)."""
+        return bool(self._cannot_host_index)
+
     def brokers_that_cannot_host(self, tp: TopicPartition) -> frozenset[int]:
         """Brokers that must not get a new replica of `tp` (see `Broker.cannot_host`)."""
         return self._cannot_host_index.get(tp, frozenset())

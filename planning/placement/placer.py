@@ -86,6 +86,7 @@ broker 4 leads none, floor 1, so it takes the lead of one partition it now holds
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping, Sequence
@@ -273,9 +274,13 @@ def _demand(topic: str, work: Sequence[PartitionFates]) -> TopicDemand:
     return TopicDemand(topic, histogram, current)
 
 
-def _plan_lower_bound(tree, topic_work, rebalance: bool, cluster_quotas: ClusterQuotas) -> int:
+def _plan_lower_bound(tree, topic_work, rebalance: bool, cluster_quotas: ClusterQuotas,
+                      with_repairs: bool = True) -> int:
     """Explicit moves + forced moves (without rebalance) or stage A's optimum plus the per-topic
-    bound of each topic stage A left out (with rebalance)."""
+    bound of each topic stage A left out (with rebalance); rack repairs counted unless
+    `with_repairs` is False (they can only raise the bound above a plan's moves when the plan
+    needed more moves than stage A's optimum: the placer asks for them only then)."""
+    repairs = _fewest_rack_repairs if with_repairs else (lambda tree, w: 0)
     bound = 0
     ranges_cache: dict = {}
     explicit = forced = 0  # over the topics stage A counted
@@ -283,13 +288,13 @@ def _plan_lower_bound(tree, topic_work, rebalance: bool, cluster_quotas: Cluster
         if not rebalance or name not in cluster_quotas.quotas:
             bound += _work_lower_bound(tree, partitions, work, rebalance, ranges_cache)
             if not rebalance:
-                bound += sum(_fewest_rack_repairs(tree, w) for w in work if not w.fixed)
+                bound += sum(repairs(tree, w) for w in work if not w.fixed)
             continue
         for p, w in zip(partitions, work):
             if w.fixed:
                 explicit += len(set(w.replicas) - set(p.replicas))
             else:
-                forced += w.replication - len(w.kept) + _fewest_rack_repairs(tree, w)
+                forced += w.replication - len(w.kept) + repairs(tree, w)
     if rebalance:
         # Stage A's optimum leaves rack repairs out; the replicas that must leave, repairs
         # included, are a bound of their own (a cluster that starts rack-violating).
@@ -362,7 +367,7 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
     ]
     cluster_quotas = compute_cluster_quotas(tree, [_demand(name, work) for name, _, work in topic_work])
-    bound = _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
+    bound = _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas, with_repairs=False)
     exact_arcs_left = PLAN_EXACT_ARCS
     placed_finals: list[tuple[tuple[int, ...], ...]] = []
     missed: dict[str, str] = {}  # topic -> why its quotas were not met
@@ -388,18 +393,17 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     ]
     leaders = iter(compute_leaders(choices, eligible, goal.rebalance))
     for (name, partitions, work), finals in zip(topic_work, placed_finals):
-        topic_counts = {b: 0 for b in eligible}
-        topic_leaders = {b: 0 for b in eligible}
-        for p, w, placed_final in zip(partitions, work, finals):
-            final = _led_by(placed_final, next(leaders))
-            for b in final:
-                replicas_after[b] = replicas_after.get(b, 0) + 1
-                if b in topic_counts:
-                    topic_counts[b] += 1
-            if final:
-                leaders_after[final[0]] = leaders_after.get(final[0], 0) + 1
-                if final[0] in topic_leaders:
-                    topic_leaders[final[0]] += 1
+        led = [final if not final or final[0] == leader else _led_by(final, leader)
+               for final, leader in zip(finals, itertools.islice(leaders, len(finals)))]
+        replica_counter = Counter(itertools.chain.from_iterable(led))
+        leader_counter = Counter(final[0] for final in led if final)
+        for b, count in replica_counter.items():
+            replicas_after[b] = replicas_after.get(b, 0) + count
+        for b, count in leader_counter.items():
+            leaders_after[b] = leaders_after.get(b, 0) + count
+        topic_counts = {b: replica_counter.get(b, 0) for b in eligible}
+        topic_leaders = {b: leader_counter.get(b, 0) for b in eligible}
+        for p, w, final in zip(partitions, work, led):
             if final == p.replicas:
                 continue
             tp = w.tp
@@ -426,6 +430,8 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     leaders_outside += sum(_outside_even(cluster_leads, sum(cluster_leads.values())))
     if goal.rebalance:
         warnings.extend(_balance_warnings(tree, shown, cluster_outside, missed))
+    if moves > bound and joint is None:  # only then can rack repairs raise the bound
+        bound = _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
     violations = sum(
         1
         for tp, final in targets.items()
@@ -521,8 +527,9 @@ def _partition_fates(p, cluster, explicit, eligible, offline_dirs, heal) -> Part
         members = frozenset(b for b in target if b in eligible)
         return PartitionFates(tp, tuple(target), members, frozenset(), len(members), 0, True)
     replicas = p.replicas
-    if (not offline_dirs and not p.offline_replicas and not cluster.brokers_that_cannot_host(tp)
-            and all(b in eligible for b in replicas) and len(set(replicas)) == len(replicas)):
+    if (not offline_dirs and not p.offline_replicas
+            and (not cluster.any_cannot_host or not cluster.brokers_that_cannot_host(tp))
+            and eligible.issuperset(replicas) and len(set(replicas)) == len(replicas)):
         # The common case (every replica stays where it may): no per-replica fates to work out.
         return PartitionFates(tp, replicas, frozenset(replicas), frozenset(), len(replicas),
                               p.size_bytes or 0, False)
@@ -559,15 +566,8 @@ def _exact_where_quotas_missed(tree, work, placed: TopicReplicas, quotas: TopicQ
     """The greedy's placement when it meets every broker's quota (then it is optimal: the moves
     stage A counted), else the exact flow's (`plan_topic_exact`) within the arc budget; and why
     the quotas stay missed ("" when they are met)."""
-    counts: dict[int, int] = {}
-    for final in placed.finals:
-        for b in final:
-            if b in tree.broker_node:
-                counts[b] = counts.get(b, 0) + 1
-    kept: dict[int, int] = {}
-    for w in work:
-        for b in w.kept:
-            kept[b] = kept.get(b, 0) + 1
+    counts = Counter(b for b in itertools.chain.from_iterable(placed.finals) if b in tree.broker_node)
+    kept = Counter(itertools.chain.from_iterable(w.kept for w in work))
     fewest = sum(quotas.broker_quota.values()) - sum(min(q, kept.get(b, 0)) for b, q in quotas.broker_quota.items())
     greedy_moves = _new_replicas(tree, work, placed.finals)
     if greedy_moves == fewest and all(counts.get(b, 0) == q for b, q in quotas.broker_quota.items()):
@@ -620,7 +620,7 @@ def _joint_moves(tree: RackTree, topic_work, joint) -> int:
 
 def _new_replicas(tree: RackTree, work, finals) -> int:
     """Replicas placed where they were not allowed to stay (the moves of one topic's plan)."""
-    return sum(sum(1 for b in final if b in tree.broker_node and b not in w.kept)
+    return sum(len(tree.broker_node.keys() & final) - len(w.kept & set(final))
                for w, final in zip(work, finals) if not w.fixed)
 
 

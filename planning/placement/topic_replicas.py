@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from planning.model import TopicPartition
 from planning.placement.quotas import TopicQuotas, compute_topic_quotas
@@ -29,9 +29,9 @@ _SHIFT_FITS_BUDGET = 20_000  # rack checks per topic spent searching shifting ch
 _SHIFT_PARTITIONS_PER_BROKER = 64  # new replicas of one broker looked at per search
 
 
-@dataclass(frozen=True)
-class PartitionFates:
+class PartitionFates(NamedTuple):
     """One partition of the topic as the placer hands it over (the fates of its replicas).
+    (A named tuple: one per partition of the cluster is made per plan, 300,000 at the benchmark.)
 
     replicas: broker per position, None for an open slot (a replica that must leave); kept,
         pinned and explicitly targeted replicas keep their broker.
