@@ -83,14 +83,14 @@ def fewest_balanced_moves(cluster: Cluster, goal: Goal) -> int | None:
 @st.composite
 def small_clusters(draw):
     shape = _SHAPES[draw(st.sampled_from(sorted(_SHAPES)))]
-    n = draw(st.integers(3, 6))
+    n = draw(st.integers(3, 7))
     rnd = random.Random(draw(st.integers(0, 2**32 - 1)))
     brokers = [Broker(i, rack=shape(i)) for i in range(n)]
     dead = set(rnd.sample(range(n), draw(st.integers(0, 1))))
     brokers = [Broker(b.id, b.rack, alive=b.id not in dead) for b in brokers]
     topics = []
     for t in range(draw(st.integers(1, 3))):
-        rf = rnd.randint(1, min(3, n - 1))
+        rf = rnd.randint(1, min(5, n - 1))
         parts = tuple(PartitionState(f"t{t}", p, tuple(rnd.sample(range(n), rf))) for p in range(rnd.randint(1, 3)))
         topics.append(Topic(f"t{t}", parts))
     added = tuple(Broker(n + i, rack=shape(n + i)) for i in range(draw(st.integers(0, 1))))
