@@ -28,6 +28,7 @@ from typing import Callable, Mapping
 
 from handlers.outbox import INFO, summarise
 from handlers.context import BatchContext
+from handlers.policy import Policy, compute_excluded_topics
 from planning.movement.cancel import compute_reassign_request
 from state.model import ControllerState, Proposal
 from planning.model import Cluster, PartitionState, TopicPartition
@@ -54,13 +55,16 @@ def compute_projected_cluster(state: ControllerState) -> Cluster:
     return state.cluster.with_partitions(projected)
 
 
-def compute_plan(state: ControllerState, goal: Goal,
+def compute_plan(state: ControllerState, policy: Policy, goal: Goal,
                  keep: Callable[[TopicPartition], bool] | None = None) -> tuple[PlacementPlan, dict, dict]:
     """Plan `goal` on the projected cluster; the targets (and dirs) of the partitions kept.
+    Topics outside `topics.include` or inside `topics.exclude` are only healed and drained.
 
     Raises what `plan_placement` raises (PlanInfeasibleError, InvalidReplicaAssignmentError).
     """
-    plan = plan_placement(compute_projected_cluster(state), goal)
+    cluster = compute_projected_cluster(state)
+    excluded = compute_excluded_topics((t.name for t in cluster.topics), policy)
+    plan = plan_placement(cluster, replace(goal, excluded_topics=goal.excluded_topics | excluded))
     targets = {tp: t for tp, t in plan.targets.items() if keep is None or keep(tp)}
     dirs = {tp: plan.target_log_dirs[tp] for tp in targets if tp in plan.target_log_dirs}
     return plan, targets, dirs

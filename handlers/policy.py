@@ -61,6 +61,9 @@ class Policy:
     stall_action: str
     throttle_bytes_per_sec: int | None
     logdir_throttle_bytes_per_sec: int | None
+    topics_include: str
+    topics_exclude: str | None  # None: Kafka's internal topics and the product's own
+    topic_prefix: str
 
 
 @dataclass(frozen=True)
@@ -137,9 +140,50 @@ def _choice_kind(choices: tuple[str, ...]) -> ValueKind:
     return ValueKind(expected, parse)
 
 
+MAX_PATTERN_CHARS = 1000
+
+
+def check_topic_pattern(text: str) -> str:
+    """`text` if it is a regular expression of at most MAX_PATTERN_CHARS; else ValueError."""
+    if len(text) > MAX_PATTERN_CHARS:
+        raise ValueError(f"a regular expression of at most {MAX_PATTERN_CHARS} characters")
+    try:
+        re.compile(text)
+    except re.error as error:
+        raise ValueError(f"a regular expression ({error})") from None
+    return text
+
+
+def _parse_pattern(text: str) -> tuple[str, str]:
+    try:
+        check_topic_pattern(text)
+    except ValueError:
+        raise ValueError(PATTERN.expected) from None
+    return text, text
+
+
+def compute_excluded_pattern(policy: Policy) -> str:
+    """The effective `topics.exclude`: the setting, or Kafka's internal topics and the product's."""
+    if policy.topics_exclude is not None:
+        return policy.topics_exclude
+    return rf"__.*|{re.escape(policy.topic_prefix)}\..*"
+
+
+def compute_excluded_topics(topic_names, policy: Policy) -> frozenset[str]:
+    """The topics the product only heals and drains (never rebalances): a name that does not
+    match `topics.include` as a whole, or matches `topics.exclude` as a whole (Java's
+    `Pattern.matches`, as Kafka's own topic patterns)."""
+    include = re.compile(policy.topics_include)
+    exclude = re.compile(compute_excluded_pattern(policy))
+    return frozenset(name for name in topic_names
+                     if not include.fullmatch(name) or exclude.fullmatch(name))
+
+
 DURATION = ValueKind("a duration such as 600, 600s, 10m or 1500ms, at most 366 days", _parse_duration)
 RATE = ValueKind("bytes per second from 1 to 10 TB, such as 10000000 or 10MB", _parse_rate)
 FRACTION = ValueKind("a fraction in (0, 1] such as 0.4", _parse_fraction)
+PATTERN = ValueKind(f"a regular expression over whole topic names, at most {MAX_PATTERN_CHARS} characters, "
+                    "such as orders-.* or orders-.*|payments", _parse_pattern)
 
 
 @dataclass(frozen=True)
@@ -182,6 +226,10 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "more brokers down than this: alert instead of healing"),
     DynamicKey("self.healing.max.failed.fraction", "self_healing_max_failed_fraction", FRACTION,
                "more of the brokers down than this: alert instead of healing"),
+    DynamicKey("topics.include", "topics_include", PATTERN,
+               "topics balanced (whole-name regular expression); the others are only healed and drained"),
+    DynamicKey("topics.exclude", "topics_exclude", PATTERN,
+               "topics only healed and drained, never rebalanced (default: __* and the product's own)"),
 )}
 
 

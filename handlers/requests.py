@@ -42,7 +42,8 @@ from typing import Any, Mapping
 from handlers.outbox import INFO, WARNING, compute_bounded_text, tp_key
 from handlers.context import BatchContext
 from handlers.plans import compute_plan, handle_plan
-from handlers.policy import compute_config_text, require_dynamic_key
+from handlers.policy import (compute_config_text, compute_excluded_pattern, compute_excluded_topics,
+                             require_dynamic_key)
 from planning.movement.cancel import CancelScope, compute_cancel
 from planning.model import TopicPartition
 from planning.placement.placer import Goal
@@ -178,7 +179,7 @@ def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[
         raise InvalidReplicaAssignmentError(
             f"cannot decommission broker(s) {unknown}: not in the cluster (known: {sorted(cluster.brokers_by_id)})")
     goal = Goal(drain_brokers=frozenset(broker_ids), heal=False, rebalance=False)
-    plan, targets, dirs = compute_plan(context.state, goal)  # raises before anything changes
+    plan, targets, dirs = compute_plan(context.state, context.policy, goal)  # raises before anything changes
     if context.policy.mode != "observe":
         brokers = [replace(b, draining=True) if b.id in broker_ids else b for b in cluster.brokers]
         context.state = context.state.with_changes(cluster=cluster.with_brokers(brokers))
@@ -193,7 +194,13 @@ def handle_rebalance(context: BatchContext, request_id: str, fields: Mapping[str
     unknown = sorted(t for t in topics if t not in context.state.cluster.topics_by_name)
     if unknown:
         raise UnknownTopicOrPartitionError(f"cannot rebalance unknown topic(s) {unknown}")
-    plan, targets, dirs = compute_plan(context.state, Goal(heal=False, rebalance=True),
+    excluded = sorted(compute_excluded_topics(topics, context.policy))
+    if excluded:
+        raise InvalidInputError(
+            f"cannot rebalance topic(s) {excluded}: excluded from balancing (topics.include "
+            f"{context.policy.topics_include!r}, topics.exclude {compute_excluded_pattern(context.policy)!r}); "
+            "change them with `config set`, or move partitions with `request reassign`")
+    plan, targets, dirs = compute_plan(context.state, context.policy, Goal(heal=False, rebalance=True),
                                        keep=(lambda tp: tp.topic in topics) if topics else None)
     if not targets:
         context.outbox.alert("PlanCreated", INFO, request_id,

@@ -293,7 +293,7 @@ def _plan_or_alert(context: BatchContext, plan_id: str, goal: Goal, reason: str,
     """Plan `goal`, then hand it to `handle_plan`; an infeasible plan raises `PlanInfeasible`
     (with `goal.partial`: only for the partitions left out, after the last resort, see HEALS)."""
     try:
-        plan, targets, dirs = compute_plan(context.state, goal, keep)
+        plan, targets, dirs = compute_plan(context.state, context.policy, goal, keep)
     except ReassignerError as error:
         context.outbox.alert("PlanInfeasible", ERROR, subject, f"{reason}: no plan: {error}",
                              {"plan_id": plan_id, "error_code": error.code})
@@ -315,7 +315,7 @@ def _heal_left_out(context: BatchContext, plan_id: str, goal: Goal, reason: str,
     relaxed: dict = {}
     if starved:
         try:
-            _, relaxed, relaxed_dirs = compute_plan(context.state, replace(goal, ignore_racks=True),
+            _, relaxed, relaxed_dirs = compute_plan(context.state, context.policy, replace(goal, ignore_racks=True),
                                                     lambda tp: tp in starved)
         except ReassignerError:
             relaxed, relaxed_dirs = {}, {}

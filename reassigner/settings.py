@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import TomlConfigSettingsSource
 
-from handlers.policy import Policy
+from handlers.policy import Policy, check_topic_pattern
 from planning.movement.batches import Limits
 
 
@@ -112,6 +112,22 @@ class Settings(BaseSettings):
     logdir_throttle_bytes_per_sec: int | None = Field(
         None, ge=1, description="`replica.alter.log.dirs.io.max.bytes.per.second` while steps run: "
         "throttles the copy into the requested log dir of a replica a step adds.")
+
+    # --- topic selection ----------------------------------------------------------------------
+    topics_include: str = Field(
+        ".*", description="`topics.include`: a regular expression a whole topic name must match for "
+        "the product to balance the topic.")
+    topics_exclude: str | None = Field(
+        None, description="`topics.exclude`: topics (whole-name regular expression) the product only "
+        "heals and drains, never rebalances. Unset: Kafka's internal topics (`__...`) and the "
+        "product's own (`<topic_prefix>....`).")
+
+    @field_validator("topics_include", "topics_exclude")
+    @classmethod
+    def _a_regular_expression(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_topic_pattern(value)
+        return value
 
     @field_validator("bootstrap_servers")
     @classmethod

@@ -121,6 +121,7 @@ class Goal:
     rebalance: bool = True  # even out counts (False = only do what is forced)
     explicit_targets: Mapping[TopicPartition, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
     partial: bool = False  # leave a partition that cannot be placed as it is; plan the rest
+    excluded_topics: frozenset[str] = frozenset()  # only healed and drained, never rebalanced
     ignore_racks: bool = False  # place as if no broker had a rack (a last resort)
 
 
@@ -251,11 +252,11 @@ def compute_lower_bound(cluster: Cluster, goal: Goal) -> int:
         for topic in sorted(cluster.topics, key=lambda t: t.name)
         for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
     ]
-    cluster_quotas = compute_cluster_quotas(tree, [_demand(name, work) for name, _, work in topic_work])
+    cluster_quotas = _stage_a(tree, topic_work, goal)
     joint = _plan_cluster_exact(tree, topic_work, cluster_quotas, {}) if goal.rebalance else None
     if joint is not None:  # the exact optimum is the tightest bound
         return _joint_moves(tree, topic_work, joint)
-    return _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
+    return _plan_lower_bound(tree, topic_work, goal, cluster_quotas)
 
 
 def _planning_tree(cluster: Cluster, goal: Goal) -> RackTree:
@@ -274,7 +275,13 @@ def _demand(topic: str, work: Sequence[PartitionFates]) -> TopicDemand:
     return TopicDemand(topic, histogram, current)
 
 
-def _plan_lower_bound(tree, topic_work, rebalance: bool, cluster_quotas: ClusterQuotas,
+def _stage_a(tree: RackTree, topic_work, goal: Goal) -> ClusterQuotas:
+    """Stage A over the topics the goal balances (excluded topics are only healed and drained)."""
+    return compute_cluster_quotas(tree, [_demand(name, work) for name, _, work in topic_work
+                                         if name not in goal.excluded_topics])
+
+
+def _plan_lower_bound(tree, topic_work, goal: Goal, cluster_quotas: ClusterQuotas,
                       with_repairs: bool = True) -> int:
     """Explicit moves + forced moves (without rebalance) or stage A's optimum plus the per-topic
     bound of each topic stage A left out (with rebalance); rack repairs counted unless
@@ -284,10 +291,12 @@ def _plan_lower_bound(tree, topic_work, rebalance: bool, cluster_quotas: Cluster
     bound = 0
     ranges_cache: dict = {}
     explicit = forced = 0  # over the topics stage A counted
+    rebalance = goal.rebalance
     for name, partitions, work in topic_work:
-        if not rebalance or name not in cluster_quotas.quotas:
-            bound += _work_lower_bound(tree, partitions, work, rebalance, ranges_cache)
-            if not rebalance:
+        balanced = rebalance and name not in goal.excluded_topics
+        if not balanced or name not in cluster_quotas.quotas:
+            bound += _work_lower_bound(tree, partitions, work, balanced, ranges_cache)
+            if not balanced:
                 bound += sum(repairs(tree, w) for w in work if not w.fixed)
             continue
         for p, w in zip(partitions, work):
@@ -360,14 +369,16 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     replicas_outside = leaders_outside = 0
     ranges_cache: dict = {}
     shown: list[tuple[str, list, str]] = []  # topics ending outside their shares, and why
+    balanced_replicas: Counter = Counter()  # replicas and leaders of the topics the goal balances
+    balanced_leaders: Counter = Counter()
     topic_work = [
         (topic.name, partitions,
          [_partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal) for p in partitions])
         for topic in sorted(cluster.topics, key=lambda t: t.name)
         for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
     ]
-    cluster_quotas = compute_cluster_quotas(tree, [_demand(name, work) for name, _, work in topic_work])
-    bound = _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas, with_repairs=False)
+    cluster_quotas = _stage_a(tree, topic_work, goal)
+    bound = _plan_lower_bound(tree, topic_work, goal, cluster_quotas, with_repairs=False)
     exact_arcs_left = PLAN_EXACT_ARCS
     placed_finals: list[tuple[tuple[int, ...], ...]] = []
     missed: dict[str, str] = {}  # topic -> why its quotas were not met
@@ -377,8 +388,10 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         bound = _joint_moves(tree, topic_work, joint)
     for name, partitions, work in ([] if joint is not None else topic_work):
         quotas = cluster_quotas.quotas.get(name)
-        placed = _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal, eligible, infeasible, quotas)
-        if goal.rebalance and quotas is not None and not any(w.tp in infeasible for w in work):
+        balanced = goal.rebalance and name not in goal.excluded_topics
+        placed = _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal, eligible, infeasible,
+                                          quotas, balanced)
+        if balanced and quotas is not None and not any(w.tp in infeasible for w in work):
             placed, exact_arcs_left, why_missed = _exact_where_quotas_missed(
                 tree, work, placed, quotas, cluster_load, exact_arcs_left)
             if why_missed:
@@ -387,8 +400,10 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         placed_finals.append(placed.finals)
 
     choices = [
-        LeaderChoice(name, final, p.replicas[0] if p.replicas else None, w.kept, w.fixed)
+        LeaderChoice(name, final, p.replicas[0] if p.replicas else None, w.kept,
+                     w.fixed or (excluded and bool(p.replicas) and bool(final) and final[0] == p.replicas[0]))
         for (name, partitions, work), finals in zip(topic_work, placed_finals)
+        for excluded in [name in goal.excluded_topics]
         for p, w, final in zip(partitions, work, finals)
     ]
     leaders = iter(compute_leaders(choices, eligible, goal.rebalance))
@@ -414,7 +429,9 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
             if final and p.replicas and final[0] != p.replicas[0]:
                 leader_changes += 1
             target_log_dirs[tp] = _target_dirs(p, final, cluster, dir_usage)
-        if topic_counts:
+        if topic_counts and name not in goal.excluded_topics:
+            balanced_replicas.update(replica_counter)
+            balanced_leaders.update(leader_counter)
             replica_spread = max(replica_spread, _spread(topic_counts))
             leader_spread = max(leader_spread, _spread(topic_leaders))
             outside = _outside_ranges(topic_counts, _topic_ranges(tree, work, ranges_cache))
@@ -423,15 +440,16 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
             if outside and goal.rebalance:
                 shown.append((name, outside, missed.get(name, "")))
 
-    cluster_counts = {b: replicas_after.get(b, 0) for b in eligible}
+    # Over the cluster: the topics the goal balances (excluded ones keep what they have).
+    cluster_counts = {b: balanced_replicas.get(b, 0) for b in eligible}
     cluster_outside = _outside_ranges(cluster_counts, cluster_quotas.cluster_ranges)
     replicas_outside += sum(excess for _, _, _, excess in cluster_outside)
-    cluster_leads = {b: leaders_after.get(b, 0) for b in eligible}
+    cluster_leads = {b: balanced_leaders.get(b, 0) for b in eligible}
     leaders_outside += sum(_outside_even(cluster_leads, sum(cluster_leads.values())))
     if goal.rebalance:
         warnings.extend(_balance_warnings(tree, shown, cluster_outside, missed))
     if moves > bound and joint is None:  # only then can rack repairs raise the bound
-        bound = _plan_lower_bound(tree, topic_work, goal.rebalance, cluster_quotas)
+        bound = _plan_lower_bound(tree, topic_work, goal, cluster_quotas)
     violations = sum(
         1
         for tp, final in targets.items()
@@ -543,13 +561,14 @@ def _partition_fates(p, cluster, explicit, eligible, offline_dirs, heal) -> Part
 
 
 def _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal: Goal, eligible,
-                             infeasible: dict[TopicPartition, str], quotas: TopicQuotas | None):
+                             infeasible: dict[TopicPartition, str], quotas: TopicQuotas | None,
+                             rebalance: bool):
     """`plan_topic_replicas` to stage A's `quotas`; with `goal.partial`, a partition it cannot
     place is pinned as it is (recorded in `infeasible`) and the topic planned again without it,
     to per-topic quotas (stage A counted that partition as placed)."""
     while True:
         try:
-            return plan_topic_replicas(tree, work, cluster_load, goal.rebalance, quotas)
+            return plan_topic_replicas(tree, work, cluster_load, rebalance, quotas)
         except PlanInfeasibleError as error:
             quotas = None
             index = next((i for i, w in enumerate(work) if w.tp == error.partition and not w.fixed), None)

@@ -307,7 +307,10 @@ def status(
 
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
-    view = compute_status(ctx.load_state(), ctx.settings.max_replica_movements, time.time())
+    from reassigner.settings import compute_policy
+
+    view = compute_status(ctx.load_state(), ctx.settings.max_replica_movements, time.time(),
+                          compute_policy(ctx.settings))
     if as_json:
         print(json.dumps(status_to_json(view), indent=2))
         return
@@ -327,6 +330,10 @@ def status(
         names = " ".join(f"{p.topic}-{p.partition}" for p in problems[:20])
         more = f" (+{len(problems) - 20} more)" if len(problems) > 20 else ""
         console.print(f"{title}: [{style if problems else 'green'}]{len(problems)}[/] {names}{more}")
+    shown = ", ".join(view.excluded_topics[:10]) + (f" (+{len(view.excluded_topics) - 10} more)"
+                                                    if len(view.excluded_topics) > 10 else "")
+    console.print(f"topics only healed and drained, never rebalanced: {len(view.excluded_topics)} "
+                  f"(include {view.topics_include!r}, exclude {view.topics_exclude!r}) {shown}")
     if view.proposals:
         console.print(f"proposals awaiting approval: {', '.join(view.proposals)}")
     if view.reassignments:
@@ -435,6 +442,7 @@ def status_server(
     """Serve the status page (/), the JSON API (/api/...) and Prometheus metrics (/metrics)."""
     from reassigner.clients.redis_io import controller_state_loader
     from reassigner.operator.status_server import AlertBook, StateCache, StatusServer, watch_alert_topics
+    from reassigner.settings import compute_policy
 
     _setup_logging(verbose)
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True)
@@ -445,6 +453,7 @@ def status_server(
         host=host, port=port, cluster_name=ctx.settings.cluster_name,
         cache=StateCache(controller_state_loader(ctx.connections.redis_url, ctx.settings.cluster_name)),
         book=book, default_replica_movements=ctx.settings.max_replica_movements,
+        policy=compute_policy(ctx.settings),
         watch=lambda stop: watch_alert_topics(ctx.bootstrap, ctx.client_config, alerts_topic, results_topic,
                                               book, stop),
     ).start()

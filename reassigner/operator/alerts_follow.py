@@ -1,7 +1,11 @@
 """`reassigner alerts --follow`: the alerts topic as readable, coloured lines (or JSON lines).
 
 Pure part: `severity_at_least`, `alert_to_json`, `format_alert` (an Alert record → a rich Text),
-`compute_pending_ends` (where reading "until the end" stops).
+`compute_pending_ends` (where reading "until the end" stops), and `DeliveredIds`, the memory of
+alert ids already shown or delivered: the pipeline publishes at least once (a batch re-run after
+a crash publishes its alerts again, with the same ids), so every consumer drops an alert whose id
+it has already delivered. The memory holds the last `DELIVERED_IDS_KEPT` ids of this process; a
+repeat older than that, or one arriving after the consumer restarted, is delivered again.
 Shell: `follow_alerts`, a `reassigner.clients.kafka_consumer.TopicReader` that `assign`s every
 partition of the alerts topic (at the end, or at the beginning with `--from-beginning`) and
 never commits: following is reading, it owns no offsets and joins no group, so many followers
@@ -78,6 +82,28 @@ def _iso(event_time_ms: int) -> str:
     return datetime.fromtimestamp(event_time_ms / 1000, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "")
 
 
+DELIVERED_IDS_KEPT = 100_000  # about 10 MB; pipeline repeats come within one batch's re-run
+
+
+class DeliveredIds:
+    """The last `capacity` alert ids delivered, oldest forgotten first (the one piece of state a
+    consumer keeps; owned by one consumer loop)."""
+
+    def __init__(self, capacity: int = DELIVERED_IDS_KEPT) -> None:
+        self._capacity = capacity
+        self._ids: dict[str, None] = {}  # insertion-ordered: the oldest first
+
+    def __contains__(self, alert_id: str) -> bool:
+        return alert_id in self._ids
+
+    def remember(self, alert_id: str) -> None:
+        if alert_id in self._ids:
+            return
+        self._ids[alert_id] = None
+        if len(self._ids) > self._capacity:
+            del self._ids[next(iter(self._ids))]
+
+
 def compute_pending_ends(watermarks: Mapping[int, tuple[int, int]], from_beginning: bool) -> dict[int, int]:
     """Partitions with something to read before the end as it is now → their end offset."""
     return {p: high for p, (low, high) in watermarks.items() if from_beginning and high > low}
@@ -100,6 +126,7 @@ def follow_alerts(bootstrap_servers: str, client_config: ClientConfig | None, to
     from schemas.codec import decode, writer_version_from_headers
 
     stop = stop or threading.Event()
+    delivered = DeliveredIds()
     reader = TopicReader(bootstrap_servers, client_config, "alerts-follow")
     try:
         partitions: list[int] = []
@@ -128,8 +155,13 @@ def follow_alerts(bootstrap_servers: str, client_config: ClientConfig | None, to
                 text = f"skipped undecodable alert at {topic}[{record.partition}]@{record.offset}: {error}"
                 (on_bad_message or log.warning)(text)
                 continue
+            if alert["id"] in delivered:
+                log.info("alert %s at %s[%d]@%d repeats one already shown; skipped",
+                         alert["id"], topic, record.partition, record.offset)
+                continue
             if severity_at_least(alert["severity"], min_severity):
                 emit(alert)
+                delivered.remember(alert["id"])
     finally:
         reader.close()
 

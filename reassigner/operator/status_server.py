@@ -48,6 +48,7 @@ from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.kafka_consumer import Start, TopicReader
 from reassigner.operator.alerts_follow import alert_to_json
 from reassigner.operator.status_page import STATUS_PAGE_HTML
+from handlers.policy import Policy
 from reassigner.operator.views import (
     ReassignmentRow,
     StatusView,
@@ -267,9 +268,10 @@ class StatusServer:
 
     def __init__(self, *, host: str, port: int, cluster_name: str, cache: StateCache, book: AlertBook,
                  default_replica_movements: int, watch: Callable[[threading.Event], None] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, policy: Policy | None = None) -> None:
         self.cluster_name, self.cache, self.book, self.clock = cluster_name, cache, book, clock
         self.default_replica_movements = default_replica_movements
+        self.policy = policy  # the static settings: the page shows the topic selection in force
         self.tracker = ProgressTracker()
         self._tracker_lock = threading.Lock()
         self._watch = watch
@@ -281,7 +283,7 @@ class StatusServer:
     def current_view(self) -> tuple[StatusView | None, float]:
         now = self.clock()
         state = self.cache.get()
-        view = compute_status(state, self.default_replica_movements, now) if state else None
+        view = compute_status(state, self.default_replica_movements, now, self.policy) if state else None
         if view:
             with self._tracker_lock:
                 self.tracker.observe(view, time.monotonic())

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
+from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
 from state.model import ControllerState
 from planning.model import PartitionState
 from planning.movement.reassignment import Reassignment
@@ -112,6 +113,11 @@ class StatusView:
     last_batch: int
     proposals: tuple[str, ...]
     config: Mapping[str, str]
+    # Topic selection (`topics.include` / `topics.exclude`, overrides applied): the topics only
+    # healed and drained, never rebalanced. Empty patterns when the view was built without a policy.
+    topics_include: str = ""
+    topics_exclude: str = ""
+    excluded_topics: tuple[str, ...] = ()
 
     @property
     def overall_progress(self) -> float | None:
@@ -141,8 +147,9 @@ def compute_in_flight(state: ControllerState, now_seconds: float | None = None) 
 
 
 def compute_status(state: ControllerState, default_replica_movements: int,
-                   now_seconds: float | None = None) -> StatusView:
-    """Everything `status` and the status page show."""
+                   now_seconds: float | None = None, policy: Policy | None = None) -> StatusView:
+    """Everything `status` and the status page show; `policy` (the static settings') adds the
+    topic selection in force."""
     cluster = state.cluster
     replicas_on: dict[int, int] = {}
     leaders_on: dict[int, int] = {}
@@ -183,7 +190,19 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         last_batch=state.last_batch,
         proposals=tuple(sorted(state.proposals)),
         config=dict(state.config),
+        **_topic_selection(state, policy),
     )
+
+
+def _topic_selection(state: ControllerState, policy: Policy | None) -> dict[str, Any]:
+    if policy is None:
+        return {}
+    effective = effective_policy(policy, state.config)
+    return {
+        "topics_include": effective.topics_include,
+        "topics_exclude": compute_excluded_pattern(effective),
+        "excluded_topics": tuple(sorted(compute_excluded_topics((t.name for t in state.cluster.topics), effective))),
+    }
 
 
 # --- JSON forms -----------------------------------------------------------------------------------
@@ -212,6 +231,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "last_batch": view.last_batch,
         "proposals": list(view.proposals),
         "config": dict(view.config),
+        "topic_selection": {"include": view.topics_include, "exclude": view.topics_exclude,
+                            "excluded_topics": list(view.excluded_topics)},
     }
 
 

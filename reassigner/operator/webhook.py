@@ -10,7 +10,10 @@ DELIVERY RULE (per alert, in each partition's offset order):
    `max_attempts` attempts in all; then publish a `DeadLetter` record (the alert's bytes, key,
    headers, source offset and the last error as reason) on the dead-letter topic;
 5. only then does the consumer's offset move past the alert (at-least-once: a crash mid-retry
-   re-delivers it; receivers de-duplicate by the alert `id`).
+   re-delivers it; receivers de-duplicate by the alert `id`);
+6. an alert whose id this forwarder has already delivered (the pipeline re-published it, or
+   two copies sit in the topic) is skipped, not POSTed again
+   (`reassigner.operator.alerts_follow.DeliveredIds`: the last 100,000 ids of this process).
 
 Consumers: the alerts topic is read in the consumer group `reassigner-webhook.<prefix>`, so a
 restarted forwarder resumes where it stopped and two forwarders share the work.
@@ -42,7 +45,7 @@ from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.faust_app import build_committing_agent, run_worker
 from reassigner.clients.kafka_consumer import (ConsumedRecord, OutgoingMessage, StopWithoutCommit,
                                                run_committing_consumer)
-from reassigner.operator.alerts_follow import alert_to_json, severity_at_least
+from reassigner.operator.alerts_follow import DeliveredIds, alert_to_json, severity_at_least
 from schemas.dead_letter import build_dead_letter
 
 log = logging.getLogger(__name__)
@@ -147,10 +150,11 @@ def group_id(topic_prefix: str) -> str:
 
 def forward_alert(record: ConsumedRecord, policy: WebhookPolicy, post: Callable[[bytes], None],
                   sleep: Callable[[float], None], stopping: Callable[[], bool] = lambda: False,
-                  ) -> OutgoingMessage | None:
-    """Steps 1–4 for one alert: None once it is delivered or skipped; else the DeadLetter message
-    to publish before the offset moves on. Raises `StopWithoutCommit` when `stopping()` cut the
-    retries short: neither delivered nor dead-lettered, it is delivered again after a restart."""
+                  delivered: DeliveredIds | None = None) -> OutgoingMessage | None:
+    """Steps 1–4 and 6 for one alert: None once it is delivered or skipped; else the DeadLetter
+    message to publish before the offset moves on. Raises `StopWithoutCommit` when `stopping()`
+    cut the retries short: neither delivered nor dead-lettered, it is delivered again after a
+    restart. `delivered`: the ids this forwarder has delivered (step 6), updated here."""
     from schemas.codec import encode, version_headers
 
     headers = dict(record.headers)
@@ -159,7 +163,14 @@ def forward_alert(record: ConsumedRecord, policy: WebhookPolicy, post: Callable[
     if action == "dead-letter":
         reason = str(detail)
     elif action == "post":
+        alert_id = json.loads(detail)["id"]  # type: ignore[arg-type]
+        if delivered is not None and alert_id in delivered:
+            log.info("alert %s at %s[%d]@%d was delivered already; skipped",
+                     alert_id, record.topic, record.partition, record.offset)
+            return None
         outcome = deliver_with_retries(post, detail, policy, sleep, stopping)  # type: ignore[arg-type]
+        if outcome.delivered and delivered is not None:
+            delivered.remember(alert_id)
         if not outcome.delivered:
             if stopping():
                 raise StopWithoutCommit
@@ -181,9 +192,10 @@ def run_confluent_forwarder(bootstrap_servers: str, client_config: ClientConfig 
     deliver, dead-letter and wait for its ack, commit, in that order, until `stop`."""
     stop = stop or threading.Event()
     post = post_json(policy.url, policy.timeout_seconds)
+    delivered = DeliveredIds()
     run_committing_consumer(
         bootstrap_servers, client_config, alerts_topic, consumer_group,
-        lambda record: forward_alert(record, policy, post, stop.wait, stop.is_set),
+        lambda record: forward_alert(record, policy, post, stop.wait, stop.is_set, delivered),
         dead_letter_topic, stop, purpose="webhook", on_ready=on_ready)
 
 
@@ -193,7 +205,9 @@ def run_faust_forwarder(bootstrap_servers: str, alerts_topic: str, dead_letter_t
     The POST and its retries run in the loop's executor, so heartbeats and commits go on while a
     webhook is slow; faust commits the alert's offset after the dead letter, if any, is sent."""
     post = post_json(policy.url, policy.timeout_seconds)
+    delivered = DeliveredIds()
     app = build_committing_agent(bootstrap_servers, alerts_topic, consumer_group,
-                                 lambda record: forward_alert(record, policy, post, time.sleep),
+                                 lambda record: forward_alert(record, policy, post, time.sleep,
+                                                              delivered=delivered),
                                  dead_letter_topic)
     run_worker(app, loglevel=loglevel)

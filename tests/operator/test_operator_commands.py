@@ -142,10 +142,11 @@ def test_alerts_follow_prints_new_alerts_at_or_above_the_severity(local_stack):
         eventually(lambda: any("following" in line for line in follower.err), 60, what="follower ready")
         # One key, so one partition of the alerts topic: Kafka keeps the three in this order, and
         # once a-3 is printed, a-1 and a-2 have been read before it.
+        # a-1 twice: the pipeline publishes at least once, a repeated id is shown once.
         produce(local_stack.bootstrap_servers, f"{prefix}.alerts", "Alert", [
             {**record, "key": "cluster"} for record in (
                 alert("a-1"), alert("a-2", kind="BrokerAdded", severity="INFO", subject="broker-4"),
-                alert("a-3", kind="DiskFailed", severity="CRITICAL", subject="broker-3"))])
+                alert("a-1"), alert("a-3", kind="DiskFailed", severity="CRITICAL", subject="broker-3"))])
         eventually(lambda: any(json.loads(line)["id"] == "a-3" for line in follower.out), 30,
                    what="a-3 printed")
         printed = [json.loads(line) for line in follower.out]
@@ -170,11 +171,14 @@ def test_webhook_forwards_alerts_retries_and_dead_letters(local_stack, runner):
     try:
         eventually(lambda: any("forwarding" in line for line in forwarder.err), 60, what="forwarder started")
         produce(local_stack.bootstrap_servers, f"{prefix}.alerts", "Alert", [
-            alert("w-1"), alert("w-2", kind="BrokerFailed", severity="ERROR", subject="broker-9"),
-            alert("w-3", kind="ReassignmentCompleted", severity="INFO", subject="orders-1")])
+            {**record, "key": "cluster"} for record in (  # one partition: Kafka keeps this order
+                alert("w-1"), alert("w-2", kind="BrokerFailed", severity="ERROR", subject="broker-9"),
+                alert("w-1"),  # re-published (same id): not POSTed again
+                alert("w-3", kind="ReassignmentCompleted", severity="INFO", subject="orders-1"))])
         eventually(lambda: hook.ids() >= {"w-1", "w-3"}, 60, what="alerts POSTed")
         (letter,) = consume_all(local_stack.bootstrap_servers, f"{prefix}.dead-letter", "DeadLetter", 1, timeout=60)
         assert hook.attempts["w-2"] == 3 and "w-2" not in hook.ids()
+        assert hook.attempts["w-1"] == 1 and hook.attempts["w-3"] == 1
         assert letter["source_topic"] == f"{prefix}.alerts" and "failed 3 times" in letter["reason"]
         assert letter["expected_schema"] == "Alert" and letter["value"]
         assert forwarder.process.poll() is None, forwarder.err

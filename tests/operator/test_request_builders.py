@@ -131,7 +131,8 @@ def test_the_pipeline_reads_the_canonical_value_the_cli_sends_as_the_same_value(
 
     samples = {"mode": "Observe", "stall.action": "cancel", "step.stall.timeout": "10m",
                "broker.add.grace": "0", "broker.failure.grace": "1500ms", "throttle.bytes.per.sec": "1MB",
-               "self.healing.max.failed.brokers": "0", "self.healing.max.failed.fraction": "0.50"}
+               "self.healing.max.failed.brokers": "0", "self.healing.max.failed.fraction": "0.50",
+               "topics.include": "orders-.*", "topics.exclude": "__.*|orders-eu"}
     for key in DYNAMIC_KEYS.values():
         assert key.field in Policy.__dataclass_fields__, key.name
         _name, canonical = compute_config_value(f"{key.name}={samples.get(key.name, '+3')}")

@@ -87,3 +87,18 @@ def test_status_shows_dead_brokers_offline_dirs_and_partition_problems():
     document = status_to_json(view)
     assert document["progress"]["steps_estimated"] >= 1 and document["epoch"] == 3
     assert document["reassignments"][0]["step_label"].startswith("step 0 of ")
+
+
+def test_status_shows_the_topic_selection_in_force_with_overrides():
+    from tests.settings_defaults import default_policy
+
+    cluster = Cluster(BROKERS, tuple(
+        Topic(name, (PartitionState(name, 0, (1,), isr=(1,), leader=1),))
+        for name in ("orders", "__consumer_offsets", "reassigner.events")))
+    state = ControllerState(cluster=cluster)
+    document = status_to_json(compute_status(state, 1, policy=default_policy()))
+    assert document["topic_selection"] == {"include": ".*", "exclude": r"__.*|reassigner\..*",
+                                           "excluded_topics": ["__consumer_offsets", "reassigner.events"]}
+    overridden = ControllerState(cluster=cluster, config={"topics.exclude": "orders"})
+    document = status_to_json(compute_status(overridden, 1, policy=default_policy()))
+    assert document["topic_selection"]["excluded_topics"] == ["orders"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reassigner.clients.kafka_consumer import ConsumedRecord, StopWithoutCommit
+from reassigner.operator.alerts_follow import DeliveredIds
 from reassigner.operator.webhook import WebhookPolicy, WebhookRefused, forward_alert
 from schemas.codec import decode, encode, version_headers
 
@@ -48,3 +49,27 @@ def test_garbage_is_dead_lettered_without_a_post():
 def test_a_stop_during_the_retries_leaves_the_alert_uncommitted():
     with pytest.raises(StopWithoutCommit):
         forward_alert(record(encode("Alert", ALERT)), POLICY, refused, lambda _s: None, stopping=lambda: True)
+
+
+def test_an_alert_already_delivered_is_not_posted_again():
+    """The pipeline publishes at least once: a re-published alert (same id) is skipped."""
+    posted: list[bytes] = []
+    delivered = DeliveredIds()
+    for _ in range(2):
+        assert forward_alert(record(encode("Alert", ALERT)), POLICY, posted.append, lambda _s: None,
+                             delivered=delivered) is None
+    assert len(posted) == 1 and "a-1" in delivered
+
+
+def test_a_dead_lettered_alert_is_not_remembered_as_delivered():
+    delivered = DeliveredIds()
+    assert forward_alert(record(encode("Alert", ALERT)), POLICY, refused, lambda _s: None,
+                         delivered=delivered) is not None
+    assert "a-1" not in delivered
+
+
+def test_delivered_ids_forget_the_oldest_beyond_their_capacity():
+    delivered = DeliveredIds(capacity=3)
+    for alert_id in ("a", "b", "c", "b", "d"):
+        delivered.remember(alert_id)
+    assert "a" not in delivered and all(i in delivered for i in ("b", "c", "d"))
