@@ -59,6 +59,7 @@ class Policy:
     max_movements_per_broker: int
     step_stall_timeout_seconds: float
     stall_action: str
+    step_retry_max: int
     throttle_bytes_per_sec: int | None
     logdir_throttle_bytes_per_sec: int | None
     topics_include: str
@@ -214,6 +215,8 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "seconds before a step counts as stalled"),
     DynamicKey("stall.action", "stall_action", _choice_kind(STALL_ACTIONS),
                "what a stalled step triggers"),
+    DynamicKey("step.retry.max", "step_retry_max", _integer_kind(0),
+               "failed steps retried (transient errors) before the partition is given up"),
     DynamicKey("throttle.bytes.per.sec", "throttle_bytes_per_sec", RATE,
                "replication throttle on steps in flight"),
     DynamicKey("mode", "mode", _choice_kind(MODES),

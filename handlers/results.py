@@ -6,11 +6,18 @@ RULES:
   that Kafka reverted it, so the view of the replicas from before the step can be trusted even
   if it never showed the step (`planning.movement.cancel.compute_cancel_observed`).
 - A failed `ReassignmentStep` that is the step in flight of an active reassignment (same
-  reassignment id and step number): `CommandFailed` (ERROR) and the controller **gives up on that
-  partition** — the record is dropped and the partition stays wherever Kafka has it (the
-  executor already retried transient errors for `executor_retry_seconds`, so what reaches us is
-  permanent; an operator may re-request it). Retrying here would need a new command id (the
-  executor is idempotent by id) and a retry count in the state: not done.
+  reassignment id and step number):
+  - with an error worth retrying (`RETRIED_STEP_ERRORS`: timeouts, no controller, leader not
+    available, another reassignment in progress — still failing after the executor's own
+    `executor_retry_seconds`), while fewer than `step.retry.max` steps of the partition failed in
+    a row: the step is given up and the next one waits 10 s doubling to 300 s
+    (`planning.movement.reassignment.fail_step`); it has a new number, so new command ids the
+    executor has not seen; `CommandFailed` (WARNING) says when it is retried;
+  - past `step.retry.max`: `ReassignmentStalled` (ERROR) with the last error, and the controller
+    **gives up on that partition** — the record is dropped and the partition stays wherever
+    Kafka has it (an operator may re-request it);
+  - any other error: `CommandFailed` (ERROR) naming what to do (`REMEDIES`), and the partition
+    is given up the same way.
 - A failed `CancelReassignment` with `NO_REASSIGNMENT_IN_PROGRESS` is expected (the step
   finished before the cancel reached Kafka; the revert starts from there): ignored. Other
   cancel failures raise `CommandFailed` (ERROR).
@@ -28,7 +35,27 @@ from typing import Any, Mapping
 
 from handlers.outbox import ERROR, WARNING, tp_key
 from handlers.context import BatchContext
-from planning.movement.reassignment import confirm_cancel
+from planning.movement.reassignment import confirm_cancel, fail_step
+
+# The error codes of CommandResult as the executor writes them (Kafka's names; librdkafka's local
+# ones without their leading underscore: `reassigner.clients.kafka_admin.kafka_error_name`).
+RETRIED_STEP_ERRORS = frozenset({
+    "REQUEST_TIMED_OUT", "NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER",
+    "REASSIGNMENT_IN_PROGRESS", "BROKER_NOT_AVAILABLE", "NETWORK_EXCEPTION", "CONNECTION_ERROR",
+    "THROTTLING_QUOTA_EXCEEDED", "TRANSIENT_ERROR", "TIMED_OUT", "TRANSPORT", "ALL_BROKERS_DOWN",
+    "KAFKA_TIMEOUT", "KAFKA_CONNECTION", "NO_BROKERS_AVAILABLE", "NODE_NOT_READY", "UNKNOWN_BROKER_ID",
+})
+REMEDIES = {
+    "INVALID_REPLICA_ASSIGNMENT": "the target names a broker Kafka does not know, or one twice: check "
+                                  "the brokers and request the partition again",
+    "UNKNOWN_TOPIC_OR_PARTITION": "the topic or partition no longer exists",
+    "CLUSTER_AUTHORIZATION_FAILED": "grant the executor's principal ALTER on the cluster (README, "
+                                    "\"Pointing it at a real cluster\") and request the partition again",
+    "TOPIC_AUTHORIZATION_FAILED": "grant the executor's principal DESCRIBE on the topic and request "
+                                  "the partition again",
+    "POLICY_VIOLATION": "a broker-side policy refused the change: see the brokers' log",
+}
+DEFAULT_REMEDY = "see the executor's log, then request the partition again"
 
 IGNORED_ERRORS = {
     "CancelReassignment": {"NO_REASSIGNMENT_IN_PROGRESS"},
@@ -64,15 +91,36 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
         if kind == "ReassignmentStep":
             if record.in_flight is None or record.in_flight.number != result.get("step"):
                 continue
-            remaining = {k: v for k, v in context.state.reassignments.items() if k != tp}
-            context.state = context.state.with_changes(reassignments=remaining)
-            context.outbox.alert("CommandFailed", ERROR, tp_key(tp),
-                                 f"step {record.in_flight.number} of {tp} to "
-                                 f"{list(record.in_flight.step.target)} failed: {detail}; giving up on "
-                                 f"{tp} (it stays where Kafka has it)", details)
+            _step_failed(context, tp, record, code, str(detail), details)
         else:
             context.outbox.alert("CommandFailed", ERROR if kind == "CancelReassignment" else WARNING,
                                  tp_key(tp), f"{kind} for {tp} failed: {detail}", details)
+
+
+def _step_failed(context: BatchContext, tp, record, code: str, detail: str, details: dict) -> None:
+    """The step in flight failed: retried later, or the partition given up (module docstring)."""
+    step = f"step {record.in_flight.number} of {tp} to {list(record.in_flight.step.target)}"
+    limit = context.policy.step_retry_max
+    reassignments = context.state.reassignments
+    if code in RETRIED_STEP_ERRORS and record.failed_attempts < limit:
+        retried = fail_step(record, context.now_ms / 1000.0, detail)
+        context.state = context.state.with_changes(reassignments={**reassignments, tp: retried})
+        wait = retried.retry_at - context.now_ms / 1000.0
+        context.outbox.alert("CommandFailed", WARNING, tp_key(tp),
+                             f"{step} failed: {detail}; retry {retried.failed_attempts} of {limit} "
+                             f"in {wait:.0f} s", {**details, "retry": str(retried.failed_attempts)})
+        return
+    remaining = {k: v for k, v in reassignments.items() if k != tp}
+    context.state = context.state.with_changes(reassignments=remaining)
+    if code in RETRIED_STEP_ERRORS:
+        context.outbox.alert("ReassignmentStalled", ERROR, tp_key(tp),
+                             f"{step} failed {record.failed_attempts + 1} times in a row, last: {detail}; "
+                             f"giving up on {tp} (it stays where Kafka has it): request it again once "
+                             "the cluster answers (step.retry.max)", details)
+        return
+    context.outbox.alert("CommandFailed", ERROR, tp_key(tp),
+                         f"{step} failed: {detail}; giving up on {tp} (it stays where Kafka has it): "
+                         f"{REMEDIES.get(code, DEFAULT_REMEDY)}", details)
 
 
 def _confirm_cancel(context: BatchContext, result: Mapping[str, Any]) -> None:

@@ -108,6 +108,11 @@ class Settings(BaseSettings):
     max_movements_per_broker: int = Field(2, ge=1, description="B: steps touching one broker.")
     step_stall_timeout_seconds: float = Field(600.0, gt=0, description="`step.stall.timeout`.")
     stall_action: Literal["alert", "cancel"] = Field("alert")
+    step_retry_max: int = Field(
+        3, ge=0, description="`step.retry.max`: a step the executor could not apply for a transient "
+        "reason (timeout, no controller, leader not available, another reassignment in progress) "
+        "is tried again this many times, waiting 10 s doubling to 300 s; then the partition is "
+        "given up with `ReassignmentStalled`.")
     throttle_bytes_per_sec: int | None = Field(None, ge=1, description="Replication throttle.")
     logdir_throttle_bytes_per_sec: int | None = Field(
         None, ge=1, description="`replica.alter.log.dirs.io.max.bytes.per.second` while steps run: "

@@ -175,6 +175,8 @@ def reassignment_to_storage(reassignment: Reassignment) -> str:
         "state": reassignment.state.value,
         "reason": reassignment.reason,
         "after_cancel": reassignment.after_cancel.value,
+        **({"retries": [reassignment.failed_attempts, reassignment.retry_at, reassignment.last_error]}
+           if reassignment.failed_attempts else {}),
     }, separators=(",", ":"))
 
 
@@ -189,7 +191,15 @@ def reassignment_from_storage(tp: TopicPartition, stored: str) -> Reassignment:
         final_target=tuple(data["final"]), target_log_dirs=tuple(data["dirs"]),
         in_flight=in_flight, steps_done=data["done"], state=ReassignmentState(data["state"]),
         reason=data["reason"], after_cancel=AfterCancel(data["after_cancel"]),
+        **_retries_from_storage(data.get("retries")),  # absent: none (and in older state)
     )
+
+
+def _retries_from_storage(stored: list | None) -> dict:
+    if not stored:
+        return {}
+    attempts, retry_at, last_error = stored
+    return {"failed_attempts": int(attempts), "retry_at": retry_at, "last_error": str(last_error)}
 
 
 def proposal_to_storage(proposal: Proposal) -> list:

@@ -125,7 +125,7 @@ def compute_stepping(
                 reverted = record.state is ReassignmentState.REVERTING
                 finished.append((tp, Ending.REVERTED if reverted else Ending.COMPLETED))
                 record = finish(record)
-            elif start_steps:
+            elif start_steps and (record.retry_at is None or now >= record.retry_at):
                 step = compute_reachable_step(record, partition, cluster, limits)
                 if step is not None:
                     candidates.append(PlannedStep(tp, step, _log_dirs_for(record, step.adding)))

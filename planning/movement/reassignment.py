@@ -77,6 +77,10 @@ class Reassignment:
     state: see `ReassignmentState`.
     reason: why the reassignment exists, or why it was cancelled/superseded (for alerts, `list`).
     after_cancel: when CANCELLING, what follows once Kafka shows the step cancelled.
+    failed_attempts: steps of this partition that failed in a row with an error worth retrying
+        (the executor could not get them to Kafka); a completed step resets it.
+    retry_at: no new step starts before this time (seconds, the clock of `started_at`).
+    last_error: the executor's message for the last failed step.
     """
 
     reassignment_id: str
@@ -89,6 +93,9 @@ class Reassignment:
     state: ReassignmentState = ReassignmentState.RUNNING
     reason: str = ""
     after_cancel: AfterCancel = AfterCancel.REVERT
+    failed_attempts: int = 0
+    retry_at: float | None = None
+    last_error: str = ""
 
     @property
     def active(self) -> bool:
@@ -155,7 +162,28 @@ def complete_step(reassignment: Reassignment) -> Reassignment:
     """The step in flight has completed (SPEC 5.3); the next one is decided at once."""
     if reassignment.in_flight is None:
         return reassignment
-    return replace(reassignment, in_flight=None, steps_done=reassignment.steps_done + 1)
+    return replace(reassignment, in_flight=None, steps_done=reassignment.steps_done + 1,
+                   failed_attempts=0, retry_at=None, last_error="")
+
+
+STEP_RETRY_FIRST_SECONDS = 10.0
+STEP_RETRY_MOST_SECONDS = 300.0
+
+
+def compute_step_retry_delay(attempt: int) -> float:
+    """Seconds before retrying after the `attempt`-th failure in a row: 10, 20, 40, ... 300."""
+    return min(STEP_RETRY_FIRST_SECONDS * 2 ** max(0, attempt - 1), STEP_RETRY_MOST_SECONDS)
+
+
+def fail_step(reassignment: Reassignment, now: float, error: str) -> Reassignment:
+    """The step in flight failed with an error worth retrying: it has used its number (and so its
+    command ids: the retry is a new command the executor has not seen), and the next step waits
+    `compute_step_retry_delay` before it starts. The next step is computed again from the
+    cluster, so a step Kafka took after all is not repeated."""
+    attempts = reassignment.failed_attempts + 1
+    return replace(reassignment, in_flight=None, steps_done=reassignment.steps_done + 1,
+                   failed_attempts=attempts, retry_at=now + compute_step_retry_delay(attempts),
+                   last_error=error)
 
 
 def finish(reassignment: Reassignment) -> Reassignment:

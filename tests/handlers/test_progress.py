@@ -151,6 +151,69 @@ def test_a_failed_step_alerts_and_gives_up_on_the_partition():
     assert not decide(first.state, BatchInputs(2, T0 + 2000, command_results=(unknown,)), POLICY).outbox
 
 
+def _failed(step: dict, code: str, at_ms: int) -> dict:
+    return {"schema_version": 1, "event_time": at_ms, "id": f"res-{step['id']}", "key": step["key"],
+            "command_id": step["id"], "command_kind": "ReassignmentStep", "epoch": 0,
+            "reassignment_id": step["reassignment_id"], "step": step["step"], "ok": False,
+            "error_code": code, "message": f"{code} from the controller"}
+
+
+def test_a_step_failing_for_a_transient_reason_is_retried_with_a_new_command_then_given_up():
+    """Issue 16 item 2: timeouts and the like are retried step.retry.max times, 10 s doubling apart,
+    each retry a new command id; past the limit, ReassignmentStalled with the last error."""
+    policy = replace(POLICY, step_retry_max=2)
+    _, first = started(policy)
+    state, now = first.state, T0 + 2000
+    step = next(c for c in commands(first, "ReassignmentStep") if c["key"] == "t-0")
+    ids = [step["id"]]
+    for attempt, wait_ms in ((1, 10_000), (2, 20_000)):
+        decision = decide(state, BatchInputs(attempt + 1, now, command_results=(_failed(step, "REQUEST_TIMED_OUT", now),)),
+                          policy)
+        (warned,) = alerts(decision, "CommandFailed")
+        assert warned["severity"] == "WARNING" and f"retry {attempt} of 2" in warned["message"]
+        assert not [c for c in commands(decision, "ReassignmentStep") if c["key"] == "t-0"]  # waits
+        record = decision.state.reassignments[A]
+        assert record.failed_attempts == attempt and record.in_flight is None
+        early = decide(decision.state, BatchInputs(attempt + 10, now + wait_ms - 1000), policy)
+        assert not [c for c in commands(early, "ReassignmentStep") if c["key"] == "t-0"]
+        now += wait_ms
+        later = decide(early.state, BatchInputs(attempt + 20, now), policy)
+        (step,) = [c for c in commands(later, "ReassignmentStep") if c["key"] == "t-0"]
+        ids.append(step["id"])
+        state = later.state
+    assert len(set(ids)) == 3  # every retry a command the executor has not seen
+    decision = decide(state, BatchInputs(40, now, command_results=(_failed(step, "REQUEST_TIMED_OUT", now),)), policy)
+    (stalled,) = alerts(decision, "ReassignmentStalled")
+    assert stalled["severity"] == "ERROR" and "3 times in a row" in stalled["message"]
+    assert "REQUEST_TIMED_OUT from the controller" in stalled["message"]
+    assert A not in decision.state.reassignments
+
+
+def test_a_permanent_step_failure_names_what_to_do():
+    _, first = started()
+    step = next(c for c in commands(first, "ReassignmentStep") if c["key"] == "t-0")
+    decision = decide(first.state, BatchInputs(2, T0 + 2000, command_results=(
+        _failed(step, "CLUSTER_AUTHORIZATION_FAILED", T0 + 2000),)), POLICY)
+    (failed,) = alerts(decision, "CommandFailed")
+    assert failed["severity"] == "ERROR" and "grant the executor's principal ALTER" in failed["message"]
+    assert A not in decision.state.reassignments
+
+
+def test_a_completed_step_forgets_earlier_failures():
+    from planning.movement.reassignment import complete_step, fail_step
+
+    _, first = started()
+    record = first.state.reassignments[A]
+    failed = fail_step(record, 100.0, "timed out")
+    assert (failed.failed_attempts, failed.retry_at, failed.steps_done) == (1, 110.0, record.steps_done + 1)
+    assert fail_step(failed, 200.0, "again").retry_at == 220.0
+    from planning.movement.reassignment import start_step
+
+    running = start_step(failed, record.in_flight.step, 300.0)
+    done = complete_step(running)
+    assert (done.failed_attempts, done.retry_at, done.last_error) == (0, None, "")
+
+
 def test_throttles_are_set_while_steps_move_and_cleared_after():
     policy = replace(POLICY, throttle_bytes_per_sec=10_000_000)
     cluster, first = started(policy)

@@ -164,6 +164,17 @@ def test_a_step_in_flight_keeps_its_seen_and_cancel_flags_and_older_rows_still_l
     assert loaded == record and not loaded.in_flight.seen_in_kafka
 
 
+def test_a_step_retry_is_stored_and_a_row_without_one_loads_as_none():
+    from planning.movement.reassignment import fail_step
+
+    tp = TopicPartition("orders", 0)
+    record = start_step(start_reassignment("r1-orders-0", tp, (1, 2, 3), (2, 3)),
+                        Step((2, 3), (), (1,)), started_at=3.0)
+    failed = fail_step(record, 10.0, "REQUEST_TIMED_OUT: no answer")
+    assert reassignment_from_storage(tp, reassignment_to_storage(failed)) == failed
+    assert "retries" not in json.loads(reassignment_to_storage(record))  # rows stay as small as before
+
+
 def test_a_replaced_instance_can_commit_nothing(store):
     """Regression: two pipelines on one Redis both committed state (the commit never checked the
     epoch); the older one's state kept commands in flight that the executor had refused."""
