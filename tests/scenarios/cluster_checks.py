@@ -124,8 +124,24 @@ def topic_counts(partitions: Partitions) -> dict[str, Counter]:
     return counts
 
 
+def is_excluded_by_default(topic: str) -> bool:
+    """The product's default topic selection (README, `topics_exclude`): Kafka's internal topics
+    and the product's own are only healed and drained, never rebalanced."""
+    return topic.startswith("__") or topic.startswith("reassigner.")
+
+
+def excluded_topic_moves(before: Partitions, after: Partitions) -> list[str]:
+    """Partitions of default-excluded topics whose replica set changed (a rebalance must not)."""
+    return [f"{topic}-{partition}: {sorted(before[key]['replicas'])} -> {sorted(p['replicas'])}"
+            for key, p in sorted(after.items()) for topic, partition in [key]
+            if is_excluded_by_default(topic) and key in before
+            and set(before[key]["replicas"]) != set(p["replicas"])]
+
+
 def balance_problems(partitions: Partitions, racks: Mapping[int, str | None], eligible: set[int],
                      replication_factor: int = 3) -> list[str]:
+    """Per topic the product balances (default selection), counts off the ideal by a replica."""
+    partitions = {key: p for key, p in partitions.items() if not is_excluded_by_default(key[0])}
     problems = []
     per_topic = Counter(topic for topic, _ in partitions)
     for topic, counts in sorted(topic_counts(partitions).items()):

@@ -43,6 +43,7 @@ from pathlib import Path
 import pytest
 from cluster_checks import (
     balance_problems,
+    excluded_topic_moves,
     placement_problems,
     receiver_problems,
     replica_moves,
@@ -158,6 +159,8 @@ class World:
         self.expect(marks, placement_problems(after, racks, eligible), "placement constraints broken")
         if balance == "strict":
             self.expect(marks, balance_problems(after, racks, eligible), "not balanced as the racks allow")
+            self.expect(marks, excluded_topic_moves(before, after),
+                        "a topic excluded by default (Kafka's internal, the product's own) was rebalanced")
         else:
             self.expect(marks, receiver_problems(before, after, racks, eligible),
                         "a moved replica went to a more loaded broker than needed")
