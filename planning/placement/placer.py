@@ -246,17 +246,22 @@ def compute_lower_bound(cluster: Cluster, goal: Goal) -> int:
     eligible = frozenset(tree.broker_node)
     explicit = dict(goal.explicit_targets)
     offline_dirs = _offline_dirs(cluster)
-    topic_work = [
-        (topic.name, partitions,
-         [_partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal) for p in partitions])
-        for topic in sorted(cluster.topics, key=lambda t: t.name)
-        for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
-    ]
+    topic_work = _compute_topic_work(cluster, goal, explicit, eligible, offline_dirs)
     cluster_quotas = _stage_a(tree, topic_work, goal)
     joint = _plan_cluster_exact(tree, topic_work, cluster_quotas, {}) if goal.rebalance else None
     if joint is not None:  # the exact optimum is the tightest bound
         return _joint_moves(tree, topic_work, joint)
     return _plan_lower_bound(tree, topic_work, goal, cluster_quotas)
+
+
+def _compute_topic_work(cluster: Cluster, goal: Goal, explicit, eligible, offline_dirs) -> list:
+    """(topic name, its partitions by id, their fates) for every topic, in name order."""
+    return [
+        (topic.name, partitions,
+         [_partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal) for p in partitions])
+        for topic in sorted(cluster.topics, key=lambda t: t.name)
+        for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
+    ]
 
 
 def _planning_tree(cluster: Cluster, goal: Goal) -> RackTree:
@@ -371,14 +376,8 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     shown: list[tuple[str, list, str]] = []  # topics ending outside their shares, and why
     balanced_replicas: Counter = Counter()  # replicas and leaders of the topics the goal balances
     balanced_leaders: Counter = Counter()
-    topic_work = [
-        (topic.name, partitions,
-         [_partition_fates(p, cluster, explicit, eligible, offline_dirs, goal.heal) for p in partitions])
-        for topic in sorted(cluster.topics, key=lambda t: t.name)
-        for partitions in [sorted(topic.partitions, key=lambda p: p.partition)]
-    ]
+    topic_work = _compute_topic_work(cluster, goal, explicit, eligible, offline_dirs)
     cluster_quotas = _stage_a(tree, topic_work, goal)
-    bound = _plan_lower_bound(tree, topic_work, goal, cluster_quotas, with_repairs=False)
     exact_arcs_left = PLAN_EXACT_ARCS
     placed_finals: list[tuple[tuple[int, ...], ...]] = []
     missed: dict[str, str] = {}  # topic -> why its quotas were not met
@@ -386,6 +385,8 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     if joint is not None:
         placed_finals = list(joint)
         bound = _joint_moves(tree, topic_work, joint)
+    else:
+        bound = _plan_lower_bound(tree, topic_work, goal, cluster_quotas, with_repairs=False)
     for name, partitions, work in ([] if joint is not None else topic_work):
         quotas = cluster_quotas.quotas.get(name)
         balanced = goal.rebalance and name not in goal.excluded_topics
@@ -589,7 +590,8 @@ def _exact_where_quotas_missed(tree, work, placed: TopicReplicas, quotas: TopicQ
     kept = Counter(itertools.chain.from_iterable(w.kept for w in work))
     fewest = sum(quotas.broker_quota.values()) - sum(min(q, kept.get(b, 0)) for b, q in quotas.broker_quota.items())
     greedy_moves = _new_replicas(tree, work, placed.finals)
-    if greedy_moves == fewest and all(counts.get(b, 0) == q for b, q in quotas.broker_quota.items()):
+    meets_quotas = all(counts.get(b, 0) == q for b, q in quotas.broker_quota.items())
+    if greedy_moves == fewest and meets_quotas:
         return placed, arcs_left, ""  # certified: stage A's count for these quotas
     arcs = count_topic_flow_arcs(tree, work)
     if arcs > TOPIC_EXACT_ARCS or arcs > arcs_left:
@@ -599,8 +601,7 @@ def _exact_where_quotas_missed(tree, work, placed: TopicReplicas, quotas: TopicQ
     if finals is None:  # the quotas are out of the racks' reach for this topic: keep the greedy's
         return placed, arcs_left - arcs, ("the rack rule, with the replicas that stay, leaves no "
                                           "placement that meets every share")
-    if _new_replicas(tree, work, finals) >= greedy_moves and all(
-            counts.get(b, 0) == q for b, q in quotas.broker_quota.items()):
+    if meets_quotas and _new_replicas(tree, work, finals) >= greedy_moves:
         return placed, arcs_left - arcs, ""  # the greedy's was as good (rack repairs cost it)
     load = dict(load_before)
     for w, final in zip(work, finals):
