@@ -15,7 +15,9 @@ THE ORDER (the code below follows it):
 5. triggers     → membership, grace periods, disks, drains, ISR alerts, topic deletion
                   (`handlers.triggers`);
 6. progress     → completions, elections, stalls, the rolling refill under the limits, throttles
-                  (`handlers.progress`).
+                  (`handlers.progress`); then the log dirs: brokers whose dirs are out of
+                  balance are planned, and log-dir moves complete, stall and start
+                  (`handlers.log_dirs`).
 Plans made in 4 and 5 start their first steps in 6 of the same batch.
 
 ISOLATION: `decide_isolating` is what the shell calls. If deciding the batch raises (a defect
@@ -43,6 +45,7 @@ from handlers.outbox import WARNING, Outbox
 from handlers.micro_batch import BadRecord, BatchInputs, Decision
 from handlers.context import BatchContext
 from handlers.events import EventEffects, compute_cluster_after_events
+from handlers.log_dirs import handle_log_dir_balance, handle_log_dir_progress
 from handlers.policy import Policy
 from handlers.progress import handle_progress
 from handlers.requests import handle_requests
@@ -78,6 +81,8 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     handle_requests(context, inputs.requests)  # 4
     handle_triggers(context, effects)  # 5
     handle_progress(context)  # 6
+    handle_log_dir_balance(context, effects.dirs_changed)
+    handle_log_dir_progress(context)
 
     return Decision(context.state.with_changes(last_batch=inputs.batch_id),
                     tuple(context.outbox.messages))

@@ -90,6 +90,7 @@ class EventEffects:
         fenced/unregistered).
     went_down: broker id -> event time (ms) of brokers that stopped being alive.
     dirs_failed / dirs_restored: (broker, path) of dirs that went offline / came back online.
+    dirs_changed: brokers with a dir added, removed, or gone offline or online.
     topics_deleted: topics dropped.
     topics_recreated: topics whose old incarnation was dropped for a new topic id.
     touched: partitions whose state changed (for UNDER-min-ISR / offline alerts).
@@ -104,6 +105,7 @@ class EventEffects:
     went_down: dict[int, int] = field(default_factory=dict)
     dirs_failed: list[tuple[int, str]] = field(default_factory=list)
     dirs_restored: list[tuple[int, str]] = field(default_factory=list)
+    dirs_changed: set[int] = field(default_factory=set)
     topics_deleted: list[str] = field(default_factory=list)
     topics_recreated: list[str] = field(default_factory=list)
     touched: set[TopicPartition] = field(default_factory=set)
@@ -311,6 +313,8 @@ def _apply_broker(work: _WorkingCluster, record: Mapping[str, Any], effects: Eve
         rack = old.rack
     cannot_host = old.cannot_host if old is not None else frozenset()
     work.brokers[broker_id] = Broker(broker_id, rack, alive, draining, dirs, cannot_host)
+    if old is not None and {d.path for d in dirs} != set(known):
+        effects.dirs_changed.add(broker_id)
     if alive and not was_alive:
         effects.came_up[broker_id] = int(record["event_time"])
         effects.went_down.pop(broker_id, None)
@@ -353,7 +357,13 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
     online = bool(record["online"])
     broker = work.brokers.get(broker_id) or Broker(broker_id, alive=True)
     old_dir = next((d for d in broker.log_dirs if d.path == path), None)
-    new_dir = LogDir(path, online, record.get("total_bytes"), record.get("usable_bytes"))
+    listed = record.get("replicas") or ()
+    current = [r for r in listed if not r.get("is_future")]
+    futures = frozenset(TopicPartition(r["topic"], int(r["partition"])) for r in listed if r.get("is_future"))
+    # An offline dir lists nothing: its sums are unknown, not zero.
+    new_dir = LogDir(path, online, record.get("total_bytes"), record.get("usable_bytes"),
+                     sum(int(r.get("size_bytes") or 0) for r in current) if online else None,
+                     len(current) if online else None, futures)
     if old_dir is None:
         dirs = broker.log_dirs + (new_dir,)
     else:
@@ -364,9 +374,9 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
         effects.dirs_failed.append((broker_id, path))
     elif old_dir is not None and not old_dir.online and online:
         effects.dirs_restored.append((broker_id, path))
-    for replica in record.get("replicas") or ():
-        if replica.get("is_future"):
-            continue
+    if old_dir is None or old_dir.online != online:
+        effects.dirs_changed.add(broker_id)
+    for replica in current:
         tp = TopicPartition(replica["topic"], int(replica["partition"]))
         partition = work.partition(tp)
         if partition is None or broker_id not in partition.replicas:

@@ -62,6 +62,8 @@ class Policy:
     step_retry_max: int
     throttle_bytes_per_sec: int | None
     logdir_throttle_bytes_per_sec: int | None
+    logdir_imbalance_threshold: float
+    max_logdir_movements_per_broker: int
     topics_include: str
     topics_exclude: str | None  # None: Kafka's internal topics and the product's own
     topic_prefix: str
@@ -219,6 +221,12 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "failed steps retried (transient errors) before the partition is given up"),
     DynamicKey("throttle.bytes.per.sec", "throttle_bytes_per_sec", RATE,
                "replication throttle on steps in flight"),
+    DynamicKey("replica.alter.log.dirs.io.max.bytes.per.second", "logdir_throttle_bytes_per_sec", RATE,
+               "throttle of the copies between the log dirs of a broker"),
+    DynamicKey("logdir.imbalance.threshold", "logdir_imbalance_threshold", FRACTION,
+               "a broker's dirs further from their share than this are balanced"),
+    DynamicKey("reassignment.max.concurrent.logdir.movements.per.broker", "max_logdir_movements_per_broker",
+               _integer_kind(1), "intra-broker log-dir moves in flight per broker"),
     DynamicKey("mode", "mode", _choice_kind(MODES),
                "auto executes, approve waits for approval, observe only alerts"),
     DynamicKey("broker.add.grace", "broker_add_grace_seconds", DURATION,

@@ -27,6 +27,9 @@ RULES:
 - Decommission: the brokers are marked draining at once (nothing new goes to them) and a plan
   moves every replica off them (`Goal(drain_brokers=..., heal=False, rebalance=False)`).
 - Rebalance: `Goal(rebalance=True, heal=False)`, restricted to the topics named (all if none).
+  With `log_dirs` it balances the log dirs of the brokers named instead (`handlers.log_dirs`).
+- Reassign naming a dir for a replica that stays on its broker, and Cancel: see
+  `handlers.log_dirs` (log-dir moves are requested and cancelled with the same requests).
 - Approve: executes a stored proposal, after re-validating its targets against the cluster now
   (a stale proposal is rejected with INVALID_REPLICA_ASSIGNMENT and dropped).
 - SetConfig: stores the override (text) after parsing it (`handlers.policy`); `None` resets.
@@ -41,6 +44,7 @@ from typing import Any, Mapping
 
 from handlers.outbox import INFO, WARNING, compute_bounded_text, tp_key
 from handlers.context import BatchContext
+from handlers.log_dirs import cancel_log_dir_moves, handle_balance_dirs_request, plan_requested_dirs
 from handlers.plans import compute_plan, handle_plan
 from handlers.policy import (compute_config_text, compute_excluded_pattern, compute_excluded_topics,
                              require_dynamic_key)
@@ -50,6 +54,7 @@ from planning.placement.placer import Goal
 from planning.validation import validate_targets
 from reassigner.errors import (
     InvalidInputError,
+    NoReassignmentInProgressError,
     InvalidReplicaAssignmentError,
     ReassignerError,
     UnknownTopicOrPartitionError,
@@ -142,8 +147,18 @@ def handle_reassign(context: BatchContext, request_id: str, fields: Mapping[str,
             f"{len(active)} reassignments are in progress (e.g. {active[0]}); "
             "resubmit with --additional to join them")
     dirs = {tp: tuple(d if d != "any" else None for d in ds) for tp, ds in log_dirs.items() if ds}
-    handle_plan(context, request_id, targets, f"reassign request {request_id}", request_id,
-                approved=True, target_log_dirs=dirs, explicit=True)
+    cluster = context.state.cluster
+    moving = {tp: t for tp, t in targets.items() if cluster.partition(tp).replicas != t or tp not in dirs}
+    if moving:
+        handle_plan(context, request_id, moving, f"reassign request {request_id}", request_id,
+                    approved=True, target_log_dirs=dirs, explicit=True)
+    if dirs and context.policy.mode != "observe":
+        owned = plan_requested_dirs(context, request_id, dirs, targets)
+        if owned:
+            context.outbox.alert("PlanCreated", INFO, request_id,
+                                 f"reassign request {request_id}: moving {owned} replicas between the log "
+                                 "dirs of their brokers", {"plan_id": request_id, "log_dir_moves": owned,
+                                                           "executed": "true"})
 
 
 def handle_cancel(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
@@ -153,9 +168,21 @@ def handle_cancel(context: BatchContext, request_id: str, fields: Mapping[str, A
     scope = CancelScope(topic, partition)
     keep = bool(fields.get("keep", False))
     state = context.state
-    decision = compute_cancel(state.reassignments, scope, keep=keep,
-                              reason=f"cancelled by {request_id} ({scope})")
-    context.state = state.with_changes(reassignments=dict(decision.reassignments))
+    try:
+        decision = compute_cancel(state.reassignments, scope, keep=keep,
+                                  reason=f"cancelled by {request_id} ({scope})")
+    except NoReassignmentInProgressError:
+        decision = None
+    dir_moves = cancel_log_dir_moves(context, request_id, topic, partition)
+    if decision is None:
+        if not dir_moves:
+            raise NoReassignmentInProgressError(f"no reassignment or log-dir move in progress for {scope}")
+        context.outbox.alert("ReassignmentCancelled", INFO, request_id,
+                             f"cancelling {dir_moves} log-dir moves ({scope}); started ones move back to "
+                             "the dir they came from",
+                             {"partitions": 0, "keep": str(keep).lower(), "log_dir_moves": dir_moves})
+        return
+    context.state = context.state.with_changes(reassignments=dict(decision.reassignments))
     for tp in decision.cancel_in_kafka:
         record = state.reassignments[tp]
         number = record.in_flight.number
@@ -163,10 +190,11 @@ def handle_cancel(context: BatchContext, request_id: str, fields: Mapping[str, A
                                record.reassignment_id, number, f"cancelled by {request_id}",
                                "CancelReassignment", {"topic": tp.topic, "partition": tp.partition})
     context.outbox.alert("ReassignmentCancelled", INFO, request_id,
-                         f"cancelling {len(decision.cancelled)} reassignments ({scope}); "
+                         f"cancelling {len(decision.cancelled)} reassignments ({scope}"
+                         + (f", and {dir_moves} log-dir moves" if dir_moves else "") + "); "
                          + ("they stop where they are" if keep else "they step back to their original replicas"),
                          {"partitions": len(decision.cancelled), "keep": str(keep).lower(),
-                          "cancelled_in_kafka": len(decision.cancel_in_kafka)})
+                          "cancelled_in_kafka": len(decision.cancel_in_kafka), "log_dir_moves": dir_moves})
 
 
 def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
@@ -190,6 +218,11 @@ def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[
 
 
 def handle_rebalance(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    if fields.get("log_dirs"):
+        if fields.get("topics"):
+            raise InvalidInputError("a log-dir balance names brokers, not topics")
+        handle_balance_dirs_request(context, request_id, (int(b) for b in fields.get("broker_ids") or ()))
+        return
     topics = {str(t) for t in fields.get("topics") or ()}
     unknown = sorted(t for t in topics if t not in context.state.cluster.topics_by_name)
     if unknown:

@@ -24,6 +24,7 @@ RULES:
 - A failed `ElectLeader` (other than `ELECTION_NOT_NEEDED`) raises `CommandFailed` (WARNING); the
   step waits, and stalls visibly if the leader never moves.
 - A failed throttle command raises `CommandFailed` (WARNING).
+- A failed `LogDirMove`: `handlers.log_dirs` (retried while transient, else dropped).
 - `STALE_EPOCH` failures are ignored: a newer pipeline instance owns the commands.
 - A result for a command we do not know (a finished or superseded reassignment, another step
   number) is ignored without an alert: it is history, not news.
@@ -35,6 +36,7 @@ from typing import Any, Mapping
 
 from handlers.outbox import ERROR, WARNING, tp_key
 from handlers.context import BatchContext
+from handlers.log_dirs import handle_log_dir_result
 from planning.movement.reassignment import confirm_cancel, fail_step
 
 # The error codes of CommandResult as the executor writes them (Kafka's names; librdkafka's local
@@ -77,6 +79,9 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
         details = {"command_id": result.get("command_id", ""), "command_kind": kind,
                    "error_code": code, "step": result.get("step", 0)}
         detail = result.get("message") or code
+        if kind == "LogDirMove":
+            handle_log_dir_result(context, result, code, str(detail), code in RETRIED_STEP_ERRORS)
+            continue
         if kind in ("SetThrottle", "ClearThrottle"):
             context.outbox.alert("CommandFailed", WARNING, "throttle",
                                  f"{kind} failed: {detail}", details)

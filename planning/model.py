@@ -29,10 +29,17 @@ class TopicPartition:
 
 @dataclass(frozen=True)
 class LogDir:
+    """One log dir of a broker. `replica_bytes` / `replica_count` sum the (current, not future)
+    replicas the broker reported in it at its last describe-log-dirs (None = not reported);
+    `future_replicas` are the partitions being copied into it by an intra-broker move."""
+
     path: str
     online: bool = True
     total_bytes: int | None = None
     usable_bytes: int | None = None
+    replica_bytes: int | None = None
+    replica_count: int | None = None
+    future_replicas: frozenset[TopicPartition] = frozenset()
 
     @property
     def used_bytes(self) -> int | None:
@@ -71,6 +78,10 @@ class Broker:
     @property
     def online_log_dirs(self) -> tuple[LogDir, ...]:
         return tuple(d for d in self.log_dirs if d.online)
+
+    def has_future_replica(self, tp: TopicPartition) -> bool:
+        """Whether an intra-broker move of `tp` is copying into one of this broker's dirs."""
+        return any(tp in d.future_replicas for d in self.log_dirs)
 
 
 @dataclass(frozen=True)

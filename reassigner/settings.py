@@ -115,8 +115,18 @@ class Settings(BaseSettings):
         "given up with `ReassignmentStalled`.")
     throttle_bytes_per_sec: int | None = Field(None, ge=1, description="Replication throttle.")
     logdir_throttle_bytes_per_sec: int | None = Field(
-        None, ge=1, description="`replica.alter.log.dirs.io.max.bytes.per.second` while steps run: "
-        "throttles the copy into the requested log dir of a replica a step adds.")
+        None, ge=1, description="`replica.alter.log.dirs.io.max.bytes.per.second`: throttles the "
+        "copies between the log dirs of a broker (log-dir moves, and the copy into the requested "
+        "dir of a replica a step adds); set on a broker while its moves run, removed after.")
+
+    # --- log-dir balance (SPEC 3, 5.5) ---------------------------------------------------------
+    logdir_imbalance_threshold: float = Field(
+        0.1, gt=0, le=1, description="`logdir.imbalance.threshold`: a broker's log dirs are balanced "
+        "when every online dir holds its share of the broker's bytes (by capacity) within this "
+        "fraction; beyond it (a new empty dir is 1.0 off) the product moves replicas between them.")
+    max_logdir_movements_per_broker: int = Field(
+        2, ge=1, description="`reassignment.max.concurrent.logdir.movements.per.broker`: "
+        "intra-broker moves in flight on one broker.")
 
     # --- topic selection ----------------------------------------------------------------------
     topics_include: str = Field(

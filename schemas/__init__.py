@@ -78,8 +78,13 @@ ALERT_KINDS = (
     "ConfigChanged",
     "SnapshotReconciled",
     "ClockSkew",
+    "LogDirsUnbalanced",
+    "LogDirsBalanced",
+    "LogDirMoveStalled",
+    "LogDirMoveFailed",
 )
-"""Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged, SnapshotReconciled and ClockSkew). `Alert.kind` is a string: readers
+"""Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged, SnapshotReconciled, ClockSkew and the
+log-dir balance's four). `Alert.kind` is a string: readers
 must accept kinds not listed here."""
 
 __all__ = [

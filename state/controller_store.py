@@ -4,13 +4,16 @@ Keys (every key of one Kafka cluster carries the hash tag `{<cluster>}`, so the 
 may touch them all, on one Redis or on Redis Cluster alike):
 
     reassigner:{c}:brokers        HASH  broker id → [rack, alive, draining, [[path, online,
-                                                     total_bytes, usable_bytes], ...],
+                                                     total_bytes, usable_bytes, replica_bytes,
+                                                     replica_count, [future "topic:partition",
+                                                     ...]], ...],
                                                      observed_at_ms, ["topic:partition" it
                                                      cannot host, ...] (omitted when none)]
     reassigner:{c}:topics         HASH  topic → [min.insync.replicas, observed_at_ms, topic id]
     reassigner:{c}:partitions     HASH  "topic:partition" → [replicas, isr, leader, leader_epoch,
                                         adding, removing, offline, size_bytes, dir indexes]
     reassigner:{c}:reassignments  HASH  "topic:partition" → the active Reassignment record
+    reassigner:{c}:logdir_moves   HASH  "broker:topic:partition" → the active LogDirTask (JSON)
     reassigner:{c}:meta           HASH  epoch, last_batch, command_sequence and the small
                                         mappings of ControllerState (JSON each)
     reassigner:{c}:outbox         HASH  batch id → JSON list of messages not yet confirmed as
@@ -45,6 +48,7 @@ from typing import Any, Iterable, Mapping
 
 from state.model import ControllerState, ObservationTimes, OutboundMessage, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.movement.partition_steps import Step
 from reassigner.errors import FencedError
@@ -79,7 +83,8 @@ redis.call('HSET', KEYS[1], 'last_batch', ARGV[1])
 return {1, current}
 """
 
-HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox", "offsets")
+# The script reads outbox and offsets as KEYS[6] and KEYS[7]: new hashes go at the end.
+HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox", "offsets", "logdir_moves")
 
 
 # --- stored forms -----------------------------------------------------------------------------
@@ -93,7 +98,8 @@ def tp_from_field(field: str) -> TopicPartition:
 
 
 def broker_to_storage(broker: Broker, observed_at_ms: int | None = None) -> str:
-    dirs = [[d.path, d.online, d.total_bytes, d.usable_bytes] for d in broker.log_dirs]
+    dirs = [[d.path, d.online, d.total_bytes, d.usable_bytes, d.replica_bytes, d.replica_count,
+             sorted(tp_field(tp) for tp in d.future_replicas)] for d in broker.log_dirs]
     stored = [broker.rack, broker.alive, broker.draining, dirs, observed_at_ms]
     if broker.cannot_host:
         stored.append(sorted(tp_field(tp) for tp in broker.cannot_host))
@@ -105,10 +111,18 @@ def broker_from_storage(broker_id: int, stored: str) -> tuple[Broker, int | None
     rack, alive, draining, dirs, *rest = json.loads(stored)
     observed = rest[0] if rest else None
     cannot_host = frozenset(tp_from_field(f) for f in rest[1]) if len(rest) > 1 else frozenset()
-    broker = Broker(broker_id, rack, alive, draining,
-                    tuple(LogDir(path, online, total, usable) for path, online, total, usable in dirs),
+    broker = Broker(broker_id, rack, alive, draining, tuple(_log_dir_from_storage(d) for d in dirs),
                     cannot_host)
     return broker, observed
+
+
+def _log_dir_from_storage(stored: list) -> LogDir:
+    path, online, total, usable, *rest = stored  # rows written before the sums were kept have four
+    if not rest:
+        return LogDir(path, online, total, usable)
+    replica_bytes, replica_count, futures = rest
+    return LogDir(path, online, total, usable, replica_bytes, replica_count,
+                  frozenset(tp_from_field(f) for f in futures))
 
 
 def topic_to_storage(topic: Topic, observed_at_ms: int | None = None) -> str:
@@ -200,6 +214,25 @@ def _retries_from_storage(stored: list | None) -> dict:
         return {}
     attempts, retry_at, last_error = stored
     return {"failed_attempts": int(attempts), "retry_at": retry_at, "last_error": str(last_error)}
+
+
+def log_dir_task_field(task: LogDirTask) -> str:
+    return f"{task.broker_id}:{tp_field(task.tp)}"
+
+
+def log_dir_task_to_storage(task: LogDirTask) -> str:
+    return json.dumps({"id": task.task_id, "target": task.target_dir, "origin": task.origin_dir,
+                       "size": task.size_bytes, "reason": task.reason, "number": task.number,
+                       "started_at": task.started_at, "cancelling": task.cancelling},
+                      separators=(",", ":"))
+
+
+def log_dir_task_from_storage(field: str, stored: str) -> LogDirTask:
+    broker, tp = field.split(":", 1)
+    data = json.loads(stored)
+    return LogDirTask(tp_from_field(tp), int(broker), data["target"], data["origin"], int(data["size"]),
+                      data["reason"], data["id"], int(data["number"]), data["started_at"],
+                      bool(data["cancelling"]))
 
 
 def proposal_to_storage(proposal: Proposal) -> list:
@@ -299,6 +332,8 @@ class ControllerStore:
             open_alerts=frozenset(meta_json("open_alerts", [])),
             command_sequence=int(meta.get("command_sequence", 0)),
             observed_at=observed_at,
+            log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
+                                                       for f, v in raw["logdir_moves"].items())},
         )
 
     def last_batch(self) -> int:
@@ -395,5 +430,8 @@ def compute_changes(before: ControllerState, after: ControllerState) -> dict[str
         changes["reassignments"] = {"set": [x for f, v in moves.items() for x in (f, v)],
                                     "del": finished}
 
+    if before.log_dir_moves != after.log_dir_moves:
+        diff("logdir_moves", {log_dir_task_field(t): log_dir_task_to_storage(t) for t in before.log_dir_moves.values()},
+             {log_dir_task_field(t): log_dir_task_to_storage(t) for t in after.log_dir_moves.values()})
     diff("meta", meta_to_storage(before), meta_to_storage(after))
     return changes

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from planning.model import Cluster, TopicPartition
+from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import Reassignment
 
 
@@ -92,6 +93,8 @@ class ControllerState:
         reassignment (throttles, elections).
     observed_at: when each topic and broker of `cluster` was last told about (for reconciling
         with a snapshot's inventory); keys are a subset of the cluster's topics and brokers.
+    log_dir_moves: the active intra-broker moves, by (broker, partition) (`LogDirTask`: waiting
+        for a slot or in flight); at most one per replica.
     """
 
     cluster: Cluster = field(default_factory=Cluster)
@@ -106,6 +109,7 @@ class ControllerState:
     open_alerts: frozenset[str] = frozenset()
     command_sequence: int = 0
     observed_at: ObservationTimes = field(default_factory=ObservationTimes)
+    log_dir_moves: Mapping[tuple[int, TopicPartition], LogDirTask] = field(default_factory=dict)
 
     def with_changes(self, **changes: object) -> "ControllerState":
         return replace(self, **changes)

@@ -18,7 +18,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from handlers.policy import DYNAMIC_KEYS, Policy
+from handlers.policy import DYNAMIC_KEYS, Policy, parse_config_value
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.advance import compute_stepping
 from planning.movement.batches import CONFIG_KEYS, Limits
@@ -80,10 +80,11 @@ def test_every_dynamic_key_is_a_policy_field_and_a_setting():
     assert set(CONFIG_KEYS.values()) == {f.name for f in fields(Limits)}
 
 
-def test_knobs_that_do_nothing_are_not_offered():
-    """Until the log-dir balancing reaction exists, nothing reads these."""
-    assert "reassignment.max.concurrent.logdir.movements.per.broker" not in DYNAMIC_KEYS
-    assert not {"logdir_imbalance_threshold", "max_logdir_movements_per_broker"} & set(Settings.model_fields)
+def test_the_log_dir_knobs_are_offered_and_parsed():
+    assert DYNAMIC_KEYS["reassignment.max.concurrent.logdir.movements.per.broker"].field == \
+        "max_logdir_movements_per_broker"
+    assert parse_config_value("logdir.imbalance.threshold", "0.25") == 0.25
+    assert parse_config_value("replica.alter.log.dirs.io.max.bytes.per.second", "1MB") == 1_000_000
 
 
 def test_the_readme_configuration_table_shows_the_settings_defaults():

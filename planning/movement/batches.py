@@ -39,7 +39,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Union
 
-from planning.movement.completion import LogDirMove
 from planning.model import Cluster, PartitionState, TopicPartition
 from planning.movement.partition_steps import Step
 from reassigner.errors import InvalidConfigError
@@ -267,37 +266,3 @@ def _as_planned(steps: StepsLike) -> list[PlannedStep]:
     if isinstance(steps, Mapping):
         return [PlannedStep(tp, step) for tp, step in steps.items()]
     return list(steps)
-
-
-# -- intra-broker log-dir moves (SPEC 5.5) ----------------------------------------------------
-
-
-def compute_log_dir_batch(
-    candidates: Iterable[LogDirMove], in_flight: Iterable[LogDirMove], cluster: Cluster, max_per_broker: int
-) -> tuple[LogDirMove, ...]:
-    """Log-dir moves to start now: largest replica first, at most `max_per_broker` in flight on
-    one broker, one move per replica, only into online dirs of live brokers.
-
-    Not wired to a setting yet: the log-dir balancing reaction that will call it is to come, and
-    until then no knob may pretend to limit it."""
-    per_broker: Counter = Counter(m.broker_id for m in in_flight)
-    busy = {(m.topic, m.partition, m.broker_id) for m in in_flight}
-    chosen: list[LogDirMove] = []
-
-    def size(move: LogDirMove) -> float:
-        p = cluster.partition(TopicPartition(move.topic, move.partition))
-        return -(p.size_bytes if p is not None and p.size_bytes is not None else float("inf"))
-
-    for move in sorted(candidates, key=lambda m: (size(m), m.topic, m.partition, m.broker_id)):
-        broker = cluster.broker(move.broker_id)
-        key = (move.topic, move.partition, move.broker_id)
-        if key in busy or broker is None or not broker.alive:
-            continue
-        if move.log_dir not in {d.path for d in broker.online_log_dirs}:
-            continue
-        if per_broker[move.broker_id] >= max_per_broker:
-            continue
-        chosen.append(move)
-        busy.add(key)
-        per_broker[move.broker_id] += 1
-    return tuple(chosen)

@@ -1,4 +1,4 @@
-"""When a step (or a log-dir move) is finished, and when it is stuck (SPEC 5.3, 5.5).
+"""When a step (or a log-dir move) is finished, and when it is stuck (SPEC 5.3).
 
 RULE. A step is complete when the cluster shows, for its partition:
 - replicas equal to the step's target list (TR), same order;
@@ -10,8 +10,7 @@ are ours: a step that leaves an out-of-sync replica or the wrong leader behind i
 A step that Kafka finished but whose TR[0] does not lead yet is `AWAITING_ELECTION`: the caller
 issues the preferred-leader election.
 
-A log-dir move (broker B, replica of P into dir D) is complete when B's replica of P is in D and
-no future replica of P exists on B.
+(A log-dir move's completion is `planning.movement.log_dirs`'.)
 
 A step is stalled when it has not completed `stall_timeout` seconds after it started. Times, and
 the timeout itself (`step.stall.timeout`, whose one default is in `reassigner.settings`), are
@@ -109,29 +108,4 @@ def describe_stall(partition: PartitionState, step: Step, started_at: float, now
     return (
         f"{partition.tp}: step to {list(step.target)} running for {now - started_at:.0f} s: "
         f"{progress.describe()}"
-    )
-
-
-@dataclass(frozen=True)
-class LogDirMove:
-    """Put broker `broker_id`'s replica of `tp` into log dir `log_dir` (AlterReplicaLogDirs)."""
-
-    topic: str
-    partition: int
-    broker_id: int
-    log_dir: str
-
-
-def is_log_dir_move_complete(
-    partition: PartitionState, move: LogDirMove, future_replica_brokers: frozenset[int] = frozenset()
-) -> bool:
-    """SPEC 5.5: the replica is in the target dir and no future replica exists on that broker.
-
-    `future_replica_brokers` are the brokers describe-log-dirs shows holding a future (`.move`)
-    replica of this partition.
-    """
-    return (
-        move.broker_id in partition.replicas
-        and partition.log_dir_of(move.broker_id) == move.log_dir
-        and move.broker_id not in future_replica_brokers
     )

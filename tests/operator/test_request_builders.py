@@ -108,8 +108,8 @@ def test_set_config_normalises_known_keys(assignment, expected):
     ("mode=yolo", "expected one of auto, approve, observe"),
     ("step.stall.timeout=soon", "duration"),
     ("no-equals-sign", "KEY=VALUE"),
-    # nothing reads it until the log-dir balancing reaction exists: not offered
-    ("reassignment.max.concurrent.logdir.movements.per.broker=5", "unknown setting"),
+    ("reassignment.max.concurrent.logdir.movements.per.broker=0", "from 1 to 1000000"),
+    ("logdir.imbalance.threshold=1.5", "fraction"),
 ])
 def test_set_config_refuses_locally(assignment, message):
     with pytest.raises(InvalidConfigError, match=message) as error:

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planning.movement.batches import Limits, PlannedStep, compute_batch, compute_batch_decision, compute_log_dir_batch
-from planning.movement.completion import LogDirMove
+from planning.movement.batches import Limits, PlannedStep, compute_batch, compute_batch_decision
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.partition_steps import Step, compute_next_step
 from reassigner.errors import InvalidConfigError
@@ -139,13 +138,6 @@ def test_a_step_keeping_a_replica_on_a_dead_broker_waits():
     assert decision.started == () and "offline" in decision.deferred[0].reason
     drops_dead = next_step(p, (0, 1, 5))
     assert compute_batch({tp(0): drops_dead}, {}, cluster_of([p], dead=(2,)), BIG) != ()
-
-
-def test_log_dir_batch_largest_first_within_per_broker_limit():
-    parts = [part(0, size=1), part(1, size=50), part(2, size=10)]
-    cluster = cluster_of(parts)
-    moves = [LogDirMove("t", n, 0, "/b") for n in range(3)]
-    assert [m.partition for m in compute_log_dir_batch(moves, [], cluster, max_per_broker=2)] == [1, 2]
 
 
 @st.composite

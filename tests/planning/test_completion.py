@@ -1,13 +1,11 @@
-"""Step and log-dir move completion, progress and stalls (SPEC 5.3, 5.5)."""
+"""Step completion, progress and stalls (SPEC 5.3)."""
 
 from __future__ import annotations
 
 from planning.movement.completion import (
-    LogDirMove,
     StepPhase,
     compute_step_progress,
     describe_stall,
-    is_log_dir_move_complete,
     is_step_complete,
     is_step_stalled,
     needs_leader_election,
@@ -56,11 +54,3 @@ def test_stall_after_timeout_with_progress_in_the_message():
     assert is_step_stalled(100.0, 700.0, 600.0)
     message = describe_stall(p([1, 4, 3, 2], [1, 2, 3], 1, adding=[4], removing=[1]), STEP, 0.0, 900.0)
     assert "900 s" in message and "waiting for [4]" in message
-
-
-def test_log_dir_move_complete_when_in_dir_and_no_future_replica():
-    partition = PartitionState("t", 0, (1, 2), (1, 2), 1, log_dirs=("/a", "/b"))
-    move = LogDirMove("t", 0, 2, "/b")
-    assert is_log_dir_move_complete(partition, move)
-    assert not is_log_dir_move_complete(partition, move, future_replica_brokers=frozenset({2}))
-    assert not is_log_dir_move_complete(partition, LogDirMove("t", 0, 1, "/b"))

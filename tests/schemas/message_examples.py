@@ -177,7 +177,8 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
         request("Cancel", {"topic": "orders", "partition": None, "keep": True}),
         request("Cancel", {"topic": None, "partition": None, "keep": False}),
         request("Decommission", {"broker_ids": [3, 4]}),
-        request("Rebalance", {"topics": []}),
+        request("Rebalance", {"topics": [], "log_dirs": False, "broker_ids": []}),
+        request("Rebalance", {"topics": [], "log_dirs": True, "broker_ids": [3]}),
         request("Approve", {"proposal_id": "proposal-2026-01-01-0003"}),
         request("SetConfig", {"key": "reassignment.max.concurrent.partition.movements", "value": "10"}),
         request("SetConfig", {"key": "throttle.bytes.per.sec", "value": None}),
@@ -198,7 +199,8 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
         ),
         command("CancelReassignment", {"topic": "orders", "partition": 7}),
         command("ElectLeader", {"topic": "orders", "partition": 7, "preferred_leader": 5}),
-        command("LogDirMove", {"broker_id": 2, "topic": "orders", "partition": 7, "target_dir": "/data/1"}, key="2"),
+        command("LogDirMove", {"broker_id": 2, "topic": "orders", "partition": 7, "target_dir": "/data/1",
+                               "throttle_bytes_per_sec": 1_000_000}, key="2"),
         {
             **command(
                 "SetThrottle",
@@ -216,7 +218,8 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "reassignment_id": None,
         },
         {
-            **command("ClearThrottle", {"broker_ids": [0, 1, 5], "partitions": []}, key="0", step=0),
+            **command("ClearThrottle", {"broker_ids": [0, 1, 5], "partitions": [], "log_dir_only": False},
+                      key="0", step=0),
             "reassignment_id": None,
         },
     ],
