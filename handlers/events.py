@@ -60,7 +60,8 @@ from typing import Any, Iterable, Mapping
 
 from handlers.event_checks import compute_event_problem
 from state.model import ObservationTimes
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.model import (Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition,
+                            compute_reported_log_dir)
 
 ALIVE_STATES = ("UNFENCED", "DRAINING")
 DOWN_STATES = ("REGISTERED", "FENCED", "UNREGISTERED")
@@ -359,11 +360,10 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
     old_dir = next((d for d in broker.log_dirs if d.path == path), None)
     listed = record.get("replicas") or ()
     current = [r for r in listed if not r.get("is_future")]
-    futures = frozenset(TopicPartition(r["topic"], int(r["partition"])) for r in listed if r.get("is_future"))
-    # An offline dir lists nothing: its sums are unknown, not zero.
-    new_dir = LogDir(path, online, record.get("total_bytes"), record.get("usable_bytes"),
-                     sum(int(r.get("size_bytes") or 0) for r in current) if online else None,
-                     len(current) if online else None, futures)
+    new_dir = compute_reported_log_dir(
+        path, online, record.get("total_bytes"), record.get("usable_bytes"),
+        ((TopicPartition(r["topic"], int(r["partition"])), int(r.get("size_bytes") or 0), bool(r.get("is_future")))
+         for r in listed))
     if old_dir is None:
         dirs = broker.log_dirs + (new_dir,)
     else:

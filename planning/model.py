@@ -48,6 +48,17 @@ class LogDir:
         return self.total_bytes - self.usable_bytes
 
 
+def compute_reported_log_dir(path: str, online: bool, total_bytes: int | None, usable_bytes: int | None,
+                             replicas: Iterable[tuple[TopicPartition, int, bool]]) -> LogDir:
+    """A dir as describe-log-dirs reports it, from its (partition, size, is_future) replicas: the
+    sums of the current ones, the future ones. An offline dir lists nothing: its sums are unknown."""
+    listed = list(replicas)
+    current = [size for _, size, is_future in listed if not is_future]
+    return LogDir(path, online, total_bytes, usable_bytes,
+                  sum(current) if online else None, len(current) if online else None,
+                  frozenset(tp for tp, _, is_future in listed if is_future))
+
+
 @dataclass(frozen=True)
 class Broker:
     id: int

@@ -680,8 +680,11 @@ def _spread(counts: Mapping[int, int]) -> int:
 
 
 def _initial_dir_usage(cluster: Cluster) -> dict[tuple[int, str], int]:
+    """Bytes per online dir: Kafka's own (the replicas describe-log-dirs listed) where reported —
+    dirs sharing one volume all report that volume's usage — else the volume's used bytes."""
     return {
-        (b.id, d.path): d.used_bytes or 0 for b in cluster.brokers for d in b.log_dirs if d.online
+        (b.id, d.path): d.replica_bytes if d.replica_bytes is not None else d.used_bytes or 0
+        for b in cluster.brokers for d in b.log_dirs if d.online
     }
 
 

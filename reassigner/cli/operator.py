@@ -181,6 +181,22 @@ def request_rebalance(
     _publish(ctx, build_rebalance_request, topic)
 
 
+@request_app.command("balance-dirs")
+def request_balance_dirs(
+    broker: List[int] = typer.Option([], "--broker", help="Broker whose log dirs to balance (repeat; "
+                                     "default: every broker with two or more dirs)."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Move replicas between the log dirs of brokers until each dir holds its share (KIP-113)."""
+    from reassigner.operator.requests import build_balance_dirs_request
+
+    build_balance_dirs_request(broker, request_id="check", now_ms=0, requested_by="check")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_balance_dirs_request, broker)
+
+
 @request_app.command("approve")
 def request_approve(
     proposal_id: str = typer.Argument(..., help="Proposal id (from its ProposalReady alert or `status`)."),
@@ -264,19 +280,21 @@ def list_reassignments(
 ) -> None:
     """Ongoing reassignments (current, adding, removing, final target, step n of m) and the
     batch in flight."""
-    from reassigner.operator.views import (compute_in_flight, compute_reassignment_rows,
-                                           reassignment_row_to_json, step_label)
+    from reassigner.operator.views import (compute_in_flight, compute_log_dir_move_rows,
+                                           compute_reassignment_rows, reassignment_row_to_json, step_label)
 
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
     state = ctx.load_state()
     rows = compute_reassignment_rows(state, ctx.settings.max_replica_movements)
     in_flight = compute_in_flight(state, time.time())
+    dir_moves = compute_log_dir_move_rows(state, time.time())
     if as_json:
         from dataclasses import asdict
 
         print(json.dumps({"reassignments": [reassignment_row_to_json(r) for r in rows],
-                          "in_flight": [json.loads(json.dumps(asdict(f))) for f in in_flight]}, indent=2))
+                          "in_flight": [json.loads(json.dumps(asdict(f))) for f in in_flight],
+                          "log_dir_moves": [json.loads(json.dumps(asdict(m))) for m in dir_moves]}, indent=2))
         return
     table = Table(title=f"ongoing reassignments ({len(rows)})")
     for column in ("partition", "state", "current", "adding", "removing", "final target", "step", "progress"):
@@ -294,6 +312,20 @@ def list_reassignments(
                       "-" if f.age_seconds is None else f"{f.age_seconds:.0f} s")
     if in_flight:
         console.print(batch)
+    _print_log_dir_moves(dir_moves)
+
+
+def _print_log_dir_moves(moves) -> None:
+    if not moves:
+        return
+    table = Table(title=f"log-dir moves ({sum(m.state != 'waiting' for m in moves)} of {len(moves)} running)")
+    for column in ("partition", "broker", "from", "to", "size", "state", "now in", "running for"):
+        table.add_column(column)
+    for m in moves:
+        table.add_row(f"{m.topic}-{m.partition}", str(m.broker_id), m.origin_dir or "?", m.target_dir,
+                      f"{m.size_bytes:,} B", m.state + (" (copy in progress)" if m.future_replica else ""),
+                      m.current_dir or "?", "-" if m.age_seconds is None else f"{m.age_seconds:.0f} s")
+    console.print(table)
 
 
 def status(
@@ -315,14 +347,16 @@ def status(
         print(json.dumps(status_to_json(view), indent=2))
         return
     brokers = Table(title=f"brokers (epoch {view.epoch}, last batch {view.last_batch})")
-    for column in ("broker", "rack", "state", "dirs online", "replicas", "leaders"):
+    for column in ("broker", "rack", "state", "dirs online", "replicas", "leaders", "per dir (replicas, bytes)"):
         brokers.add_column(column)
     for b in view.brokers:
         state = "[red]down[/]" if not b.alive else ("[yellow]draining[/]" if b.draining else "[green]alive[/]")
         dirs = f"{b.dirs_online}/{b.dirs_total}" + (f" [red](offline: {', '.join(b.offline_dirs)})[/]" if b.offline_dirs else "")
         if b.cannot_host:
             dirs += f" [yellow]{b.cannot_host} partitions kept off until restart[/]"
-        brokers.add_row(str(b.id), b.rack or "-", state, dirs, str(b.replicas), str(b.leaders))
+        per_dir = "  ".join(f"{path.rsplit('/', 1)[-1]}: {'?' if count is None else count}, "
+                            f"{'?' if size is None else f'{size:,}'}" for path, count, size in b.dirs)
+        brokers.add_row(str(b.id), b.rack or "-", state, dirs, str(b.replicas), str(b.leaders), per_dir)
     console.print(brokers)
     for title, problems, style in (("under-replicated", view.under_replicated, "yellow"),
                                    ("under min ISR", view.under_min_isr, "red"),
@@ -346,6 +380,7 @@ def status(
         console.print(progress)
     else:
         console.print("no reassignment in progress")
+    _print_log_dir_moves(view.log_dir_moves)
 
 
 # --- alerts ----------------------------------------------------------------------------------------

@@ -38,7 +38,8 @@ COMMANDS (payload kinds): ReassignmentStep (AlterPartitionReassignments with the
 with target_log_dirs, AlterReplicaLogDirs on each named dir first — Kafka remembers the dir for
 a replica it does not host yet — and again after, until the replica is there),
 CancelReassignment (the same call with None), ElectLeader (preferred election), LogDirMove
-(AlterReplicaLogDirs until the broker hosts the replica), SetThrottle / ClearThrottle
+(its log-dir throttle on the broker when it carries one, then AlterReplicaLogDirs until the
+broker hosts the replica), SetThrottle / ClearThrottle (`log_dir_only`: that one rate)
 (IncrementalAlterConfigs on brokers and topics). A command for a deleted topic or a dead broker
 ends as an error result, never as a crash.
 """
@@ -212,8 +213,7 @@ class Executor:
             "CancelReassignment": lambda f: self.admin.alter_partition_reassignment(
                 f["topic"], f["partition"], None),
             "ElectLeader": lambda f: self.admin.elect_preferred_leader(f["topic"], f["partition"]),
-            "LogDirMove": lambda f: self.apply_log_dir(f["broker_id"], f["topic"], f["partition"],
-                                                       f["target_dir"]),
+            "LogDirMove": self.apply_log_dir_move,
             "SetThrottle": self.apply_set_throttle,
             "ClearThrottle": self.apply_clear_throttle,
         }
@@ -272,6 +272,13 @@ class Executor:
                 log.warning("%s-%s: replica on broker %d not placed in %s (%s); the broker chooses",
                             fields["topic"], fields["partition"], broker_id, path, error)
 
+    def apply_log_dir_move(self, fields: Mapping) -> None:
+        """A LogDirMove: its throttle on the broker first (when it carries one), then the move."""
+        if fields.get("throttle_bytes_per_sec") is not None:
+            self.admin.alter_broker_configs([fields["broker_id"]],
+                                            {LOG_DIR_THROTTLED_RATE: str(fields["throttle_bytes_per_sec"])})
+        self.apply_log_dir(fields["broker_id"], fields["topic"], fields["partition"], fields["target_dir"])
+
     def apply_log_dir(self, broker_id: int, topic: str, partition: int, path: str) -> None:
         """AlterReplicaLogDirs, asked again every 0.5 s while the broker does not host the
         replica yet (it is still being created), for at most `executor_log_dir_wait_seconds`."""
@@ -289,6 +296,9 @@ class Executor:
         self.admin.alter_topic_configs(group_throttled_replicas(fields.get("partitions") or []))
 
     def apply_clear_throttle(self, fields: Mapping) -> None:
+        if fields.get("log_dir_only"):  # log-dir moves are over; inter-broker throttles stay
+            self.admin.alter_broker_configs(fields["broker_ids"], {LOG_DIR_THROTTLED_RATE: None})
+            return
         self.admin.alter_broker_configs(fields["broker_ids"], {
             LEADER_THROTTLED_RATE: None, FOLLOWER_THROTTLED_RATE: None, LOG_DIR_THROTTLED_RATE: None})
         topics = sorted({p["topic"] for p in fields.get("partitions") or []})

@@ -238,12 +238,13 @@ def snapshot_marker(snapshot_id: str, phase: str, now_ms: int, started_at: int,
 def compute_cluster(observation: ClusterObservation) -> "Cluster":
     """The planning model of an observation: alive = registered and unfenced, nothing draining
     (a decommission is the pipeline's knowledge, not the cluster's), min ISR 1 where unknown."""
-    from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
+    from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition, compute_reported_log_dir
 
     dirs_of: dict[int, list[LogDir]] = {}
     for (broker_id, _), d in observation.log_dirs.items():
-        dirs_of.setdefault(broker_id, []).append(
-            LogDir(d.path, d.online, d.total_bytes, d.usable_bytes))
+        dirs_of.setdefault(broker_id, []).append(compute_reported_log_dir(
+            d.path, d.online, d.total_bytes, d.usable_bytes,
+            ((TopicPartition(r.topic, r.partition), r.size_bytes, r.is_future) for r in d.replicas)))
     brokers = tuple(Broker(b.broker_id, b.rack, alive=not b.fenced, draining=False,
                            log_dirs=tuple(dirs_of.get(b.broker_id, ())))
                     for b in observation.brokers.values())

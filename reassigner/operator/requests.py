@@ -111,6 +111,16 @@ def build_rebalance_request(topics: Iterable[str], *, request_id: str, now_ms: i
                          requested_by=requested_by)
 
 
+def build_balance_dirs_request(broker_ids: Iterable[int], *, request_id: str, now_ms: int,
+                               requested_by: str) -> Request:
+    """Balance the log dirs of the brokers named (every broker with two or more dirs if none)."""
+    brokers = sorted(set(broker_ids))
+    if brokers and brokers[0] < 0:
+        raise InvalidInputError(f"balance-dirs: broker ids are 0 or more, got {brokers[0]}")
+    return build_request("Rebalance", {"topics": [], "log_dirs": True, "broker_ids": brokers},
+                         request_id=request_id, now_ms=now_ms, requested_by=requested_by)
+
+
 def build_approve_request(proposal_id: str, *, request_id: str, now_ms: int,
                           requested_by: str) -> Request:
     if not proposal_id.strip():

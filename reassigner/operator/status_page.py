@@ -37,6 +37,7 @@ STATUS_PAGE_HTML = """<!doctype html>
  <section id="brokers"><h2>Brokers</h2><div id="brokers-body"></div></section>
  <section class="wide" id="reassignments"><h2>Ongoing reassignments</h2><div id="reassignments-body"></div></section>
  <section class="wide" id="inflight"><h2>Batch in flight</h2><div id="inflight-body"></div></section>
+ <section class="wide" id="logdirs"><h2>Log-dir moves</h2><div id="logdirs-body"></div></section>
  <section class="wide" id="alerts"><h2>Recent alerts</h2><div id="alerts-body"></div></section>
 </main>
 <script>
@@ -75,12 +76,14 @@ function render(doc) {
       ["proposals awaiting approval", esc(s.proposals.join(", ") || "none")],
     ], "");
     document.getElementById("brokers-body").innerHTML = table(
-      ["broker", "rack", "state", "dirs online", "replicas", "leaders"],
+      ["broker", "rack", "state", "dirs online", "replicas", "leaders", "per dir (replicas, bytes)"],
       s.brokers.map(b => [esc(b.id), esc(b.rack),
         b.alive ? (b.draining ? '<span class="warn">draining</span>' : '<span class="ok">alive</span>') : '<span class="bad">down</span>',
         `<span class="${b.dirs_online < b.dirs_total ? "bad" : "ok"}">${b.dirs_online}/${b.dirs_total}</span>` +
           (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : ""),
-        esc(b.replicas), esc(b.leaders)]), "no brokers observed yet");
+        esc(b.replicas), esc(b.leaders),
+        esc((b.dirs || []).map(d => d[0].split("/").pop() + ": " + (d[1] ?? "?") + ", " +
+          (d[2] === null ? "?" : d[2].toLocaleString())).join("  "))]), "no brokers observed yet");
     document.getElementById("reassignments-body").innerHTML = table(
       ["partition", "state", "current", "adding", "removing", "final target", "step", "progress", "reason"],
       s.reassignments.map(r => [esc(r.topic + "-" + r.partition), `<span class="pill">${esc(r.state)}</span>`,
@@ -91,6 +94,12 @@ function render(doc) {
       s.in_flight.map(f => [esc(f.topic + "-" + f.partition), esc(f.step), esc(list(f.target)),
         esc(list(f.adding)), esc(list(f.removing)), f.leader_movement ? "yes" : "no",
         f.age_seconds === null ? "–" : esc(Math.round(f.age_seconds) + " s")]), "nothing in flight");
+    document.getElementById("logdirs-body").innerHTML = table(
+      ["partition", "broker", "from", "to", "bytes", "state", "now in", "running for"],
+      (s.log_dir_moves || []).map(m => [esc(m.topic + "-" + m.partition), esc(m.broker_id), esc(m.origin_dir),
+        esc(m.target_dir), esc(m.size_bytes.toLocaleString()),
+        `<span class="pill">${esc(m.state)}</span>` + (m.future_replica ? " copying" : ""), esc(m.current_dir),
+        m.age_seconds === null ? "–" : esc(Math.round(m.age_seconds) + " s")]), "no log-dir move");
   }
   document.getElementById("alerts-body").innerHTML = table(
     ["time", "severity", "kind", "subject", "message"],

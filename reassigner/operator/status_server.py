@@ -183,6 +183,15 @@ def render_metrics(view: StatusView | None, tracker: ProgressTracker, alert_coun
                [("", len(view.under_min_isr))])
         metric("reassigner_offline_partitions", "gauge", "Partitions without a leader.",
                [("", len(view.offline))])
+        metric("reassigner_log_dir_moves", "gauge", "Intra-broker log-dir moves the controller owns, by state.",
+               [(f'{{state="{state}"}}', sum(1 for m in view.log_dir_moves if m.state == state))
+                for state in ("waiting", "copying", "cancelling")])
+        metric("reassigner_log_dir_move_bytes", "gauge", "Bytes of the log-dir moves not finished yet.",
+               [("", sum(m.size_bytes for m in view.log_dir_moves))])
+        metric("reassigner_log_dir_bytes", "gauge",
+               "Bytes of the replicas in each online log dir, as describe-log-dirs last told.",
+               [(f'{{broker="{b.id}",dir="{_label(path)}"}}', size) for b in view.brokers
+                for path, _count, size in b.dirs if size is not None])
     return "\n".join(lines) + "\n"
 
 

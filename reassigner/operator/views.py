@@ -74,6 +74,24 @@ class InFlightRow:
 
 
 @dataclass(frozen=True)
+class LogDirMoveRow:
+    """One intra-broker move the controller owns: waiting for a slot, copying, or moving back."""
+
+    topic: str
+    partition: int
+    broker_id: int
+    origin_dir: str | None
+    target_dir: str
+    size_bytes: int
+    state: str  # waiting | copying | cancelling
+    current_dir: str | None  # where the cluster shows the replica now
+    future_replica: bool  # Kafka shows the copy in progress
+    age_seconds: float | None
+    task_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class BrokerRow:
     id: int
     rack: str | None
@@ -85,6 +103,8 @@ class BrokerRow:
     replicas: int
     leaders: int
     cannot_host: int = 0  # partitions its failed dirs held, kept off it until it restarts
+    # Per online dir, as describe-log-dirs last told: (path, replicas, bytes); None = not reported.
+    dirs: tuple[tuple[str, int | None, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +138,7 @@ class StatusView:
     topics_include: str = ""
     topics_exclude: str = ""
     excluded_topics: tuple[str, ...] = ()
+    log_dir_moves: tuple[LogDirMoveRow, ...] = ()
 
     @property
     def overall_progress(self) -> float | None:
@@ -146,6 +167,23 @@ def compute_in_flight(state: ControllerState, now_seconds: float | None = None) 
     return tuple(sorted(rows, key=lambda row: (-(row.age_seconds or 0.0), row.topic, row.partition)))
 
 
+def compute_log_dir_move_rows(state: ControllerState, now_seconds: float | None = None) -> tuple[LogDirMoveRow, ...]:
+    """The intra-broker moves, by (broker, topic, partition)."""
+    rows = []
+    for (broker_id, tp), task in sorted(state.log_dir_moves.items(), key=lambda item: (item[0][0], item[0][1])):
+        partition = state.cluster.partition(tp)
+        broker = state.cluster.broker(broker_id)
+        started = task.started_at
+        rows.append(LogDirMoveRow(
+            tp.topic, tp.partition, broker_id, task.origin_dir, task.target_dir, task.size_bytes,
+            "waiting" if started is None else ("cancelling" if task.cancelling else "copying"),
+            partition.log_dir_of(broker_id) if partition is not None else None,
+            broker is not None and broker.has_future_replica(tp),
+            None if now_seconds is None or started is None else max(0.0, now_seconds - started),
+            task.task_id, task.reason))
+    return tuple(rows)
+
+
 def compute_status(state: ControllerState, default_replica_movements: int,
                    now_seconds: float | None = None, policy: Policy | None = None) -> StatusView:
     """Everything `status` and the status page show; `policy` (the static settings') adds the
@@ -171,7 +209,8 @@ def compute_status(state: ControllerState, default_replica_movements: int,
     brokers = tuple(
         BrokerRow(b.id, b.rack, b.alive, b.draining, sum(1 for d in b.log_dirs if d.online),
                   len(b.log_dirs), tuple(d.path for d in b.log_dirs if not d.online),
-                  replicas_on.get(b.id, 0), leaders_on.get(b.id, 0), len(b.cannot_host))
+                  replicas_on.get(b.id, 0), leaders_on.get(b.id, 0), len(b.cannot_host),
+                  tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs))
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
     rows = compute_reassignment_rows(state, default_replica_movements)
@@ -191,6 +230,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         proposals=tuple(sorted(state.proposals)),
         config=dict(state.config),
         **_topic_selection(state, policy),
+        log_dir_moves=compute_log_dir_move_rows(state, now_seconds),
     )
 
 
@@ -233,6 +273,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "config": dict(view.config),
         "topic_selection": {"include": view.topics_include, "exclude": view.topics_exclude,
                             "excluded_topics": list(view.excluded_topics)},
+        "log_dir_moves": [_plain(asdict(m)) for m in view.log_dir_moves],
     }
 
 

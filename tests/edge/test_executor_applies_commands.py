@@ -155,11 +155,24 @@ def test_a_log_dir_move_moves_a_real_replica_between_dirs(cluster, commands):
     source = partition(admin, "intra").log_dirs[0]
     target = next(d for d in state.brokers[1].log_dirs if d != source)
     command_id = commands.send("LogDirMove", {"broker_id": 1, "topic": "intra", "partition": 0,
-                                              "target_dir": target})
+                                              "target_dir": target, "throttle_bytes_per_sec": 50_000_000})
     assert commands.result_of(command_id)["ok"] is True
     eventually(lambda: partition(admin, "intra").log_dirs == (target,) and not any(
         r.is_future for d in admin.observe().log_dirs.values() for r in d.replicas if r.topic == "intra"),
         60, what="intra-0 in the other dir with no future replica")
+    rate = "replica.alter.log.dirs.io.max.bytes.per.second"
+    assert admin.describe_broker_configs(1, [rate]).get(rate) == "50000000"
+    # Clearing the log-dir throttle leaves an inter-broker throttle (someone else's) alone.
+    admin.alter_broker_configs([1], {"leader.replication.throttled.rate": "7000000"})
+    try:
+        clear_id = commands.send("ClearThrottle", {"broker_ids": [1], "partitions": [], "log_dir_only": True})
+        assert commands.result_of(clear_id)["ok"] is True
+        eventually(lambda: admin.describe_broker_configs(1, [rate]).get(rate) is None, 30,
+                   what="the log-dir throttle removed")
+        assert admin.describe_broker_configs(1, ["leader.replication.throttled.rate"]) \
+            .get("leader.replication.throttled.rate") == "7000000"
+    finally:
+        admin.alter_broker_configs([1], {"leader.replication.throttled.rate": None})
 
 
 def test_cancel_reverts_a_real_reassignment_and_says_when_there_is_none(cluster, commands):

@@ -9,6 +9,7 @@ from handlers.policy import DYNAMIC_KEYS
 from reassigner.operator.dynamic_config import compute_config_value, compute_effective_config
 from reassigner.operator.requests import (
     build_approve_request,
+    build_balance_dirs_request,
     build_cancel_request,
     build_decommission_request,
     build_reassign_request,
@@ -81,7 +82,12 @@ def test_decommission_rebalance_approve():
         build_decommission_request([], **ENVELOPE)
     with pytest.raises(InvalidInputError):
         build_decommission_request([-1], **ENVELOPE)
-    assert roundtrip(build_rebalance_request([], **ENVELOPE))["payload"] == ("Rebalance", {"topics": []})
+    assert roundtrip(build_rebalance_request([], **ENVELOPE))["payload"] == (
+        "Rebalance", {"topics": [], "log_dirs": False, "broker_ids": []})
+    assert roundtrip(build_balance_dirs_request([3, 1, 3], **ENVELOPE))["payload"] == (
+        "Rebalance", {"topics": [], "log_dirs": True, "broker_ids": [1, 3]})
+    with pytest.raises(InvalidInputError, match="balance-dirs"):
+        build_balance_dirs_request([-2], **ENVELOPE)
     assert roundtrip(build_approve_request(" p-1 ", **ENVELOPE))["payload"] == ("Approve", {"proposal_id": "p-1"})
     with pytest.raises(InvalidInputError):
         build_approve_request("  ", **ENVELOPE)
@@ -132,7 +138,8 @@ def test_the_pipeline_reads_the_canonical_value_the_cli_sends_as_the_same_value(
     samples = {"mode": "Observe", "stall.action": "cancel", "step.stall.timeout": "10m",
                "broker.add.grace": "0", "broker.failure.grace": "1500ms", "throttle.bytes.per.sec": "1MB",
                "self.healing.max.failed.brokers": "0", "self.healing.max.failed.fraction": "0.50",
-               "topics.include": "orders-.*", "topics.exclude": "__.*|orders-eu"}
+               "topics.include": "orders-.*", "topics.exclude": "__.*|orders-eu",
+               "replica.alter.log.dirs.io.max.bytes.per.second": "5MiB", "logdir.imbalance.threshold": "0.20"}
     for key in DYNAMIC_KEYS.values():
         assert key.field in Policy.__dataclass_fields__, key.name
         _name, canonical = compute_config_value(f"{key.name}={samples.get(key.name, '+3')}")

@@ -67,3 +67,29 @@ def test_state_cache_loads_at_most_once_per_ttl_and_keeps_the_last_state_on_erro
     assert cache.get().last_batch == 1 and "redis away" in cache.error
     now[0] = 3.0
     assert cache.get().last_batch == 3 and cache.error is None
+
+
+def test_log_dir_moves_and_dir_usage_are_shown_and_measured():
+    from planning.model import LogDir
+    from planning.movement.log_dirs import LogDirTask
+    from reassigner.operator.views import status_to_json
+
+    brokers = (Broker(1, log_dirs=(LogDir("/d/a", replica_bytes=3000, replica_count=3),
+                                   LogDir("/d/b", replica_bytes=0, replica_count=0,
+                                          future_replicas=frozenset({TP})))),) + BROKERS[1:]
+    partition = PartitionState("orders", 0, (1, 2), (1, 2), 1, size_bytes=1000, log_dirs=("/d/a", None))
+    copying = LogDirTask(TP, 1, "/d/b", "/d/a", 1000, "dirs of broker 1 unbalanced", "b3-dirs-1", 1, 100.0)
+    waiting = LogDirTask(TopicPartition("orders", 1), 1, "/d/b", "/d/a", 500, "dirs of broker 1 unbalanced",
+                         "b3-dirs-1")
+    controller = ControllerState(cluster=Cluster(brokers, (Topic("orders", (partition,)),)),
+                                 log_dir_moves={copying.key: copying, waiting.key: waiting})
+    view = compute_status(controller, 1, now_seconds=130.0)
+    first = status_to_json(view)["log_dir_moves"][0]
+    assert (first["state"], first["future_replica"], first["current_dir"], first["age_seconds"]) == \
+        ("copying", True, "/d/a", 30.0)
+    assert [m.state for m in view.log_dir_moves] == ["copying", "waiting"]
+    assert view.brokers[0].dirs == (("/d/a", 3, 3000), ("/d/b", 0, 0))
+    lines = render_metrics(view, ProgressTracker(), {}, {}, now=1.0).splitlines()
+    assert 'reassigner_log_dir_moves{state="copying"} 1' in lines and 'reassigner_log_dir_moves{state="waiting"} 1' in lines
+    assert "reassigner_log_dir_move_bytes 1500" in lines
+    assert 'reassigner_log_dir_bytes{broker="1",dir="/d/a"} 3000' in lines

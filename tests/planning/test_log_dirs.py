@@ -202,3 +202,17 @@ def test_log_dir_batch_skips_replicas_in_flight_and_offline_dirs():
     moves = [LogDirMove("t", 0, 1, "/b"), LogDirMove("t", 1, 1, "/c"), LogDirMove("t", 2, 1, "/b")]
     chosen = compute_log_dir_batch(moves, [LogDirMove("t", 2, 1, "/b")], cluster, max_per_broker=3)
     assert chosen == (LogDirMove("t", 0, 1, "/b"),)
+
+
+def test_a_replica_a_step_adds_goes_to_the_least_used_online_dir_of_its_broker():
+    from planning.placement.placer import Goal, plan_placement
+
+    dirs = (LogDir("/a", replica_bytes=5 * 10**9, replica_count=3), LogDir("/b", replica_bytes=0, replica_count=0),
+            LogDir("/c", online=False))
+    brokers = tuple(Broker(b, rack=f"r{b}", log_dirs=(LogDir("/a"),)) for b in range(3)) + (Broker(3, rack="r3", log_dirs=dirs),)
+    partitions = tuple(PartitionState("t", n, (n % 3, (n + 1) % 3), (n % 3, (n + 1) % 3), n % 3, size_bytes=10**9,
+                                      log_dirs=("/a", "/a")) for n in range(8))
+    plan = plan_placement(Cluster(brokers, (Topic("t", partitions),)), Goal(heal=False, rebalance=True))
+    new_dirs = [dict(zip(plan.targets[tp], plan.target_log_dirs[tp]))[3] for tp in sorted(plan.targets)
+                if 3 in plan.targets[tp]]
+    assert new_dirs and set(new_dirs) == {"/b"}  # 4 GB moved in: /b still below /a's 5 GB

@@ -11,6 +11,7 @@ import pytest
 
 from state.model import ControllerState, ObservationTimes, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import StepInFlight, start_reassignment, start_step
 from planning.movement.partition_steps import Step
 from state.model import OutboundMessage
@@ -22,7 +23,8 @@ pytestmark = [pytest.mark.stack]
 def sample_state(isr=(1, 2, 3)) -> ControllerState:
     brokers = tuple(
         Broker(i, f"/dc1/r{i}", True, i == 3,
-               (LogDir(f"/data/b{i}/d0", True, 100, 40), LogDir(f"/data/b{i}/d1", i != 2, 100, 90)),
+               (LogDir(f"/data/b{i}/d0", True, 100, 40, 2000, 2, frozenset({TopicPartition("orders", 1)})),
+                LogDir(f"/data/b{i}/d1", i != 2, 100, 90)),
                # what broker 2's failed dir held (Broker.cannot_host)
                frozenset({TopicPartition("orders", 2), TopicPartition("pay.ments_x-y", 11)}) if i == 2
                else frozenset())
@@ -48,6 +50,10 @@ def sample_state(isr=(1, 2, 3)) -> ControllerState:
         open_alerts=frozenset({"UnderMinIsr:orders-1"}),
         command_sequence=5,
         observed_at=ObservationTimes(topics={"orders": 1_800_000_000_123}, brokers={1: 7, 3: 9}),
+        log_dir_moves={task.key: task for task in (
+            LogDirTask(TopicPartition("orders", 1), 1, "/data/b1/d0", "/data/b1/d1", 1001, "dirs unbalanced",
+                       "b7-dirs-1", 1, 14.5),
+            LogDirTask(TopicPartition("orders", 2), 1, "/data/b1/d1", None, 1002, "reassign request r", "r"))},
     )
 
 
@@ -103,6 +109,16 @@ def test_only_changed_fields_are_written_and_removals_delete(store, redis_client
     loaded = store.load()
     assert loaded.reassignments == {}
     assert loaded.cluster.partitions_by_tp[TopicPartition("orders", 1)].isr == (1, 2)
+
+
+def test_a_finished_log_dir_move_is_deleted_and_the_others_untouched(store, redis_client):
+    state = sample_state()
+    store.commit(0, ControllerState(), state, [])
+    (first, second) = sorted(state.log_dir_moves)
+    after = state.with_changes(log_dir_moves={second: state.log_dir_moves[second]})
+    store.commit(1, state, after, [])
+    assert sorted(k.decode() for k in redis_client.hkeys(store.keys["logdir_moves"])) == ["1:orders:2"]
+    assert store.load().log_dir_moves == after.log_dir_moves
 
 
 def test_state_written_before_observation_times_were_kept_still_loads(store, redis_client):
