@@ -139,6 +139,16 @@ def fail_logdir(broker_id: int = typer.Argument(..., help="Broker id."),
     print(json.dumps({"broker_id": broker_id, "log_dir": failed}))
 
 
+@local_app.command("add-logdir")
+def add_logdir(broker_id: int = typer.Argument(..., help="Broker id."),
+               stack_dir: Optional[Path] = StackDir) -> None:
+    """Restart a broker with one more, empty log dir (as when a disk is added)."""
+    with console.status(f"restarting broker {broker_id} with one more log dir..."):
+        added = _stack(stack_dir).add_log_dir(broker_id)
+    console.print(f"broker {broker_id} is back with a new log dir {added}")
+    print(json.dumps({"broker_id": broker_id, "log_dir": added}))
+
+
 @local_app.command("fetch-jars")
 def fetch_jars() -> None:
     """Fetch the Kafka and Spark connector jars from Maven Central into the cache (idempotent)."""

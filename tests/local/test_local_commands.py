@@ -154,6 +154,26 @@ def test_fail_logdir_takes_it_offline_and_the_broker_keeps_serving(stack, observ
     assert any(t["name"] == "after-disk-failure" for t in placed["topics"])
 
 
+def test_add_logdir_restarts_the_broker_with_a_new_empty_dir_kafka_uses(stack, observer):
+    create_topic(stack, "before-new-dir", [3])
+    result = reassigner("local", "add-logdir", "3", stack_dir=stack["dir"])
+    added = last_json(result)["log_dir"]
+    assert Path(added).name == "data-2" and Path(added, "meta.properties").is_file()
+    eventually(lambda: added in log_dirs_of(observer, 3) and log_dirs_of(observer, 3)[added]["error_code"] == 0,
+               60, what="the new dir online in describe-log-dirs")
+    assert not log_dirs_of(observer, 3)[added]["topics"]
+    assert not brokers_seen(observer)[3]["is_fenced"]
+    # Kafka moves a replica into it when asked (AlterReplicaLogDirs).
+    client = KafkaAdminClient(bootstrap_servers=stack["bootstrap_servers"])
+    try:
+        answer = client.alter_replica_log_dirs({("before-new-dir", 0, 3): added})
+    finally:
+        client.close()
+    assert [error.errno for error in answer.values()] == [0], answer
+    eventually(lambda: any(t["name"] == "before-new-dir" for t in log_dirs_of(observer, 3)[added]["topics"]),
+               60, what="the replica moved into the new dir")
+
+
 def test_bad_input_gives_one_line_errors_and_disturbs_nothing(stack, observer, tmp_path):
     unknown = reassigner("local", "kill-broker", "42", stack_dir=stack["dir"], check=False)
     assert unknown.returncode != 0

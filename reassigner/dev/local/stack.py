@@ -236,6 +236,23 @@ class LocalStack:
         self._start_brokers(state, [broker_id])
         kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90)
 
+    def add_log_dir(self, broker_id: int) -> str:
+        """Restart the broker with one more (empty) entry in `log.dirs`, as an operator adds a
+        disk; returns the new dir once the broker is back. Kafka formats the empty dir itself."""
+        state = self._require_running()
+        record = self._require_broker(state, broker_id)
+        taken = {Path(d).name for d in record.log_dirs}
+        index = next(i for i in range(len(taken) + 1) if f"data-{i}" not in taken)
+        new_dir = str(Path(record.node_dir) / f"data-{index}")
+        if is_alive(record.pid):
+            stop(record.pid, timeout_seconds=60)
+            record.pid = None
+        record.log_dirs.append(new_dir)
+        self.save(state)
+        self._start_brokers(state, [broker_id])
+        kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90)
+        return new_dir
+
     def stop_redis(self, kill: bool = False) -> None:
         """Stop the stack's Redis (SIGKILL with `kill`: no shutdown save; the AOF keeps what was
         acknowledged)."""
