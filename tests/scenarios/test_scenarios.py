@@ -15,6 +15,8 @@ The tests run in file order, each a scene that leaves the cluster settled for th
   5b. rebalance the traffic topics             → broker 1 gets replicas again, but none of a
                                                  partition its failed dir held (Kafka would
                                                  never start them there): no stalled step
+  5c. broker 3 restarted with a new, empty dir → log-dir moves into it, checked against
+                                                 Kafka's describe-log-dirs
   6. a manual reassignment cancelled mid-flight → back on the original replicas
   7. a new target for partitions moving       → superseded: the step in flight finishes, then
                                                  they step on to the new target
@@ -420,6 +422,41 @@ def test_a_rebalance_after_the_failure_keeps_what_the_dir_held_off_its_broker(wo
     world.check(marks, not back, f"moved back onto broker 1, where Kafka cannot host them: {back}")
     stalled = world.plans(marks, "ReassignmentStalled")
     world.check(marks, not stalled, f"stalled steps: {stalled}")
+
+
+# --- 5c. a new log dir ----------------------------------------------------------------------------
+
+
+def test_a_new_log_dir_takes_its_share_of_its_brokers_replicas(world):
+    """Broker 3 restarts with a third, empty log dir; the product moves replicas into it under the
+    per-broker limit until its dirs hold their shares. Kafka's own describe-log-dirs, read
+    independently, must show exactly the moves the product commanded, no copy left over, and
+    the new dir holding a fair part of the broker's bytes; no replica changed broker."""
+    demo = world.demo
+    marks, before = world.begin()
+    world.scene("5c. add a log dir", demo.add_log_dir, marks)
+    added = demo.added_dir
+    dirs = demo.probe.log_dirs(3)
+    world.check(marks, added in dirs and dirs[added]["error_code"] == 0,
+                f"describe-log-dirs of broker 3 does not show {added} online: {sorted(dirs)}")
+    futures = {path: d["futures"] for path, d in dirs.items() if d["futures"]}
+    world.check(marks, not futures, f"future replicas left on broker 3: {futures}")
+    commanded = {(c["payload"][1]["topic"], c["payload"][1]["partition"])
+                 for c in demo.commands.of_kind("LogDirMove", marks.commands)
+                 if c["payload"][1]["broker_id"] == 3 and c["payload"][1]["target_dir"] == added}
+    planned = int(demo.planned_dirs["details"]["moves"])
+    in_new_dir = set(dirs[added]["replicas"])
+    world.check(marks, commanded and len(commanded) == planned,
+                f"{len(commanded)} LogDirMove commands into {added}, the plan said {planned}")
+    world.check(marks, in_new_dir == commanded,
+                f"Kafka shows {sorted(in_new_dir)} in {added}; the product moved {sorted(commanded)}")
+    per_dir = {path: sum(d["replicas"].values()) for path, d in dirs.items() if d["error_code"] == 0}
+    share = sum(per_dir.values()) / len(per_dir)
+    world.check(marks, per_dir[added] >= 0.5 * share,
+                f"the new dir holds {per_dir[added]:,} of the broker's bytes, its share is {share:,.0f}: {per_dir}")
+    after = world.snapshot()
+    world.check(marks, replica_moves(before, after) == 0,
+                f"a log-dir balance moved {replica_moves(before, after)} replicas between brokers")
 
 
 # --- 6. cancel ----------------------------------------------------------------------------------

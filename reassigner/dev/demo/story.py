@@ -7,6 +7,8 @@ Order (each scene waits on what Kafka itself shows, never on sleeps):
 1. add two brokers → one coalesced plan, the batched rebalance onto them;
 2. decommission a broker → drained, `BrokerDrained`;
 3. fail a log dir → `DiskFailed`, replication factor restored;
+3b. add a log dir to broker 3 (restarted with one more, empty dir) → log-dir moves into it until
+   its dirs hold their shares, `LogDirsBalanced`;
 4. a manual reassignment cancelled mid-flight → reverted to the original replicas;
 5. kill a broker past the failure grace → healed;
 6. bad input on purpose → `RequestRejected` and `BadEvent`, and the product carries on;
@@ -29,7 +31,8 @@ from reassigner.dev.harness.world import DEMO_SETTINGS, World
 
 # Short names for the summary table, which must fit 80 columns.
 SCENE_LABELS = {"1. add two brokers": "1. add brokers", "2. decommission a broker": "2. decommission",
-                "3. fail a log dir": "3. fail log dir", "4. cancel a manual reassignment": "4. cancel manual",
+                "3. fail a log dir": "3. fail log dir", "3b. add a log dir": "3b. add log dir",
+                "4. cancel a manual reassignment": "4. cancel manual",
                 "5. kill a broker": "5. kill broker"}
 
 
@@ -43,6 +46,7 @@ class Demo(World):
             self.scene("1. add two brokers", self.add_broker)
             self.scene("2. decommission a broker", self.decommission)
             self.scene("3. fail a log dir", self.fail_log_dir)
+            self.scene("3b. add a log dir", self.add_log_dir)
             self.scene("4. cancel a manual reassignment", self.cancel_manual)
             self.scene("5. kill a broker", self.kill_broker)
             self.scene("6. bad input", self.bad_input)

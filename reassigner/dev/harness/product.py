@@ -206,6 +206,27 @@ class ClusterProbe:
                                "reassigning": key in _keys(moving)}
         return result
 
+    def log_dirs(self, broker_id: int) -> dict[str, dict]:
+        """describe-log-dirs of one broker: per dir, its error code, its replicas (topic,
+        partition) → size in bytes, and the partitions with a future replica copying into it."""
+        client = self._client()
+        try:
+            [answer] = client.describe_log_dirs(brokers=[broker_id])
+        finally:
+            client.close()
+        dirs = {}
+        for d in answer["log_dirs"]:
+            replicas, futures = {}, set()
+            for topic in d["topics"]:
+                for p in topic["partitions"]:
+                    key = (topic["name"], p["partition_index"])
+                    if p.get("is_future_key"):
+                        futures.add(key)
+                    else:
+                        replicas[key] = p["partition_size"]
+            dirs[d["log_dir"]] = {"error_code": d["error_code"], "replicas": replicas, "futures": futures}
+        return dirs
+
     def brokers(self) -> dict[int, dict]:
         client = self._client()
         try:

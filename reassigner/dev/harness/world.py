@@ -378,6 +378,31 @@ class World:
         self.say(f"  {len(kept_off)} partitions the dir held stay off broker 1 until it restarts "
                  "(Kafka would not start them there)")
 
+    def add_log_dir(self, result: SceneResult, broker_id: int = 3) -> None:
+        """A disk added: the broker restarts with one more, empty log dir; the product moves
+        replicas into it (largest first) until the broker's dirs hold their shares."""
+        since = self.alerts.mark()
+        # The restart takes the broker away for some seconds: a long failure grace keeps the
+        # product from healing it meanwhile (the operator's restart is not a failure).
+        self.set_config("broker.failure.grace=600")
+        try:
+            added = self.stack.add_log_dir(broker_id)
+            self.say(f"  `reassigner local add-logdir {broker_id}`: broker {broker_id} restarted with a new, "
+                     f"empty log dir {Path(added).name}")
+            self.planned_dirs = self.alerts.wait_for(
+                "LogDirsUnbalanced", since, 180, on_wait=self.product.check_alive,
+                where=lambda a: a["details"].get("broker_id") == str(broker_id) and a["details"].get("executed") == "true")
+            self.say(f"  → {self.planned_dirs['message']}")
+            balanced = self.alerts.wait_for(
+                "LogDirsBalanced", since, 300, on_wait=self.product.check_alive,
+                where=lambda a: a["details"].get("broker_id") == str(broker_id))
+            self.say(f"  → LogDirsBalanced: {balanced['message']}")
+            self.wait(f"broker {broker_id} back in every ISR", lambda: self.settled(since), 300)
+        finally:
+            self.set_config("broker.failure.grace=")
+        result.replica_moves, result.lower_bound = self.planned_dirs["details"]["moves"], "-"
+        self.added_dir = added
+
     def cancel_manual(self, result: SceneResult) -> None:
         since = self.alerts.mark()
         commands_before = self.commands.mark()
