@@ -82,7 +82,8 @@ def handle_log_dir_balance(context: BatchContext, dirs_changed: Iterable[int]) -
         if broker.id in involved:
             continue
         context.open_alert(marker)
-        plan = plan_log_dir_balance(context.state.cluster, broker.id, threshold, _moving_partitions(context))
+        plan = plan_log_dir_balance(context.state.cluster, broker.id, threshold, _moving_partitions(context),
+                                    context.policy.disk_max_usage_percent)
         execute = context.policy.mode == "auto" and bool(plan.moves)
         _announce_plan(context, plan, threshold, broker_subject(broker.id), execute,
                        f"dirs of broker {broker.id} {imbalance:.0%} off their share")
@@ -106,7 +107,8 @@ def handle_balance_dirs_request(context: BatchContext, request_id: str, broker_i
     busy = [b for b in brokers if b in owners]
     for broker_id in (b for b in brokers if b not in owners):
         context.open_alert(f"{BALANCE_MARKER}{broker_id}")
-        plan = plan_log_dir_balance(context.state.cluster, broker_id, threshold, _moving_partitions(context))
+        plan = plan_log_dir_balance(context.state.cluster, broker_id, threshold, _moving_partitions(context),
+                                    context.policy.disk_max_usage_percent)
         _announce_plan(context, plan, threshold, request_id, execute and bool(plan.moves),
                        f"balance-dirs request {request_id}, broker {broker_id}")
         if execute and plan.moves:
@@ -300,15 +302,14 @@ def _announce_balanced(context: BatchContext, finished) -> None:
     running = {(t.broker_id, t.task_id) for t in context.state.log_dir_moves.values()}
     for broker_id, task_id in sorted(ended_plans - running):
         broker = context.state.cluster.broker(broker_id)
-        done = [task for task, ending in finished if (task.broker_id, task.task_id) == (broker_id, task_id)
-                and ending in (LogDirEnding.COMPLETED, LogDirEnding.REVERTED)]
         imbalance = compute_dir_imbalance(broker) if broker is not None else None
         usage = ", ".join(f"{d.path} {d.replica_count} replicas/{d.replica_bytes or 0:,} B"
                           for d in (broker.online_log_dirs if broker is not None else ()))
+        off = "" if imbalance is None else f"{imbalance:.0%} off their share at most; "
         context.outbox.alert(
             "LogDirsBalanced", INFO, broker_subject(broker_id),
-            f"log-dir moves of {task_id} on broker {broker_id} are over ({len(done)} done); dirs now: {usage}",
-            {"broker_id": broker_id, "task_id": task_id, "moves_done": len(done),
+            f"log-dir moves of {task_id} on broker {broker_id} are over; its dirs are {off}now: {usage}",
+            {"broker_id": broker_id, "task_id": task_id,
              "imbalance": "" if imbalance is None else f"{imbalance:.3f}"})
 
 

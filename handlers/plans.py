@@ -58,13 +58,15 @@ def compute_projected_cluster(state: ControllerState) -> Cluster:
 def compute_plan(state: ControllerState, policy: Policy, goal: Goal,
                  keep: Callable[[TopicPartition], bool] | None = None) -> tuple[PlacementPlan, dict, dict]:
     """Plan `goal` on the projected cluster; the targets (and dirs) of the partitions kept.
-    Topics outside `topics.include` or inside `topics.exclude` are only healed and drained.
+    Topics outside `topics.include` or inside `topics.exclude` are only healed and drained; no
+    new replica goes where its dir's volume would pass `disk.max.usage.percent`.
 
     Raises what `plan_placement` raises (PlanInfeasibleError, InvalidReplicaAssignmentError).
     """
     cluster = compute_projected_cluster(state)
     excluded = compute_excluded_topics((t.name for t in cluster.topics), policy)
-    plan = plan_placement(cluster, replace(goal, excluded_topics=goal.excluded_topics | excluded))
+    plan = plan_placement(cluster, replace(goal, excluded_topics=goal.excluded_topics | excluded,
+                                          disk_max_usage_percent=policy.disk_max_usage_percent))
     targets = {tp: t for tp, t in plan.targets.items() if keep is None or keep(tp)}
     dirs = {tp: plan.target_log_dirs[tp] for tp in targets if tp in plan.target_log_dirs}
     return plan, targets, dirs

@@ -14,6 +14,7 @@ field and to a `ValueKind` that turns text into one canonical text and the typed
     duration         seconds as decimal text           "10m" → "600", "1500ms" → "1.5"
     rate             bytes per second as decimal text  "10MB" → "10000000"
     fraction         decimal text in (0, 1]            "0.40" → "0.4"
+    percent          decimal text in (0, 100]          "85%" → "85"
     choice           lower-case symbol                 "Cancel" → "cancel"
 
 The overrides live in `ControllerState.config` as canonical text; every decision reads the
@@ -63,6 +64,7 @@ class Policy:
     throttle_bytes_per_sec: int | None
     logdir_throttle_bytes_per_sec: int | None
     logdir_imbalance_threshold: float
+    disk_max_usage_percent: float
     max_logdir_movements_per_broker: int
     topics_include: str
     topics_exclude: str | None  # None: Kafka's internal topics and the product's own
@@ -133,6 +135,16 @@ def _parse_fraction(text: str) -> tuple[str, float]:
     return f"{value:g}", value
 
 
+def _parse_percent(text: str) -> tuple[str, float]:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise ValueError(PERCENT.expected) from None
+    if not 0 < value <= 100:  # also refuses NaN
+        raise ValueError(PERCENT.expected)
+    return f"{value:g}", value
+
+
 def _choice_kind(choices: tuple[str, ...]) -> ValueKind:
     expected = f"one of {', '.join(choices)}"
 
@@ -185,6 +197,7 @@ def compute_excluded_topics(topic_names, policy: Policy) -> frozenset[str]:
 DURATION = ValueKind("a duration such as 600, 600s, 10m or 1500ms, at most 366 days", _parse_duration)
 RATE = ValueKind("bytes per second from 1 to 10 TB, such as 10000000 or 10MB", _parse_rate)
 FRACTION = ValueKind("a fraction in (0, 1] such as 0.4", _parse_fraction)
+PERCENT = ValueKind("a percentage in (0, 100] such as 85", _parse_percent)
 PATTERN = ValueKind(f"a regular expression over whole topic names, at most {MAX_PATTERN_CHARS} characters, "
                     "such as orders-.* or orders-.*|payments", _parse_pattern)
 
@@ -223,6 +236,8 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "replication throttle on steps in flight"),
     DynamicKey("replica.alter.log.dirs.io.max.bytes.per.second", "logdir_throttle_bytes_per_sec", RATE,
                "throttle of the copies between the log dirs of a broker"),
+    DynamicKey("disk.max.usage.percent", "disk_max_usage_percent", PERCENT,
+               "no plan fills a log dir's volume beyond this percentage"),
     DynamicKey("logdir.imbalance.threshold", "logdir_imbalance_threshold", FRACTION,
                "a broker's dirs further from their share than this are balanced"),
     DynamicKey("reassignment.max.concurrent.logdir.movements.per.broker", "max_logdir_movements_per_broker",

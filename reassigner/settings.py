@@ -119,6 +119,11 @@ class Settings(BaseSettings):
         "copies between the log dirs of a broker (log-dir moves, and the copy into the requested "
         "dir of a replica a step adds); set on a broker while its moves run, removed after.")
 
+    disk_max_usage_percent: float = Field(
+        85.0, gt=0, le=100, description="`disk.max.usage.percent`: no plan puts a replica in a log dir "
+        "whose volume would then be fuller than this (used bytes as the broker reports them, plus "
+        "what the plan moves in); when nothing fits, PlanInfeasible names the dirs.")
+
     # --- log-dir balance (SPEC 3, 5.5) ---------------------------------------------------------
     logdir_imbalance_threshold: float = Field(
         0.1, gt=0, le=1, description="`logdir.imbalance.threshold`: a broker's log dirs are balanced "

@@ -17,8 +17,10 @@ larger than what the source must shed and the destination may take — each byte
 needed, so largest-first gives the fewest moves and no overshoot the fewest bytes; when no
 replica is that small, the smallest one if the move lowers the greater deviation of the two
 dirs. Stop when balanced, when no move helps, or when every replica has moved once (a replica
-moves at most once per plan, which bounds the loop). Never into an offline dir; never a replica
-whose dir is unknown or offline, of a partition being reassigned, or in `skip`.
+moves at most once per plan, which bounds the loop). Never into an offline dir, nor into one
+whose volume would then be fuller than `max_usage_percent` (`disk.max.usage.percent`, where the
+dir reports its volume's size); never a replica whose dir is unknown or offline, of a partition
+being reassigned, or in `skip`.
 
 PROGRESS (`compute_log_dir_progress`), per move the controller owns (`LogDirTask`):
 - the partition is gone or the broker no longer holds a replica of it → ended OBSOLETE;
@@ -122,11 +124,14 @@ class LogDirPlan:
 
 
 def plan_log_dir_balance(cluster: Cluster, broker_id: int, threshold: float,
-                         skip: Collection[TopicPartition] = frozenset()) -> LogDirPlan:
+                         skip: Collection[TopicPartition] = frozenset(),
+                         max_usage_percent: float | None = None) -> LogDirPlan:
     """The moves that even out the dirs of `broker_id` (see PLAN); none when it has fewer than
     two online dirs, is unknown, or is balanced already."""
     broker = cluster.broker(broker_id)
     online = broker.online_log_dirs if broker is not None else ()
+    disk_room = {d.path: max_usage_percent / 100.0 * d.total_bytes - (d.total_bytes - d.usable_bytes)
+                 for d in online if max_usage_percent is not None and d.total_bytes and d.usable_bytes is not None}
     placed: dict[str, list[tuple[TopicPartition, int, bool]]] = {d.path: [] for d in online}
     for partition in cluster.partitions():
         if broker_id not in partition.replicas:
@@ -157,7 +162,8 @@ def plan_log_dir_balance(cluster: Cluster, broker_id: int, threshold: float,
         source = max(deviations, key=lambda p: (deviations[p], p))
         destination = min(deviations, key=lambda p: (deviations[p], p))
         room = min(loads[source] - shares[source], shares[destination] - loads[destination])
-        candidates = movable[source]
+        space = disk_room.get(destination, float("inf"))
+        candidates = [item for item in movable[source] if item[2] <= space]
         if room <= 0 or not candidates:
             break
         chosen = next((item for item in candidates if item[0] <= room), None)
@@ -169,10 +175,12 @@ def plan_log_dir_balance(cluster: Cluster, broker_id: int, threshold: float,
             if max(abs(after_source), abs(after_destination)) >= worst:
                 break
             chosen = smallest
-        candidates.remove(chosen)
+        movable[source].remove(chosen)
         load, tp, size = chosen
         loads[source] -= load
         loads[destination] += load
+        if destination in disk_room:
+            disk_room[destination] -= size
         moves.append(PlannedDirMove(tp, broker_id, source, destination, size))
     return LogDirPlan(broker_id, tuple(moves), before, imbalance(), by_bytes, loads_before, dict(loads))
 

@@ -10,7 +10,18 @@ GOALS, in priority order (soft: the planner does as well as it can, and reports 
    when every topic is smaller than the cluster.
 3. Even preferred leadership per topic and over the cluster (floor/ceil of P_t / n and of L / n),
    by reordering, not by moving.
-4. Even bytes: a new replica goes to its broker's least used online log dir.
+4. Even bytes: a new replica goes to its broker's least used online log dir (Kafka's bytes in
+   it). The bytes each broker holds after the plan, and their spread, are reported next to the
+   counts (`bytes_after`, `cluster_bytes_spread`); they are not otherwise optimised.
+
+DISK CAPACITY (`Goal.disk_max_usage_percent`, SPEC 4 rule 4; Cruise Control's DiskCapacityGoal):
+no new replica goes into a dir whose projected usage — the volume's used bytes as
+describe-log-dirs reports them (total - usable) plus the bytes the plan puts there — would
+exceed the limit. A replica that fits no online dir of its broker keeps that broker out of the
+partition (as `Broker.cannot_host` does) and the cluster is planned again, at most
+`DISK_REPLANS` times; if replicas still do not fit, `PlanInfeasibleError` names the dirs with
+their figures. Dirs that do not report their volume's size are not limited. Dirs sharing one
+volume each count only their own incoming bytes against it (the volume is not recognised).
 
 CONSTRAINTS (breaking one raises `PlanInfeasibleError` naming the partition; with
 `Goal.partial` that partition is left as it is instead, listed in `PlacementPlan.infeasible`, and
@@ -123,6 +134,7 @@ class Goal:
     partial: bool = False  # leave a partition that cannot be placed as it is; plan the rest
     excluded_topics: frozenset[str] = frozenset()  # only healed and drained, never rebalanced
     ignore_racks: bool = False  # place as if no broker had a rack (a last resort)
+    disk_max_usage_percent: float | None = None  # None: dirs are not limited (see DISK CAPACITY)
 
 
 @dataclass(frozen=True)
@@ -152,6 +164,8 @@ class PlacementPlan:
     leaders_outside_share: int = 0  # the same for preferred leaders
     cluster_replica_spread: int = 0  # max - min replicas over eligible brokers
     cluster_leader_spread: int = 0
+    bytes_after: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))  # per broker
+    cluster_bytes_spread: int = 0  # max - min bytes over eligible brokers, after the plan
 
     @property
     def gap_percent(self) -> float:
@@ -343,9 +357,61 @@ def _topic_lower_bound(tree, counts, forced: int, histogram, rebalance: bool, ca
 # --- the planner -----------------------------------------------------------------------------
 
 
+DISK_REPLANS = 4
+
+
+@dataclass(frozen=True)
+class DiskOverflow:
+    """A new replica that fits no online dir of its broker under the disk limit."""
+
+    tp: TopicPartition
+    broker_id: int
+    size_bytes: int
+
+
 def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     """Plan final targets for `goal` on `cluster`; see the module docstring for the rules."""
     cluster = compute_planning_cluster(cluster, goal)
+    kept_off: dict[int, set[TopicPartition]] = {}
+    seen: list[DiskOverflow] = []
+    for _ in range(DISK_REPLANS + 1):
+        planning = cluster if not kept_off else cluster.with_brokers(
+            replace(b, cannot_host=b.cannot_host | frozenset(kept_off.get(b.id, ()))) for b in cluster.brokers)
+        try:
+            plan, overflow = _plan_once(planning, goal)
+        except PlanInfeasibleError as error:
+            if not kept_off:
+                raise
+            # Keeping the full dirs out left a partition nowhere to go: the disks are the cause.
+            raise PlanInfeasibleError(f"{describe_disk_overflow(cluster, seen, goal.disk_max_usage_percent)} "
+                                      f"(then: {error})", error.partition) from None
+        if not overflow:
+            return plan
+        seen.extend(overflow)
+        for o in overflow:
+            kept_off.setdefault(o.broker_id, set()).add(o.tp)
+    raise PlanInfeasibleError(describe_disk_overflow(cluster, seen, goal.disk_max_usage_percent), seen[0].tp)
+
+
+def describe_disk_overflow(cluster: Cluster, overflow: Sequence[DiskOverflow], limit: float | None) -> str:
+    """One line: which replicas fit no dir, and each dir's figures against the limit."""
+    brokers = sorted({o.broker_id for o in overflow})
+    parts = []
+    for broker_id in brokers[:5]:
+        broker = cluster.broker(broker_id)
+        dirs = ", ".join(f"{d.path} {100 * (d.total_bytes - d.usable_bytes) / d.total_bytes:.0f}% used "
+                         f"({(d.total_bytes - d.usable_bytes):,} of {d.total_bytes:,} B)"
+                         for d in (broker.online_log_dirs if broker else ()) if d.total_bytes and d.usable_bytes is not None)
+        mine = [o for o in overflow if o.broker_id == broker_id]
+        parts.append(f"broker {broker_id}: {len(mine)} replica(s) ({sum(o.size_bytes for o in mine):,} B, e.g. "
+                     f"{mine[0].tp}) fit none of its dirs [{dirs or 'no online dir'}]")
+    more = f"; and {len(brokers) - 5} more brokers" if len(brokers) > 5 else ""
+    return (f"no plan keeps every log dir under disk.max.usage.percent {limit:g}%: " + "; ".join(parts) + more
+            + ": free space, add brokers or disks, or raise disk.max.usage.percent")
+
+
+def _plan_once(cluster: Cluster, goal: Goal) -> tuple[PlacementPlan, list[DiskOverflow]]:
+    """One placement; the new replicas that fit no dir under the disk limit (empty when all do)."""
     explicit = dict(goal.explicit_targets)
     if explicit:
         validate_targets(cluster, explicit)
@@ -367,6 +433,8 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
     targets: dict[TopicPartition, tuple[int, ...]] = {}
     target_log_dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
     dir_usage = _initial_dir_usage(cluster)
+    headroom = _initial_dir_headroom(cluster, goal.disk_max_usage_percent)
+    overflow: list[DiskOverflow] = []
     replicas_after = {b: 0 for b in replicas_before}
     leaders_after = {b: 0 for b in leaders_before}
     moves = bytes_moved = leader_changes = 0
@@ -429,7 +497,7 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
             bytes_moved += len(new) * (p.size_bytes or 0)
             if final and p.replicas and final[0] != p.replicas[0]:
                 leader_changes += 1
-            target_log_dirs[tp] = _target_dirs(p, final, cluster, dir_usage)
+            target_log_dirs[tp] = _target_dirs(p, final, cluster, dir_usage, headroom, overflow)
         if topic_counts and name not in goal.excluded_topics:
             balanced_replicas.update(replica_counter)
             balanced_leaders.update(leader_counter)
@@ -456,6 +524,8 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         for tp, final in targets.items()
         if not _rack_spread_ok(tree, [b for b in final if b in eligible], final)
     )
+    bytes_after = _compute_bytes_after(cluster, targets)
+    eligible_bytes = [bytes_after.get(b, 0) for b in eligible]
     return PlacementPlan(
         targets=MappingProxyType(targets),
         target_log_dirs=MappingProxyType(target_log_dirs),
@@ -478,7 +548,19 @@ def plan_placement(cluster: Cluster, goal: Goal) -> PlacementPlan:
         leaders_outside_share=leaders_outside,
         cluster_replica_spread=_spread(cluster_counts) if cluster_counts else 0,
         cluster_leader_spread=_spread(cluster_leads) if cluster_leads else 0,
-    )
+        bytes_after=MappingProxyType(bytes_after),
+        cluster_bytes_spread=max(eligible_bytes) - min(eligible_bytes) if eligible_bytes else 0,
+    ), overflow
+
+
+def _compute_bytes_after(cluster: Cluster, targets: Mapping[TopicPartition, tuple[int, ...]]) -> dict[int, int]:
+    """Bytes per broker once `targets` are reached (a replica weighs its partition's size)."""
+    held: dict[int, int] = {b.id: 0 for b in cluster.brokers}
+    for p in cluster.partitions():
+        size = p.size_bytes or 0
+        for b in targets.get(p.tp, p.replicas):
+            held[b] = held.get(b, 0) + size
+    return held
 
 
 def _topic_ranges(tree: RackTree, work, cache: dict) -> Mapping[int, tuple[int, int]]:
@@ -688,19 +770,36 @@ def _initial_dir_usage(cluster: Cluster) -> dict[tuple[int, str], int]:
     }
 
 
-def _target_dirs(p, final, cluster, dir_usage) -> tuple[str | None, ...]:
-    """Kept replicas keep their dir; a new one goes to its broker's least used online dir."""
+def _initial_dir_headroom(cluster: Cluster, limit: float | None) -> dict[tuple[int, str], float]:
+    """Bytes each online dir may still take under `limit` percent of its volume (only dirs that
+    report their volume's size and free space)."""
+    if limit is None:
+        return {}
+    return {(b.id, d.path): limit / 100.0 * d.total_bytes - (d.total_bytes - d.usable_bytes)
+            for b in cluster.brokers for d in b.log_dirs
+            if d.online and d.total_bytes and d.usable_bytes is not None}
+
+
+def _target_dirs(p, final, cluster, dir_usage, headroom, overflow) -> tuple[str | None, ...]:
+    """Kept replicas keep their dir; a new one goes to its broker's least used online dir among
+    those with room for it under the disk limit (none: a `DiskOverflow`)."""
     dirs: list[str | None] = []
+    size = p.size_bytes or 0
     for b in final:
         if b in p.replicas:
             dirs.append(p.log_dir_of(b))
             continue
         broker = cluster.broker(b)
         online = broker.online_log_dirs if broker is not None else ()
-        if not online:
+        fitting = [d for d in online if headroom.get((b, d.path), float("inf")) >= size]
+        if not fitting:
+            if online:
+                overflow.append(DiskOverflow(p.tp, b, size))
             dirs.append(None)
             continue
-        best = min(online, key=lambda d: (dir_usage.get((b, d.path), 0), d.path))
-        dir_usage[(b, best.path)] = dir_usage.get((b, best.path), 0) + (p.size_bytes or 0)
+        best = min(fitting, key=lambda d: (dir_usage.get((b, d.path), 0), d.path))
+        dir_usage[(b, best.path)] = dir_usage.get((b, best.path), 0) + size
+        if (b, best.path) in headroom:
+            headroom[(b, best.path)] -= size
         dirs.append(best.path)
     return tuple(dirs)

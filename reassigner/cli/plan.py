@@ -40,12 +40,20 @@ def plan_command(
     no_rebalance: bool = typer.Option(
         False, "--no-rebalance", help="Only move what must move (dead, drained, offline dirs)."
     ),
+    disk_max_usage_percent: Optional[float] = typer.Option(
+        None, "--disk-max-usage-percent", min=0.001, max=100,
+        help="No new replica where its dir's volume would be fuller than this (default: the setting, 85)."),
 ) -> None:
+    from reassigner.settings import load_settings
+
     cluster = cluster_from_json(read_json_file(snapshot), str(snapshot))
+    limit = disk_max_usage_percent if disk_max_usage_percent is not None else \
+        load_settings().disk_max_usage_percent
     goal = Goal(
         add_brokers=tuple(parse_added_broker(spec) for spec in add_broker),
         drain_brokers=frozenset(remove_broker),
         rebalance=not no_rebalance,
+        disk_max_usage_percent=limit,
     )
     plan = plan_placement(cluster, goal)
     document = json.dumps(reassignment_to_json(plan.targets, plan.target_log_dirs), indent=2)
@@ -107,6 +115,8 @@ def compute_summary(plan: PlacementPlan) -> dict:
         "max_topic_leader_spread": plan.max_topic_leader_spread,
         "cluster_replica_spread": plan.cluster_replica_spread,
         "cluster_leader_spread": plan.cluster_leader_spread,
+        "cluster_bytes_spread": plan.cluster_bytes_spread,
+        "bytes_after": by_broker(plan.bytes_after),
         "replicas_before": by_broker(plan.replicas_before),
         "replicas_after": by_broker(plan.replicas_after),
         "leaders_before": by_broker(plan.leaders_before),
@@ -118,7 +128,7 @@ def compute_summary(plan: PlacementPlan) -> dict:
 
 def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
     table = Table(title="Per broker: replicas and preferred leaders")
-    for column in ("broker", "replicas before", "replicas after", "leaders before", "leaders after"):
+    for column in ("broker", "replicas before", "replicas after", "leaders before", "leaders after", "bytes after"):
         table.add_column(column, justify="right")
     for b in sorted(plan.replicas_before):
         table.add_row(
@@ -127,6 +137,7 @@ def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
             str(plan.replicas_after.get(b, 0)),
             str(plan.leaders_before.get(b, 0)),
             str(plan.leaders_after.get(b, 0)),
+            f"{plan.bytes_after.get(b, 0):,}",
         )
     console.print(table)
     proof = ("proven fewest" if plan.replica_moves_optimum is not None
@@ -139,7 +150,8 @@ def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
     console.print(
         f"spread (max - min) per topic: replicas {plan.max_topic_replica_spread}, "
         f"leaders {plan.max_topic_leader_spread}; over the cluster: replicas "
-        f"{plan.cluster_replica_spread}, leaders {plan.cluster_leader_spread}; beyond the shares "
+        f"{plan.cluster_replica_spread}, leaders {plan.cluster_leader_spread}, bytes "
+        f"{plan.cluster_bytes_spread:,}; beyond the shares "
         f"the racks allow: {plan.replicas_outside_share} replicas, {plan.leaders_outside_share} "
         f"leaders; rack violations: {plan.rack_violations}"
     )

@@ -143,7 +143,8 @@ def simulate(
         Broker(b.id, b.rack, b.alive and b.id not in dead, b.draining or b.id in remove_broker, b.log_dirs)
         for b in cluster.brokers
     )
-    goal = Goal(add_brokers=added, drain_brokers=frozenset(remove_broker), explicit_targets={})
+    goal = Goal(add_brokers=added, drain_brokers=frozenset(remove_broker), explicit_targets={},
+                disk_max_usage_percent=settings.disk_max_usage_percent)
     plan = plan_placement(planning_view, goal)
     # The simulated cluster starts with every broker alive; `--kill-broker` kills at t = 0.
     simulated = compute_planning_cluster(cluster, goal)

@@ -340,3 +340,32 @@ def test_the_executor_keeps_working_while_a_broker_is_stopped_and_restarted(clus
                                                "target_replicas": [2, 1, 3]})
     assert commands.result_of(after, timeout=90)["ok"] is True
     eventually(lambda: sorted(partition(admin, "survive").isr) == [1, 2, 3], 60, what="3 joined")
+
+
+def test_a_step_kafka_cannot_take_while_the_controller_is_stopped_fails_as_transient_then_applies(cluster, commands):
+    """Issue 16 item 2 on real servers: the KRaft controller stopped (SIGSTOP) while a step is
+    applied. The executor retries for its `executor_retry_seconds` (20 s here), then reports an
+    error the pipeline retries (`handlers.results.RETRIED_STEP_ERRORS`, tested there with the
+    backoff and the give-up); the pipeline's retry, a new command, applies once it answers."""
+    import os
+    import signal
+
+    from handlers.results import RETRIED_STEP_ERRORS
+
+    local, state, admin = cluster
+    create_topic(state, "unreachable", [1])
+    os.kill(state.controller_pid, signal.SIGSTOP)
+    try:
+        during = commands.send("ReassignmentStep", {"topic": "unreachable", "partition": 0,
+                                                    "target_replicas": [1, 2], "adding": [2]})
+        result = commands.result_of(during, timeout=120)
+    finally:
+        os.kill(state.controller_pid, signal.SIGCONT)
+    assert result["ok"] is False and result["error_code"] in RETRIED_STEP_ERRORS, result
+    # Brokers whose heartbeats the paused controller missed may be fenced for a moment.
+    eventually(lambda: {b.broker_id for b in admin.describe_brokers() if not b.fenced} >= {1, 2, 3},
+               60, what="every broker unfenced again")
+    retried = commands.send("ReassignmentStep", {"topic": "unreachable", "partition": 0,
+                                                 "target_replicas": [1, 2], "adding": [2]})
+    assert commands.result_of(retried, timeout=120)["ok"] is True
+    eventually(lambda: sorted(partition(admin, "unreachable").isr) == [1, 2], 60, what="unreachable-0 on [1, 2]")

@@ -216,3 +216,14 @@ def test_a_replica_a_step_adds_goes_to_the_least_used_online_dir_of_its_broker()
     new_dirs = [dict(zip(plan.targets[tp], plan.target_log_dirs[tp]))[3] for tp in sorted(plan.targets)
                 if 3 in plan.targets[tp]]
     assert new_dirs and set(new_dirs) == {"/b"}  # 4 GB moved in: /b still below /a's 5 GB
+
+
+def test_a_dir_whose_volume_would_pass_the_disk_limit_takes_nothing_too_big():
+    dirs = (LogDir("/a"), LogDir("/b", total_bytes=1000, usable_bytes=200))  # /b's volume 80 % used
+    partitions = tuple(PartitionState("t", n, (1,), (1,), 1, size_bytes=size, log_dirs=("/a",))
+                       for n, size in enumerate([60, 40, 30]))
+    cluster = Cluster((Broker(1, log_dirs=dirs),), (Topic("t", partitions),))
+    unlimited = plan_log_dir_balance(cluster, 1, threshold=0.1)
+    assert [m.size_bytes for m in unlimited.moves] == [60]
+    limited = plan_log_dir_balance(cluster, 1, threshold=0.1, max_usage_percent=85)  # 50 B of room
+    assert [m.size_bytes for m in limited.moves] == [40]
