@@ -21,7 +21,8 @@ ORDER (the code follows it):
    "Once per step" is a marker in `state.open_alerts` (`ElectLeader:<id>:<step>`,
    `ReassignmentStalled:<id>:<step>`), dropped when the step is no longer in flight.
 3. each step started → a `ReassignmentStep` command (`<id>:<step>:ReassignmentStep`); the state
-   keeps the active reassignments only.
+   keeps the active reassignments only, and the replication meter counts the bytes of the steps
+   that completed (`planning.movement.eta`: the observed rate and the time left).
 4. throttles: with `throttle_bytes_per_sec` set, a `SetThrottle` covering every step in flight
    whenever steps start, and one `ClearThrottle` once nothing is in flight.
 
@@ -40,6 +41,7 @@ from handlers.context import BatchContext
 from handlers.policy import effective_limits
 from planning.movement.reassignment import Reassignment, begin_cancel
 from planning.movement.advance import Ending, compute_stepping
+from planning.movement.eta import advance_meter, compute_completed_step_bytes
 
 THROTTLE_MARKER = "Throttle:"
 ONCE_PER_STEP = ("ElectLeader:", "ReassignmentStalled:")
@@ -72,8 +74,10 @@ def handle_progress(context: BatchContext) -> None:
             number, f"{record.reason}: step {number} to {list(step.target)}", "ReassignmentStep",
             reassignment_step_fields(planned.tp, step.target, step.adding, step.removing,
                                      step.elect_leader, dict(planned.target_log_dirs)))
-    context.state = context.state.with_changes(
-        reassignments={tp: r for tp, r in updated.items() if r.active})
+    active = {tp: r for tp, r in updated.items() if r.active}
+    copied = compute_completed_step_bytes(state.reassignments, updated, state.cluster.partitions_by_tp)
+    meter = advance_meter(state.replication_meter, copied, bool(active), context.now_ms)
+    context.state = context.state.with_changes(reassignments=active, replication_meter=meter)
     _forget_finished_steps(context)
     if not observe:
         handle_throttles(context, started=bool(decision.started))  # 4

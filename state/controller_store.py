@@ -14,8 +14,8 @@ may touch them all, on one Redis or on Redis Cluster alike):
                                         adding, removing, offline, size_bytes, dir indexes]
     reassigner:{c}:reassignments  HASH  "topic:partition" → the active Reassignment record
     reassigner:{c}:logdir_moves   HASH  "broker:topic:partition" → the active LogDirTask (JSON)
-    reassigner:{c}:meta           HASH  epoch, last_batch, command_sequence and the small
-                                        mappings of ControllerState (JSON each)
+    reassigner:{c}:meta           HASH  epoch, last_batch, command_sequence, the replication
+                                        meter and the small mappings of ControllerState (JSON each)
     reassigner:{c}:outbox         HASH  batch id → JSON list of messages not yet confirmed as
                                         published
     reassigner:{c}:offsets        HASH  "topic:partition" of an input topic → the greatest offset
@@ -48,6 +48,7 @@ from typing import Any, Iterable, Mapping
 
 from state.model import ControllerState, ObservationTimes, OutboundMessage, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.movement.eta import ReplicationMeter
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.movement.partition_steps import Step
@@ -256,6 +257,7 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "config": json.dumps(dict(state.config), sort_keys=True),
         "proposals": json.dumps([proposal_to_storage(p) for p in state.proposals.values()]),
         "open_alerts": json.dumps(sorted(state.open_alerts)),
+        "replication_meter": json.dumps([state.replication_meter.since_ms, state.replication_meter.bytes_copied]),
     }
 
 
@@ -332,6 +334,7 @@ class ControllerStore:
             open_alerts=frozenset(meta_json("open_alerts", [])),
             command_sequence=int(meta.get("command_sequence", 0)),
             observed_at=observed_at,
+            replication_meter=ReplicationMeter(*meta_json("replication_meter", [None, 0])),
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
                                                        for f, v in raw["logdir_moves"].items())},
         )

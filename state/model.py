@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from planning.model import Cluster, TopicPartition
+from planning.movement.eta import ReplicationMeter
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import Reassignment
 
@@ -95,6 +96,8 @@ class ControllerState:
         with a snapshot's inventory); keys are a subset of the cluster's topics and brokers.
     log_dir_moves: the active intra-broker moves, by (broker, partition) (`LogDirTask`: waiting
         for a slot or in flight); at most one per replica.
+    replication_meter: bytes the completed steps copied since the current movement began, for
+        the observed replication rate and the time left (`planning.movement.eta`).
     """
 
     cluster: Cluster = field(default_factory=Cluster)
@@ -110,6 +113,7 @@ class ControllerState:
     command_sequence: int = 0
     observed_at: ObservationTimes = field(default_factory=ObservationTimes)
     log_dir_moves: Mapping[tuple[int, TopicPartition], LogDirTask] = field(default_factory=dict)
+    replication_meter: ReplicationMeter = field(default_factory=ReplicationMeter)
 
     def with_changes(self, **changes: object) -> "ControllerState":
         return replace(self, **changes)

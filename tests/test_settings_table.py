@@ -143,7 +143,13 @@ def test_simulate_without_flags_runs_under_the_products_limits(clean_env, tmp_pa
     result = run("simulate", "--snapshot", str(path), "--remove-broker", "0", "--json")
     assert result.exit_code == 0, result.output
     limits = compute_limits(Settings())
-    assert json.loads(result.output)["limits"] == {f.name: getattr(limits, f.name) for f in fields(Limits)}
+    report = json.loads(result.output)
+    assert report["limits"] == {f.name: getattr(limits, f.name) for f in fields(Limits)}
+    # The estimate before the plan runs: broker 0's two 1 MB replicas leave, at the simulated rate.
+    assert report["bytes_to_move"] == 2 * 10**6 and report["time_left_seconds"] == report["makespan_seconds"] > 0
+    assert report["replication_rate_bytes_per_second"] == 2 * 10**6 / report["makespan_seconds"]
+    text = run("simulate", "--snapshot", str(path), "--remove-broker", "0").output
+    assert "bytes to move:               2,000,000" in text and "time left before it starts:" in text
     flagged = run("simulate", "--snapshot", str(path), "--remove-broker", "0", "--max-partition-movements", "9",
                   "--json")
     assert json.loads(flagged.output)["limits"]["max_partition_movements"] == 9

@@ -286,7 +286,7 @@ def list_reassignments(
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
     state = ctx.load_state()
-    rows = compute_reassignment_rows(state, ctx.settings.max_replica_movements)
+    rows = compute_reassignment_rows(state, ctx.settings.max_replica_movements, time.time())
     in_flight = compute_in_flight(state, time.time())
     dir_moves = compute_log_dir_move_rows(state, time.time())
     if as_json:
@@ -297,11 +297,13 @@ def list_reassignments(
                           "log_dir_moves": [json.loads(json.dumps(asdict(m))) for m in dir_moves]}, indent=2))
         return
     table = Table(title=f"ongoing reassignments ({len(rows)})")
-    for column in ("partition", "state", "current", "adding", "removing", "final target", "step", "progress"):
+    for column in ("partition", "state", "current", "adding", "removing", "final target", "step", "progress",
+                   "bytes moved / to move", "time left"):
         table.add_column(column)
     for r in rows:
         table.add_row(f"{r.topic}-{r.partition}", r.state, _ids(r.current_replicas), _ids(r.adding),
-                      _ids(r.removing), _ids(r.final_target), step_label(r), _bar(r.progress))
+                      _ids(r.removing), _ids(r.final_target), step_label(r), _bar(r.progress),
+                      f"{_size(r.bytes_moved)} / {_size(r.bytes_to_move)}", _duration(r.time_left_seconds))
     console.print(table if rows else "no reassignment in progress")
     batch = Table(title=f"batch in flight ({len(in_flight)} steps)")
     for column in ("partition", "step", "target", "adding", "removing", "leader move", "running for"):
@@ -313,6 +315,29 @@ def list_reassignments(
     if in_flight:
         console.print(batch)
     _print_log_dir_moves(dir_moves)
+
+
+def _size(value: float | None) -> str:
+    if value is None:
+        return "?"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(value) < 1000 or unit == "TB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1000.0
+    return "?"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 def _print_log_dir_moves(moves) -> None:
@@ -378,6 +403,11 @@ def status(
             progress.add_row(f"{r.topic}-{r.partition}", r.state, step_label(r), _bar(r.progress))
         progress.add_row("all", "", f"{view.steps_done} of {view.steps_estimated}", _bar(view.overall_progress))
         console.print(progress)
+        rate = "not measured yet (no step completed)" if view.replication_rate is None else \
+            f"{_size(view.replication_rate)}/s"
+        console.print(f"bytes moved {_size(view.bytes_moved)} of {_size(view.bytes_to_move)} "
+                      f"({_size(view.bytes_left)} left); observed rate {rate}; "
+                      f"time left {_duration(view.time_left_seconds)}")
     else:
         console.print("no reassignment in progress")
     _print_log_dir_moves(view.log_dir_moves)

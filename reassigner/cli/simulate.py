@@ -152,9 +152,9 @@ def simulate(
     report = run_plan(simulated, plan.targets, limits, params, events=[KillBroker(0.0, b) for b in sorted(dead)],
                       stall_timeout=settings.step_stall_timeout_seconds)
     if as_json:
-        typer.echo(json.dumps(report_json(report, limits, len(plan.targets)), indent=2))
+        typer.echo(json.dumps(report_json(report, limits, len(plan.targets), plan.bytes_moved), indent=2))
     else:
-        for line in report_lines(report, limits, len(plan.targets)):
+        for line in report_lines(report, limits, len(plan.targets), plan.bytes_moved):
             typer.echo(line)
     if report.invariant_violations:
         raise typer.Exit(1)
@@ -180,9 +180,13 @@ def _require_known(cluster: Cluster, broker_ids: List[int], option: str) -> None
         raise InvalidReplicaAssignmentError(f"{option}: unknown broker(s) {unknown}")
 
 
-def report_json(report: SimulationReport, limits: Limits, partitions: int) -> dict:
+def report_json(report: SimulationReport, limits: Limits, partitions: int, bytes_to_move: int = 0) -> dict:
+    rate = bytes_to_move / report.makespan_seconds if report.makespan_seconds else None
     return {
         "partitions_moved": partitions,
+        "bytes_to_move": bytes_to_move,
+        "replication_rate_bytes_per_second": rate,
+        "time_left_seconds": report.makespan_seconds,
         "steps": report.steps,
         "elections": report.elections,
         "finished": report.finished,
@@ -206,10 +210,15 @@ def report_json(report: SimulationReport, limits: Limits, partitions: int) -> di
     }
 
 
-def report_lines(report: SimulationReport, limits: Limits, partitions: int) -> list[str]:
+def report_lines(report: SimulationReport, limits: Limits, partitions: int, bytes_to_move: int = 0) -> list[str]:
     makespan = "did not finish" if report.makespan_seconds is None else _duration(report.makespan_seconds)
+    rate = (f"{bytes_to_move / report.makespan_seconds / 1e6:,.1f} MB/s overall"
+            if report.makespan_seconds else "unknown")
     lines = [
         f"partitions to move:          {partitions}",
+        f"bytes to move:               {bytes_to_move:,} ({rate}; `status` shows the same "
+        "figures, observed, while it runs)",
+        f"time left before it starts:  {makespan}",
         f"steps:                       {report.steps} ({report.elections} leader elections)",
         f"peak partition movements:    {report.peak_partition_movements} / P = {limits.max_partition_movements}",
         f"peak leader movements:       {report.peak_leader_movements} / L = {limits.max_leader_movements}",

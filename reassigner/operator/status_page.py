@@ -60,8 +60,17 @@ function render(doc) {
   const s = doc.status;
   if (s) {
     document.getElementById("epoch").textContent = `epoch ${s.epoch} · batch ${s.last_batch}`;
+    const size = v => v === null || v === undefined ? "?" :
+      (v >= 1e9 ? (v / 1e9).toFixed(1) + " GB" : v >= 1e6 ? (v / 1e6).toFixed(1) + " MB" :
+       v >= 1e3 ? (v / 1e3).toFixed(1) + " KB" : Math.round(v) + " B");
+    const duration = v => v === null || v === undefined ? "?" :
+      (v >= 3600 ? Math.floor(v / 3600) + " h " + Math.round((v % 3600) / 60) + " min" :
+       v >= 60 ? Math.floor(v / 60) + " min " + Math.round(v % 60) + " s" : Math.round(v) + " s");
+    const p = s.progress;
     document.getElementById("overall").innerHTML = s.reassignments.length ?
-      `overall ${bar(s.progress.fraction)} (${s.progress.steps_done}/${s.progress.steps_estimated} steps)` : "";
+      `overall ${bar(p.fraction)} (${p.steps_done}/${p.steps_estimated} steps; ${size(p.bytes_moved)} of ` +
+      `${size(p.bytes_to_move)}; ${p.replication_rate_bytes_per_second === null ? "rate not measured yet" :
+        size(p.replication_rate_bytes_per_second) + "/s"}; ${duration(p.time_left_seconds)} left)` : "";
     const alive = s.brokers.filter(b => b.alive).length;
     const cls = (n, bad) => n ? (bad ? "bad" : "warn") : "ok";
     document.getElementById("health-body").innerHTML = table(["", ""], [
@@ -85,10 +94,12 @@ function render(doc) {
         esc((b.dirs || []).map(d => d[0].split("/").pop() + ": " + (d[1] ?? "?") + ", " +
           (d[2] === null ? "?" : d[2].toLocaleString())).join("  "))]), "no brokers observed yet");
     document.getElementById("reassignments-body").innerHTML = table(
-      ["partition", "state", "current", "adding", "removing", "final target", "step", "progress", "reason"],
+      ["partition", "state", "current", "adding", "removing", "final target", "step", "progress",
+       "bytes moved / to move", "time left", "reason"],
       s.reassignments.map(r => [esc(r.topic + "-" + r.partition), `<span class="pill">${esc(r.state)}</span>`,
         esc(list(r.current_replicas)), esc(list(r.adding)), esc(list(r.removing)), esc(list(r.final_target)),
-        esc(r.step_label), bar(r.progress), esc(r.reason)]), "no reassignment in progress");
+        esc(r.step_label), bar(r.progress), esc(size(r.bytes_moved) + " / " + size(r.bytes_to_move)),
+        esc(duration(r.time_left_seconds)), esc(r.reason)]), "no reassignment in progress");
     document.getElementById("inflight-body").innerHTML = table(
       ["partition", "step", "target", "adding", "removing", "leader move", "running for"],
       s.in_flight.map(f => [esc(f.topic + "-" + f.partition), esc(f.step), esc(list(f.target)),

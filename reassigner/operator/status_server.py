@@ -159,6 +159,19 @@ def render_metrics(view: StatusView | None, tracker: ProgressTracker, alert_coun
            [("", sum(tracker.bytes_moved.values()))])
     metric("reassigner_progress_ratio", "gauge", "Steps done / steps estimated over all reassignments.",
            [("", (view.overall_progress or 0.0) if view else 0.0)])
+    metric("reassigner_bytes_to_move", "gauge",
+           "Bytes the ongoing reassignments copy in all (replicas their final targets add).",
+           [("", view.bytes_to_move if view else 0)])
+    metric("reassigner_bytes_left", "gauge", "Bytes the ongoing reassignments have still to copy.",
+           [("", view.bytes_left if view else 0)])
+    rate = view.replication_rate if view else None
+    metric("reassigner_replication_rate_bytes_per_second", "gauge",
+           "Bytes per second the completed steps copied since the current movement began (absent until one completes).",
+           [("", rate)] if rate is not None else [])
+    left = view.time_left_seconds if view else None
+    metric("reassigner_time_left_seconds", "gauge",
+           "Estimated seconds until every ongoing reassignment is done, at the observed rate.",
+           [("", left)] if left is not None else [])
     metric("reassigner_pipeline_last_batch", "gauge", "Id of the last micro-batch the pipeline applied.",
            [("", view.last_batch if view else -1)])
     lag = now - tracker.last_batch_seen_at if tracker.last_batch_seen_at is not None else 0.0

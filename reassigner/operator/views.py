@@ -9,6 +9,10 @@ will be (the in-flight target, or the current replicas) to the final target, ass
 step completes with its replicas in sync. The ISR may change the real count (a partition under
 min ISR takes bigger steps), so m can move while a reassignment runs; progress is steps done / m.
 
+Bytes and time left (`planning.movement.eta`): per reassignment the bytes its final target adds,
+those already in sync, and the time left at its share of the observed replication rate; overall
+the sums and the time left at the whole rate.
+
 Invariants: nothing here reads a clock (`now_seconds` is an argument) or does I/O; a state that
 is inconsistent (a reassignment for a partition the cluster does not show) is shown as it is,
 with unknown fields as None, never an exception.
@@ -22,6 +26,7 @@ from typing import Any, Mapping
 from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
 from state.model import ControllerState
 from planning.model import PartitionState
+from planning.movement.eta import compute_rate, compute_reassignment_bytes, compute_time_left
 from planning.movement.reassignment import Reassignment
 from planning.movement.partition_steps import compute_step_sequence
 
@@ -50,6 +55,15 @@ class ReassignmentRow:
     step_started_at: float | None
     size_bytes: int | None
     reason: str
+    # Bytes and time (planning.movement.eta): time left is at this reassignment's share of the
+    # observed rate once it runs; None while the rate is unknown.
+    bytes_to_move: int = 0
+    bytes_moved: int = 0
+    time_left_seconds: float | None = None
+
+    @property
+    def bytes_left(self) -> int:
+        return max(0, self.bytes_to_move - self.bytes_moved)
 
     @property
     def progress(self) -> float | None:
@@ -139,6 +153,14 @@ class StatusView:
     topics_exclude: str = ""
     excluded_topics: tuple[str, ...] = ()
     log_dir_moves: tuple[LogDirMoveRow, ...] = ()
+    bytes_to_move: int = 0
+    bytes_moved: int = 0
+    replication_rate: float | None = None  # bytes per second observed since the movement began
+    time_left_seconds: float | None = None  # all reassignments, at that rate
+
+    @property
+    def bytes_left(self) -> int:
+        return max(0, self.bytes_to_move - self.bytes_moved)
 
     @property
     def overall_progress(self) -> float | None:
@@ -147,10 +169,13 @@ class StatusView:
         return min(1.0, self.steps_done / self.steps_estimated)
 
 
-def compute_reassignment_rows(state: ControllerState, default_replica_movements: int) -> tuple[ReassignmentRow, ...]:
-    """The rows of `list`, sorted by (topic, partition)."""
+def compute_reassignment_rows(state: ControllerState, default_replica_movements: int,
+                              now_seconds: float | None = None) -> tuple[ReassignmentRow, ...]:
+    """The rows of `list`, sorted by (topic, partition); with `now_seconds`, the time left."""
     movements = _replica_movements(state.config, default_replica_movements)
-    return tuple(_row(state, r, movements) for _tp, r in sorted(state.reassignments.items()))
+    rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
+    share = sum(1 for r in state.reassignments.values() if r.in_flight is not None)
+    return tuple(_row(state, r, movements, rate, share) for _tp, r in sorted(state.reassignments.items()))
 
 
 def compute_in_flight(state: ControllerState, now_seconds: float | None = None) -> tuple[InFlightRow, ...]:
@@ -213,7 +238,9 @@ def compute_status(state: ControllerState, default_replica_movements: int,
                   tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs))
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
-    rows = compute_reassignment_rows(state, default_replica_movements)
+    rows = compute_reassignment_rows(state, default_replica_movements, now_seconds)
+    rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
+    left = sum(r.bytes_left for r in rows)
     return StatusView(
         brokers=brokers,
         under_replicated=tuple(under_replicated),
@@ -231,6 +258,10 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         config=dict(state.config),
         **_topic_selection(state, policy),
         log_dir_moves=compute_log_dir_move_rows(state, now_seconds),
+        bytes_to_move=sum(r.bytes_to_move for r in rows),
+        bytes_moved=sum(r.bytes_moved for r in rows),
+        replication_rate=rate,
+        time_left_seconds=compute_time_left(left, rate) if rows else None,
     )
 
 
@@ -252,6 +283,7 @@ def reassignment_row_to_json(row: ReassignmentRow) -> dict[str, Any]:
     data = _plain(asdict(row))
     data["progress"] = row.progress
     data["step_label"] = step_label(row)
+    data["bytes_left"] = row.bytes_left
     return data
 
 
@@ -266,7 +298,10 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "topics": view.topics,
         "partitions": view.partitions,
         "progress": {"steps_done": view.steps_done, "steps_estimated": view.steps_estimated,
-                     "fraction": view.overall_progress},
+                     "fraction": view.overall_progress, "bytes_to_move": view.bytes_to_move,
+                     "bytes_moved": view.bytes_moved, "bytes_left": view.bytes_left,
+                     "replication_rate_bytes_per_second": view.replication_rate,
+                     "time_left_seconds": view.time_left_seconds},
         "epoch": view.epoch,
         "last_batch": view.last_batch,
         "proposals": list(view.proposals),
@@ -286,8 +321,10 @@ def step_label(row: ReassignmentRow) -> str:
 # --- helpers --------------------------------------------------------------------------------------
 
 
-def _row(state: ControllerState, r: Reassignment, movements: int) -> ReassignmentRow:
+def _row(state: ControllerState, r: Reassignment, movements: int, rate: float | None = None,
+         share: int = 1) -> ReassignmentRow:
     partition = state.cluster.partition(r.tp)
+    moving = compute_reassignment_bytes(r, partition)
     estimated = _estimate_steps(r, partition, movements, state.cluster.min_isr(r.tp.topic))
     in_flight = r.in_flight
     return ReassignmentRow(
@@ -309,6 +346,9 @@ def _row(state: ControllerState, r: Reassignment, movements: int) -> Reassignmen
         step_started_at=in_flight.started_at if in_flight else None,
         size_bytes=partition.size_bytes if partition else None,
         reason=r.reason,
+        bytes_to_move=moving.to_move,
+        bytes_moved=moving.moved,
+        time_left_seconds=compute_time_left(moving.left, rate, share),
     )
 
 

@@ -254,3 +254,20 @@ def test_an_ok_cancel_result_lets_the_unchanged_view_count_as_reverted():
     back = [a for a in alerts(done, "ReassignmentCancelled") if a["subject"] == "t-0"]
     assert back and "back at its original replicas [0, 1, 2]" in back[0]["message"]
     assert A not in {tp for tp, r in done.state.reassignments.items() if r.active}
+
+
+def test_the_replication_meter_counts_completed_steps_and_the_views_give_bytes_and_time_left():
+    from reassigner.operator.views import compute_status
+
+    cluster, first = started()
+    assert first.state.replication_meter.since_ms == T0 + 1000 and first.state.replication_meter.bytes_copied == 0
+    size = cluster.partition(A).size_bytes
+    done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1, log_dirs=())
+    second = decide(first.state, BatchInputs(2, T0 + 11_000, (partition_event(done_a, T0 + 11_000),)), POLICY)
+    assert second.state.replication_meter.bytes_copied == size  # one replica of t-0 copied in 10 s
+    view = compute_status(second.state, 1, now_seconds=(T0 + 11_000) / 1000)
+    assert view.replication_rate == size / 10
+    (row,) = view.reassignments  # t-1: (1,2,3) -> (4,5,1) adds two replicas, none in sync yet
+    assert (row.bytes_to_move, row.bytes_moved) == (2 * size, 0)
+    assert row.time_left_seconds == 2 * size / (size / 10)  # alone in flight: the whole rate
+    assert view.time_left_seconds == 20.0 and view.bytes_left == 2 * size

@@ -93,3 +93,15 @@ def test_log_dir_moves_and_dir_usage_are_shown_and_measured():
     assert 'reassigner_log_dir_moves{state="copying"} 1' in lines and 'reassigner_log_dir_moves{state="waiting"} 1' in lines
     assert "reassigner_log_dir_move_bytes 1500" in lines
     assert 'reassigner_log_dir_bytes{broker="1",dir="/d/a"} 3000' in lines
+
+
+def test_bytes_rate_and_time_left_are_exported_once_measured():
+    from planning.movement.eta import ReplicationMeter
+
+    running = state((1, 2, 3, 4), adding=(4,))
+    lines = render_metrics(compute_status(running, 1, now_seconds=10.0), ProgressTracker(), {}, {}, now=1.0).splitlines()
+    assert "reassigner_bytes_to_move 1000" in lines and "reassigner_bytes_left 1000" in lines
+    assert not any(line.startswith("reassigner_replication_rate_bytes_per_second ") for line in lines)  # unknown yet
+    measured = running.with_changes(replication_meter=ReplicationMeter(0, 500))
+    lines = render_metrics(compute_status(measured, 1, now_seconds=10.0), ProgressTracker(), {}, {}, now=1.0).splitlines()
+    assert "reassigner_replication_rate_bytes_per_second 50" in lines and "reassigner_time_left_seconds 20" in lines

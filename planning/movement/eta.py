@@ -1,0 +1,97 @@
+"""How far the movement is and how long it will take (issue 16 item 5): bytes to move, bytes moved,
+the observed replication rate and the time left, per reassignment and for all of them.
+
+BYTES, per reassignment (a replica weighs its partition's size in bytes):
+    to move = the replicas of its final target that were not among its original replicas;
+    moved   = those of them the partition already holds in sync (in the ISR);
+    left    = to move - moved.
+A cancelled reassignment stepping back has its original replicas as final target: what it
+copies back counts the same way.
+
+RATE (`ReplicationMeter`): the bytes of the steps completed since the current movement began —
+the first step started while none was in flight — divided by the time since then. It restarts
+when nothing is in flight and no reassignment waits. Unknown (None) until a step completed: an
+estimate from nothing would be a guess.
+
+TIME LEFT: for all reassignments, bytes left / rate. For one, its bytes left / its share of the
+rate (rate / steps in flight): how long it takes once it runs, since steps share the brokers'
+bandwidth; a reassignment still waiting for a slot waits on top of that.
+
+Pure: times are epoch milliseconds passed in; nothing reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from planning.model import PartitionState, TopicPartition
+from planning.movement.reassignment import Reassignment
+
+
+@dataclass(frozen=True)
+class ReplicationMeter:
+    """since_ms: when the current movement began (None: nothing moves). bytes_copied: bytes of
+    the steps completed since then."""
+
+    since_ms: int | None = None
+    bytes_copied: int = 0
+
+
+@dataclass(frozen=True)
+class MovementBytes:
+    to_move: int
+    moved: int
+
+    @property
+    def left(self) -> int:
+        return max(0, self.to_move - self.moved)
+
+
+def compute_reassignment_bytes(record: Reassignment, partition: PartitionState | None) -> MovementBytes:
+    """BYTES of one reassignment, as the cluster shows its partition now."""
+    size = (partition.size_bytes or 0) if partition is not None else 0
+    new = set(record.final_target) - set(record.original_replicas)
+    in_sync = set(partition.isr) if partition is not None else set()
+    return MovementBytes(len(new) * size, len(new & in_sync) * size)
+
+
+def compute_completed_step_bytes(before: Mapping[TopicPartition, Reassignment],
+                                 after: Mapping[TopicPartition, Reassignment],
+                                 partitions: Mapping[TopicPartition, PartitionState]) -> int:
+    """Bytes copied by the steps that completed between two sets of records: a record whose
+    count of done steps grew completed its step in flight (its adding replicas are copied)."""
+    copied = 0
+    for tp, old in before.items():
+        new = after.get(tp)
+        if old.in_flight is None or new is None or new.steps_done <= old.steps_done:
+            continue
+        partition = partitions.get(tp)
+        copied += len(old.in_flight.step.adding) * ((partition.size_bytes or 0) if partition is not None else 0)
+    return copied
+
+
+def advance_meter(meter: ReplicationMeter, copied: int, moving: bool, now_ms: int) -> ReplicationMeter:
+    """The meter after a decision that saw `copied` bytes of steps complete; `moving` = a step is
+    in flight or a reassignment waits after it."""
+    if not moving:
+        return ReplicationMeter()
+    if meter.since_ms is None:
+        return ReplicationMeter(now_ms, copied)
+    return ReplicationMeter(meter.since_ms, meter.bytes_copied + copied) if copied else meter
+
+
+def compute_rate(meter: ReplicationMeter, now_ms: int) -> float | None:
+    """RATE in bytes per second; None while unknown."""
+    if meter.since_ms is None or meter.bytes_copied <= 0 or now_ms <= meter.since_ms:
+        return None
+    return meter.bytes_copied / ((now_ms - meter.since_ms) / 1000.0)
+
+
+def compute_time_left(bytes_left: int, rate: float | None, share: int = 1) -> float | None:
+    """TIME LEFT in seconds for `bytes_left` at `rate` split `share` ways; None while unknown."""
+    if bytes_left <= 0:
+        return 0.0
+    if not rate:
+        return None
+    return bytes_left / (rate / max(1, share))
