@@ -159,7 +159,8 @@ class _WorkingCluster:
         return ObservationTimes(topics=topics, brokers=brokers)
 
     def build(self) -> Cluster:
-        held = self.held_brokers()
+        # Walking every replica is paid only in a batch that unregistered a broker.
+        held = self.held_brokers() if self.unregistered else set()
         for broker_id in self.unregistered:
             if broker_id not in held and broker_id in self.brokers and not self.brokers[broker_id].alive:
                 del self.brokers[broker_id]

@@ -214,12 +214,15 @@ class Cluster:
         return Cluster(brokers=tuple(brokers), topics=self.topics)
 
     def with_partitions(self, updated: Iterable[PartitionState]) -> "Cluster":
-        """A new cluster in which the given partitions replace those with the same key."""
+        """A new cluster in which the given partitions replace those with the same key; topics
+        without a replaced partition are kept as they are (the same objects)."""
         by_tp = {p.tp: p for p in updated}
         if not by_tp:
             return self
+        touched = {tp.topic for tp in by_tp}
         topics = tuple(
-            Topic(t.name, tuple(by_tp.get(p.tp, p) for p in t.partitions), t.min_insync_replicas)
+            Topic(t.name, tuple(by_tp.get(p.tp, p) for p in t.partitions), t.min_insync_replicas, t.topic_id)
+            if t.name in touched else t
             for t in self.topics
         )
         return Cluster(brokers=self.brokers, topics=topics)

@@ -30,7 +30,8 @@ Rules:
   (`FencedError`): once a newer pipeline instance has bumped the epoch, an older one still
   running can write nothing more — not its state, not an outbox, not its epoch over the new one;
 - only what changed between the state before and after the batch is written, so a batch of a
-  few ISR events costs a few fields, not the cluster;
+  few ISR events costs a few fields, not the cluster; finding them walks only the topics the
+  batch touched (`compute_changed_partitions`);
 - a partition's log dirs are stored as indexes into its broker's dir list (paths are long and
   repeat for every replica): about 60 bytes of value per partition;
 - `observed_at_ms` (`ControllerState.observed_at`) is null when unknown; the forms written before
@@ -391,6 +392,31 @@ class ControllerStore:
         self.client.hdel(self.keys["outbox"], str(batch_id))
 
 
+def compute_changed_partitions(before: Cluster, after: Cluster,
+                               ) -> tuple[dict[TopicPartition, PartitionState], list[TopicPartition]]:
+    """The partitions set and removed between two clusters. A topic the batch did not touch is
+    the very same object in both (`handlers.events` and `Cluster.with_partitions` keep it), so it
+    is skipped whole; in a touched topic a partition is compared by identity first."""
+    before_topics = before.topics_by_name
+    changed: dict[TopicPartition, PartitionState] = {}
+    gone: list[TopicPartition] = []
+    for topic in after.topics:
+        old = before_topics.get(topic.name)
+        if old is topic:
+            continue
+        known = {p.partition: p for p in old.partitions} if old is not None else {}
+        for p in topic.partitions:
+            previous = known.pop(p.partition, None)
+            if previous is not p and previous != p:
+                changed[p.tp] = p
+        gone.extend(TopicPartition(topic.name, number) for number in known)
+    after_topics = after.topics_by_name
+    for name, old in before_topics.items():
+        if name not in after_topics:
+            gone.extend(p.tp for p in old.partitions)
+    return changed, gone
+
+
 def compute_changes(before: ControllerState, after: ControllerState) -> dict[str, dict[str, list]]:
     """Per hash: the fields to set (flattened field, value pairs) and the fields to delete."""
     changes: dict[str, dict[str, list]] = {}
@@ -413,15 +439,19 @@ def compute_changes(before: ControllerState, after: ControllerState) -> dict[str
     diff("brokers", brokers_of(before), brokers_of(after))
     diff("topics", topics_of(before), topics_of(after))
 
-    # Partitions and reassignments: compare objects first, serialise only what changed.
-    brokers_changed = before.cluster.brokers != after.cluster.brokers
-    partitions = {
-        tp_field(tp): partition_to_storage(p, after.cluster.brokers_by_id)
-        for tp, p in after.cluster.partitions_by_tp.items()
-        if before.cluster.partitions_by_tp.get(tp) != p or (brokers_changed and p.log_dirs)
-    }
-    removed = [tp_field(tp) for tp in before.cluster.partitions_by_tp
-               if tp not in after.cluster.partitions_by_tp]
+    # Partitions: only the topics the batch touched are walked, partition by partition (see
+    # `compute_changed_partitions`); a broker whose dir list changed renumbers the dir indexes of
+    # its partitions, which are rewritten too (rare: a broker restarted with other dirs).
+    changed, gone = compute_changed_partitions(before.cluster, after.cluster)
+    brokers = after.cluster.brokers_by_id
+    renumbered = {b.id for b in after.cluster.brokers
+                  if (old := before.cluster.broker(b.id)) is not None
+                  and [d.path for d in old.log_dirs] != [d.path for d in b.log_dirs]}
+    if renumbered:
+        changed = {**{p.tp: p for p in after.cluster.partitions()
+                      if p.log_dirs and renumbered.intersection(p.replicas)}, **changed}
+    partitions = {tp_field(tp): partition_to_storage(p, brokers) for tp, p in changed.items()}
+    removed = [tp_field(tp) for tp in gone]
     if partitions or removed:
         changes["partitions"] = {"set": [x for f, v in partitions.items() for x in (f, v)],
                                  "del": removed}

@@ -1,0 +1,211 @@
+"""Scale benchmark (issue 17): prints figures, asserts nothing.
+
+The pipeline driver's own path — decode (fastavro) → decide (`handlers.decide.decide_isolating`)
+→ persist (`ControllerStore.commit`, one Lua script against a real Redis with AOF) — exactly the
+steps 3-5 of `streams.pipeline.PipelineRunner.process_rows` (Spark's collect before and the
+publish after are not in it), on a controller state of N partitions (RF 3, topics of 1,000
+partitions, max(30, N / 1,000) brokers with 2 log dirs each), per batch kind:
+
+    isr_events_10   ten PartitionState events, each an ISR change of one partition
+    tick            one Tick request and nothing else (one a second in production)
+    completion      the PartitionState that completes a step in flight, and the next step decided
+
+CPU time of this process (`time.process_time`, median of `--repeat` batches; the machine is
+shared, CPU time is what is comparable), and: the pipeline start (`ControllerStore.load`), the
+Redis server time of the first commit of the whole view and of the largest batch commit (SLOWLOG
+with threshold 0), and this process's peak RSS.
+
+    .venv/bin/python benchmarks/bench_scale.py [--partitions 10000,100000,300000] [--repeat 5] [--json]
+
+With `--json`, one JSON object: {"machine": ..., "runs": {N: {"driver_cpu_ms": {kind: ms}, ...}}}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from handlers.decide import decide_isolating  # noqa: E402
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition  # noqa: E402
+from planning.movement.partition_steps import Step  # noqa: E402
+from planning.movement.reassignment import start_reassignment, start_step  # noqa: E402
+from schemas.codec import encode  # noqa: E402
+from state.model import ControllerState  # noqa: E402
+
+T0 = 1_800_000_000_000
+TOPIC_SIZE = 1_000
+
+
+def build_state(partitions: int) -> ControllerState:
+    broker_count = max(30, partitions // 1_000)
+    brokers = tuple(Broker(b, f"/dc{b % 3}/r{b % 9}", True, False,
+                           (LogDir(f"/var/lib/kafka/{b}/data-0", True, 10**13, 9 * 10**12),
+                            LogDir(f"/var/lib/kafka/{b}/data-1", True, 10**13, 9 * 10**12)))
+                    for b in range(broker_count))
+    topics = []
+    for t in range(max(1, partitions // TOPIC_SIZE)):
+        name = f"topic-{t:04d}"
+        parts = []
+        for p in range(min(TOPIC_SIZE, partitions)):
+            first = (t * 7 + p) % broker_count
+            replicas = (first, (first + 1) % broker_count, (first + 2) % broker_count)
+            parts.append(PartitionState(name, p, replicas, replicas, first, 10**8,
+                                        tuple(f"/var/lib/kafka/{b}/data-{p % 2}" for b in replicas),
+                                        leader_epoch=5))
+        topics.append(Topic(name, tuple(parts), 2))
+    return ControllerState(cluster=Cluster(brokers, tuple(topics)), epoch=1)
+
+
+def header(key: str, at_ms: int, number: int) -> dict:
+    return {"schema_version": 3, "event_time": at_ms, "id": f"bench-{number}", "key": key}
+
+
+def partition_record(p: PartitionState, at_ms: int, number: int) -> dict:
+    return {**header(f"{p.topic}-{p.partition}", at_ms, number), "snapshot_id": None, "topic": p.topic,
+            "partition": p.partition, "replicas": list(p.replicas), "isr": list(p.isr), "leader": p.leader,
+            "leader_epoch": p.leader_epoch, "adding": list(p.adding), "removing": list(p.removing),
+            "offline_replicas": list(p.offline_replicas), "size_bytes": p.size_bytes, "log_dirs": list(p.log_dirs)}
+
+
+class Driver:
+    """decode → decide → persist, as the pipeline's driver runs them."""
+
+    def __init__(self, store, state: ControllerState, settings, policy) -> None:
+        self.store, self.state, self.settings, self.policy = store, state, settings, policy
+        self.offset = 0
+        self.now_ms = T0
+
+    def rows(self, suffix: str, schema: str, records: list[dict]) -> list[tuple]:
+        rows = []
+        for record in records:
+            self.offset += 1
+            rows.append((self.settings.topic(suffix), 0, self.offset, encode(schema, record)))
+        return rows
+
+    def run(self, rows: list[tuple]) -> float:
+        """One batch; returns the driver's CPU seconds for it."""
+        from streams.pipeline import compute_batch_inputs
+
+        started = time.process_time()
+        batch_id = self.state.last_batch + 1
+        inputs = compute_batch_inputs(batch_id, rows, [], self.settings)
+        decision = decide_isolating(self.state, replace(inputs, clock_ms=self.now_ms + 1000), self.policy)
+        after = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
+        self.store.commit(batch_id, self.state, after, decision.outbox,
+                          {(self.settings.topic("isr-changes"), 0): self.offset})
+        self.state = after
+        return time.process_time() - started
+
+
+def measure(partitions: int, repeat: int, redis_client) -> dict:
+    from reassigner.settings import compute_policy, load_settings
+    from state.controller_store import ControllerStore
+
+    settings = load_settings(cluster_name=f"bench-{partitions}", max_partition_movements=1000,
+                             max_movements_per_broker=1000, max_leader_movements=1000,
+                             broker_add_grace_seconds=10**6)
+    policy = compute_policy(settings)
+    redis_client.flushall()
+    redis_client.config_set("slowlog-log-slower-than", 0)
+    redis_client.config_set("slowlog-max-len", 100_000)
+    state = build_state(partitions)
+    # One reassignment with its first step in flight, for the completion batches.
+    first = state.cluster.topics[0].partitions[0]
+    moving = start_step(start_reassignment("bench/0", first.tp, first.replicas, (27, 28, 29), reason="bench"),
+                        Step((27,) + first.replicas, (27,), (), True, True), started_at=T0 / 1000)
+    state = state.with_changes(reassignments={first.tp: moving})
+    store = ControllerStore(redis_client, settings.cluster_name)
+    redis_client.slowlog_reset()
+    built = time.perf_counter()
+    store.commit(0, ControllerState(), state.with_changes(last_batch=0), [])
+    first_commit_wall = time.perf_counter() - built
+    first_commit_server_ms = max((e["duration"] for e in redis_client.slowlog_get(100_000)), default=0) / 1000
+    started = time.perf_counter()
+    cpu = time.process_time()
+    loaded = store.load()
+    load_wall, load_cpu = time.perf_counter() - started, time.process_time() - cpu
+    driver = Driver(store, loaded, settings, policy)
+    redis_client.slowlog_reset()
+    figures: dict[str, list[float]] = {"isr_events_10": [], "tick": [], "completion": []}
+    number = 0
+    partitions_list = [p for t in loaded.cluster.topics[:10] for p in t.partitions[:1]]
+    for round_ in range(repeat):
+        driver.now_ms += 1000
+        records = []
+        for p in partitions_list:
+            number += 1
+            shrunk = replace(p, isr=p.replicas[:2] if round_ % 2 == 0 else p.replicas,
+                             leader_epoch=p.leader_epoch + round_ + 1)
+            records.append(partition_record(shrunk, driver.now_ms, number))
+        figures["isr_events_10"].append(driver.run(driver.rows("isr-changes", "PartitionState", records)))
+        driver.now_ms += 1000
+        number += 1
+        tick = {**header("tick", driver.now_ms, number), "requested_by": "pipeline", "payload": ("Tick", {})}
+        figures["tick"].append(driver.run(driver.rows("requests", "Request", [tick])))
+        # Complete the step in flight of the one reassignment: Kafka shows its target, in sync.
+        record = driver.state.reassignments.get(first.tp)
+        if record is not None and record.in_flight is not None:
+            target = record.in_flight.step.target
+            current = driver.state.cluster.partition(first.tp)
+            done = replace(current, replicas=target, isr=target, leader=target[0], adding=(), removing=(),
+                           log_dirs=(), leader_epoch=current.leader_epoch + 1)
+            driver.now_ms += 1000
+            number += 1
+            figures["completion"].append(driver.run(driver.rows(
+                "isr-changes", "PartitionState", [partition_record(done, driver.now_ms, number)])))
+    largest_batch_ms = max((e["duration"] for e in redis_client.slowlog_get(100_000)), default=0) / 1000
+    used = redis_client.info("memory")["used_memory"]
+    return {
+        "driver_cpu_ms": {kind: round(statistics.median(values) * 1000, 1) for kind, values in figures.items() if values},
+        "store_load_s": round(load_wall, 2),
+        "store_load_cpu_s": round(load_cpu, 2),
+        "first_commit_wall_s": round(first_commit_wall, 2),
+        "first_commit_redis_ms": round(first_commit_server_ms, 1),
+        "largest_batch_commit_redis_ms": round(largest_batch_ms, 2),
+        "redis_bytes_per_partition": round(used / partitions),
+        "rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--partitions", default="10000,100000,300000")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    arguments = parser.parse_args()
+
+    import redis
+
+    from reassigner.dev.local.processes import free_port, stop
+    from reassigner.dev.local.redis_server import start_redis
+
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    port = free_port()
+    pid = start_redis(port, work / "redis")
+    client = redis.Redis(port=port, socket_timeout=120)
+    runs = {}
+    try:
+        for count in (int(n) for n in arguments.partitions.split(",")):
+            runs[count] = measure(count, arguments.repeat, client)
+            if not arguments.json:
+                print(f"{count:>9,} partitions: {json.dumps(runs[count])}", flush=True)
+    finally:
+        stop(pid, timeout_seconds=30)
+    if arguments.json:
+        print(json.dumps({"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                          "runs": runs}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
