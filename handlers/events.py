@@ -183,7 +183,9 @@ class _WorkingCluster:
         brokers = tuple(self.brokers[b] for b in sorted(self.brokers))
         if brokers == self.original.brokers and tuple(topics) == self.original.topics:
             return self.original
-        return Cluster(brokers=brokers, topics=tuple(topics))
+        touched = set(self.partitions) | self.deleted
+        touched |= {t.name for t in topics if t is not self.original.topics_by_name.get(t.name)}
+        return self.original.with_topics(brokers, tuple(topics), touched)
 
     def _all_partitions(self) -> Iterable[Iterable[PartitionState]]:
         for name, topic in self.topics.items():

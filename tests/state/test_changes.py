@@ -71,3 +71,20 @@ def test_with_partitions_keeps_untouched_topics_and_the_topic_id():
     p = before.partition(TopicPartition("t1", 0))
     after = before.with_partitions([replace(p, isr=p.replicas[:1])])
     assert after.topics[0] is before.topics[0] and after.topics[1].topic_id == "id-t1"
+
+
+def test_the_partition_index_is_carried_over_and_stays_exact():
+    before = cluster(topics=4, partitions=5)
+    assert len(before.partitions_by_tp) == 20  # built: from now on it is carried over
+    p = before.partition(TopicPartition("t1", 2))
+    events = [isr_event(p, p.replicas[:1]),
+              ("TopicState", {"event_time": 1, "id": "d", "key": "t2", "topic": "t2", "deleted": True}),
+              ("PartitionState", {"event_time": 1, "id": "n", "key": "new-0", "topic": "new", "partition": 0,
+                                  "replicas": [0, 1], "isr": [0, 1], "leader": 0, "leader_epoch": 0})]
+    after, _, _ = compute_cluster_after_events(before, events)
+    assert "partitions_by_tp" in after.__dict__  # carried over, not rebuilt
+    assert dict(after.partitions_by_tp) == {q.tp: q for q in after.partitions()}
+    assert after.partition(TopicPartition("t1", 2)).isr == p.replicas[:1]
+    assert after.partition(TopicPartition("t2", 0)) is None and after.partition(TopicPartition("new", 0)) is not None
+    drained = after.with_brokers(replace(b, draining=b.id == 3) for b in after.brokers)
+    assert drained.__dict__["partitions_by_tp"] == after.partitions_by_tp
