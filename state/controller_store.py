@@ -428,16 +428,25 @@ def compute_changes(before: ControllerState, after: ControllerState) -> dict[str
         if to_set or to_delete:
             changes[name] = {"set": to_set, "del": to_delete}
 
-    def brokers_of(state: ControllerState) -> dict[str, str]:
-        times = state.observed_at.brokers
-        return {str(b.id): broker_to_storage(b, times.get(b.id)) for b in state.cluster.brokers}
+    # Brokers and topics: only those whose object or observation time changed are serialised.
+    def entity_changes(name: str, old: Mapping, new: Mapping, old_times: Mapping, new_times: Mapping,
+                       to_storage) -> None:
+        to_set: list[str] = []
+        for key, value in new.items():
+            if old.get(key) is value and old_times.get(key) == new_times.get(key):
+                continue
+            stored = to_storage(value, new_times.get(key))
+            if key in old and to_storage(old[key], old_times.get(key)) == stored:
+                continue
+            to_set += [str(key), stored]
+        to_delete = [str(key) for key in old if key not in new]
+        if to_set or to_delete:
+            changes[name] = {"set": to_set, "del": to_delete}
 
-    def topics_of(state: ControllerState) -> dict[str, str]:
-        times = state.observed_at.topics
-        return {t.name: topic_to_storage(t, times.get(t.name)) for t in state.cluster.topics}
-
-    diff("brokers", brokers_of(before), brokers_of(after))
-    diff("topics", topics_of(before), topics_of(after))
+    entity_changes("brokers", before.cluster.brokers_by_id, after.cluster.brokers_by_id,
+                   before.observed_at.brokers, after.observed_at.brokers, broker_to_storage)
+    entity_changes("topics", before.cluster.topics_by_name, after.cluster.topics_by_name,
+                   before.observed_at.topics, after.observed_at.topics, topic_to_storage)
 
     # Partitions: only the topics the batch touched are walked, partition by partition (see
     # `compute_changed_partitions`); a broker whose dir list changed renumbers the dir indexes of
