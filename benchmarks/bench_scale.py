@@ -108,7 +108,24 @@ class Driver:
         return time.process_time() - started
 
 
-def measure(partitions: int, repeat: int, redis_client) -> dict:
+def with_rebalance(state: ControllerState, count: int, in_flight: int) -> ControllerState:
+    """`count` reassignments of a big rebalance under way: each moves one replica of its partition
+    to another broker; the first `in_flight` have their step running."""
+    brokers = len(state.cluster.brokers)
+    records = {}
+    for n, p in enumerate(p for t in state.cluster.topics for p in t.partitions):
+        if n >= count:
+            break
+        spare = next(b for b in range(brokers) if b not in p.replicas and b % 7 == n % 7)
+        target = (spare,) + p.replicas[1:]
+        record = start_reassignment(f"bench-rebalance/{p.tp}", p.tp, p.replicas, target, reason="rebalance")
+        if n < in_flight:
+            record = start_step(record, Step((spare,) + p.replicas, (spare,), (), True, True), started_at=T0 / 1000)
+        records[p.tp] = record
+    return state.with_changes(reassignments=records)
+
+
+def measure(partitions: int, repeat: int, redis_client, rebalancing: int = 0) -> dict:
     from reassigner.settings import compute_policy, load_settings
     from state.controller_store import ControllerStore
 
@@ -124,7 +141,9 @@ def measure(partitions: int, repeat: int, redis_client) -> dict:
     first = state.cluster.topics[0].partitions[0]
     moving = start_step(start_reassignment("bench/0", first.tp, first.replicas, (27, 28, 29), reason="bench"),
                         Step((27,) + first.replicas, (27,), (), True, True), started_at=T0 / 1000)
-    state = state.with_changes(reassignments={first.tp: moving})
+    if rebalancing:
+        state = with_rebalance(state, rebalancing, in_flight=50)
+    state = state.with_changes(reassignments={**state.reassignments, first.tp: moving})
     store = ControllerStore(redis_client, settings.cluster_name)
     redis_client.slowlog_reset()
     built = time.perf_counter()
@@ -183,6 +202,8 @@ def main() -> None:
     parser.add_argument("--partitions", default="10000,100000,300000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rebalancing", type=int, default=0,
+                        help="Also measure each size with this many reassignments under way (50 in flight).")
     arguments = parser.parse_args()
 
     import redis
@@ -200,6 +221,12 @@ def main() -> None:
             runs[count] = measure(count, arguments.repeat, client)
             if not arguments.json:
                 print(f"{count:>9,} partitions: {json.dumps(runs[count])}", flush=True)
+            if arguments.rebalancing:
+                key = f"{count}+{arguments.rebalancing}_reassigning"
+                runs[key] = measure(count, arguments.repeat, client, arguments.rebalancing)
+                if not arguments.json:
+                    print(f"{count:>9,} partitions, {arguments.rebalancing:,} reassigning: "
+                          f"{json.dumps(runs[key])}", flush=True)
     finally:
         stop(pid, timeout_seconds=30)
     if arguments.json:
