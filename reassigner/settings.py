@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     spark_jars: str | None = Field(
         None, description="Spark's Kafka and Avro connector jars, comma-separated paths or URLs "
         "(`--spark-jars`); None = fetched with Maven into `cache_dir`.")
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict, description="Spark settings for the pipeline's session (`run --conf "
+        "KEY=VALUE` adds to them and wins); applied after the product's own, so they override "
+        "them (e.g. `spark.sql.shuffle.partitions`, `spark.executor.memory`). Environment: JSON.")
     checkpoint_dir: Path = Field(
         Path(".reassigner/checkpoints"), description="Structured Streaming checkpoint location."
     )

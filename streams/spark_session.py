@@ -8,7 +8,10 @@ Rules:
   the classpath holds one version of each library: the one Spark was built with;
 - `PYSPARK_PYTHON` is set to the running interpreter (the project's virtualenv) before the JVM
   starts, or Python workers would start with whatever `python3` is on PATH;
-- local mode by default (`local[2]`: this machine has 2 cores); `master` points it at a cluster.
+- local mode by default (`local[2]`: this machine has 2 cores); `master` points it at a cluster;
+- the session's settings are `compute_spark_conf`'s: in local mode one shuffle partition and a
+  parallelism of 2 (micro-batches are small, the machine is), on a cluster Spark's own defaults;
+  the operator's settings (`spark_conf`, `run --conf KEY=VALUE`) come last and win.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Iterable, Mapping
 
 from reassigner.clients.jars import ensure_jars
 
@@ -43,6 +47,43 @@ def compute_spark_jars(cache_dir: Path, spark_jars: str | None) -> str:
     return ",".join(str(j) for j in connector_jars(cache_dir))
 
 
+def compute_spark_conf(master: str, *overrides: Mapping[str, str]) -> dict[str, str]:
+    """The settings the session is built with, besides the jars (see the module rules)."""
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+        "spark.driver.memory": "1g",
+        "spark.sql.session.timeZone": "UTC",
+        # A deep plan string can overflow the default stack in Spark's regex-based redaction.
+        "spark.driver.extraJavaOptions": "-Dlog4j2.level=WARN -Xss16m",
+        "spark.python.worker.reuse": "true",
+    }
+    if master.startswith("local"):
+        conf |= {"spark.sql.shuffle.partitions": "1",  # micro-batches are small: one reduce task
+                 "spark.default.parallelism": "2",
+                 "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+    for override in overrides:
+        conf |= dict(override)
+    return conf
+
+
+def parse_spark_conf(assignments: Iterable[str]) -> dict[str, str]:
+    """`KEY=VALUE` texts (`run --conf`) as settings; a text without `=` or a key that is not a
+    Spark setting (`spark.` ...) raises InvalidConfigError naming it."""
+    from reassigner.errors import InvalidConfigError
+
+    conf: dict[str, str] = {}
+    for text in assignments:
+        key, equals, value = text.partition("=")
+        key = key.strip()
+        if not equals or not key.startswith("spark.") or not value.strip():
+            raise InvalidConfigError(f"--conf {text!r}: expected spark.KEY=VALUE, e.g. "
+                                     "spark.sql.shuffle.partitions=8")
+        conf[key] = value.strip()
+    return conf
+
+
 def build_spark_session(
     cache_dir: Path,
     app_name: str = "kafka-reassigner",
@@ -59,28 +100,11 @@ def build_spark_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    jars = compute_spark_jars(cache_dir, spark_jars)
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master)
-        .config("spark.jars", jars)
-        .config("spark.sql.shuffle.partitions", "1")  # micro-batches are small: one reduce task
-        .config("spark.default.parallelism", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        # A deep plan string can overflow the default stack in Spark's regex-based redaction.
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=WARN -Xss16m")
-        .config("spark.python.worker.reuse", "true")
-    )
-    if master.startswith("local"):
-        builder = builder.config("spark.driver.host", "127.0.0.1").config(
-            "spark.driver.bindAddress", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name).master(master).config(
+        "spark.jars", compute_spark_jars(cache_dir, spark_jars))
     if checkpoint_dir is not None:
         builder = builder.config("spark.sql.streaming.checkpointLocation", str(checkpoint_dir))
-    for key, value in (extra_conf or {}).items():
+    for key, value in compute_spark_conf(master, extra_conf or {}).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")

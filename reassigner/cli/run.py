@@ -24,6 +24,8 @@ def run(
                                              help="Spark's Kafka/Avro connector jars, comma-separated "
                                              "(default: fetched with Maven)."),
     checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", help="Streaming checkpoints."),
+    conf: list[str] = typer.Option([], "--conf", help="A Spark setting spark.KEY=VALUE for the pipeline's "
+                                   "session (repeat for several); wins over the product's own."),
     cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix,
     mode: Optional[str] = typer.Option(None, "--mode", help="auto | approve | observe."),
@@ -39,9 +41,10 @@ def run(
     from reassigner.clients.redis_io import connect_redis
     from streams.pipeline import (PipelineRunner, compute_topic_names, read_input_logs, run_pipeline,
                                   run_until_stopped)
-    from streams.spark_session import build_spark_session
+    from streams.spark_session import build_spark_session, parse_spark_conf
 
     configure_logging(verbose, logging.WARNING, logging.INFO)
+    spark_conf = parse_spark_conf(conf)  # a bad one fails here, before anything starts
     settings = load_settings(bootstrap_servers=bootstrap_server, redis_url=redis_url,
                              command_config=command_config, spark_master=master,
                              checkpoint_dir=checkpoint_dir, cluster_name=cluster_name, mode=mode,
@@ -56,7 +59,7 @@ def run(
     policy = compute_policy(settings)
     runner = PipelineRunner(settings, connect_redis(connections.redis_url), producer, policy)
     spark = build_spark_session(settings.cache_dir, master=settings.spark_master,
-                                spark_jars=settings.spark_jars)
+                                spark_jars=settings.spark_jars, extra_conf={**settings.spark_conf, **spark_conf})
     stop = threading.Event()
     queries: list = []
     offsets_reader = TopicReader(connections.bootstrap_servers, client, "reassigner-pipeline-offsets")
