@@ -26,6 +26,12 @@ Rules:
   script that writes the changed fields, deletes the removed ones, stores the outbox, advances the
   applied input offsets and sets `last_batch`: a batch is applied entirely or not at all, with
   the offsets of exactly the records it applied, and a replayed batch changes nothing;
+- a batch that writes more than `STAGE_ABOVE_ROWS` partition rows (a first view, a snapshot of a
+  busy cluster) writes the whole new partitions hash beforehand under a staging key, in chunks
+  of `STAGE_CHUNK_FIELDS` rows, and the script swaps it in with RENAME (O(1)); until then the
+  stored state is untouched, and a staged hash never swapped in is removed (or expires), so the
+  batch is still all or nothing while no command blocks Redis for long; the load reads with
+  HSCAN for the same reason;
 - the same script refuses the commit of an instance whose epoch is older than the stored one
   (`FencedError`): once a newer pipeline instance has bumped the epoch, an older one still
   running can write nothing more — not its state, not an outbox, not its epoch over the new one;
@@ -78,6 +84,13 @@ for i, key in ipairs(KEYS) do
     end
   end
 end
+if ARGV[6] == '1' then
+  -- a staged partitions hash (written in chunks before this script) replaces the old one:
+  -- RENAME is O(1), the old hash is freed in the background, and the staging TTL is dropped
+  redis.call('UNLINK', KEYS[4])
+  redis.call('RENAME', KEYS[9], KEYS[4])
+  redis.call('PERSIST', KEYS[4])
+end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[3]) end
 local offsets = cjson.decode(ARGV[5])
 if #offsets > 0 then redis.call('HSET', KEYS[7], unpack(offsets)) end
@@ -85,8 +98,16 @@ redis.call('HSET', KEYS[1], 'last_batch', ARGV[1])
 return {1, current}
 """
 
-# The script reads outbox and offsets as KEYS[6] and KEYS[7]: new hashes go at the end.
+# The script reads partitions, outbox and offsets as KEYS[4], KEYS[6] and KEYS[7] and a staged
+# partitions hash as KEYS[9]: new hashes go at the end, before the staged key.
 HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox", "offsets", "logdir_moves")
+# A batch writing more partition rows than this stages the whole partitions hash in chunks of
+# STAGE_CHUNK_FIELDS rows (a few ms of Redis each) and swaps it in: no Redis command of the
+# product then lasts more than a few tens of ms, whatever the cluster's size.
+STAGE_ABOVE_ROWS = 20_000
+STAGE_CHUNK_FIELDS = 5_000
+STAGE_TTL_SECONDS = 3_600  # a staged hash its commit never swapped in (a crash, a fence) expires
+LOAD_SCAN_COUNT = 5_000  # the load reads big hashes with HSCAN, this many fields a call
 
 
 # --- stored forms -----------------------------------------------------------------------------
@@ -295,7 +316,7 @@ class ControllerStore:
         self._commit = client.register_script(COMMIT_BATCH)
 
     def load(self) -> ControllerState:
-        raw = {name: {_text(k): _text(v) for k, v in self.client.hgetall(key).items()}
+        raw = {name: {_text(k): _text(v) for k, v in self.client.hscan_iter(key, count=LOAD_SCAN_COUNT)}
                for name, key in self.keys.items() if name not in ("outbox", "offsets")}
         stored_brokers = {int(k): broker_from_storage(int(k), v) for k, v in raw["brokers"].items()}
         brokers = {broker_id: broker for broker_id, (broker, _) in stored_brokers.items()}
@@ -369,16 +390,42 @@ class ControllerStore:
         changes = compute_changes(before, after)
         messages = [message_to_storage(m) for m in outbox]
         outbox_json = json.dumps(messages, separators=(",", ":")) if messages else ""
-        keys = [self.keys[name] for name in HASHES]
+        staged_key = f"{self.keys['partitions']}:staged:{after.epoch}:{batch_id}"
+        rows = changes.get("partitions", {"set": [], "del": []})
+        staged = len(rows["set"]) // 2 + len(rows["del"]) > STAGE_ABOVE_ROWS
+        if staged:
+            self._stage_partitions(staged_key, after)
+            del changes["partitions"]
+        keys = [self.keys[name] for name in HASHES] + [staged_key]
         payload = {self.keys[name]: change for name, change in changes.items()}
         flat_offsets = [item for (topic, partition), offset in sorted((offsets or {}).items())
                         for item in (tp_field(TopicPartition(topic, partition)), offset)]
-        verdict, current = self._commit(keys=keys, args=[batch_id, json.dumps(payload), outbox_json,
-                                                          after.epoch, json.dumps(flat_offsets)])
+        try:
+            verdict, current = self._commit(keys=keys, args=[batch_id, json.dumps(payload), outbox_json,
+                                                              after.epoch, json.dumps(flat_offsets),
+                                                              "1" if staged else "0"])
+        finally:
+            if staged:  # swapped in (then gone already), or refused: never left behind
+                self.client.unlink(staged_key)
         if int(verdict) < 0:
             raise FencedError(f"pipeline epoch {after.epoch} was replaced by epoch {int(current)}: a newer "
                               "instance runs on this cluster's state; this one stops without writing")
         return bool(verdict)
+
+    def _stage_partitions(self, key: str, state: ControllerState) -> None:
+        """Write every partition row of `state` under `key`, STAGE_CHUNK_FIELDS rows a command."""
+        brokers = state.cluster.brokers_by_id
+        self.client.unlink(key)
+        chunk: dict[str, str] = {}
+        for p in state.cluster.partitions():
+            chunk[tp_field(p.tp)] = partition_to_storage(p, brokers)
+            if len(chunk) >= STAGE_CHUNK_FIELDS:
+                self.client.hset(key, mapping=chunk)
+                self.client.expire(key, STAGE_TTL_SECONDS)
+                chunk = {}
+        if chunk:
+            self.client.hset(key, mapping=chunk)
+        self.client.expire(key, STAGE_TTL_SECONDS)
 
     def pending_outbox(self) -> list[tuple[int, list[OutboundMessage]]]:
         """Outboxes committed but not yet marked published, oldest batch first."""

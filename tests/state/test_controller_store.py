@@ -15,6 +15,7 @@ from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import StepInFlight, start_reassignment, start_step
 from planning.movement.partition_steps import Step
 from state.model import OutboundMessage
+from reassigner.errors import FencedError
 from state.controller_store import ControllerStore, reassignment_from_storage, reassignment_to_storage
 
 pytestmark = [pytest.mark.stack]
@@ -207,3 +208,40 @@ def test_a_replaced_instance_can_commit_nothing(store):
     assert refused.value.code == "FENCED_EPOCH" and f"replaced by epoch {new_epoch}" in str(refused.value)
     after = store.load()
     assert (after.epoch, after.last_batch, after.command_sequence) == (new_epoch, 0, committed.command_sequence)
+
+
+def big_state(partitions: int, isr=(1, 2, 3)) -> ControllerState:
+    state = sample_state()
+    topic = state.cluster.topics[0]
+    parts = tuple(PartitionState("orders", p, (1, 2, 3), tuple(isr), 1, 1000 + p, ("/data/b1/d0", None, None),
+                                 leader_epoch=4) for p in range(partitions))
+    return state.with_changes(cluster=Cluster(state.cluster.brokers, (replace(topic, partitions=parts),)))
+
+
+def test_a_big_batch_is_staged_in_chunks_and_swapped_in_whole(store, redis_client, monkeypatch):
+    import state.controller_store as controller_store
+
+    monkeypatch.setattr(controller_store, "STAGE_ABOVE_ROWS", 10)
+    monkeypatch.setattr(controller_store, "STAGE_CHUNK_FIELDS", 4)
+    redis_client.config_set("slowlog-log-slower-than", 0)
+    redis_client.slowlog_reset()
+    first = big_state(30)
+    assert store.commit(0, ControllerState(), first, [])
+    commands = [entry["command"].decode() if isinstance(entry["command"], bytes) else entry["command"]
+                for entry in redis_client.slowlog_get(1000)]
+    staged_writes = [len(c.split()) for c in commands if c.upper().startswith("HSET") and ":staged:" in c]
+    assert len(staged_writes) == 8 and max(staged_writes) == 2 + 2 * 4  # 30 rows, 4 a command
+    assert store.load().with_changes(last_batch=-1) == first
+    assert redis_client.ttl(store.keys["partitions"]) == -1  # the staging TTL did not come along
+    assert not list(redis_client.scan_iter(match="*staged*"))
+    # A big batch of a replaced instance changes nothing and leaves no staged hash behind.
+    redis_client.hset(store.keys["meta"], "epoch", 9)
+    with pytest.raises(FencedError):
+        store.commit(1, first, big_state(30, isr=(1, 2)), [])
+    assert store.load().with_changes(last_batch=-1, epoch=first.epoch) == first
+    assert not list(redis_client.scan_iter(match="*staged*"))
+    # A small batch still goes in the one script.
+    monkeypatch.setattr(controller_store, "STAGE_ABOVE_ROWS", 1000)
+    newer = big_state(30, isr=(1, 3)).with_changes(epoch=9)
+    assert store.commit(1, first.with_changes(epoch=9), newer, [])
+    assert store.load().cluster == newer.cluster
