@@ -110,7 +110,7 @@ class Driver:
 
 def with_rebalance(state: ControllerState, count: int, in_flight: int) -> ControllerState:
     """`count` reassignments of a big rebalance under way: each moves one replica of its partition
-    to another broker; the first `in_flight` have their step running."""
+    to another broker; the first `in_flight` (= P) have their step running."""
     brokers = len(state.cluster.brokers)
     records = {}
     for n, p in enumerate(p for t in state.cluster.topics for p in t.partitions):
@@ -129,8 +129,9 @@ def measure(partitions: int, repeat: int, redis_client, rebalancing: int = 0) ->
     from reassigner.settings import compute_policy, load_settings
     from state.controller_store import ControllerStore
 
-    settings = load_settings(cluster_name=f"bench-{partitions}", max_partition_movements=1000,
-                             max_movements_per_broker=1000, max_leader_movements=1000,
+    # Limits of a brisk production rebalance: 50 steps in flight (the default P is 5).
+    settings = load_settings(cluster_name=f"bench-{partitions}", max_partition_movements=50,
+                             max_movements_per_broker=50, max_leader_movements=50,
                              broker_add_grace_seconds=10**6)
     policy = compute_policy(settings)
     redis_client.flushall()

@@ -52,7 +52,8 @@ def handle_progress(context: BatchContext) -> None:
     observe = context.policy.mode == "observe"
     decision = compute_stepping(  # 1
         state.reassignments, state.cluster, effective_limits(context.base_policy, state.config),
-        context.now_s, context.policy.step_stall_timeout_seconds, start_steps=not observe)
+        context.now_s, context.policy.step_stall_timeout_seconds, start_steps=not observe,
+        memo=state.stepping_memo)
     updated = dict(decision.reassignments)
     elections = set(decision.elections)
     stalled = dict(decision.stalled)
@@ -74,10 +75,13 @@ def handle_progress(context: BatchContext) -> None:
             number, f"{record.reason}: step {number} to {list(step.target)}", "ReassignmentStep",
             reassignment_step_fields(planned.tp, step.target, step.adding, step.removing,
                                      step.elect_leader, dict(planned.target_log_dirs)))
-    active = {tp: r for tp, r in updated.items() if r.active}
-    copied = compute_completed_step_bytes(state.reassignments, updated, state.cluster.partitions_by_tp)
+    active = dict(updated)  # the state holds active records only: drop the ones that ended
+    for tp, _ending in decision.finished:
+        del active[tp]
+    copied = compute_completed_step_bytes(state.reassignments, decision.completed, state.cluster)
     meter = advance_meter(state.replication_meter, copied, bool(active), context.now_ms)
-    context.state = context.state.with_changes(reassignments=active, replication_meter=meter)
+    context.state = context.state.with_changes(reassignments=active, replication_meter=meter,
+                                               stepping_memo=decision.memo)
     _forget_finished_steps(context)
     if not observe:
         handle_throttles(context, started=bool(decision.started))  # 4
@@ -134,6 +138,8 @@ def _announce_finished(context: BatchContext, record: Reassignment, ending: Endi
 
 def _forget_finished_steps(context: BatchContext) -> None:
     """Once-per-step markers of steps no longer in flight are dropped from `open_alerts`."""
+    if not any(k.startswith(ONCE_PER_STEP) for k in context.state.open_alerts):
+        return
     live = {f"{prefix}{r.reassignment_id}:{r.in_flight.number}"
             for r in context.state.reassignments.values() if r.in_flight is not None
             for prefix in ONCE_PER_STEP}

@@ -512,9 +512,10 @@ def compute_changes(before: ControllerState, after: ControllerState) -> dict[str
         changes["partitions"] = {"set": [x for f, v in partitions.items() for x in (f, v)],
                                  "del": removed}
 
+    old_moves = before.reassignments
     moves = {tp_field(tp): reassignment_to_storage(r) for tp, r in after.reassignments.items()
-             if before.reassignments.get(tp) != r}
-    finished = [tp_field(tp) for tp in before.reassignments if tp not in after.reassignments]
+             if (old := old_moves.get(tp)) is not r and old != r}
+    finished = [tp_field(tp) for tp in old_moves if tp not in after.reassignments]
     if moves or finished:
         changes["reassignments"] = {"set": [x for f, v in moves.items() for x in (f, v)],
                                     "del": finished}

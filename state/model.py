@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from planning.model import Cluster, TopicPartition
+from planning.movement.advance import SteppingMemo
 from planning.movement.eta import ReplicationMeter
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import Reassignment
@@ -98,6 +99,9 @@ class ControllerState:
         for a slot or in flight); at most one per replica.
     replication_meter: bytes the completed steps copied since the current movement began, for
         the observed replication rate and the time left (`planning.movement.eta`).
+    stepping_memo: what the last decision computed for the reassignments waiting for a step
+        (`planning.movement.advance.SteppingMemo`): derived data that makes the next decision
+        cost what changed; never stored, never compared, rebuilt after a restart.
     """
 
     cluster: Cluster = field(default_factory=Cluster)
@@ -114,6 +118,7 @@ class ControllerState:
     observed_at: ObservationTimes = field(default_factory=ObservationTimes)
     log_dir_moves: Mapping[tuple[int, TopicPartition], LogDirTask] = field(default_factory=dict)
     replication_meter: ReplicationMeter = field(default_factory=ReplicationMeter)
+    stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
 
     def with_changes(self, **changes: object) -> "ControllerState":
         return replace(self, **changes)

@@ -22,15 +22,28 @@ ORDER (the code follows it):
 2. Choose the steps that start now (batches.py) against everything still in flight; with
    `start_steps=False` (the pipeline's mode `observe`) there are no candidates and none starts.
 3. Mark them in flight with `started_at = now`.
+
+COST. A big rebalance has tens of thousands of reassignments waiting for a slot, and each
+decision would compute every one's next step and rank them all. `SteppingMemo` carries what the
+last decision computed for the waiting ones — their candidate step and its rank — and a record
+is taken from it as it is when nothing it was computed from changed: the same record object (it
+waits: running or reverting, nothing in flight, no retry pending), the same topic object (so the
+same partitions and min.insync.replicas: events replace a topic whenever they change it) or else
+the same partition object and min.insync.replicas, the same limits, and brokers alive, draining and with online dirs
+as they were (`compute_broker_signature`). Everything else is decided afresh,
+in (topic, partition) order as before; the candidates stay in rank order (patched, not
+re-sorted). The decision is the same as without the memo — a property test runs both side by
+side — and the memo is derived data: absent (a restart), it is rebuilt by one full decision.
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Mapping
 
-from planning.movement.batches import Deferral, Limits, PlannedStep, compute_batch_decision
+from planning.movement.batches import Deferral, Limits, PlannedStep, compute_batch_decision, compute_priority
 from planning.movement.cancel import compute_cancel_observed
 from planning.movement.completion import (
     describe_stall,
@@ -38,7 +51,7 @@ from planning.movement.completion import (
     is_step_stalled,
     needs_leader_election,
 )
-from planning.model import Cluster, PartitionState, TopicPartition
+from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.reassignment import (
     Reassignment,
     ReassignmentState,
@@ -60,13 +73,36 @@ class Ending(str, Enum):
 
 
 @dataclass(frozen=True)
+class _Waiting:
+    """What one decision computed for a record waiting for its next step, and the topic object
+    (its partitions and min.insync.replicas) it was computed from."""
+
+    record: Reassignment
+    topic: Topic
+    partition: PartitionState
+    candidate: PlannedStep | None
+    rank: tuple | None  # its place in the batch order (`batches.compute_priority`), when a candidate
+
+
+@dataclass(frozen=True)
+class SteppingMemo:
+    """See COST in the module docstring. Derived data, never stored."""
+
+    brokers: tuple  # `compute_broker_signature` of the cluster it was computed against
+    limits: Limits
+    waiting: Mapping[TopicPartition, _Waiting]
+    order: tuple[tuple[tuple, TopicPartition], ...]  # (rank, tp) of every candidate, ascending
+    in_flight: frozenset[TopicPartition] = frozenset()  # records with a step in flight after it
+
+
+@dataclass(frozen=True)
 class SteppingDecision:
     """reassignments: every record after the decision (DONE ones included, for alerts/cleanup).
     started: steps to submit now (one ReassignmentStep command each).
     elections: partitions whose finished step needs TR[0] elected (ElectLeader commands).
     finished: (partition, ending) of the reassignments that became DONE in this decision.
     stalled: (partition, message) for steps running longer than the stall timeout.
-    deferred: candidates that wait, with the reason.
+    deferred: candidates examined that wait, with the reason (none once P is reached).
     """
 
     reassignments: Mapping[TopicPartition, Reassignment]
@@ -75,6 +111,8 @@ class SteppingDecision:
     finished: tuple[tuple[TopicPartition, Ending], ...] = ()
     stalled: tuple[tuple[TopicPartition, str], ...] = ()
     deferred: tuple[Deferral, ...] = ()
+    memo: SteppingMemo | None = None  # for the next decision
+    completed: tuple[TopicPartition, ...] = ()  # partitions whose step in flight completed
 
 
 def compute_stepping(
@@ -85,15 +123,36 @@ def compute_stepping(
     stall_timeout: float,
     *,
     start_steps: bool = True,
+    memo: SteppingMemo | None = None,
 ) -> SteppingDecision:
     """See the module docstring; `stall_timeout` and `now` are in seconds."""
     updated: dict[TopicPartition, Reassignment] = dict(reassignments)
-    candidates: list[PlannedStep] = []
     elections: list[TopicPartition] = []
     finished: list[tuple[TopicPartition, Ending]] = []
     stalled: list[tuple[TopicPartition, str]] = []
+    signature = compute_broker_signature(cluster.brokers)
+    usable = memo is not None and memo.limits == limits and memo.brokers == signature
+    known = memo.waiting if usable else {}
+    topics = cluster.topics_by_name
+    waiting: dict[TopicPartition, _Waiting] = {}
+    dirty: list[TopicPartition] = []
+    for tp, record in reassignments.items():
+        entry = known.get(tp)
+        if entry is not None and entry.record is record and record.retry_at is None:
+            topic = topics.get(tp.topic)
+            if entry.topic is topic:
+                waiting[tp] = entry  # nothing it was computed from changed (COST)
+                continue
+            if (topic is not None and entry.partition is cluster.partition(tp)
+                    and entry.topic.min_insync_replicas == topic.min_insync_replicas):
+                # Another partition of its topic changed (a constructor: `replace` costs 10x).
+                waiting[tp] = _Waiting(record, topic, entry.partition, entry.candidate, entry.rank)
+                continue
+        dirty.append(tp)
+    kept = len(waiting)
+    completed: list[TopicPartition] = []
 
-    for tp in sorted(reassignments):
+    for tp in sorted(dirty):
         record = reassignments[tp]
         if not record.active:
             continue
@@ -116,6 +175,7 @@ def compute_stepping(
         if flight is not None and record.state is not ReassignmentState.CANCELLING:
             if is_step_complete(partition, flight.step):
                 record = complete_step(record)
+                completed.append(tp)
             elif needs_leader_election(partition, flight.step):
                 elections.append(tp)
             elif is_step_stalled(flight.started_at, now, stall_timeout):
@@ -125,16 +185,25 @@ def compute_stepping(
                 reverted = record.state is ReassignmentState.REVERTING
                 finished.append((tp, Ending.REVERTED if reverted else Ending.COMPLETED))
                 record = finish(record)
-            elif start_steps and (record.retry_at is None or now >= record.retry_at):
+            elif record.retry_at is None or now >= record.retry_at:
                 step = compute_reachable_step(record, partition, cluster, limits)
-                if step is not None:
-                    candidates.append(PlannedStep(tp, step, _log_dirs_for(record, step.adding)))
+                candidate = None if step is None else PlannedStep(tp, step, _log_dirs_for(record, step.adding))
+                waiting[tp] = _Waiting(record, topics[tp.topic], partition, candidate,
+                                       None if candidate is None else compute_priority(candidate, cluster))
         updated[tp] = record
 
-    in_flight = [PlannedStep(tp, r.in_flight.step) for tp, r in updated.items() if r.in_flight is not None]
-    decision = compute_batch_decision(candidates, in_flight, cluster, limits)
+    order = _compute_order(memo.order if usable else None, known, kept, waiting, dirty)
+    # A record with a step in flight is never taken from the memo: the dirty ones hold them all.
+    flying = [tp for tp in dirty if updated[tp].in_flight is not None]
+    in_flight = [PlannedStep(tp, updated[tp].in_flight.step) for tp in flying]
+    candidates = (waiting[tp].candidate for _, tp in order) if start_steps else ()
+    decision = compute_batch_decision(candidates, in_flight, cluster, limits, ranked=True)
     for planned in decision.started:
         updated[planned.tp] = start_step(updated[planned.tp], planned.step, now)
+        del waiting[planned.tp]
+    if decision.started:
+        order = _without(order, [(waiting_rank, planned.tp) for planned in decision.started
+                                 for waiting_rank in [compute_priority(planned, cluster)]])
     return SteppingDecision(
         reassignments=updated,
         started=decision.started,
@@ -142,7 +211,51 @@ def compute_stepping(
         finished=tuple(finished),
         stalled=tuple(stalled),
         deferred=decision.deferred,
+        memo=SteppingMemo(signature, limits, waiting, order,
+                          frozenset(flying) | {planned.tp for planned in decision.started}),
+        completed=tuple(completed),
     )
+
+
+def _without(order: tuple, items: list) -> tuple:
+    """`order` without `items` (each in it), found by bisection."""
+    remaining = list(order)
+    for item in sorted(items, reverse=True):
+        index = bisect.bisect_left(remaining, item)
+        if index < len(remaining) and remaining[index] == item:
+            del remaining[index]
+    return tuple(remaining)
+
+
+def compute_broker_signature(brokers: tuple[Broker, ...]) -> tuple:
+    """What a step's choice reads of the brokers: who is alive, draining, and which dirs are
+    online (not their usage, which every LogDirState refreshes)."""
+    return tuple((b.id, b.alive, b.draining, tuple((d.path, d.online) for d in b.log_dirs)) for b in brokers)
+
+
+def _compute_order(previous, known: Mapping[TopicPartition, _Waiting], kept: int,
+                   waiting: Mapping[TopicPartition, _Waiting],
+                   dirty: list[TopicPartition]) -> tuple[tuple[tuple, TopicPartition], ...]:
+    """(rank, tp) of every waiting candidate, ascending: the previous order with the dirty
+    records' old places taken out and their new ones put in, by bisection. A full sort when
+    there is no previous order, much changed, or a remembered record is gone (dropped by a
+    request since: not among the dirty ones)."""
+    stale = [tp for tp in dirty if tp in known]
+    if previous is None or len(known) - kept != len(stale) or len(dirty) * 8 > len(previous):
+        return tuple(sorted((w.rank, tp) for tp, w in waiting.items() if w.candidate is not None))
+    order = list(previous)
+    for tp in stale:
+        if known[tp].candidate is not None:
+            item = (known[tp].rank, tp)
+            index = bisect.bisect_left(order, item)
+            if index == len(order) or order[index] != item:  # not where it should be: start over
+                return tuple(sorted((w.rank, t) for t, w in waiting.items() if w.candidate is not None))
+            del order[index]
+    for tp in dirty:
+        entry = waiting.get(tp)
+        if entry is not None and entry.candidate is not None:
+            bisect.insort(order, (entry.rank, tp))
+    return tuple(order)
 
 
 def compute_reachable_step(

@@ -133,9 +133,11 @@ def compute_batch(candidates: StepsLike, in_flight: StepsLike, cluster: Cluster,
 
 
 def compute_batch_decision(
-    candidates: StepsLike, in_flight: StepsLike, cluster: Cluster, limits: Limits
+    candidates: StepsLike, in_flight: StepsLike, cluster: Cluster, limits: Limits, *, ranked: bool = False,
 ) -> BatchDecision:
-    """Like `compute_batch`, plus why every other candidate waits."""
+    """Like `compute_batch`, plus why the candidates examined wait. `ranked`: the candidates come
+    in `compute_priority` order already. Once P steps are in flight no candidate can start: the
+    walk stops, and the ones not examined wait for a slot (they are not listed)."""
     flying = _as_planned(in_flight)
     counters = _Counters()
     busy: set[TopicPartition] = set()
@@ -145,7 +147,10 @@ def compute_batch_decision(
 
     started: list[PlannedStep] = []
     deferred: list[Deferral] = []
-    for planned in sorted(_as_planned(candidates), key=lambda c: _priority(c, cluster)):
+    ordered = candidates if ranked else sorted(_as_planned(candidates), key=lambda c: compute_priority(c, cluster))
+    for planned in ordered:
+        if counters.partitions >= limits.max_partition_movements:
+            break
         reason = _refusal(planned, busy, counters, cluster, limits)
         if reason is not None:
             deferred.append(Deferral(planned.tp, reason))
@@ -168,7 +173,8 @@ def count_replica_drops(step: Step, partition: PartitionState, cluster: Cluster)
     return sum(1 for b in step.removing if b in partition.isr or cluster.is_replica_online(partition, b))
 
 
-def _priority(planned: PlannedStep, cluster: Cluster) -> tuple:
+def compute_priority(planned: PlannedStep, cluster: Cluster) -> tuple:
+    """The candidate's place in the batch order: (class, size, topic, partition), see ALGORITHM."""
     partition = cluster.partition(planned.tp)
     size = partition.size_bytes if partition is not None and partition.size_bytes is not None else float("inf")
     if partition is not None and is_urgent(partition, cluster):

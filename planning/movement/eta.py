@@ -23,9 +23,9 @@ Pure: times are epoch milliseconds passed in; nothing reads a clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
-from planning.model import PartitionState, TopicPartition
+from planning.model import Cluster, PartitionState, TopicPartition
 from planning.movement.reassignment import Reassignment
 
 
@@ -57,16 +57,15 @@ def compute_reassignment_bytes(record: Reassignment, partition: PartitionState |
 
 
 def compute_completed_step_bytes(before: Mapping[TopicPartition, Reassignment],
-                                 after: Mapping[TopicPartition, Reassignment],
-                                 partitions: Mapping[TopicPartition, PartitionState]) -> int:
-    """Bytes copied by the steps that completed between two sets of records: a record whose
-    count of done steps grew completed its step in flight (its adding replicas are copied)."""
+                                 completed: Iterable[TopicPartition], cluster: Cluster) -> int:
+    """Bytes copied by the steps that completed (`completed`, as the stepping decision names
+    them): the adding replicas of each one's step in flight, as `before` holds it."""
     copied = 0
-    for tp, old in before.items():
-        new = after.get(tp)
-        if old.in_flight is None or new is None or new.steps_done <= old.steps_done:
+    for tp in completed:
+        old = before.get(tp)
+        if old is None or old.in_flight is None:
             continue
-        partition = partitions.get(tp)
+        partition = cluster.partition(tp)
         copied += len(old.in_flight.step.adding) * ((partition.size_bytes or 0) if partition is not None else 0)
     return copied
 

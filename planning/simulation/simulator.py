@@ -400,12 +400,14 @@ def run_plan(
     steps = decisions = elections = 0
     stalled: set[tuple[TopicPartition, int]] = set()
     finished_at: float | None = None
+    memo = None
 
     while True:
         while pending and pending[0].at <= sim.now:
             records = _apply_event(sim, records, pending.pop(0))
         view = sim.snapshot()
-        decision = compute_stepping(records, view, limits, sim.now, stall_timeout)
+        decision = compute_stepping(records, view, limits, sim.now, stall_timeout, memo=memo)
+        memo = decision.memo
         decisions += 1
         observer.completed(records, decision.reassignments, view)
         records = dict(decision.reassignments)

@@ -141,11 +141,13 @@ def kept_dirs(replicas, told, before) -> tuple:
 
 
 def without_volatile_numbers(cluster: Cluster) -> Cluster:
-    """Partition sizes and dir usage are volatile: the watcher tells no change of them alone
-    (`field(compare=False)` in `cluster_answers`), so the pipeline holds the last ones told. They
-    are the one thing the comparison leaves out."""
+    """Partition sizes and dir usage (the volume's, and the bytes of the replicas a dir holds) are
+    volatile: the watcher tells no change of them alone (`field(compare=False)` in
+    `cluster_answers`), so the pipeline holds the last ones told. They are the one thing the
+    comparison leaves out."""
     return Cluster(
-        tuple(replace(b, log_dirs=tuple(replace(d, total_bytes=None, usable_bytes=None) for d in b.log_dirs))
+        tuple(replace(b, log_dirs=tuple(replace(d, total_bytes=None, usable_bytes=None, replica_bytes=None)
+                                        for d in b.log_dirs))
               for b in cluster.brokers),
         tuple(replace(t, partitions=tuple(replace(p, size_bytes=None) for p in t.partitions))
               for t in cluster.topics))

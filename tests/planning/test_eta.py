@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planning.model import PartitionState, TopicPartition
+from planning.model import Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.eta import (
     ReplicationMeter,
     advance_meter,
@@ -32,10 +32,10 @@ def test_completed_steps_are_counted_once_with_their_adding_replicas():
     step = Step((4, 2, 3), adding=(4,), removing=(1,))
     running = Reassignment("r", TP, (1, 2, 3), (4, 5, 3), in_flight=StepInFlight(step, 1, 0.0))
     done = Reassignment("r", TP, (1, 2, 3), (4, 5, 3), steps_done=1)
-    partitions = {TP: PartitionState("t", 0, (4, 2, 3), (4, 2, 3), 4, size_bytes=100)}
-    assert compute_completed_step_bytes({TP: running}, {TP: done}, partitions) == 100
-    assert compute_completed_step_bytes({TP: running}, {TP: running}, partitions) == 0
-    assert compute_completed_step_bytes({TP: done}, {TP: done}, partitions) == 0
+    cluster = Cluster((), (Topic("t", (PartitionState("t", 0, (4, 2, 3), (4, 2, 3), 4, size_bytes=100),)),))
+    assert compute_completed_step_bytes({TP: running}, [TP], cluster) == 100
+    assert compute_completed_step_bytes({TP: running}, [], cluster) == 0
+    assert compute_completed_step_bytes({TP: done}, [TP], cluster) == 0  # nothing was in flight
 
 
 def test_the_meter_starts_with_the_movement_measures_completed_steps_and_restarts_when_idle():
