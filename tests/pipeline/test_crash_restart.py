@@ -193,7 +193,7 @@ def test_a_redis_restart_mid_run_keeps_the_state(crash_run):
     run["redis"] = (redis_port, redis_dir, start_redis(redis_port, redis_dir))
     after = ControllerStore(redis.Redis(port=redis_port), store.cluster_name).load()
     assert after.last_batch >= before.last_batch
-    assert after.cluster.partitions_by_tp.keys() == before.cluster.partitions_by_tp.keys()
+    assert set(after.cluster.partitions_by_tp) == set(before.cluster.partitions_by_tp)
     if after.last_batch == before.last_batch:
         assert after.reassignments == before.reassignments
     drive(run, 300)
