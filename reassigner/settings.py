@@ -41,7 +41,13 @@ class Settings(BaseSettings):
     bootstrap_servers: str | None = Field(
         None, description="Kafka bootstrap servers; None = the local stack's (from its state file)."
     )
-    redis_url: str | None = Field(None, description="Redis URL; None = the local stack's Redis.")
+    redis_url: str | None = Field(
+        None, description="Redis URL (`redis://`, `rediss://` with TLS; `redis+cluster://host:port` or "
+        "`rediss+cluster://` for a Redis Cluster, any node); None = the local stack's Redis.")
+    redis_socket_timeout_seconds: float = Field(
+        10.0, gt=0, description="Longest wait for one Redis reply: every write of the product is "
+        "bounded (a big one is staged in chunks), so a reply slower than this means Redis is away.")
+    redis_connect_timeout_seconds: float = Field(5.0, gt=0, description="Longest wait to connect to Redis.")
     command_config: Path | None = Field(
         None,
         description="Kafka client properties file (security.protocol, sasl.*, ssl.*), "

@@ -119,7 +119,8 @@ def execute(
                          cluster_name, need_redis=True)
     client_config = _client_config(settings)
     admin = ClusterAdmin(settings.bootstrap_servers, client_config)
-    ledger = CommandLedger(connect_redis(settings.redis_url), settings.cluster_name)
+    ledger = CommandLedger(connect_redis(settings.redis_url, settings.redis_socket_timeout_seconds,
+                                          settings.redis_connect_timeout_seconds), settings.cluster_name)
     consumer = {"bootstrap.servers": settings.bootstrap_servers, **client_config.librdkafka}
     executor = Executor(admin, ledger, consumer,
                         producer_config(settings.bootstrap_servers, client_config,

@@ -86,7 +86,9 @@ class _Context:
     def load_state(self):
         from reassigner.clients.redis_io import controller_state_loader
 
-        return controller_state_loader(self.connections.redis_url, self.settings.cluster_name)()
+        return controller_state_loader(self.connections.redis_url, self.settings.cluster_name,
+                                       self.settings.redis_socket_timeout_seconds,
+                                       self.settings.redis_connect_timeout_seconds)()
 
 
 def _setup_logging(verbose: bool = False) -> None:
@@ -516,7 +518,9 @@ def status_server(
     alerts_topic, results_topic = ctx.topic("alerts"), ctx.topic("command-results")
     server = StatusServer(
         host=host, port=port, cluster_name=ctx.settings.cluster_name,
-        cache=StateCache(controller_state_loader(ctx.connections.redis_url, ctx.settings.cluster_name)),
+        cache=StateCache(controller_state_loader(ctx.connections.redis_url, ctx.settings.cluster_name,
+                                                 ctx.settings.redis_socket_timeout_seconds,
+                                                 ctx.settings.redis_connect_timeout_seconds)),
         book=book, default_replica_movements=ctx.settings.max_replica_movements,
         policy=compute_policy(ctx.settings),
         watch=lambda stop: watch_alert_topics(ctx.bootstrap, ctx.client_config, alerts_topic, results_topic,

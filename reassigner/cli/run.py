@@ -57,7 +57,8 @@ def run(
                   settings.event_topic_partitions)
     producer = build_producer(producer_config(connections.bootstrap_servers, client, "reassigner-pipeline"))
     policy = compute_policy(settings)
-    runner = PipelineRunner(settings, connect_redis(connections.redis_url), producer, policy)
+    runner = PipelineRunner(settings, connect_redis(connections.redis_url, settings.redis_socket_timeout_seconds,
+                                                     settings.redis_connect_timeout_seconds), producer, policy)
     spark = build_spark_session(settings.cache_dir, master=settings.spark_master,
                                 spark_jars=settings.spark_jars, extra_conf={**settings.spark_conf, **spark_conf})
     stop = threading.Event()

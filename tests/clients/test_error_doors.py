@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 from confluent_kafka import KafkaError
 
@@ -39,3 +40,13 @@ def test_a_delivery_report_error_translates_like_an_exception():
     assert isinstance(transient, KafkaTransientError) and transient.code == "MSG_TIMED_OUT"
     permanent = translate_kafka_error(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED), "publishing to t")
     assert isinstance(permanent, KafkaPermanentError) and permanent.code == "TOPIC_AUTHORIZATION_FAILED"
+
+
+def test_a_redis_cluster_url_that_answers_nothing_fails_in_one_transient_line():
+    from reassigner.clients.redis_io import connect_redis
+    from reassigner.dev.local.processes import free_port
+    from reassigner.errors import TransientError
+
+    with pytest.raises(TransientError, match="connecting to the Redis Cluster at redis\\+cluster://u:\\*\\*\\*@") as down:
+        connect_redis(f"redis+cluster://u:secret@127.0.0.1:{free_port()}", 1.0, 1.0)
+    assert "secret" not in str(down.value) and down.value.code == "REDIS_UNAVAILABLE"

@@ -24,7 +24,8 @@ def redis_server_binary() -> str:
     return binary
 
 
-def start_redis(port: int, data_dir: Path) -> int:
+def start_redis(port: int, data_dir: Path, cluster: bool = False) -> int:
+    """A Redis server on `port` (a Redis Cluster node with `cluster`), data and log in `data_dir`."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log_file = data_dir / "redis.log"
     command = [
@@ -39,6 +40,53 @@ def start_redis(port: int, data_dir: Path) -> int:
         "--daemonize", "no",
         "--logfile", "",
     ]
+    if cluster:
+        command += ["--cluster-enabled", "yes", "--cluster-config-file", str(data_dir / "nodes.conf"),
+                    "--cluster-node-timeout", "5000"]
     pid = spawn(command, log_file)
     wait_until(lambda: port_open(port), 20, f"redis on port {port}", pid=pid, log_file=log_file)
     return pid
+
+
+def start_redis_cluster(ports: list[int], base_dir: Path) -> list[int]:
+    """A Redis Cluster of one master per port (no replicas), slots spread evenly by
+    `redis-cli --cluster create`; returns the pids once the cluster reports itself ok."""
+    import subprocess
+
+    import redis
+
+    pids = [start_redis(port, base_dir / f"node-{port}", cluster=True) for port in ports]
+    cli = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+    created = subprocess.run([cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
+                              "--cluster-replicas", "0", "--cluster-yes"],
+                             capture_output=True, text=True, timeout=60)
+    if created.returncode != 0:
+        raise LocalStackError(f"redis-cli --cluster create failed: {created.stdout[-500:]} {created.stderr[-500:]}")
+    wait_until(lambda: all(redis.Redis(port=p).cluster("info")["cluster_state"] == "ok" for p in ports),
+               30, "the Redis Cluster to report ok")
+    return pids
+
+
+def move_slot(slot: int, source_port: int, target_port: int, batch: int = 100) -> int:
+    """Reshard one slot from one master to another, keys and all, as `redis-cli --cluster
+    reshard` does (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE on every master); returns the
+    number of keys moved."""
+    import redis
+
+    source, target = redis.Redis(port=source_port), redis.Redis(port=target_port)
+    source_id = source.execute_command("CLUSTER MYID").decode()
+    target_id = target.execute_command("CLUSTER MYID").decode()
+    target.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", source_id)
+    source.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", target_id)
+    moved = 0
+    while True:
+        keys = source.execute_command("CLUSTER GETKEYSINSLOT", slot, batch)
+        if not keys:
+            break
+        source.execute_command("MIGRATE", "127.0.0.1", target_port, "", 0, 5000, "KEYS", *keys)
+        moved += len(keys)
+    masters = {int(address.rsplit(":", 1)[1]) for address, node in source.cluster("nodes").items()
+               if "master" in node["flags"]}
+    for port in sorted(masters):
+        redis.Redis(port=port).execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
+    return moved
