@@ -42,6 +42,7 @@ from typing import Any, Iterable, Mapping
 
 from handlers.context import BatchContext
 from handlers.outbox import INFO, WARNING, broker_subject, summarise, tp_key
+from handlers.progress import issue_throttle_command
 from planning.model import Cluster, TopicPartition
 from planning.movement.log_dirs import (
     LogDirEnding,
@@ -319,10 +320,6 @@ def _clear_throttles(context: BatchContext) -> None:
         broker_id = int(marker[len(THROTTLE_MARKER):])
         if broker_id in moving:
             continue
-        sequence = context.state.command_sequence + 1
-        context.outbox.command(
-            f"throttle-{sequence}:0:ClearThrottle", "throttle", None, 0,
-            f"log-dir moves on broker {broker_id} are over", "ClearThrottle",
-            {"broker_ids": [broker_id], "partitions": [], "log_dir_only": True})
-        context.state = context.state.with_changes(command_sequence=sequence)
+        issue_throttle_command(context, "ClearThrottle", f"log-dir moves on broker {broker_id} are over",
+                               {"broker_ids": [broker_id], "partitions": [], "log_dir_only": True})
         context.close_alerts([marker])

@@ -164,29 +164,28 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
             partitions.append({"topic": tp.topic, "partition": tp.partition,
                                "leader_broker_ids": list(leaders), "follower_broker_ids": list(step.adding)})
         before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
-        sequence = state.command_sequence + 1
-        context.outbox.command(
-            f"throttle-{sequence}:0:SetThrottle", "throttle", None, 0,
-            f"throttle {len(flying)} steps in flight", "SetThrottle",
-            {"broker_ids": sorted(brokers), "rate_bytes_per_sec": rate,
-             "logdir_rate_bytes_per_sec": context.policy.logdir_throttle_bytes_per_sec,
-             "partitions": partitions})
+        issue_throttle_command(context, "SetThrottle", f"throttle {len(flying)} steps in flight",
+                               {"broker_ids": sorted(brokers), "rate_bytes_per_sec": rate,
+                                "logdir_rate_bytes_per_sec": context.policy.logdir_throttle_bytes_per_sec,
+                                "partitions": partitions})
         new_marker = THROTTLE_MARKER + json.dumps(
             {"brokers": sorted(brokers | set(before["brokers"])),
              "partitions": sorted({(p["topic"], p["partition"]) for p in partitions}
                                   | {tuple(tp) for tp in before["partitions"]})},
             separators=(",", ":"))
         context.close_alerts([marker] if marker else [])
-        context.state = context.state.with_changes(command_sequence=sequence)
         context.open_alert(new_marker)
     elif marker is not None and not flying:
         throttled = json.loads(marker[len(THROTTLE_MARKER):])
-        sequence = state.command_sequence + 1
-        context.outbox.command(
-            f"throttle-{sequence}:0:ClearThrottle", "throttle", None, 0, "nothing moves any more",
-            "ClearThrottle",
-            {"broker_ids": throttled["brokers"],
-             "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [], "follower_broker_ids": []}
-                            for t, p in throttled["partitions"]]})
+        issue_throttle_command(context, "ClearThrottle", "nothing moves any more",
+                               {"broker_ids": throttled["brokers"],
+                                "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [],
+                                                "follower_broker_ids": []} for t, p in throttled["partitions"]]})
         context.close_alerts([marker])
-        context.state = context.state.with_changes(command_sequence=sequence)
+
+
+def issue_throttle_command(context: BatchContext, kind: str, reason: str, fields: dict) -> None:
+    """A SetThrottle or ClearThrottle, numbered by `command_sequence` (`throttle-<n>:0:<kind>`)."""
+    sequence = context.state.command_sequence + 1
+    context.outbox.command(f"throttle-{sequence}:0:{kind}", "throttle", None, 0, reason, kind, fields)
+    context.state = context.state.with_changes(command_sequence=sequence)

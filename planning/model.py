@@ -52,6 +52,13 @@ class LogDir:
             return None
         return self.total_bytes - self.usable_bytes
 
+    def room_bytes(self, max_usage_percent: float | None) -> float | None:
+        """Bytes this dir's volume may still take before it is `max_usage_percent` full; None
+        when there is no limit or the dir does not report its volume's size."""
+        if max_usage_percent is None or not self.total_bytes or self.used_bytes is None:
+            return None
+        return max_usage_percent / 100.0 * self.total_bytes - self.used_bytes
+
 
 def compute_reported_log_dir(path: str, online: bool, total_bytes: int | None, usable_bytes: int | None,
                              replicas: Iterable[tuple[TopicPartition, int, bool]]) -> LogDir:

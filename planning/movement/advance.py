@@ -198,12 +198,11 @@ def compute_stepping(
     in_flight = [PlannedStep(tp, updated[tp].in_flight.step) for tp in flying]
     candidates = (waiting[tp].candidate for _, tp in order) if start_steps else ()
     decision = compute_batch_decision(candidates, in_flight, cluster, limits, ranked=True)
+    if decision.started:
+        order = _without(order, [(waiting[planned.tp].rank, planned.tp) for planned in decision.started])
     for planned in decision.started:
         updated[planned.tp] = start_step(updated[planned.tp], planned.step, now)
         del waiting[planned.tp]
-    if decision.started:
-        order = _without(order, [(waiting_rank, planned.tp) for planned in decision.started
-                                 for waiting_rank in [compute_priority(planned, cluster)]])
     return SteppingDecision(
         reassignments=updated,
         started=decision.started,

@@ -130,8 +130,7 @@ def plan_log_dir_balance(cluster: Cluster, broker_id: int, threshold: float,
     two online dirs, is unknown, or is balanced already."""
     broker = cluster.broker(broker_id)
     online = broker.online_log_dirs if broker is not None else ()
-    disk_room = {d.path: max_usage_percent / 100.0 * d.total_bytes - (d.total_bytes - d.usable_bytes)
-                 for d in online if max_usage_percent is not None and d.total_bytes and d.usable_bytes is not None}
+    disk_room = {d.path: room for d in online if (room := d.room_bytes(max_usage_percent)) is not None}
     placed: dict[str, list[tuple[TopicPartition, int, bool]]] = {d.path: [] for d in online}
     for partition in cluster.partitions():
         if broker_id not in partition.replicas:

@@ -399,9 +399,9 @@ def describe_disk_overflow(cluster: Cluster, overflow: Sequence[DiskOverflow], l
     parts = []
     for broker_id in brokers[:5]:
         broker = cluster.broker(broker_id)
-        dirs = ", ".join(f"{d.path} {100 * (d.total_bytes - d.usable_bytes) / d.total_bytes:.0f}% used "
-                         f"({(d.total_bytes - d.usable_bytes):,} of {d.total_bytes:,} B)"
-                         for d in (broker.online_log_dirs if broker else ()) if d.total_bytes and d.usable_bytes is not None)
+        dirs = ", ".join(f"{d.path} {100 * d.used_bytes / d.total_bytes:.0f}% used "
+                         f"({d.used_bytes:,} of {d.total_bytes:,} B)"
+                         for d in (broker.online_log_dirs if broker else ()) if d.total_bytes and d.used_bytes is not None)
         mine = [o for o in overflow if o.broker_id == broker_id]
         parts.append(f"broker {broker_id}: {len(mine)} replica(s) ({sum(o.size_bytes for o in mine):,} B, e.g. "
                      f"{mine[0].tp}) fit none of its dirs [{dirs or 'no online dir'}]")
@@ -773,11 +773,8 @@ def _initial_dir_usage(cluster: Cluster) -> dict[tuple[int, str], int]:
 def _initial_dir_headroom(cluster: Cluster, limit: float | None) -> dict[tuple[int, str], float]:
     """Bytes each online dir may still take under `limit` percent of its volume (only dirs that
     report their volume's size and free space)."""
-    if limit is None:
-        return {}
-    return {(b.id, d.path): limit / 100.0 * d.total_bytes - (d.total_bytes - d.usable_bytes)
-            for b in cluster.brokers for d in b.log_dirs
-            if d.online and d.total_bytes and d.usable_bytes is not None}
+    return {(b.id, d.path): room for b in cluster.brokers for d in b.log_dirs
+            if d.online and (room := d.room_bytes(limit)) is not None}
 
 
 def _target_dirs(p, final, cluster, dir_usage, headroom, overflow) -> tuple[str | None, ...]:
