@@ -127,7 +127,7 @@ def compute_snapshot_events(current: ClusterObservation, snapshot_id: str, now_m
     snapshot in one poll (`compute_snapshot_start` + `_slice` of every partition + `_end`)."""
     return [*compute_snapshot_start(current, snapshot_id, now_ms),
             *compute_snapshot_slice(current, snapshot_id, current.partitions, now_ms),
-            *compute_snapshot_end(current, snapshot_id, now_ms, now_ms, len(current.partitions))]
+            *compute_snapshot_end(current, snapshot_id, now_ms, now_ms, len(current.partitions), dirs=False)]
 
 
 def compute_snapshot_start(current: ClusterObservation, snapshot_id: str, now_ms: int) -> list[Event]:
@@ -147,14 +147,18 @@ def compute_snapshot_slice(current: ClusterObservation, snapshot_id: str, keys, 
 
 
 def compute_snapshot_end(current: ClusterObservation, snapshot_id: str, started_ms: int, now_ms: int,
-                         partitions_told: int) -> list[Event]:
+                         partitions_told: int, dirs: bool = True) -> list[Event]:
     """The END marker: its inventory is `current`'s (the poll that ends the snapshot) and its
     `started_at` the START's poll time, so the pipeline drops only what is absent now and was not
-    observed since the snapshot began (`handlers.events`)."""
-    return [snapshot_marker(snapshot_id, "END", now_ms, started_ms, ended_at=now_ms,
-                            counts=(len(current.brokers), len(current.topics), partitions_told,
-                                    len(current.log_dirs)),
-                            inventory=current)]
+    observed since the snapshot began (`handlers.events`). With `dirs` (a sliced snapshot) the
+    log dirs are told again first: a dir's event gives its replicas their dir only in partitions
+    the pipeline knows, and a pipeline that started from nothing knows them only once the slices
+    told them."""
+    told = [log_dir_event(d, now_ms, snapshot_id) for d in current.log_dirs.values()] if dirs else []
+    return [*told, snapshot_marker(snapshot_id, "END", now_ms, started_ms, ended_at=now_ms,
+                                   counts=(len(current.brokers), len(current.topics), partitions_told,
+                                           len(current.log_dirs)),
+                                   inventory=current)]
 
 
 def _header(suffix: str, key: str, now_ms: int, snapshot_id: str | None) -> dict:
