@@ -17,8 +17,12 @@ API, merged.
 `compute_snapshot_events(current, snapshot_id, now_ms)` gives a START marker, the state of every
 broker, topic, log dir and partition carrying the snapshot id, and an END marker with the counts
 and the inventory (every topic with its partition count, every broker id): the pipeline drops
-what is absent from it and was not observed after `now_ms` (a deletion event that was lost,
-SPEC 2), see `handlers.events`.
+what is absent from it and was not observed after the START (a deletion event that was lost,
+SPEC 2), see `handlers.events`. A big cluster's snapshot is spread over several polls (the
+watcher's SLICED SNAPSHOTS): `compute_snapshot_start`, then `compute_snapshot_slice` of some
+partitions per poll, each as that poll shows it, then `compute_snapshot_end` with the inventory
+of the last poll and the START's time — the same guarantee, since an entity created after the
+START is in that inventory and one changed after it carries a later event time.
 
 INVARIANTS
 - Pure: no I/O, no clock (`now_ms` is an argument), no randomness (message ids are UUID-5 of
@@ -119,19 +123,42 @@ def compute_events(previous: ClusterObservation, current: ClusterObservation, no
 
 
 def compute_snapshot_events(current: ClusterObservation, snapshot_id: str, now_ms: int) -> list[Event]:
-    """START marker, every broker, topic, log dir and partition, END marker with counts."""
-    body: list[Event] = []
-    for broker in current.brokers.values():
-        body.append(broker_event(broker, compute_broker_state(broker, broker), now_ms, snapshot_id))
-    body.extend(topic_event(t, now_ms, snapshot_id=snapshot_id) for t in current.topics.values())
-    body.extend(log_dir_event(d, now_ms, snapshot_id) for d in current.log_dirs.values())
-    body.extend(partition_event(p, now_ms, snapshot_id) for p in current.partitions.values())
-    start = snapshot_marker(snapshot_id, "START", now_ms, now_ms)
-    end = snapshot_marker(snapshot_id, "END", now_ms, now_ms, ended_at=now_ms,
-                          counts=(len(current.brokers), len(current.topics),
-                                  len(current.partitions), len(current.log_dirs)),
-                          inventory=current)
-    return [start, *body, end]
+    """START marker, every broker, topic, log dir and partition, END marker with counts: a
+    snapshot in one poll (`compute_snapshot_start` + `_slice` of every partition + `_end`)."""
+    return [*compute_snapshot_start(current, snapshot_id, now_ms),
+            *compute_snapshot_slice(current, snapshot_id, current.partitions, now_ms),
+            *compute_snapshot_end(current, snapshot_id, now_ms, now_ms, len(current.partitions), dirs=False)]
+
+
+def compute_snapshot_start(current: ClusterObservation, snapshot_id: str, now_ms: int) -> list[Event]:
+    """A snapshot's START marker and the state of every broker, topic and log dir (few)."""
+    events = [snapshot_marker(snapshot_id, "START", now_ms, now_ms)]
+    events.extend(broker_event(b, compute_broker_state(b, b), now_ms, snapshot_id) for b in current.brokers.values())
+    events.extend(topic_event(t, now_ms, snapshot_id=snapshot_id) for t in current.topics.values())
+    events.extend(log_dir_event(d, now_ms, snapshot_id) for d in current.log_dirs.values())
+    return events
+
+
+def compute_snapshot_slice(current: ClusterObservation, snapshot_id: str, keys, now_ms: int) -> list[Event]:
+    """The state of the partitions named, as `current` shows them (a partition gone since the
+    snapshot started is skipped: its topic's deletion told it)."""
+    partitions = current.partitions
+    return [partition_event(partitions[key], now_ms, snapshot_id) for key in keys if key in partitions]
+
+
+def compute_snapshot_end(current: ClusterObservation, snapshot_id: str, started_ms: int, now_ms: int,
+                         partitions_told: int, dirs: bool = True) -> list[Event]:
+    """The END marker: its inventory is `current`'s (the poll that ends the snapshot) and its
+    `started_at` the START's poll time, so the pipeline drops only what is absent now and was not
+    observed since the snapshot began (`handlers.events`). With `dirs` (a sliced snapshot) the
+    log dirs are told again first: a dir's event gives its replicas their dir only in partitions
+    the pipeline knows, and a pipeline that started from nothing knows them only once the slices
+    told them."""
+    told = [log_dir_event(d, now_ms, snapshot_id) for d in current.log_dirs.values()] if dirs else []
+    return [*told, snapshot_marker(snapshot_id, "END", now_ms, started_ms, ended_at=now_ms,
+                                   counts=(len(current.brokers), len(current.topics), partitions_told,
+                                           len(current.log_dirs)),
+                                   inventory=current)]
 
 
 def _header(suffix: str, key: str, now_ms: int, snapshot_id: str | None) -> dict:

@@ -158,3 +158,58 @@ def test_the_watcher_asks_for_dirs_every_interval_and_for_every_snapshot():
         now[0] += 1.0
     # t = 0 (snapshot), 2, 4, 6, 8, 10 (snapshot), ...: never more than 2 s without a read.
     assert asked == [True, False] * 6
+
+
+class ObservingAdmin(ClusterAdmin):
+    """`observe` answers from a list of observations, one a poll (the last one repeats)."""
+
+    def __init__(self, observations) -> None:
+        super().__init__("127.0.0.1:1")
+        self.observations = list(observations)
+
+    def observe(self, previous=None, log_dirs_due=True):
+        return self.observations.pop(0) if len(self.observations) > 1 else self.observations[0]
+
+    def ensure_topics(self, names, partitions=3):
+        return []
+
+
+class CollectingPublisher:
+    def __init__(self) -> None:
+        self.polls: list[list] = []
+        self.fail_next = False
+
+    def publish_events(self, events, timeout_seconds: float = 30.0) -> int:
+        if self.fail_next:
+            self.fail_next = False
+            raise KafkaTransientError("stubbed", "REQUEST_TIMED_OUT")
+        self.polls.append(list(events))
+        return len(events)
+
+
+def test_a_big_clusters_snapshot_is_spread_over_polls_and_a_failed_poll_repeats_its_slice():
+    from reassigner.clients.cluster_answers import PartitionObservation, compute_observation
+
+    parts = [PartitionObservation("t", n, (1, 2), (1, 2), 1, 3) for n in range(10)]
+    first = compute_observation(BROKERS, parts, {"t": "id"}, {}, [], {"t": 1})
+    shrunk = replace(first, partitions={**first.partitions, ("t", 9): replace(first.partitions[("t", 9)], isr=(1,))})
+    admin = ObservingAdmin([first, first, first, shrunk])
+    publisher = CollectingPublisher()
+    watcher = Watcher(admin, publisher, load_settings(snapshot_slice_partitions=4, snapshot_interval_seconds=600),
+                      clock=lambda: 1000.0)
+    snapshot_ids = {watcher.poll_once().snapshot_id}
+    publisher.fail_next = True
+    try:
+        watcher.poll_once()
+    except KafkaTransientError:
+        pass
+    snapshot_ids |= {watcher.poll_once().snapshot_id, watcher.poll_once().snapshot_id}
+    assert len(snapshot_ids) == 1 and None not in snapshot_ids
+    told = [[(r.get("phase"), r.get("partition")) for _s, _k, r in events if r.get("snapshot_id")]
+            for events in publisher.polls]
+    assert told[0][0] == ("START", None) and [p for _, p in told[0][-4:]] == [0, 1, 2, 3]
+    assert [p for _, p in told[1]] == [4, 5, 6, 7]  # the failed poll's slice, published again
+    assert [p for _, p in told[2][:2]] == [8, 9] and told[2][-1][0] == "END"
+    change = [r for _s, _k, r in publisher.polls[2] if r.get("snapshot_id") is None]
+    assert [(r["partition"], r["isr"]) for r in change] == [(9, [1])]  # the poll's own change, told too
+    assert watcher.poll_once().snapshot_id is None  # the next snapshot waits for its interval
