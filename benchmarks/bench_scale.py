@@ -15,6 +15,18 @@ shared, CPU time is what is comparable), and: the pipeline start (`ControllerSto
 Redis server time of the first commit of the whole view and of the largest batch commit (SLOWLOG
 with threshold 0), and this process's peak RSS.
 
+The watcher's own work per poll beyond the Admin API reads (`watcher_cpu_ms`), on a synthetic
+observation of the same size (`benchmarks/bench_watcher.synthetic_observation`, RF 3, 2 dirs a
+broker):
+
+    merge_dirs_carried   `compute_observation` given the previous poll, 10 ISR changes, the dirs
+                         carried over (most polls: the dirs are read every `log.dirs.interval`)
+    merge_dirs_read      the same with every dir read again (new objects, new sizes)
+    diff                 `compute_events` of the 10 changes
+    snapshot_whole       a snapshot in one poll: its events and their Avro encoding
+    snapshot_slice       one poll's share of a sliced snapshot (`snapshot.slice.partitions`
+                         partitions, events and encoding): what a snapshot adds to a poll
+
     .venv/bin/python benchmarks/bench_scale.py [--partitions 10000,100000,300000] [--repeat 5] [--json]
 
 With `--json`, one JSON object: {"machine": ..., "runs": {N: {"driver_cpu_ms": {kind: ms}, ...}}}.
@@ -35,6 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from handlers.decide import decide_isolating  # noqa: E402
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition  # noqa: E402
@@ -198,11 +211,57 @@ def measure(partitions: int, repeat: int, redis_client, rebalancing: int = 0) ->
     }
 
 
+def measure_watcher(partitions: int, repeat: int) -> dict:
+    import random
+
+    from bench_watcher import synthetic_observation
+    from reassigner.clients.cluster_answers import PartitionObservation, compute_observation
+    from reassigner.edge.observation import compute_events, compute_snapshot_events, compute_snapshot_slice
+    from reassigner.settings import load_settings
+    from schemas.codec import TOPICS
+
+    def cpu_ms(action, times: int = repeat) -> float:
+        spent = []
+        for _ in range(times):
+            started = time.process_time()
+            action()
+            spent.append(time.process_time() - started)
+        return round(statistics.median(spent) * 1000, 1)
+
+    def encoded(events) -> list:
+        return [encode(TOPICS[suffix], record) for suffix, _key, record in events]
+
+    whole = synthetic_observation(partitions, brokers=max(30, partitions // TOPIC_SIZE))
+    raw = [PartitionObservation(p.topic, p.partition, p.replicas, p.isr, p.leader, p.leader_epoch)
+           for p in whole.partitions.values()]
+    brokers, dirs = list(whole.brokers.values()), list(whole.log_dirs.values())
+    topic_ids = {t.name: t.topic_id for t in whole.topics.values()}
+    min_isr = {name: 2 for name in topic_ids}
+    previous = compute_observation(brokers, raw, topic_ids, {}, dirs, min_isr)
+    churned = list(raw)
+    for index in random.Random(2).sample(range(partitions), 10):
+        churned[index] = replace(churned[index], isr=churned[index].isr[:2])
+    current = compute_observation(brokers, churned, topic_ids, {}, dirs, min_isr, previous)
+    read_again = [replace(d) for d in dirs]
+    slice_size = load_settings().snapshot_slice_partitions
+    keys = list(current.partitions)[:slice_size]
+    return {
+        "merge_dirs_carried": cpu_ms(lambda: compute_observation(brokers, churned, topic_ids, {}, dirs, min_isr,
+                                                                 previous)),
+        "merge_dirs_read": cpu_ms(lambda: compute_observation(brokers, churned, topic_ids, {}, read_again, min_isr,
+                                                              previous), 1),
+        "diff": cpu_ms(lambda: compute_events(previous, current, T0)),
+        "snapshot_whole": cpu_ms(lambda: encoded(compute_snapshot_events(current, "s", T0)), 1),
+        "snapshot_slice": cpu_ms(lambda: encoded(compute_snapshot_slice(current, "s", keys, T0)), 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--partitions", default="10000,100000,300000")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--skip-watcher", action="store_true", help="Leave out the watcher's figures.")
     parser.add_argument("--rebalancing", type=int, default=0,
                         help="Also measure each size with this many reassignments under way (50 in flight).")
     arguments = parser.parse_args()
@@ -220,6 +279,8 @@ def main() -> None:
     try:
         for count in (int(n) for n in arguments.partitions.split(",")):
             runs[count] = measure(count, arguments.repeat, client)
+            if not arguments.skip_watcher:
+                runs[count]["watcher_cpu_ms"] = measure_watcher(count, arguments.repeat)
             if not arguments.json:
                 print(f"{count:>9,} partitions: {json.dumps(runs[count])}", flush=True)
             if arguments.rebalancing:

@@ -77,6 +77,7 @@ from reassigner.clients.cluster_answers import (
     LogDirObservation,
     PartitionObservation,
     ReplicaInDir,
+    compute_changed_partitions,
     compute_log_dirs_hint,
     compute_observation,
 )
@@ -383,26 +384,29 @@ class ClusterAdmin:
         listed = answers["reassignments"]
         reassignments = (self.list_reassignments() if isinstance(listed, BaseException)
                          else compute_reassignments(listed))
-        if not read_dirs:
-            hint = compute_log_dirs_hint(previous, brokers, partitions)
-            if hint is not None:
-                log.debug("reading the log dirs before they are due: %s", hint)
-                answers |= self.read_together(log_dir_reads(live))
-                read_dirs = True
-        registered = {b.broker_id for b in brokers}
-        if read_dirs:
-            log_dirs, unreachable = self._log_dirs_of(live, answers)
-            silent = unreachable | {b.broker_id for b in brokers if b.fenced}
-            log_dirs += [d for (broker_id, _), d in previous.log_dirs.items() if broker_id in silent]
-        else:
-            log_dirs = [d for (broker_id, _), d in previous.log_dirs.items() if broker_id in registered]
         configs = answers.get("min isr")
         if isinstance(configs, BaseException):
             min_isr = self.describe_min_insync_replicas(known_topics)
         else:
             min_isr = compute_min_insync_replicas(known_topics, configs or {})  # type: ignore[arg-type]
         min_isr |= self.describe_min_insync_replicas(sorted(set(topic_ids) - set(known_topics)))
-        return compute_observation(brokers, partitions, topic_ids, reassignments, log_dirs, min_isr)
+        registered = {b.broker_id for b in brokers}
+        if not read_dirs:
+            carried = [d for (broker_id, _), d in previous.log_dirs.items() if broker_id in registered]
+            observation = compute_observation(brokers, partitions, topic_ids, reassignments, carried, min_isr,
+                                              previous)
+            # Only the partitions the merge did not carry over can hint (the others are equal).
+            changed = compute_changed_partitions(previous, observation)
+            hint = compute_log_dirs_hint(previous, brokers, partitions if changed is None else
+                                         [observation.partitions[key] for key in changed])
+            if hint is None:
+                return observation
+            log.debug("reading the log dirs before they are due: %s", hint)
+            answers |= self.read_together(log_dir_reads(live))
+        log_dirs, unreachable = self._log_dirs_of(live, answers)
+        silent = unreachable | {b.broker_id for b in brokers if b.fenced}
+        log_dirs += [d for (broker_id, _), d in previous.log_dirs.items() if broker_id in silent]
+        return compute_observation(brokers, partitions, topic_ids, reassignments, log_dirs, min_isr, previous)
 
     def _log_dirs_of(self, broker_ids: Sequence[int], answers: Mapping[str, object],
                      ) -> tuple[list[LogDirObservation], set[int]]:

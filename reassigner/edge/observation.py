@@ -54,6 +54,7 @@ from reassigner.clients.cluster_answers import (
     LogDirObservation,
     PartitionObservation,
     TopicObservation,
+    compute_changed_partitions,
 )
 from schemas.codec import partition_key
 from schemas.loader import CURRENT_SCHEMA_VERSION
@@ -114,8 +115,18 @@ def compute_events(previous: ClusterObservation, current: ClusterObservation, no
     recreated = {name for name, after in current.topics.items()
                  if (before := previous.topics.get(name)) is not None
                  and before.topic_id and after.topic_id and before.topic_id != after.topic_id}
-    for key, after in current.partitions.items():
-        if key[0] in recreated or previous.partitions.get(key) != after:
+    changed = compute_changed_partitions(previous, current)
+    if changed is None:
+        candidates = current.partitions.keys()
+    else:  # merged from `previous`: only these partitions may differ (the others are its objects)
+        candidates = sorted(changed.union(*(((name, n) for n in range(current.topics[name].partition_count))
+                                            for name in recreated)))
+    before_partitions, after_partitions = previous.partitions, current.partitions
+    for key in candidates:
+        after = after_partitions.get(key)
+        if after is None:
+            continue
+        if key[0] in recreated or before_partitions.get(key) != after:
             events.append(partition_event(after, now_ms))
     # Partitions only vanish with their topic (Kafka cannot shrink a topic): no event for them.
     events.extend(topic_event(t, now_ms, deleted=True) for t in deleted_topics)

@@ -115,7 +115,7 @@ def test_a_read_that_fails_together_is_done_again_alone():
     admin = StubbedAdmin()
     admin.failing = {"metadata", "log dirs 2"}
     first = admin.observe(None)
-    assert admin.alone == ["metadata", "log dirs 2", "min isr t"]
+    assert admin.alone == ["metadata", "min isr t", "log dirs 2"]
     assert ("t", 0) in first.partitions and (1, "/data") in first.log_dirs
 
 

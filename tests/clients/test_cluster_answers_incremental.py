@@ -1,0 +1,116 @@
+"""The poll merge given the previous poll (`compute_observation(..., previous)`) equals the
+merge from nothing, sizes and order included, and reuses the partitions that did not change."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings, strategies as st
+
+from reassigner.clients.cluster_answers import (
+    BrokerObservation,
+    ClusterObservation,
+    LogDirObservation,
+    PartitionObservation,
+    ReplicaInDir,
+    compute_log_dirs_hint,
+    compute_observation,
+)
+
+BROKER_IDS = (1, 2, 3, 4)
+
+
+@st.composite
+def answers(draw, previous: tuple | None = None) -> tuple:
+    """One poll's answers (brokers, partitions, topic ids, reassignments, dirs, min ISR). Given
+    the previous poll's answers, mostly the same: a few partitions change, topics come and go,
+    and a broker's dirs are either carried over (the very objects, as `ClusterAdmin.observe`
+    does when the dirs are not due) or read again (new objects, often equal)."""
+    brokers = [BrokerObservation(b, None, "h", 9000 + b, False) for b in BROKER_IDS]
+    if previous is None or draw(st.booleans()):
+        names = draw(st.sets(st.sampled_from(["a", "b", "c"]), min_size=1))
+        counts = {name: draw(st.integers(1, 4)) for name in sorted(names)}
+        old_parts = {}
+    else:
+        counts = {}
+        for p in previous[1]:
+            counts[p.topic] = max(counts.get(p.topic, 0), p.partition + 1)
+        old_parts = {(p.topic, p.partition): p for p in previous[1]}
+    partitions = []
+    for name, count in counts.items():
+        for index in range(count):
+            old = old_parts.get((name, index))
+            if old is not None and draw(st.integers(0, 3)) > 0:
+                partitions.append(old)  # unchanged, the common case
+                continue
+            replicas = tuple(draw(st.permutations(BROKER_IDS))[:draw(st.integers(1, 3))])
+            isr = tuple(b for b in replicas if draw(st.booleans())) or replicas[:1]
+            partitions.append(PartitionObservation(name, index, replicas, isr, draw(st.sampled_from([None, *isr])),
+                                                   draw(st.integers(0, 2))))
+    reassignments = {(p.topic, p.partition): draw(st.sampled_from([((p.replicas[-1],), ()),
+                                                                  ((p.replicas[-1],), (p.replicas[0],))]))
+                     for p in partitions if len(p.replicas) > 1 and draw(st.integers(0, 4)) == 0}
+    old_dirs = {} if previous is None else {d.broker_id: [] for d in previous[4]}
+    for d in previous[4] if previous is not None else ():
+        old_dirs[d.broker_id].append(d)
+    log_dirs = []
+    for b in BROKER_IDS:
+        if b in old_dirs and draw(st.booleans()):
+            log_dirs += old_dirs[b]  # carried over: the same objects
+            continue
+        held = [p for p in partitions if b in p.replicas]
+        for number in range(2):
+            mine = [p for p in held if draw(st.booleans())]
+            held = [p for p in held if p not in mine]
+            log_dirs.append(LogDirObservation(b, f"/d{number}", True, None, tuple(sorted(
+                ReplicaInDir(p.topic, p.partition, draw(st.integers(0, 5)) == 0, draw(st.integers(0, 3)))
+                for p in mine))))
+    topic_ids = {name: f"id-{name}" for name in counts}
+    if draw(st.booleans()):
+        topic_ids["empty"] = "id-empty"  # a topic whose partitions are not described yet
+    min_isr = {name: draw(st.sampled_from([None, 2])) for name in topic_ids}
+    return brokers, partitions, topic_ids, reassignments, log_dirs, min_isr
+
+
+def polls():
+    return answers().flatmap(lambda first: st.lists(st.just(None), min_size=1, max_size=4).flatmap(
+        lambda more: _chain([first], len(more))))
+
+
+def _chain(done: list, left: int):
+    if left == 0:
+        return st.just(done)
+    return answers(done[-1]).flatmap(lambda next_one: _chain(done + [next_one], left - 1))
+
+
+def shape(observation: ClusterObservation) -> tuple:
+    """Everything, the volatile sizes and the order of the partitions included."""
+    return (observation, list(observation.partitions), list(observation.topics.values()),
+            [p.size_bytes for p in observation.partitions.values()])
+
+
+@settings(max_examples=300, deadline=None)
+@given(polls())
+def test_the_merge_given_the_previous_poll_equals_the_merge_from_nothing(chain):
+    previous = None
+    for poll in chain:
+        merged = compute_observation(*poll, previous)
+        assert shape(merged) == shape(compute_observation(*poll))
+        assert merged.merge_index().hosted == compute_observation(*poll).merge_index().hosted
+        hint = compute_log_dirs_hint(merged, poll[0])
+        assert hint == compute_log_dirs_hint(replace(merged, partitions=dict(merged.partitions)), poll[0])
+        previous = merged
+
+
+def test_a_poll_that_changed_nothing_reuses_every_partition_object():
+    brokers = [BrokerObservation(b, None, "h", 9000 + b, False) for b in BROKER_IDS]
+    parts = [PartitionObservation("t", n, (1, 2), (1, 2), 1, 0) for n in range(50)]
+    dirs = [LogDirObservation(b, "/d", True, None, tuple(ReplicaInDir("t", n, False, n) for n in range(50)))
+            for b in (1, 2)]
+    first = compute_observation(brokers, parts, {"t": "id"}, {}, dirs, {"t": 2})
+    shrunk = [replace(parts[7], isr=(1,)), *parts[:7], *parts[8:]]
+    second = compute_observation(brokers, shrunk, {"t": "id"}, {}, dirs, {"t": 2}, first)
+    reused = [key for key, p in second.partitions.items() if p is first.partitions[key]]
+    assert len(reused) == 49 and ("t", 7) not in reused
+    assert second.partitions[("t", 7)].isr == (1,) and second.partitions[("t", 7)].size_bytes == 7
+    assert list(second.partitions) == list(first.partitions)  # the sorted order kept
