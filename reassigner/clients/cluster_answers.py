@@ -21,10 +21,11 @@ INVARIANTS
   patched only for the dirs that are not the very objects of the previous poll (a poll that did
   not read the dirs carries them over, so it patches nothing), and a partition whose metadata,
   reassignment and hosting entry are those of the previous poll keeps its
-  `PartitionObservation` (the same object, so the watcher's diff skips it by identity). A poll
-  that read every dir rebuilds the index and the partitions (their sizes are new): it costs in
-  proportion to the replicas, as the DescribeLogDirs answer it decodes does. The result equals
-  a merge from nothing (property-tested, tests/clients/test_cluster_answers_incremental.py).
+  `PartitionObservation` (the same object, so the watcher's diff skips it by identity). A dir
+  read again that lists the same replicas changes nothing either: a partition's size is the one
+  of the poll in which it or its dirs' replica lists last changed, and snapshots carry fresh
+  ones (`compute_partition_sizes`). The result equals a merge from nothing but for those sizes
+  (property-tested, tests/clients/test_cluster_answers_incremental.py).
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ class LogDirObservation:
         """A replica is moving into this dir (once per dir object: a poll that does not read the
         dirs carries the objects over)."""
         return any(r.is_future for r in self.replicas)
+
+    @cached_property
+    def replica_keys(self) -> tuple[tuple[str, int, bool], ...]:
+        """(topic, partition, is_future) of each replica: what `replicas` compares, as plain
+        tuples, which compare in C (the dataclass' `__eq__` a replica at a time is 4x slower)."""
+        return tuple([(r.topic, r.partition, r.is_future) for r in self.replicas])
 
 
 @dataclass(frozen=True)
@@ -249,8 +256,10 @@ def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], previous
     index = previous.merge_index() if previous is not None else None
     old_dirs = previous.log_dirs if index is not None else {}
     old_hosted = index.hosted if index is not None else None
-    gone = [d for k, d in old_dirs.items() if dirs_by_key.get(k) is not d]
-    came = [d for k, d in dirs_by_key.items() if old_dirs.get(k) is not d]
+    # A dir read again that lists the same replicas (sizes aside) hosts the same: its entries
+    # stay (their sizes are those of when its list last changed; snapshots tell fresh ones).
+    gone = [d for k, d in old_dirs.items() if not _hosts_the_same(d, dirs_by_key.get(k))]
+    came = [d for k, d in dirs_by_key.items() if not _hosts_the_same(old_dirs.get(k), d)]
     if old_hosted is None or 2 * len(came) > max(1, len(dirs_by_key)):
         hosted: dict[PartitionKey, dict[int, tuple[str, int]]] = {}
         for (broker_id, path), log_dir in dirs_by_key.items():
@@ -284,6 +293,34 @@ def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], previous
         if not hosted[key]:
             del hosted[key]
     return hosted, fresh
+
+
+def _hosts_the_same(before: LogDirObservation | None, after: LogDirObservation | None) -> bool:
+    return before is after or (before is not None and after is not None and before.replica_keys == after.replica_keys)
+
+
+def compute_partition_sizes(observation: ClusterObservation, keys: Iterable[PartitionKey],
+                            ) -> dict[PartitionKey, int | None]:
+    """The size of each partition named, from the dirs as this poll read them: its leader's
+    replica, the largest one when leaderless (as the merge does). One pass over every dir's
+    replicas: for a snapshot's slice, not for every poll."""
+    wanted = set(keys)
+    found: dict[PartitionKey, dict[int, int]] = {}
+    for (broker_id, _path), log_dir in observation.log_dirs.items():
+        for replica in log_dir.replicas:
+            key = (replica.topic, replica.partition)
+            if key in wanted and not replica.is_future:
+                found.setdefault(key, {})[broker_id] = replica.size_bytes
+    sizes: dict[PartitionKey, int | None] = {}
+    for key in wanted:
+        held, partition = found.get(key), observation.partitions.get(key)
+        if not held or partition is None:
+            sizes[key] = None
+        elif partition.leader in held:
+            sizes[key] = held[partition.leader]
+        else:
+            sizes[key] = max((held[b] for b in partition.replicas if b in held), default=None)
+    return sizes
 
 
 def _compute_topics(partitions: Mapping[PartitionKey, PartitionObservation], topic_ids: Mapping[str, str | None],

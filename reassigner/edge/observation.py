@@ -46,6 +46,7 @@ INVARIANTS
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from reassigner.clients.cluster_answers import (
@@ -55,6 +56,7 @@ from reassigner.clients.cluster_answers import (
     PartitionObservation,
     TopicObservation,
     compute_changed_partitions,
+    compute_partition_sizes,
 )
 from schemas.codec import partition_key
 from schemas.loader import CURRENT_SCHEMA_VERSION
@@ -151,10 +153,14 @@ def compute_snapshot_start(current: ClusterObservation, snapshot_id: str, now_ms
 
 
 def compute_snapshot_slice(current: ClusterObservation, snapshot_id: str, keys, now_ms: int) -> list[Event]:
-    """The state of the partitions named, as `current` shows them (a partition gone since the
-    snapshot started is skipped: its topic's deletion told it)."""
+    """The state of the partitions named, as `current` shows them, with their sizes as its dirs
+    tell them (the merge keeps a partition's size from its last change); a partition gone since
+    the snapshot started is skipped: its topic's deletion told it."""
     partitions = current.partitions
-    return [partition_event(partitions[key], now_ms, snapshot_id) for key in keys if key in partitions]
+    present = [key for key in keys if key in partitions]
+    sizes = compute_partition_sizes(current, present)
+    return [partition_event(replace(partitions[key], size_bytes=sizes[key]), now_ms, snapshot_id)
+            for key in present]
 
 
 def compute_snapshot_end(current: ClusterObservation, snapshot_id: str, started_ms: int, now_ms: int,
