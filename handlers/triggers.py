@@ -250,10 +250,15 @@ def handle_drained_brokers(context: BatchContext) -> None:
     draining = [b.id for b in state.cluster.brokers if b.draining]
     if not draining:
         return
-    busy = {b for p in state.cluster.partitions() for b in p.replicas}
-    busy |= {b for r in state.reassignments.values() for b in r.final_target}
-    for broker_id in draining:
-        if broker_id not in busy and context.open_alert(f"BrokerDrained:{broker_id}"):
+    # The replica counts are carried from batch to batch; the reassignments are looked at only
+    # for a draining broker that holds nothing and was not told yet (a drain's last moments).
+    holding = state.cluster.replica_count_by_broker
+    empty = [b for b in draining if not holding.get(b) and f"BrokerDrained:{b}" not in state.open_alerts]
+    if not empty:
+        return
+    targeted = {b for r in state.reassignments.values() for b in r.final_target}
+    for broker_id in empty:
+        if broker_id not in targeted and context.open_alert(f"BrokerDrained:{broker_id}"):
             context.outbox.alert("BrokerDrained", INFO, broker_subject(broker_id),
                                  f"broker {broker_id} holds no replica any more; it can be removed",
                                  {"broker_id": broker_id})

@@ -179,6 +179,17 @@ class Cluster:
         return immutables.Map({p.tp: p for t in self.topics for p in t.partitions})
 
     @cached_property
+    def replica_count_by_broker(self) -> Mapping[int, int]:
+        """How many partitions have a replica on each broker (a broker with none is absent);
+        carried from one cluster to the next like `partitions_by_tp` (`with_topics`)."""
+        counts: dict[int, int] = {}
+        for t in self.topics:
+            for p in t.partitions:
+                for broker_id in p.replicas:
+                    counts[broker_id] = counts.get(broker_id, 0) + 1
+        return counts
+
+    @cached_property
     def _cannot_host_index(self) -> Mapping[TopicPartition, frozenset[int]]:
         index: dict[TopicPartition, set[int]] = {}
         for b in self.brokers:
@@ -235,25 +246,36 @@ class Cluster:
         partition must not rebuild an index of every partition (SCALE, issue 17)."""
         cluster = Cluster(brokers=brokers, topics=topics)
         built = self.__dict__.get("partitions_by_tp")  # set by the cached property once built
-        if built is None:
+        counted = self.__dict__.get("replica_count_by_broker")
+        if built is None and counted is None:
             return cluster
-        with built.mutate() as index:
-            for name in set(touched):
-                old = self.topics_by_name.get(name)
-                new = cluster.topics_by_name.get(name)
-                old_parts = old.partitions if old is not None else ()
-                new_parts = new.partitions if new is not None else ()
-                if len(old_parts) == len(new_parts) and all(
-                        a.partition == b.partition for a, b in zip(old_parts, new_parts)):
-                    for a, b in zip(old_parts, new_parts):  # same partitions: set what changed
-                        if a is not b:
-                            index[b.tp] = b
-                    continue
-                for p in old_parts:
-                    index.pop(p.tp, None)
-                for p in new_parts:
-                    index[p.tp] = p
+        index = built.mutate() if built is not None else None
+        counts = dict(counted) if counted is not None else None
+        for name in set(touched):
+            old = self.topics_by_name.get(name)
+            new = cluster.topics_by_name.get(name)
+            old_parts = old.partitions if old is not None else ()
+            new_parts = new.partitions if new is not None else ()
+            if len(old_parts) == len(new_parts) and all(
+                    a.partition == b.partition for a, b in zip(old_parts, new_parts)):
+                changed = [(a, b) for a, b in zip(old_parts, new_parts) if a is not b]  # same partitions
+            else:
+                changed = [(a, None) for a in old_parts] + [(None, b) for b in new_parts]
+            for a, b in changed:
+                if index is not None:
+                    if b is None:
+                        index.pop(a.tp, None)
+                    else:
+                        index[b.tp] = b
+                if counts is not None and (a is None or b is None or a.replicas != b.replicas):
+                    for broker_id in a.replicas if a is not None else ():
+                        counts[broker_id] -= 1
+                    for broker_id in b.replicas if b is not None else ():
+                        counts[broker_id] = counts.get(broker_id, 0) + 1
+        if index is not None:
             cluster.__dict__["partitions_by_tp"] = index.finish()
+        if counts is not None:
+            cluster.__dict__["replica_count_by_broker"] = {b: n for b, n in counts.items() if n}
         return cluster
 
     def with_partitions(self, updated: Iterable[PartitionState]) -> "Cluster":

@@ -189,10 +189,16 @@ def compute_priority(planned: PlannedStep, cluster: Cluster) -> tuple:
 def _refusal(
     planned: PlannedStep, busy: set[TopicPartition], counters: _Counters, cluster: Cluster, limits: Limits
 ) -> str | None:
-    """Why `planned` may not start now, or None. Guards first, then the limits."""
+    """Why `planned` may not start now, or None: the limits first (cheap), then the guards."""
     step, tp = planned.step, planned.tp
     if tp in busy:
         return "a step is already in flight for this partition"
+    # The limits first: a counter lookup each, where the guards read the partition and brokers;
+    # in a big rebalance most candidates examined wait on a busy broker (B), and the walk then
+    # costs a counter lookup for each of them.
+    reason = _refusal_by_limits(step, counters, limits)
+    if reason is not None:
+        return reason
     partition = cluster.partition(tp)
     if partition is None:
         return "unknown partition"
@@ -201,6 +207,10 @@ def _refusal(
         reason = guard(planned, partition, cluster, limits)
         if reason is not None:
             return reason
+    return None
+
+
+def _refusal_by_limits(step: Step, counters: _Counters, limits: Limits) -> str | None:
     if counters.partitions >= limits.max_partition_movements:
         return f"{counters.partitions} partitions moving, limit P = {limits.max_partition_movements}"
     if step.leader_movement and counters.leaders >= limits.max_leader_movements:
