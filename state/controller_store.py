@@ -26,9 +26,10 @@ Rules:
   script that writes the changed fields, deletes the removed ones, stores the outbox, advances the
   applied input offsets and sets `last_batch`: a batch is applied entirely or not at all, with
   the offsets of exactly the records it applied, and a replayed batch changes nothing;
-- a batch that writes more than `STAGE_ABOVE_ROWS` partition rows (a first view, a snapshot of a
-  busy cluster) writes the whole new partitions hash beforehand under a staging key, in chunks
-  of `STAGE_CHUNK_FIELDS` rows, and the script swaps it in with RENAME (O(1)); until then the
+- a batch that writes more than `STAGE_ABOVE_ROWS` partition or reassignment rows (a first view,
+  a snapshot of a busy cluster, a big rebalance planned) writes that whole new hash beforehand
+  under a staging key, in chunks of `STAGE_CHUNK_FIELDS` rows, and the script swaps it in with
+  RENAME (O(1)); until then the
   stored state is untouched, and a staged hash never swapped in is removed (or expires), so the
   batch is still all or nothing while no command blocks Redis for long; the load reads with
   HSCAN for the same reason;
@@ -84,12 +85,14 @@ for i, key in ipairs(KEYS) do
     end
   end
 end
-if ARGV[6] == '1' then
-  -- a staged partitions hash (written in chunks before this script) replaces the old one:
-  -- RENAME is O(1), the old hash is freed in the background, and the staging TTL is dropped
-  redis.call('UNLINK', KEYS[4])
-  redis.call('RENAME', KEYS[9], KEYS[4])
-  redis.call('PERSIST', KEYS[4])
+-- staged hashes (each written in chunks before this script) replace the old ones: ARGV[6]
+-- lists the KEYS index of each, its staged copy is the KEYS after the hashes, in that order.
+-- RENAME is O(1), the old hash is freed in the background, and the staging TTL is dropped.
+local staged = cjson.decode(ARGV[6])
+for n, index in ipairs(staged) do
+  redis.call('UNLINK', KEYS[index])
+  redis.call('RENAME', KEYS[#KEYS - #staged + n], KEYS[index])
+  redis.call('PERSIST', KEYS[index])
 end
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[6], ARGV[1], ARGV[3]) end
 local offsets = cjson.decode(ARGV[5])
@@ -98,12 +101,14 @@ redis.call('HSET', KEYS[1], 'last_batch', ARGV[1])
 return {1, current}
 """
 
-# The script reads partitions, outbox and offsets as KEYS[4], KEYS[6] and KEYS[7] and a staged
-# partitions hash as KEYS[9]: new hashes go at the end, before the staged key.
+# The script reads meta, outbox and offsets as KEYS[1], KEYS[6] and KEYS[7], and the staged
+# hashes after these: new hashes go at the end of this list.
 HASHES = ("meta", "brokers", "topics", "partitions", "reassignments", "outbox", "offsets", "logdir_moves")
-# A batch writing more partition rows than this stages the whole partitions hash in chunks of
+# A batch writing more rows than this to the partitions or the reassignments (a first view, the
+# start of a rebalance of 80,000 partitions) stages that whole hash in chunks of
 # STAGE_CHUNK_FIELDS rows (a few ms of Redis each) and swaps it in: no Redis command of the
 # product then lasts more than a few tens of ms, whatever the cluster's size.
+STAGED_HASHES = ("partitions", "reassignments")
 STAGE_ABOVE_ROWS = 20_000
 STAGE_CHUNK_FIELDS = 5_000
 STAGE_TTL_SECONDS = 3_600  # a staged hash its commit never swapped in (a crash, a fence) expires
@@ -390,35 +395,35 @@ class ControllerStore:
         changes = compute_changes(before, after)
         messages = [message_to_storage(m) for m in outbox]
         outbox_json = json.dumps(messages, separators=(",", ":")) if messages else ""
-        staged_key = f"{self.keys['partitions']}:staged:{after.epoch}:{batch_id}"
-        rows = changes.get("partitions", {"set": [], "del": []})
-        staged = len(rows["set"]) // 2 + len(rows["del"]) > STAGE_ABOVE_ROWS
-        if staged:
-            self._stage_partitions(staged_key, after)
-            del changes["partitions"]
-        keys = [self.keys[name] for name in HASHES] + [staged_key]
+        staged = {}  # hash name → its staged copy's key
+        for name in STAGED_HASHES:
+            rows = changes.get(name, {"set": [], "del": []})
+            if len(rows["set"]) // 2 + len(rows["del"]) > STAGE_ABOVE_ROWS:
+                staged[name] = f"{self.keys[name]}:staged:{after.epoch}:{batch_id}"
+                self._stage(staged[name], compute_stored_rows(name, after))
+                del changes[name]
+        keys = [self.keys[name] for name in HASHES] + list(staged.values())
         payload = {self.keys[name]: change for name, change in changes.items()}
         flat_offsets = [item for (topic, partition), offset in sorted((offsets or {}).items())
                         for item in (tp_field(TopicPartition(topic, partition)), offset)]
         try:
             verdict, current = self._commit(keys=keys, args=[batch_id, json.dumps(payload), outbox_json,
                                                               after.epoch, json.dumps(flat_offsets),
-                                                              "1" if staged else "0"])
+                                                              json.dumps([HASHES.index(n) + 1 for n in staged])])
         finally:
             if staged:  # swapped in (then gone already), or refused: never left behind
-                self.client.unlink(staged_key)
+                self.client.unlink(*staged.values())
         if int(verdict) < 0:
             raise FencedError(f"pipeline epoch {after.epoch} was replaced by epoch {int(current)}: a newer "
                               "instance runs on this cluster's state; this one stops without writing")
         return bool(verdict)
 
-    def _stage_partitions(self, key: str, state: ControllerState) -> None:
-        """Write every partition row of `state` under `key`, STAGE_CHUNK_FIELDS rows a command."""
-        brokers = state.cluster.brokers_by_id
+    def _stage(self, key: str, rows: Iterable[tuple[str, str]]) -> None:
+        """Write `rows` (field, value) under `key`, STAGE_CHUNK_FIELDS rows a command."""
         self.client.unlink(key)
         chunk: dict[str, str] = {}
-        for p in state.cluster.partitions():
-            chunk[tp_field(p.tp)] = partition_to_storage(p, brokers)
+        for field_name, value in rows:
+            chunk[field_name] = value
             if len(chunk) >= STAGE_CHUNK_FIELDS:
                 self.client.hset(key, mapping=chunk)
                 self.client.expire(key, STAGE_TTL_SECONDS)
@@ -462,6 +467,16 @@ def compute_changed_partitions(before: Cluster, after: Cluster,
         if name not in after_topics:
             gone.extend(p.tp for p in old.partitions)
     return changed, gone
+
+
+def compute_stored_rows(name: str, state: ControllerState) -> Iterable[tuple[str, str]]:
+    """Every (field, value) of one of the STAGED_HASHES as `state` stores it."""
+    if name == "partitions":
+        brokers = state.cluster.brokers_by_id
+        return ((tp_field(p.tp), partition_to_storage(p, brokers)) for p in state.cluster.partitions())
+    if name == "reassignments":
+        return ((tp_field(tp), reassignment_to_storage(r)) for tp, r in state.reassignments.items())
+    raise ValueError(f"{name} is not staged")
 
 
 def compute_changes(before: ControllerState, after: ControllerState) -> dict[str, dict[str, list]]:

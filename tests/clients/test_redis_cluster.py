@@ -5,8 +5,6 @@ slot while commits run: every commit lands exactly once."""
 
 from __future__ import annotations
 
-import random
-import socket
 import threading
 import uuid
 
@@ -16,7 +14,7 @@ from planning.model import Broker, Cluster, PartitionState, Topic
 from reassigner.clients.backoff import Backoff
 from reassigner.clients.redis_io import call_redis, connect_redis, retry_redis
 from reassigner.dev.local.processes import stop
-from reassigner.dev.local.redis_server import move_slot, start_redis_cluster
+from reassigner.dev.local.redis_server import free_cluster_ports, move_slot, slot_owner, start_redis_cluster
 from reassigner.edge.ledger import CommandLedger
 from reassigner.errors import PermanentError
 from state.controller_store import ControllerStore
@@ -25,24 +23,9 @@ from state.model import ControllerState
 pytestmark = [pytest.mark.stack]
 
 
-def cluster_ports(count: int = 3) -> list[int]:
-    """Free ports whose cluster bus ports (port + 10000) are free too."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = random.randint(20000, 40000)
-        try:
-            for candidate in (port, port + 10000):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", candidate))
-        except OSError:
-            continue
-        ports.append(port)
-    return ports
-
-
 @pytest.fixture(scope="module")
 def redis_cluster(tmp_path_factory):
-    ports = cluster_ports()
+    ports = free_cluster_ports()
     pids = start_redis_cluster(ports, tmp_path_factory.mktemp("redis-cluster"))
     yield ports
     for pid in pids:
@@ -54,15 +37,6 @@ def state_with(isr_size: int, batch: int) -> ControllerState:
     parts = tuple(PartitionState("orders", p, (0, 1, 2), (0, 1, 2)[:isr_size], 0, leader_epoch=batch)
                   for p in range(50))
     return ControllerState(cluster=Cluster(brokers, (Topic("orders", parts, 1),)), epoch=1, last_batch=batch)
-
-
-def owner_of(ports: list[int], slot: int) -> int:
-    import redis
-
-    for start, end, master, *_ in redis.Redis(port=ports[0]).execute_command("CLUSTER SLOTS"):
-        if start <= slot <= end:
-            return int(master[1])
-    raise AssertionError(f"no owner for slot {slot}")
 
 
 def test_the_store_and_the_ledger_work_on_the_cluster_from_any_node(redis_cluster):
@@ -81,7 +55,7 @@ def test_the_store_and_the_ledger_work_on_the_cluster_from_any_node(redis_cluste
 def test_a_plain_url_naming_a_node_without_the_keys_says_to_use_the_cluster_scheme(redis_cluster):
     name = f"rc-{uuid.uuid4().hex[:6]}"
     probe = connect_redis(f"redis+cluster://127.0.0.1:{redis_cluster[0]}")
-    owner = owner_of(redis_cluster, probe.keyslot(f"reassigner:{{{name}}}:meta"))
+    owner = slot_owner(redis_cluster, probe.keyslot(f"reassigner:{{{name}}}:meta"))
     other = next(p for p in redis_cluster if p != owner)
     store = ControllerStore(connect_redis(f"redis://127.0.0.1:{other}"), name)
     with pytest.raises(PermanentError, match="redis\\+cluster://") as refused:
@@ -94,7 +68,7 @@ def test_commits_ride_out_a_resharding_of_the_products_slot(redis_cluster):
     client = connect_redis(f"redis+cluster://127.0.0.1:{redis_cluster[2]}")
     store = ControllerStore(client, name)
     slot = client.keyslot(store.keys["meta"])
-    source = owner_of(redis_cluster, slot)
+    source = slot_owner(redis_cluster, slot)
     target = next(p for p in redis_cluster if p != source)
     committed: list[int] = []
     errors: list[BaseException] = []
@@ -122,7 +96,7 @@ def test_commits_ride_out_a_resharding_of_the_products_slot(redis_cluster):
     worker.join(120)
     assert not errors, errors
     assert moved >= 3  # meta, brokers, topics, partitions ... all moved with the slot
-    assert owner_of(redis_cluster, slot) == target
+    assert slot_owner(redis_cluster, slot) == target
     assert committed == list(range(200))
     final = store.load()
     assert final.last_batch == 199 and final.cluster == state_with(1 + 199 % 3, 199).cluster

@@ -24,7 +24,8 @@ from harness import T0, Harness, broker_event, request, topic_event
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.partition_steps import compute_step_sequence
 from reassigner.dev.local.processes import free_port, stop, tail
-from reassigner.dev.local.redis_server import start_redis
+from reassigner.dev.local.redis_server import (free_cluster_ports, move_slot, slot_owner, start_redis,
+                                                start_redis_cluster)
 from simulated_kafka import SimulatedKafka
 from tests.waiting import eventually
 
@@ -42,15 +43,13 @@ def start_pipeline(environment: dict[str, str], log_file: Path) -> subprocess.Po
                                 env={**os.environ, **environment}, start_new_session=True)
 
 
-@pytest.fixture
-def crash_run(local_stack, tmp_path, cache_dir):
-    redis_port = free_port()
-    redis_dir = tmp_path / "redis"
-    redis_pid = start_redis(redis_port, redis_dir)
+def prepare_run(local_stack, tmp_path, cache_dir, redis_url: str) -> dict:
+    """The pipeline's environment, its topics and the simulated cluster, with the state in Redis
+    at `redis_url`."""
     prefix = f"c{uuid.uuid4().hex[:8]}"
     environment = {
         "REASSIGNER_BOOTSTRAP_SERVERS": local_stack.bootstrap_servers,
-        "REASSIGNER_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "REASSIGNER_REDIS_URL": redis_url,
         "REASSIGNER_TOPIC_PREFIX": prefix, "REASSIGNER_CLUSTER_NAME": prefix,
         "REASSIGNER_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
         "REASSIGNER_CACHE_DIR": str(cache_dir), "REASSIGNER_TICK_INTERVAL_SECONDS": "0",
@@ -76,14 +75,39 @@ def crash_run(local_stack, tmp_path, cache_dir):
         harness.send("broker-membership", broker_event(broker, "UNFENCED", T0))
     harness.send("topic-state", topic_event("orders", PARTITIONS, T0, min_isr=1))
     simulated.publish_all()
-    run = {"environment": environment, "harness": harness, "simulated": simulated,
-           "log": tmp_path / "pipeline.log", "redis": (redis_port, redis_dir, redis_pid)}
+    return {"environment": environment, "harness": harness, "simulated": simulated,
+            "log": tmp_path / "pipeline.log"}
+
+
+@pytest.fixture
+def crash_run(local_stack, tmp_path, cache_dir):
+    redis_port = free_port()
+    redis_dir = tmp_path / "redis"
+    redis_pid = start_redis(redis_port, redis_dir)
+    run = prepare_run(local_stack, tmp_path, cache_dir, f"redis://127.0.0.1:{redis_port}/0")
+    run["redis"] = (redis_port, redis_dir, redis_pid)
     yield run
     process = run.get("process")
     if process is not None:
         stop(process.pid)
     stop(run["redis"][2])
-    harness.close()
+    run["harness"].close()
+
+
+@pytest.fixture
+def cluster_run(local_stack, tmp_path, cache_dir):
+    """`crash_run` with the state on a local 3-master Redis Cluster (issue 17 item 4)."""
+    ports = free_cluster_ports()
+    pids = start_redis_cluster(ports, tmp_path / "redis-cluster")
+    run = prepare_run(local_stack, tmp_path, cache_dir, f"redis+cluster://127.0.0.1:{ports[1]}")
+    run["cluster_ports"] = ports
+    yield run
+    process = run.get("process")
+    if process is not None:
+        stop(process.pid)
+    for pid in pids:
+        stop(pid, timeout_seconds=20)
+    run["harness"].close()
 
 
 def request_the_reassignment(run) -> None:
@@ -198,3 +222,34 @@ def test_a_redis_restart_mid_run_keeps_the_state(crash_run):
         assert after.reassignments == before.reassignments
     drive(run, 300)
     check_no_contradiction_and_exact_steps(run["simulated"])
+
+
+def test_the_pipeline_rides_out_a_resharding_of_its_slot(cluster_run):
+    """The running pipeline on a Redis Cluster (`redis+cluster://`, one node named): the slot
+    of its keys moves to another master mid-run, keys and all; the same process carries on
+    (MOVED/ASK followed by the cluster client, TRYAGAIN retried) and the run ends exact."""
+    from reassigner.clients.redis_io import connect_redis
+    from state.controller_store import ControllerStore
+
+    run = cluster_run
+    ports = run["cluster_ports"]
+    run["process"] = start_pipeline(run["environment"], run["log"])
+    request_the_reassignment(run)
+    client = connect_redis(run["environment"]["REASSIGNER_REDIS_URL"])
+    store = ControllerStore(client, run["environment"]["REASSIGNER_CLUSTER_NAME"])
+    slot = client.keyslot(store.keys["meta"])
+    source = slot_owner(ports, slot)
+    target = next(p for p in ports if p != source)
+    moved: list[int] = []
+
+    def reshard_once() -> None:
+        if not moved and len({c["id"] for c in run["simulated"].commands}) >= 3:
+            moved.append(move_slot(slot, source, target))
+
+    drive(run, 480, reshard_once)
+    assert moved and moved[0] >= 3, moved  # the state's keys went with the slot
+    assert slot_owner(ports, slot) == target
+    assert run["process"].poll() is None, "the pipeline stopped"
+    assert run["log"].read_text(errors="replace").count("pipeline started: epoch") == 1
+    check_no_contradiction_and_exact_steps(run["simulated"])
+    assert store.load().last_batch > 0

@@ -245,3 +245,32 @@ def test_a_big_batch_is_staged_in_chunks_and_swapped_in_whole(store, redis_clien
     newer = big_state(30, isr=(1, 3)).with_changes(epoch=9)
     assert store.commit(1, first.with_changes(epoch=9), newer, [])
     assert store.load().cluster == newer.cluster
+
+
+def test_a_big_rebalance_stages_its_reassignments_and_the_partitions_together(store, redis_client, monkeypatch):
+    """Both staged hashes of one batch are swapped in by the one script; a small batch after it
+    writes its few reassignment rows in place."""
+    import state.controller_store as controller_store
+
+    monkeypatch.setattr(controller_store, "STAGE_ABOVE_ROWS", 10)
+    monkeypatch.setattr(controller_store, "STAGE_CHUNK_FIELDS", 4)
+    first = big_state(30)
+    moves = {p.tp: start_reassignment(f"rb/{p.partition}", p.tp, p.replicas, (4, 2, 3), reason="rebalance")
+             for p in first.cluster.topics[0].partitions}
+    planned = first.with_changes(reassignments=moves)
+    redis_client.config_set("slowlog-log-slower-than", 0)
+    redis_client.slowlog_reset()
+    assert store.commit(0, ControllerState(), planned, [])
+    commands = [entry["command"].decode() if isinstance(entry["command"], bytes) else entry["command"]
+                for entry in redis_client.slowlog_get(1000)]
+    staged = [c for c in commands if c.upper().startswith("HSET") and ":staged:" in c]
+    assert sum(1 for c in staged if ":reassignments:" in c) == 8  # 30 rows, 4 a command
+    assert sum(1 for c in staged if ":partitions:" in c) == 8
+    assert store.load().with_changes(last_batch=-1) == planned
+    assert not list(redis_client.scan_iter(match="*staged*"))
+    tp = first.cluster.topics[0].partitions[0].tp
+    fewer = planned.with_changes(reassignments={k: v for k, v in moves.items() if k != tp})
+    redis_client.slowlog_reset()
+    assert store.commit(1, planned, fewer, [])
+    assert not [e for e in redis_client.slowlog_get(1000) if b":staged:" in bytes(str(e["command"]), "utf-8")]
+    assert store.load().reassignments == fewer.reassignments

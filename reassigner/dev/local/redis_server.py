@@ -67,6 +67,35 @@ def start_redis_cluster(ports: list[int], base_dir: Path) -> list[int]:
     return pids
 
 
+def free_cluster_ports(count: int = 3) -> list[int]:
+    """Free loopback ports whose cluster bus ports (port + 10000) are free too."""
+    import random
+    import socket
+
+    ports: list[int] = []
+    while len(ports) < count:
+        port = random.randint(20000, 40000)
+        try:
+            for candidate in (port, port + 10000):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def slot_owner(ports: list[int], slot: int) -> int:
+    """The port of the master that serves `slot`, as the cluster's first node tells it."""
+    import redis
+
+    for start, end, master, *_ in redis.Redis(port=ports[0]).execute_command("CLUSTER SLOTS"):
+        if start <= slot <= end:
+            return int(master[1])
+    raise LocalStackError(f"no master serves slot {slot}")
+
+
 def move_slot(slot: int, source_port: int, target_port: int, batch: int = 100) -> int:
     """Reshard one slot from one master to another, keys and all, as `redis-cli --cluster
     reshard` does (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE on every master); returns the
