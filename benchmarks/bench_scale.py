@@ -28,6 +28,12 @@ broker):
                          partitions, events and encoding): what a snapshot adds to a poll
 
     .venv/bin/python benchmarks/bench_scale.py [--partitions 10000,100000,300000] [--repeat 5] [--json]
+        [--simulated 333334]
+
+With `--simulated N`, also the whole control loop at N partitions (`bench_decision_path.py`: the
+product's decode → decide → commit and the executor's commands against the simulated cluster,
+20 brokers added and 5 drained, to the end, SPEC 6 checked every batch): wall, batches
+(decisions), steps, steps per second, violations, under `simulated_run`.
 
 With `--json`, one JSON object: {"machine": ..., "runs": {N: {"driver_cpu_ms": {kind: ms}, ...}}}.
 """
@@ -242,7 +248,9 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     for index in random.Random(2).sample(range(partitions), 10):
         churned[index] = replace(churned[index], isr=churned[index].isr[:2])
     current = compute_observation(brokers, churned, topic_ids, {}, dirs, min_isr, previous)
-    read_again = [replace(d) for d in dirs]
+    # Read again: new objects, the same replicas with new sizes (what a DescribeLogDirs brings).
+    read_again = [replace(d, replicas=tuple(replace(r, size_bytes=r.size_bytes + 1) for r in d.replicas))
+                  for d in dirs]
     slice_size = load_settings().snapshot_slice_partitions
     keys = list(current.partitions)[:slice_size]
     return {
@@ -262,6 +270,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--skip-watcher", action="store_true", help="Leave out the watcher's figures.")
+    parser.add_argument("--simulated", type=int, default=0, metavar="PARTITIONS",
+                        help="Also run the product's decision path against the simulated cluster at this many "
+                             "partitions, RF 3 (333334 = 1M replicas): add 20 brokers, drain 5, to the end "
+                             "(benchmarks/bench_decision_path.py; about 5 minutes at 1M replicas).")
     parser.add_argument("--rebalancing", type=int, default=0,
                         help="Also measure each size with this many reassignments under way (50 in flight).")
     arguments = parser.parse_args()
@@ -289,6 +301,12 @@ def main() -> None:
                 if not arguments.json:
                     print(f"{count:>9,} partitions, {arguments.rebalancing:,} reassigning: "
                           f"{json.dumps(runs[key])}", flush=True)
+        if arguments.simulated:
+            from bench_decision_path import run as run_decision_path
+
+            runs["simulated_run"] = run_decision_path(arguments.simulated, 20, 5, 200, client)
+            if not arguments.json:
+                print(f"simulated run: {json.dumps(runs['simulated_run'])}", flush=True)
     finally:
         stop(pid, timeout_seconds=30)
     if arguments.json:

@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     poll_interval_seconds: float = Field(1.0, gt=0, description="SPEC `poll.interval`.")
     snapshot_interval_seconds: float = Field(60.0, gt=0, description="Full snapshot period.")
     snapshot_slice_partitions: int = Field(
-        20_000, ge=1, description="A snapshot of a bigger cluster is spread over several polls, this "
+        10_000, ge=1, description="A snapshot of a bigger cluster is spread over several polls, this "
         "many partitions a poll, so that no poll waits on a whole snapshot.")
     log_dirs_interval_seconds: float = Field(
         2.0, gt=0, description="Longest time between two reads of every broker's log dirs; a poll "
