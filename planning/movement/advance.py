@@ -66,6 +66,7 @@ from planning.movement.completion import (
     needs_leader_election,
 )
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
+from planning.sorted_chunks import SortedChunks
 from planning.movement.reassignment import (
     Reassignment,
     ReassignmentState,
@@ -111,8 +112,8 @@ class SteppingMemo:
     brokers: tuple  # `compute_broker_signature` of the cluster it was computed against
     limits: Limits
     waiting: Mapping[TopicPartition, _Waiting]  # an immutables.Map
-    leader_order: tuple[tuple[tuple, TopicPartition], ...]  # (rank, tp) of the leader-moving candidates
-    other_order: tuple[tuple[tuple, TopicPartition], ...]  # (rank, tp) of the other candidates
+    leader_order: SortedChunks  # (rank, tp) of the leader-moving candidates, ascending
+    other_order: SortedChunks  # (rank, tp) of the other candidates, ascending
     in_flight: frozenset[TopicPartition] = frozenset()  # records with a step in flight after it
     unsettled: frozenset[TopicPartition] = frozenset()
     broker_objects: tuple = ()  # the `cluster.brokers` the signature was computed from
@@ -301,16 +302,11 @@ def _reuse(entry: _Waiting, record: Reassignment, topics: Mapping[str, Topic], c
     return None
 
 
-def _without(order: tuple, items: list) -> tuple:
-    """`order` without `items` (each in it), found by bisection."""
-    if not items:
-        return order
-    remaining = list(order)
-    for item in sorted(items, reverse=True):
-        index = bisect.bisect_left(remaining, item)
-        if index < len(remaining) and remaining[index] == item:
-            del remaining[index]
-    return tuple(remaining)
+def _without(order: SortedChunks, items: list) -> SortedChunks:
+    """`order` without `items` (each in it)."""
+    for item in items:
+        order = order.remove(item)
+    return order
 
 
 def compute_broker_signature(brokers: tuple[Broker, ...]) -> tuple:
@@ -325,46 +321,39 @@ def _moves_leader(entry: _Waiting) -> bool:
 
 def _compute_orders(memo: SteppingMemo | None, known: Mapping[TopicPartition, _Waiting], kept: int,
                     waiting: Mapping[TopicPartition, _Waiting], dirty: list[TopicPartition],
-                    gone: list[TopicPartition] | None) -> tuple[tuple, tuple]:
+                    gone: list[TopicPartition] | None) -> tuple[SortedChunks, SortedChunks]:
     """(rank, tp) of every waiting candidate that moves leadership, and of the others, each
     ascending: the memo's orders with the old places of the dirty records (and of the `gone`
-    ones) taken out and their new ones put in, by bisection. A full sort when there is no memo,
-    much changed, or (`gone` None: not known) a remembered record is gone without being dirty."""
+    ones) taken out and their new ones put in (persistent: the memo's stay as they were). A
+    full sort when there is no memo, much changed, or (`gone` None: not known) a remembered
+    record is gone without being dirty."""
     stale = [tp for tp in dirty if tp in known] + (gone or [])
     changes = len(dirty) + len(gone or ())
 
-    def full() -> tuple[tuple, tuple]:
+    def full() -> tuple[SortedChunks, SortedChunks]:
         ranked = sorted((w.rank, tp) for tp, w in waiting.items() if w.candidate is not None)
-        return (tuple(item for item in ranked if _moves_leader(waiting[item[1]])),
-                tuple(item for item in ranked if not _moves_leader(waiting[item[1]])))
+        return (SortedChunks(item for item in ranked if _moves_leader(waiting[item[1]])),
+                SortedChunks(item for item in ranked if not _moves_leader(waiting[item[1]])))
 
     if memo is None or (gone is None and len(known) - kept != len(stale)):
         return full()
     if changes * 8 > len(memo.leader_order) + len(memo.other_order):
         return full()
-    orders = {True: None, False: None}
-    previous = {True: memo.leader_order, False: memo.other_order}
-
-    def order_of(side: bool) -> list:
-        if orders[side] is None:
-            orders[side] = list(previous[side])
-        return orders[side]
-
+    orders = {True: memo.leader_order, False: memo.other_order}
     for tp in stale:
         entry = known[tp]
         if entry.candidate is not None:
-            order = order_of(_moves_leader(entry))
-            item = (entry.rank, tp)
-            index = bisect.bisect_left(order, item)
-            if index == len(order) or order[index] != item:  # not where it should be: start over
+            side = _moves_leader(entry)
+            smaller = orders[side].remove((entry.rank, tp))
+            if smaller is None:  # not where it should be: start over
                 return full()
-            del order[index]
+            orders[side] = smaller
     for tp in dirty:
         entry = waiting.get(tp)
         if entry is not None and entry.candidate is not None:
-            bisect.insort(order_of(_moves_leader(entry)), (entry.rank, tp))
-    return tuple(previous[True] if orders[True] is None else orders[True]), \
-        tuple(previous[False] if orders[False] is None else orders[False])
+            side = _moves_leader(entry)
+            orders[side] = orders[side].insert((entry.rank, tp))
+    return orders[True], orders[False]
 
 
 def compute_reachable_step(

@@ -95,8 +95,15 @@ class SimulatedCluster:
         self._fetched: dict[tuple[TopicPartition, int], float] = {}  # bytes copied by adding replicas
         self._rejoining: set[tuple[TopicPartition, int]] = set()
         self._stranded: dict[int, set[TopicPartition]] = defaultdict(set)  # held by a failed dir
-        self._partition_order = {name: tuple(sorted(parts)) for name, parts in self._partitions.items()}
+        # Each topic's partitions in partition order, as a list patched in place by `_put`, and
+        # the place of each partition in it: a snapshot copies a touched topic's list in C.
+        self._lists: dict[str, list[PartitionState]] = {
+            name: [parts[i] for i in sorted(parts)] for name, parts in self._partitions.items()}
+        self._slots: dict[str, dict[int, int]] = {
+            name: {i: k for k, i in enumerate(sorted(parts))} for name, parts in self._partitions.items()}
         self._view: Cluster | None = None  # the last snapshot
+        self._topics: list[Topic] = []  # its topics, in order (patched for the touched ones)
+        self._topic_slots = {name: k for k, name in enumerate(self._topic_order)}
         self._brokers_view: tuple[Broker, ...] | None = None  # its brokers, None once one changed
         self._touched: set[TopicPartition] = set()  # partitions put since the last snapshot
         self.last_changes: frozenset[TopicPartition] = frozenset()  # put between the last two snapshots
@@ -114,19 +121,20 @@ class SimulatedCluster:
         if self._brokers_view is None:
             self._brokers_view = tuple(self._brokers[i] for i in sorted(self._brokers))
         if self._view is None:
-            self._view = Cluster(brokers=self._brokers_view,
-                                 topics=tuple(self._build_topic(name) for name in self._topic_order))
+            self._topics = [self._build_topic(name) for name in self._topic_order]
+            self._view = Cluster(brokers=self._brokers_view, topics=tuple(self._topics))
         elif self._touched or self._view.brokers is not self._brokers_view:
             touched = {tp.topic for tp in self._touched}
-            topics = tuple(self._build_topic(t.name) if t.name in touched else t for t in self._view.topics)
-            self._view = self._view.with_topics(self._brokers_view, topics, touched)
+            for name in touched:
+                self._topics[self._topic_slots[name]] = self._build_topic(name)
+            replaced = [self._partitions[tp.topic][tp.partition] for tp in self._touched]
+            self._view = self._view.with_topics(self._brokers_view, tuple(self._topics), touched, replaced)
         self.last_changes = frozenset(self._touched)
         self._touched = set()
         return self._view
 
     def _build_topic(self, name: str) -> Topic:
-        parts = self._partitions[name]
-        return Topic(name, tuple(parts[i] for i in self._partition_order[name]), self._min_isr[name])
+        return Topic(name, tuple(self._lists[name]), self._min_isr[name])
 
     def partition(self, tp: TopicPartition) -> PartitionState:
         try:
@@ -281,6 +289,7 @@ class SimulatedCluster:
 
     def _put(self, p: PartitionState) -> None:
         self._partitions[p.topic][p.partition] = p
+        self._lists[p.topic][self._slots[p.topic][p.partition]] = p
         self._touched.add(p.tp)
         self.version += 1
 
