@@ -148,10 +148,13 @@ def compute_split_batch_decision(
 ) -> BatchDecision:
     """`compute_batch_decision` of ranked candidates given as two streams of (rank, candidate),
     each in rank order: the steps that move leadership and the others. They are walked merged,
-    in rank order — the same walk, the same steps started. Once L leader movements are in
-    flight no leader-moving candidate can start (the L limit refuses each), so that stream is
-    not walked any further: its candidates wait for a slot unexamined, as all do once P is
-    reached. A backlog of leader moves waiting for L then costs nothing per decision."""
+    in rank order, and the same steps start; what differs is which waiting ones are examined.
+    A candidate that the limits L or B refuse whatever its guards say cannot start: it is
+    passed over unexamined (a lookup in the counters, not the guards), and waits for a slot
+    unlisted, as all do once P is reached. Once L leader movements are in flight the
+    leader-moving stream is not walked any further. A backlog of steps waiting for L, or for
+    brokers at B, then costs little or nothing per decision; `deferred` lists the candidates
+    the limits let through and a guard refused."""
     return _walk(iter(others), iter(leader_moving), in_flight, cluster, limits, ranks=True)
 
 
@@ -183,6 +186,8 @@ def _walk(others: Iterator, leader_moving: Iterator, in_flight: StepsLike, clust
         else:
             planned = b[1]
             b = next(leader_moving, None)
+        if ranks and _held_by_limits(planned.step, counters, limits):
+            continue
         reason = _refusal(planned, busy, counters, cluster, limits)
         if reason is not None:
             deferred.append(Deferral(planned.tp, reason))
@@ -191,6 +196,20 @@ def _walk(others: Iterator, leader_moving: Iterator, in_flight: StepsLike, clust
         counters.add(planned.step)
         busy.add(planned.tp)
     return BatchDecision(tuple(started), tuple(deferred))
+
+
+def _held_by_limits(step: Step, counters: _Counters, limits: Limits) -> bool:
+    """L or B refuses `step` now (the cheap half of `_refusal`, for a walk that passes over it)."""
+    if step.leader_movement and counters.leaders >= limits.max_leader_movements:
+        return True
+    per_broker, most = counters.per_broker, limits.max_movements_per_broker
+    for b in step.adding:  # `moved_brokers` without building it: the walk may pass over many
+        if per_broker.get(b, 0) >= most:
+            return True
+    for b in step.removing:
+        if per_broker.get(b, 0) >= most:
+            return True
+    return False
 
 
 def is_urgent(partition: PartitionState, cluster: Cluster) -> bool:
