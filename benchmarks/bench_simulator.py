@@ -44,7 +44,8 @@ def main() -> None:
     report = run_plan(cluster, targets, limits, params, stall_timeout=load_settings().step_stall_timeout_seconds)
     elapsed = time.perf_counter() - start
     print(f"brokers={brokers} partitions={partitions} replicas={partitions * 3} moving={len(targets)}")
-    print(f"steps={report.steps} decisions={report.decisions} finished={report.finished} "
+    print(f"steps={report.steps} decisions={report.decisions} computed={report.decisions_computed} "
+          f"finished={report.finished} "
           f"makespan={report.makespan_seconds:.0f}s violations={len(report.invariant_violations)}")
     print(f"peaks: P={report.peak_partition_movements} L={report.peak_leader_movements} "
           f"B={report.peak_movements_per_broker} replicas/partition={report.peak_replicas_per_partition}")

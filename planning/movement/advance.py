@@ -34,16 +34,30 @@ as they were (`compute_broker_signature`). Everything else is decided afresh,
 in (topic, partition) order as before; the candidates stay in rank order (patched, not
 re-sorted). The decision is the same as without the memo — a property test runs both side by
 side — and the memo is derived data: absent (a restart), it is rebuilt by one full decision.
+
+A caller that knows what changed since the decision that made the memo (the simulator does)
+passes it as `changed`: then not even the records are walked. Only the partitions in `changed`,
+and the records the memo lists as unsettled (a step in flight, a retry pending, or anything
+else not waiting as it was), are looked at: O(changed + in flight), not O(reassignments). Given
+`reassignments` as an `immutables.Map`, the records come back as one too, patched, not copied.
+
+The candidates are kept in two orders: the steps that move leadership and the others, walked
+merged (`compute_split_batch_decision`); once L leader movements are in flight the first
+order is not walked any more (none of it can start), so a backlog of leader-moving steps
+waiting for L costs nothing per decision.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Mapping
+from typing import Collection, Mapping
 
-from planning.movement.batches import Deferral, Limits, PlannedStep, compute_batch_decision, compute_priority
+import immutables
+
+from planning.movement.batches import Deferral, Limits, PlannedStep, compute_priority, compute_split_batch_decision
 from planning.movement.cancel import compute_cancel_observed
 from planning.movement.completion import (
     describe_stall,
@@ -52,6 +66,7 @@ from planning.movement.completion import (
     needs_leader_election,
 )
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
+from planning.sorted_chunks import SortedChunks
 from planning.movement.reassignment import (
     Reassignment,
     ReassignmentState,
@@ -86,13 +101,27 @@ class _Waiting:
 
 @dataclass(frozen=True)
 class SteppingMemo:
-    """See COST in the module docstring. Derived data, never stored."""
+    """See COST in the module docstring. Derived data, never stored.
+
+    Invariants: every (rank, tp) of `leader_order` / `other_order` is a `waiting` entry with a
+    candidate that moves leadership / does not, and every such entry is in its order, once;
+    `unsettled` holds every active record after the decision that has no `waiting` entry, or
+    one with a retry time (it is looked at again by the next decision whatever changed).
+    """
 
     brokers: tuple  # `compute_broker_signature` of the cluster it was computed against
     limits: Limits
-    waiting: Mapping[TopicPartition, _Waiting]
-    order: tuple[tuple[tuple, TopicPartition], ...]  # (rank, tp) of every candidate, ascending
+    waiting: Mapping[TopicPartition, _Waiting]  # an immutables.Map
+    leader_order: SortedChunks  # (rank, tp) of the leader-moving candidates, ascending
+    other_order: SortedChunks  # (rank, tp) of the other candidates, ascending
     in_flight: frozenset[TopicPartition] = frozenset()  # records with a step in flight after it
+    unsettled: frozenset[TopicPartition] = frozenset()
+    broker_objects: tuple = ()  # the `cluster.brokers` the signature was computed from
+
+    @property
+    def order(self) -> tuple[tuple[tuple, TopicPartition], ...]:
+        """(rank, tp) of every candidate, ascending (both orders merged; O(candidates))."""
+        return tuple(heapq.merge(self.leader_order, self.other_order))
 
 
 @dataclass(frozen=True)
@@ -113,6 +142,7 @@ class SteppingDecision:
     deferred: tuple[Deferral, ...] = ()
     memo: SteppingMemo | None = None  # for the next decision
     completed: tuple[TopicPartition, ...] = ()  # partitions whose step in flight completed
+    replaced: frozenset[TopicPartition] = frozenset()  # partitions whose record this decision replaced
 
 
 def compute_stepping(
@@ -124,33 +154,59 @@ def compute_stepping(
     *,
     start_steps: bool = True,
     memo: SteppingMemo | None = None,
+    changed: Collection[TopicPartition] | None = None,
 ) -> SteppingDecision:
-    """See the module docstring; `stall_timeout` and `now` are in seconds."""
-    updated: dict[TopicPartition, Reassignment] = dict(reassignments)
+    """See the module docstring; `stall_timeout` and `now` are in seconds. `changed` (with
+    `memo`): every partition whose record or whose `PartitionState` (by identity), or whose
+    topic's min.insync.replicas, may differ from those of the decision that made `memo` (its
+    returned records, the cluster it read); None: unknown, every record is looked at."""
+    persistent = isinstance(reassignments, immutables.Map)
+    updated = reassignments.mutate() if persistent else dict(reassignments)
     elections: list[TopicPartition] = []
     finished: list[tuple[TopicPartition, Ending]] = []
     stalled: list[tuple[TopicPartition, str]] = []
-    signature = compute_broker_signature(cluster.brokers)
+    if memo is not None and memo.broker_objects is cluster.brokers:
+        signature = memo.brokers
+    else:
+        signature = compute_broker_signature(cluster.brokers)
     usable = memo is not None and memo.limits == limits and memo.brokers == signature
-    known = memo.waiting if usable else {}
+    known = memo.waiting if usable else immutables.Map()
     topics = cluster.topics_by_name
-    waiting: dict[TopicPartition, _Waiting] = {}
+    waiting = known.mutate() if usable and changed is not None else immutables.Map().mutate()
     dirty: list[TopicPartition] = []
-    for tp, record in reassignments.items():
-        entry = known.get(tp)
-        if entry is not None and entry.record is record and record.retry_at is None:
-            topic = topics.get(tp.topic)
-            if entry.topic is topic:
-                waiting[tp] = entry  # nothing it was computed from changed (COST)
+    if usable and changed is not None:
+        looked_at = set(changed)
+        looked_at.update(memo.unsettled)
+        gone = []  # remembered records no longer passed in
+        for tp in looked_at:
+            record = reassignments.get(tp)
+            entry = known.get(tp)
+            if record is None:
+                if entry is not None:
+                    gone.append(tp)
+                    del waiting[tp]
                 continue
-            if (topic is not None and entry.partition is cluster.partition(tp)
-                    and entry.topic.min_insync_replicas == topic.min_insync_replicas):
-                # Another partition of its topic changed (a constructor: `replace` costs 10x).
-                waiting[tp] = _Waiting(record, topic, entry.partition, entry.candidate, entry.rank)
-                continue
-        dirty.append(tp)
+            if entry is not None:
+                reused = _reuse(entry, record, topics, cluster, tp)
+                if reused is not None:
+                    if reused is not entry:
+                        waiting[tp] = reused
+                    continue
+                del waiting[tp]
+            dirty.append(tp)
+    else:
+        gone = None  # found by `_compute_orders`
+        for tp, record in reassignments.items():
+            entry = known.get(tp)
+            if entry is not None:
+                reused = _reuse(entry, record, topics, cluster, tp)
+                if reused is not None:
+                    waiting[tp] = reused
+                    continue
+            dirty.append(tp)
     kept = len(waiting)
     completed: list[TopicPartition] = []
+    unsettled: set[TopicPartition] = set()
 
     for tp in sorted(dirty):
         record = reassignments[tp]
@@ -190,40 +246,67 @@ def compute_stepping(
                 candidate = None if step is None else PlannedStep(tp, step, _log_dirs_for(record, step.adding))
                 waiting[tp] = _Waiting(record, topics[tp.topic], partition, candidate,
                                        None if candidate is None else compute_priority(candidate, cluster))
+        if record.active and (record.retry_at is not None or tp not in waiting):
+            unsettled.add(tp)
         updated[tp] = record
 
-    order = _compute_order(memo.order if usable else None, known, kept, waiting, dirty)
+    waiting = waiting.finish()
+    leader_order, other_order = _compute_orders(memo if usable else None, known, kept, waiting, dirty, gone)
     # A record with a step in flight is never taken from the memo: the dirty ones hold them all.
     flying = [tp for tp in dirty if updated[tp].in_flight is not None]
     in_flight = [PlannedStep(tp, updated[tp].in_flight.step) for tp in flying]
-    candidates = (waiting[tp].candidate for _, tp in order) if start_steps else ()
-    decision = compute_batch_decision(candidates, in_flight, cluster, limits, ranked=True)
-    if decision.started:
-        order = _without(order, [(waiting[planned.tp].rank, planned.tp) for planned in decision.started])
-    for planned in decision.started:
+    if start_steps:
+        decision = compute_split_batch_decision(
+            ((rank, waiting[tp].candidate) for rank, tp in other_order),
+            ((rank, waiting[tp].candidate) for rank, tp in leader_order),
+            in_flight, cluster, limits)
+        started = decision.started
+        deferred = decision.deferred
+    else:
+        started, deferred = (), ()
+    if started:
+        leader_order = _without(leader_order, [(waiting[p.tp].rank, p.tp) for p in started if p.step.leader_movement])
+        other_order = _without(other_order, [(waiting[p.tp].rank, p.tp) for p in started if not p.step.leader_movement])
+    for planned in started:
         updated[planned.tp] = start_step(updated[planned.tp], planned.step, now)
-        del waiting[planned.tp]
+        waiting = waiting.delete(planned.tp)
+        unsettled.add(planned.tp)
+    replaced = frozenset([tp for tp in dirty if updated[tp] is not reassignments[tp]] + [p.tp for p in started])
     return SteppingDecision(
-        reassignments=updated,
-        started=decision.started,
+        reassignments=updated.finish() if persistent else updated,
+        started=started,
         elections=tuple(elections),
         finished=tuple(finished),
         stalled=tuple(stalled),
-        deferred=decision.deferred,
-        memo=SteppingMemo(signature, limits, waiting, order,
-                          frozenset(flying) | {planned.tp for planned in decision.started}),
+        deferred=deferred,
+        memo=SteppingMemo(signature, limits, waiting, leader_order, other_order,
+                          frozenset(flying) | {planned.tp for planned in started},
+                          frozenset(unsettled), cluster.brokers),
         completed=tuple(completed),
+        replaced=replaced,
     )
 
 
-def _without(order: tuple, items: list) -> tuple:
-    """`order` without `items` (each in it), found by bisection."""
-    remaining = list(order)
-    for item in sorted(items, reverse=True):
-        index = bisect.bisect_left(remaining, item)
-        if index < len(remaining) and remaining[index] == item:
-            del remaining[index]
-    return tuple(remaining)
+def _reuse(entry: _Waiting, record: Reassignment, topics: Mapping[str, Topic], cluster: Cluster,
+           tp: TopicPartition) -> _Waiting | None:
+    """The memo's entry for `tp` if nothing it was computed from changed (COST), else None."""
+    if entry.record is not record or record.retry_at is not None:
+        return None
+    topic = topics.get(tp.topic)
+    if entry.topic is topic:
+        return entry
+    if (topic is not None and entry.partition is cluster.partition(tp)
+            and entry.topic.min_insync_replicas == topic.min_insync_replicas):
+        # Another partition of its topic changed (a constructor: `replace` costs 10x).
+        return _Waiting(record, topic, entry.partition, entry.candidate, entry.rank)
+    return None
+
+
+def _without(order: SortedChunks, items: list) -> SortedChunks:
+    """`order` without `items` (each in it)."""
+    for item in items:
+        order = order.remove(item)
+    return order
 
 
 def compute_broker_signature(brokers: tuple[Broker, ...]) -> tuple:
@@ -232,29 +315,45 @@ def compute_broker_signature(brokers: tuple[Broker, ...]) -> tuple:
     return tuple((b.id, b.alive, b.draining, tuple((d.path, d.online) for d in b.log_dirs)) for b in brokers)
 
 
-def _compute_order(previous, known: Mapping[TopicPartition, _Waiting], kept: int,
-                   waiting: Mapping[TopicPartition, _Waiting],
-                   dirty: list[TopicPartition]) -> tuple[tuple[tuple, TopicPartition], ...]:
-    """(rank, tp) of every waiting candidate, ascending: the previous order with the dirty
-    records' old places taken out and their new ones put in, by bisection. A full sort when
-    there is no previous order, much changed, or a remembered record is gone (dropped by a
-    request since: not among the dirty ones)."""
-    stale = [tp for tp in dirty if tp in known]
-    if previous is None or len(known) - kept != len(stale) or len(dirty) * 8 > len(previous):
-        return tuple(sorted((w.rank, tp) for tp, w in waiting.items() if w.candidate is not None))
-    order = list(previous)
+def _moves_leader(entry: _Waiting) -> bool:
+    return entry.candidate.step.leader_movement
+
+
+def _compute_orders(memo: SteppingMemo | None, known: Mapping[TopicPartition, _Waiting], kept: int,
+                    waiting: Mapping[TopicPartition, _Waiting], dirty: list[TopicPartition],
+                    gone: list[TopicPartition] | None) -> tuple[SortedChunks, SortedChunks]:
+    """(rank, tp) of every waiting candidate that moves leadership, and of the others, each
+    ascending: the memo's orders with the old places of the dirty records (and of the `gone`
+    ones) taken out and their new ones put in (persistent: the memo's stay as they were). A
+    full sort when there is no memo, much changed, or (`gone` None: not known) a remembered
+    record is gone without being dirty."""
+    stale = [tp for tp in dirty if tp in known] + (gone or [])
+    changes = len(dirty) + len(gone or ())
+
+    def full() -> tuple[SortedChunks, SortedChunks]:
+        ranked = sorted((w.rank, tp) for tp, w in waiting.items() if w.candidate is not None)
+        return (SortedChunks(item for item in ranked if _moves_leader(waiting[item[1]])),
+                SortedChunks(item for item in ranked if not _moves_leader(waiting[item[1]])))
+
+    if memo is None or (gone is None and len(known) - kept != len(stale)):
+        return full()
+    if changes * 8 > len(memo.leader_order) + len(memo.other_order):
+        return full()
+    orders = {True: memo.leader_order, False: memo.other_order}
     for tp in stale:
-        if known[tp].candidate is not None:
-            item = (known[tp].rank, tp)
-            index = bisect.bisect_left(order, item)
-            if index == len(order) or order[index] != item:  # not where it should be: start over
-                return tuple(sorted((w.rank, t) for t, w in waiting.items() if w.candidate is not None))
-            del order[index]
+        entry = known[tp]
+        if entry.candidate is not None:
+            side = _moves_leader(entry)
+            smaller = orders[side].remove((entry.rank, tp))
+            if smaller is None:  # not where it should be: start over
+                return full()
+            orders[side] = smaller
     for tp in dirty:
         entry = waiting.get(tp)
         if entry is not None and entry.candidate is not None:
-            bisect.insort(order, (entry.rank, tp))
-    return tuple(order)
+            side = _moves_leader(entry)
+            orders[side] = orders[side].insert((entry.rank, tp))
+    return orders[True], orders[False]
 
 
 def compute_reachable_step(

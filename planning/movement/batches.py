@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Union
+from typing import Iterable, Iterator, Mapping, Union
 
 from planning.model import Cluster, PartitionState, TopicPartition
 from planning.movement.partition_steps import Step
@@ -138,6 +138,31 @@ def compute_batch_decision(
     """Like `compute_batch`, plus why the candidates examined wait. `ranked`: the candidates come
     in `compute_priority` order already. Once P steps are in flight no candidate can start: the
     walk stops, and the ones not examined wait for a slot (they are not listed)."""
+    ordered = candidates if ranked else sorted(_as_planned(candidates), key=lambda c: compute_priority(c, cluster))
+    return _walk(iter(ordered), iter(()), in_flight, cluster, limits)
+
+
+def compute_split_batch_decision(
+    others: Iterable[tuple[tuple, PlannedStep]], leader_moving: Iterable[tuple[tuple, PlannedStep]],
+    in_flight: StepsLike, cluster: Cluster, limits: Limits,
+) -> BatchDecision:
+    """`compute_batch_decision` of ranked candidates given as two streams of (rank, candidate),
+    each in rank order: the steps that move leadership and the others. They are walked merged,
+    in rank order, and the same steps start; what differs is which waiting ones are examined.
+    A candidate that the limits L or B refuse whatever its guards say cannot start: it is
+    passed over unexamined (a lookup in the counters, not the guards), and waits for a slot
+    unlisted, as all do once P is reached. Once L leader movements are in flight the
+    leader-moving stream is not walked any further. A backlog of steps waiting for L, or for
+    brokers at B, then costs little or nothing per decision; `deferred` lists the candidates
+    the limits let through and a guard refused."""
+    return _walk(iter(others), iter(leader_moving), in_flight, cluster, limits, ranks=True)
+
+
+def _walk(others: Iterator, leader_moving: Iterator, in_flight: StepsLike, cluster: Cluster, limits: Limits,
+          ranks: bool = False) -> BatchDecision:
+    """The walk of the module docstring's ALGORITHM over the candidates in order. With `ranks`,
+    both iterators give (rank, candidate) and are merged; without, `others` gives candidates
+    and `leader_moving` nothing."""
     flying = _as_planned(in_flight)
     counters = _Counters()
     busy: set[TopicPartition] = set()
@@ -147,10 +172,22 @@ def compute_batch_decision(
 
     started: list[PlannedStep] = []
     deferred: list[Deferral] = []
-    ordered = candidates if ranked else sorted(_as_planned(candidates), key=lambda c: compute_priority(c, cluster))
-    for planned in ordered:
+    a = next(others, None)
+    b = next(leader_moving, None)
+    while a is not None or b is not None:
         if counters.partitions >= limits.max_partition_movements:
             break
+        if b is not None and counters.leaders >= limits.max_leader_movements:
+            b = None  # L is full and only grows: no leader-moving candidate can start now
+            continue
+        if b is None or (a is not None and a[0] <= b[0]):
+            planned = a[1] if ranks else a
+            a = next(others, None)
+        else:
+            planned = b[1]
+            b = next(leader_moving, None)
+        if ranks and _held_by_limits(planned.step, counters, limits):
+            continue
         reason = _refusal(planned, busy, counters, cluster, limits)
         if reason is not None:
             deferred.append(Deferral(planned.tp, reason))
@@ -159,6 +196,20 @@ def compute_batch_decision(
         counters.add(planned.step)
         busy.add(planned.tp)
     return BatchDecision(tuple(started), tuple(deferred))
+
+
+def _held_by_limits(step: Step, counters: _Counters, limits: Limits) -> bool:
+    """L or B refuses `step` now (the cheap half of `_refusal`, for a walk that passes over it)."""
+    if step.leader_movement and counters.leaders >= limits.max_leader_movements:
+        return True
+    per_broker, most = counters.per_broker, limits.max_movements_per_broker
+    for b in step.adding:  # `moved_brokers` without building it: the walk may pass over many
+        if per_broker.get(b, 0) >= most:
+            return True
+    for b in step.removing:
+        if per_broker.get(b, 0) >= most:
+            return True
+    return False
 
 
 def is_urgent(partition: PartitionState, cluster: Cluster) -> bool:

@@ -29,6 +29,13 @@ THE DRIVER (`run_plan`) loops: apply scheduled events → snapshot → decide (`
 completion, elections, rolling batch) → submit → check the SPEC 6 safety invariants (with the
 one checker, `planning.simulation.invariants`) → tick; and reports peaks, makespan and every
 invariant violation it saw.
+
+COST (issue 17: 1M replicas, 129k partitions to move, 226k steps in a few minutes). Nothing per
+tick or per decision walks the cluster or every record: `snapshot()` patches the last view with
+the partitions put since (`last_changes`), `compute_stepping` is told those and looks at them
+and at the records in flight only, the tick copies only the replicas being added, and the
+driver keeps the in-flight set and the count of active records. A tick in which nothing the
+decision reads changed repeats the last decision instead of computing it (see `run_plan`).
 """
 
 from __future__ import annotations
@@ -37,11 +44,14 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Union
 
+import immutables
+
 from planning.movement.batches import Limits, PlannedStep
 from planning.movement.cancel import CancelScope, compute_cancel, compute_partition_after_cancel, compute_reassign_request
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.reassignment import Reassignment, confirm_cancel
-from planning.movement.advance import compute_stepping
+from planning.movement.advance import SteppingDecision, compute_stepping
+from planning.movement.completion import is_step_stalled
 from planning.simulation.invariants import (
     InvariantLimits,
     MovingPartition,
@@ -92,21 +102,46 @@ class SimulatedCluster:
         self._fetched: dict[tuple[TopicPartition, int], float] = {}  # bytes copied by adding replicas
         self._rejoining: set[tuple[TopicPartition, int]] = set()
         self._stranded: dict[int, set[TopicPartition]] = defaultdict(set)  # held by a failed dir
-        self._topic_cache: dict[str, Topic] = {}
+        # Each topic's partitions in partition order, as a list patched in place by `_put`, and
+        # the place of each partition in it: a snapshot copies a touched topic's list in C.
+        self._lists: dict[str, list[PartitionState]] = {
+            name: [parts[i] for i in sorted(parts)] for name, parts in self._partitions.items()}
+        self._slots: dict[str, dict[int, int]] = {
+            name: {i: k for k, i in enumerate(sorted(parts))} for name, parts in self._partitions.items()}
+        self._view: Cluster | None = None  # the last snapshot
+        self._topics: list[Topic] = []  # its topics, in order (patched for the touched ones)
+        self._topic_slots = {name: k for k, name in enumerate(self._topic_order)}
+        self._brokers_view: tuple[Broker, ...] | None = None  # its brokers, None once one changed
+        self._touched: set[TopicPartition] = set()  # partitions put since the last snapshot
+        self.last_changes: frozenset[TopicPartition] = frozenset()  # put between the last two snapshots
+        self.version = 0  # counts the changes a snapshot can show (partitions, brokers)
         self.peak_replicas_per_partition = max((len(p.replicas) for p in cluster.partitions()), default=0)
 
     # -- views ---------------------------------------------------------------------------------
 
     def snapshot(self) -> Cluster:
-        topics = []
-        for name in self._topic_order:
-            topic = self._topic_cache.get(name)
-            if topic is None:
-                parts = self._partitions[name]
-                topic = Topic(name, tuple(parts[i] for i in sorted(parts)), self._min_isr[name])
-                self._topic_cache[name] = topic
-            topics.append(topic)
-        return Cluster(brokers=tuple(self._brokers[i] for i in sorted(self._brokers)), topics=tuple(topics))
+        """The cluster as it is now. O(what changed since the last snapshot): the last view with
+        only the topics that hold a partition put since replaced (`Cluster.with_topics`, which
+        patches the partition index), the same brokers tuple while no broker changed. Equal to
+        a view built from nothing (a property test compares them). `last_changes` is then the
+        partitions put between the previous snapshot and this one."""
+        if self._brokers_view is None:
+            self._brokers_view = tuple(self._brokers[i] for i in sorted(self._brokers))
+        if self._view is None:
+            self._topics = [self._build_topic(name) for name in self._topic_order]
+            self._view = Cluster(brokers=self._brokers_view, topics=tuple(self._topics))
+        elif self._touched or self._view.brokers is not self._brokers_view:
+            touched = {tp.topic for tp in self._touched}
+            for name in touched:
+                self._topics[self._topic_slots[name]] = self._build_topic(name)
+            replaced = [self._partitions[tp.topic][tp.partition] for tp in self._touched]
+            self._view = self._view.with_topics(self._brokers_view, tuple(self._topics), touched, replaced)
+        self.last_changes = frozenset(self._touched)
+        self._touched = set()
+        return self._view
+
+    def _build_topic(self, name: str) -> Topic:
+        return Topic(name, tuple(self._lists[name]), self._min_isr[name])
 
     def partition(self, tp: TopicPartition) -> PartitionState:
         try:
@@ -171,18 +206,18 @@ class SimulatedCluster:
     # -- faults ------------------------------------------------------------------------------------
 
     def kill_broker(self, broker_id: int) -> None:
-        self._brokers[broker_id] = replace(self._brokers[broker_id], alive=False)
+        self._set_broker(replace(self._brokers[broker_id], alive=False))
         self._take_offline(lambda p, b: b == broker_id)
 
     def restart_broker(self, broker_id: int) -> None:
-        self._brokers[broker_id] = replace(self._brokers[broker_id], alive=True)
+        self._set_broker(replace(self._brokers[broker_id], alive=True))
         self._stranded.pop(broker_id, None)
         self._bring_online(lambda p, b: b == broker_id)
 
     def fail_log_dir(self, broker_id: int, path: str) -> None:
         self._set_dir(broker_id, path, online=False)
         self._stranded[broker_id].update(
-            p.tp for p in self.snapshot().partitions() if p.log_dir_of(broker_id) == path)
+            p.tp for parts in self._partitions.values() for p in parts.values() if p.log_dir_of(broker_id) == path)
         self._take_offline(lambda p, b: b == broker_id and p.log_dir_of(b) == path)
 
     def restore_log_dir(self, broker_id: int, path: str) -> None:
@@ -192,10 +227,10 @@ class SimulatedCluster:
         self._bring_online(lambda p, b: b == broker_id and p.log_dir_of(b) == path)
 
     def set_draining(self, broker_id: int, draining: bool = True) -> None:
-        self._brokers[broker_id] = replace(self._brokers[broker_id], draining=draining)
+        self._set_broker(replace(self._brokers[broker_id], draining=draining))
 
     def add_broker(self, broker: Broker) -> None:
-        self._brokers[broker.id] = broker
+        self._set_broker(broker)
 
     # -- time --------------------------------------------------------------------------------------
 
@@ -261,7 +296,9 @@ class SimulatedCluster:
 
     def _put(self, p: PartitionState) -> None:
         self._partitions[p.topic][p.partition] = p
-        self._topic_cache.pop(p.topic, None)
+        self._lists[p.topic][self._slots[p.topic][p.partition]] = p
+        self._touched.add(p.tp)
+        self.version += 1
 
     def _size(self, p: PartitionState) -> int:
         return self.params.default_size_bytes if p.size_bytes is None else p.size_bytes
@@ -286,7 +323,12 @@ class SimulatedCluster:
     def _set_dir(self, broker_id: int, path: str, online: bool) -> None:
         broker = self._brokers[broker_id]
         dirs = tuple(replace(d, online=online) if d.path == path else d for d in broker.log_dirs)
-        self._brokers[broker_id] = replace(broker, log_dirs=dirs)
+        self._set_broker(replace(broker, log_dirs=dirs))
+
+    def _set_broker(self, broker: Broker) -> None:
+        self._brokers[broker.id] = broker
+        self._brokers_view = None
+        self.version += 1
 
     def _take_offline(self, hit) -> None:
         for name in self._topic_order:
@@ -379,6 +421,7 @@ class SimulationReport:
     blocked: tuple[tuple[TopicPartition, str], ...]  # steps still waiting at the end, with the reason
     final_replicas: Mapping[TopicPartition, tuple[int, ...]] = field(repr=False)
     reassignments: Mapping[TopicPartition, Reassignment] = field(repr=False)
+    decisions_computed: int = 0  # decision points computed; the others repeated an idle decision (run_plan)
 
 
 def run_plan(
@@ -391,40 +434,77 @@ def run_plan(
     stall_timeout: float,
 ) -> SimulationReport:
     """Run the reassignment of `targets` through a simulated copy of `cluster`; `stall_timeout`
-    is `step.stall.timeout` in seconds (stall count, and a stalled cancel trusts the view)."""
+    is `step.stall.timeout` in seconds (stall count, and a stalled cancel trusts the view).
+
+    COST: one decision point per `tick_seconds`, each O(what changed + what is in flight), not
+    O(cluster): the view is patched (`SimulatedCluster.snapshot`), `compute_stepping` is told
+    what changed since its memo, the records are a persistent map, and the driver keeps the
+    in-flight set and the count of active records instead of walking every record. A decision
+    point whose inputs are those of the last decision, which changed nothing, is not computed
+    again — the same records and view give the same decision: the simulated cluster has not
+    changed since (`SimulatedCluster.version`), no event is due, and no step crossed the stall
+    timeout nor record its retry time in between (the only inputs that move with the clock).
+    Its invariants are still checked. `decisions` counts every decision point (one per tick,
+    as before), `decisions_computed` the ones computed.
+    """
     sim = SimulatedCluster(cluster, params)
     current = {tp: p.replicas for tp, p in cluster.partitions_by_tp.items()}
-    records = compute_reassign_request({}, targets, current, request_id="sim", reason="simulated plan")
+    records: Mapping[TopicPartition, Reassignment] = immutables.Map(
+        compute_reassign_request({}, targets, current, request_id="sim", reason="simulated plan"))
     pending = sorted(events, key=lambda e: e.at)
     observer = _Observer(limits)
-    steps = decisions = elections = 0
+    steps = decisions = computed = elections = 0
     stalled: set[tuple[TopicPartition, int]] = set()
     finished_at: float | None = None
     memo = None
+    active, flying = _count_records(records)
+    idle: _Idle | None = None  # the last decision, while it changed nothing and its inputs hold
 
     while True:
+        applied = False
         while pending and pending[0].at <= sim.now:
             records = _apply_event(sim, records, pending.pop(0))
-        view = sim.snapshot()
-        decision = compute_stepping(records, view, limits, sim.now, stall_timeout, memo=memo)
-        memo = decision.memo
+            applied = True
+        if applied:
+            records = immutables.Map(records)
+            active, flying = _count_records(records)
+            idle = None
         decisions += 1
-        observer.completed(records, decision.reassignments, view)
-        records = dict(decision.reassignments)
-        for tp in decision.elections:
-            elections += sim.elect_preferred_leader(tp)
-        for tp, _ in decision.stalled:
-            flight = records[tp].in_flight
-            stalled.add((tp, flight.number if flight else 0))
-        observer.started(decision.started, view)
-        for planned in decision.started:
-            sim.submit_step(planned.tp, planned.step.target, dict(planned.target_log_dirs))
-        steps += len(decision.started)
-        observer.in_flight(records, sim)
-        if not any(r.active for r in records.values()) and not pending:
+        if idle is not None and idle.holds(sim, records, stall_timeout):
+            decision = idle.decision  # the same inputs: the same decision (see COST), carried out again
+            for tp in decision.elections:
+                elections += sim.elect_preferred_leader(tp)
+        else:
+            view = sim.snapshot()
+            version = sim.version
+            changed = None if memo is None or applied else sim.last_changes
+            decision = compute_stepping(records, view, limits, sim.now, stall_timeout, memo=memo, changed=changed)
+            computed += 1
+            memo = decision.memo
+            observer.completed({tp: records[tp] for tp in flying}, decision.reassignments, view)
+            before = records
+            records = decision.reassignments
+            active -= len(decision.finished)
+            flying = decision.memo.in_flight
+            for tp in decision.elections:
+                elections += sim.elect_preferred_leader(tp)
+            for tp, _ in decision.stalled:
+                flight = records[tp].in_flight
+                stalled.add((tp, flight.number if flight else 0))
+            observer.started(decision.started, view)
+            for planned in decision.started:
+                sim.submit_step(planned.tp, planned.step.target, dict(planned.target_log_dirs))
+            steps += len(decision.started)
+            idle = None
+            if not decision.replaced and not decision.started:
+                idle = _Idle(decision, version, records, sim.now,
+                             {tp: records[tp] for tp in decision.memo.unsettled if tp in records})
+            del before
+        observer.in_flight({tp: records[tp] for tp in flying}, sim)
+        if not active and not pending:
             finished_at = sim.now
             break
-        nothing_moves = not decision.started and not any(r.in_flight for r in records.values())
+        nothing_moves = not decision.started and not flying
         if sim.now >= params.max_seconds or (nothing_moves and not pending and not decision.elections):
             break
         sim.tick(params.tick_seconds)
@@ -445,11 +525,47 @@ def run_plan(
         invariant_violations=tuple(observer.violations),
         blocked=tuple((d.tp, d.reason) for d in decision.deferred) if finished_at is None else (),
         final_replicas={tp: p.replicas for tp, p in final.partitions_by_tp.items()},
-        reassignments=records,
+        reassignments=dict(records),
+        decisions_computed=computed,
     )
 
 
-def _apply_event(sim: SimulatedCluster, records: dict, event: SimulationEvent) -> dict:
+def _count_records(records: Mapping[TopicPartition, Reassignment]) -> tuple[int, frozenset[TopicPartition]]:
+    """The number of active records, and the partitions with a step in flight (a full walk:
+    at the start and after an event only)."""
+    active = sum(1 for r in records.values() if r.active)
+    return active, frozenset(tp for tp, r in records.items() if r.in_flight is not None)
+
+
+@dataclass(frozen=True)
+class _Idle:
+    """A decision that replaced no record and started no step, with what it was computed from:
+    the simulated cluster's version it read, the records (its own output, equal to
+    its input), the time, and the records it looked at whatever changed (`SteppingMemo.unsettled`:
+    in flight, retrying) — the only ones whose decision reads the clock."""
+
+    decision: SteppingDecision
+    version: int
+    records: Mapping[TopicPartition, Reassignment]
+    at: float
+    clocked: Mapping[TopicPartition, Reassignment]
+
+    def holds(self, sim: "SimulatedCluster", records: Mapping, stall_timeout: float) -> bool:
+        """The decision now would be this one: nothing it read has changed, and no step crossed
+        the stall timeout nor record its retry time between `at` and now."""
+        if records is not self.records or sim.version != self.version:
+            return False
+        for record in self.clocked.values():
+            flight = record.in_flight
+            if flight is not None and (is_step_stalled(flight.started_at, self.at, stall_timeout)
+                                       != is_step_stalled(flight.started_at, sim.now, stall_timeout)):
+                return False
+            if record.retry_at is not None and (self.at >= record.retry_at) != (sim.now >= record.retry_at):
+                return False
+        return True
+
+
+def _apply_event(sim: SimulatedCluster, records: Mapping, event: SimulationEvent) -> Mapping:
     if isinstance(event, KillBroker):
         sim.kill_broker(event.broker_id)
     elif isinstance(event, RestartBroker):
@@ -488,10 +604,12 @@ class _Observer:
             self.peak_replicas_per_step = max(self.peak_replicas_per_step, len(planned.step.adding))
 
     def completed(self, before: Mapping, after: Mapping, view: Cluster) -> None:
+        """`before`: the records before the decision (those with a step in flight suffice)."""
         self.violations.extend(str(v) for v in check_completed(before, after, view))
 
     def in_flight(self, records: Mapping[TopicPartition, Reassignment], sim: SimulatedCluster) -> None:
-        """Ours (the records) against P, L and B; Kafka's against P, and all of them ours."""
+        """Ours (the records: those with a step in flight suffice) against P, L and B; Kafka's
+        against P, and all of them ours."""
         ours = steps_in_flight(records)
         counts = count_in_flight(moving_of_steps(ours))
         kafka_moving = sim.reassigning()

@@ -189,6 +189,8 @@ def report_json(report: SimulationReport, limits: Limits, partitions: int, bytes
         "time_left_seconds": report.makespan_seconds,
         "steps": report.steps,
         "elections": report.elections,
+        "decisions": report.decisions,
+        "decisions_computed": report.decisions_computed,
         "finished": report.finished,
         "makespan_seconds": report.makespan_seconds,
         "peak": {
@@ -220,6 +222,8 @@ def report_lines(report: SimulationReport, limits: Limits, partitions: int, byte
         "figures, observed, while it runs)",
         f"time left before it starts:  {makespan}",
         f"steps:                       {report.steps} ({report.elections} leader elections)",
+        f"decisions:                   {report.decisions} (one per tick; {report.decisions_computed} computed, "
+        "the others repeated an idle one)",
         f"peak partition movements:    {report.peak_partition_movements} / P = {limits.max_partition_movements}",
         f"peak leader movements:       {report.peak_leader_movements} / L = {limits.max_leader_movements}",
         f"peak movements per broker:   {report.peak_movements_per_broker} / B = {limits.max_movements_per_broker}",

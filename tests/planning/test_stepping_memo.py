@@ -1,6 +1,7 @@
 """The stepping memo changes the cost of a decision, never the decision (planning.movement.advance,
 COST): random plans, faults and cancels run through the simulator with every decision taken
-twice — from the memo of the previous one, and from nothing — and the two must agree."""
+twice — from the memo of the previous one (told what changed since, as the driver does), and
+from nothing — and the two must agree."""
 
 from __future__ import annotations
 
@@ -18,18 +19,26 @@ from tests.settings_defaults import STALL_TIMEOUT
 @pytest.fixture
 def twin_decisions(monkeypatch):
     """Every decision of the simulator made with and without the memo; returns the counts."""
-    seen = {"decisions": 0, "from_memo": 0}
+    seen = {"decisions": 0, "from_memo": 0, "told_what_changed": 0}
 
-    def twin(records, view, limits, now, stall_timeout, *, start_steps=True, memo=None):
-        remembered = compute_stepping(records, view, limits, now, stall_timeout, start_steps=start_steps, memo=memo)
-        fresh = compute_stepping(records, view, limits, now, stall_timeout, start_steps=start_steps)
+    def twin(records, view, limits, now, stall_timeout, *, start_steps=True, memo=None, changed=None):
+        remembered = compute_stepping(records, view, limits, now, stall_timeout, start_steps=start_steps, memo=memo,
+                                      changed=changed)
+        fresh = compute_stepping(dict(records), view, limits, now, stall_timeout, start_steps=start_steps)
         assert remembered.started == fresh.started
-        assert remembered.reassignments == fresh.reassignments
+        assert dict(remembered.reassignments) == fresh.reassignments
         assert (remembered.elections, remembered.finished, remembered.stalled) == \
             (fresh.elections, fresh.finished, fresh.stalled)
         assert remembered.memo.order == fresh.memo.order
+        assert dict(remembered.memo.waiting).keys() == dict(fresh.memo.waiting).keys()
+        assert remembered.memo.unsettled == fresh.memo.unsettled
+        assert remembered.memo.in_flight == fresh.memo.in_flight
+        # `replaced` names exactly the records that are not the objects passed in (the driver's
+        # idle decisions rely on it)
+        assert remembered.replaced == {tp for tp, r in remembered.reassignments.items() if r is not records.get(tp)}
         seen["decisions"] += 1
         seen["from_memo"] += memo is not None
+        seen["told_what_changed"] += changed is not None
         return remembered
 
     monkeypatch.setattr(simulator, "compute_stepping", twin)
@@ -65,4 +74,4 @@ def test_the_twin_check_runs_and_uses_the_memo(twin_decisions):
     cluster = Cluster(brokers, (Topic("t", parts),))
     targets = {p.tp: (3 + p.partition % 3, 3 + (p.partition + 1) % 3) for p in parts}
     report = run_plan(cluster, targets, Limits(2, 1, 1, 2), stall_timeout=STALL_TIMEOUT)
-    assert report.finished and twin_decisions["from_memo"] > 10
+    assert report.finished and twin_decisions["from_memo"] > 10 and twin_decisions["told_what_changed"] > 10
