@@ -58,6 +58,7 @@ from planning.simulation.invariants import (  # noqa: E402
 from planning.simulation.simulator import SimulatedCluster, SimulationParams  # noqa: E402
 from schemas.codec import encode  # noqa: E402
 from state.model import ControllerState  # noqa: E402
+from streams.heap import HeapKeeper  # noqa: E402
 
 T0 = 1_800_000_000_000
 TOPIC_SIZE = 1_000
@@ -102,6 +103,7 @@ class DecisionPath:
         self.violations: list[str] = []
         self.batch_cpu: list[float] = []
         self.steps = self.peak_in_flight = 0
+        self.heap = HeapKeeper()
 
     @property
     def now_ms(self) -> int:
@@ -149,6 +151,7 @@ class DecisionPath:
         after = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
         self.store.commit(batch_id, self.state, after, decision.outbox,
                           {(self.settings.topic("isr-changes"), 0): self.offset})
+        self.heap.after_batch()  # as the driver does (streams.heap)
         self.batch_cpu.append(time.process_time() - started)
         before, self.state = self.state, after
         self.check_and_execute(before, decision)

@@ -58,6 +58,7 @@ from schemas.codec import (
     version_headers,
 )
 from state.controller_store import ControllerStore
+from streams.heap import HeapKeeper
 from streams.offsets import (compute_advanced, compute_checkpoint_gap, compute_consumed,
                              compute_starting_offsets, compute_truncated, compute_unapplied,
                              read_checkpoint_positions)
@@ -284,6 +285,7 @@ class PipelineRunner:
         self.fenced: FencedError | None = None  # set when a newer instance took over
         self.stopping = False  # set by `stop_taking_batches`
         self._lock = threading.Lock()
+        self.heap = HeapKeeper()
 
     # --- start ----------------------------------------------------------------------------------
     def start(self) -> ControllerState:
@@ -377,6 +379,7 @@ class PipelineRunner:
         self.stats.input_rows += len(rows) + len(bad_rows)
         self.stats.commands += sum(1 for m in decision.outbox if m.topic_suffix == "commands")
         self.stats.alerts += sum(1 for m in decision.outbox if m.topic_suffix == "alerts")
+        self.heap.after_batch()
         self.stats.last_batch_seconds = time.perf_counter() - started
         self.stats.last_phase_seconds = phases
         if decision.outbox:
