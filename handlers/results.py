@@ -26,6 +26,9 @@ RULES:
 - A failed throttle command raises `CommandFailed` (WARNING).
 - A failed `LogDirMove`: `handlers.log_dirs` (retried while transient, else dropped).
 - `STALE_EPOCH` failures are ignored: a newer pipeline instance owns the commands.
+- `UNKNOWN_EPOCH` (an epoch above the planner epoch in the store: no pipeline issued the
+  command) raises `CommandFailed` (ERROR) naming the command: someone else can write the
+  commands topic.
 - A result for a command we do not know (a finished or superseded reassignment, another step
   number) is ignored without an alert: it is history, not news.
 """
@@ -78,6 +81,13 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
             continue
         details = {"command_id": result.get("command_id", ""), "command_kind": kind,
                    "error_code": code, "step": result.get("step", 0)}
+        if code == "UNKNOWN_EPOCH":  # issue 18: a command no pipeline issued reached the executor
+            context.outbox.alert("CommandFailed", ERROR, "commands",
+                                 f"the executor refused {kind} {details['command_id']}: its epoch "
+                                 f"{result.get('epoch')} is no pipeline's, so someone else wrote it to the "
+                                 "commands topic; allow Write on that topic to the pipeline's principal alone",
+                                 {**details, "epoch": result.get("epoch", "")})
+            continue
         detail = result.get("message") or code
         if kind == "LogDirMove":
             handle_log_dir_result(context, result, code, str(detail), code in RETRIED_STEP_ERRORS)

@@ -370,6 +370,11 @@ class ControllerStore:
         value = self.client.hget(self.keys["meta"], "last_batch")
         return int(value) if value is not None else -1
 
+    @staticmethod
+    def meta_key(cluster_name: str) -> str:
+        """The hash holding the planner epoch (field `epoch`): the executor's ledger reads it."""
+        return f"{key_prefix(cluster_name)}:meta"
+
     def bump_epoch(self) -> int:
         """A new pipeline instance takes over: its commands carry a higher epoch than any before."""
         return int(self.client.hincrby(self.keys["meta"], "epoch", 1))

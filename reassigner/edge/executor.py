@@ -77,6 +77,7 @@ T = TypeVar("T")
 
 EXECUTOR_TOPICS = ("commands", "command-results", "dead-letter")
 STALE_EPOCH = "STALE_EPOCH"
+UNKNOWN_EPOCH = "UNKNOWN_EPOCH"
 # Redis, the cluster and our own topics are waited for as long as it takes (until stopped).
 OUTAGE = Backoff(first_seconds=0.5, most_seconds=10.0, give_up_after_seconds=None)
 INTERRUPTED = "COMMAND_INTERRUPTED"
@@ -184,7 +185,12 @@ class Executor:
         token = uuid.uuid4().hex
         verdict, detail = retry_redis(lambda: self.ledger.claim(command["id"], command["epoch"], token),
                                       f"claiming command {command['id']}", OUTAGE, self._stop)
-        if verdict == "STALE":
+        if verdict == "UNKNOWN":
+            outcome = Outcome(False, UNKNOWN_EPOCH, f"command epoch {command['epoch']} is above the planner epoch "
+                              f"{detail} that the state store holds: no pipeline issued it (forged, or written "
+                              "for another cluster's state); not applied. Check who can write the commands topic")
+            log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
+        elif verdict == "STALE":
             outcome = Outcome(False, STALE_EPOCH, f"command epoch {command['epoch']} is older "
                               f"than the newest planner epoch seen, {detail}; not applied")
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)

@@ -10,6 +10,11 @@ KEYS (hash tag `{<cluster_name>}` as in `state.controller_store`, so one script 
 RULES (`claim` is one Lua script, atomic):
 - an id seen before is not applied again: DUPLICATE with what is stored — unless the stored
   claim carries this attempt's token (a claim whose reply was lost, retried): APPLY again;
+- an epoch above the planner epoch the controller store holds (`reassigner:{c}:meta` field
+  `epoch`, bumped by each pipeline instance as it starts) is UNKNOWN: no pipeline issued it (a
+  forged command, or one written for another cluster's state). It changes nothing, so it
+  cannot raise the highest epoch and make every real command STALE (issue 18: one forged
+  command with epoch 1,000,000 stopped the product for good);
 - an epoch older than the highest seen is STALE; otherwise the highest is raised and the id is
   marked APPLYING with the token.
 Redis errors reach the caller untranslated; the executor calls through
@@ -21,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from state.controller_store import key_prefix
+from state.controller_store import ControllerStore, key_prefix
 
 RESULT_TTL_SECONDS = 7 * 24 * 3600
 
@@ -31,6 +36,8 @@ if existing == 'APPLYING:' .. ARGV[3] then return {'APPLY', redis.call('GET', KE
 if existing then return {'DUPLICATE', existing} end
 local highest = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local epoch = tonumber(ARGV[1])
+local planner = tonumber(redis.call('HGET', KEYS[3], 'epoch') or '0')
+if epoch > planner then return {'UNKNOWN', tostring(planner)} end
 if epoch < highest then return {'STALE', tostring(highest)} end
 if epoch > highest then redis.call('SET', KEYS[1], ARGV[1]) end
 redis.call('SET', KEYS[2], 'APPLYING:' .. ARGV[3], 'EX', ARGV[2])
@@ -61,15 +68,18 @@ class CommandLedger:
     def __init__(self, client, cluster_name: str) -> None:
         self.client = client
         self.prefix = f"{key_prefix(cluster_name)}:executor"
+        self.planner_epoch_key = ControllerStore.meta_key(cluster_name)
         self._claim = client.register_script(CLAIM_COMMAND)
 
     def _command_key(self, command_id: str) -> str:
         return f"{self.prefix}:command:{command_id}"
 
     def claim(self, command_id: str, epoch: int, token: str) -> tuple[str, str]:
-        """('APPLY', highest before) | ('DUPLICATE', stored value) | ('STALE', highest).
-        `token` names this attempt: the same claim made again with it is APPLY again."""
-        verdict, detail = self._claim(keys=[f"{self.prefix}:epoch", self._command_key(command_id)],
+        """('APPLY', highest before) | ('DUPLICATE', stored value) | ('STALE', highest) |
+        ('UNKNOWN', the planner epoch). `token` names this attempt: the same claim made again
+        with it is APPLY again."""
+        verdict, detail = self._claim(keys=[f"{self.prefix}:epoch", self._command_key(command_id),
+                                            self.planner_epoch_key],
                                       args=[epoch, RESULT_TTL_SECONDS, token])
         as_text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
         return as_text(verdict), as_text(detail)

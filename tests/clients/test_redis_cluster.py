@@ -48,6 +48,8 @@ def test_the_store_and_the_ledger_work_on_the_cluster_from_any_node(redis_cluste
         assert store.commit(after.last_batch, before, after, [])
         assert store.load().cluster == after.cluster
     ledger = CommandLedger(connect_redis(f"redis+cluster://127.0.0.1:{redis_cluster[1]}"), name)
+    ledger.client.hset(ControllerStore.meta_key(name), "epoch", 3)  # as a pipeline bumps it at start
+    assert ledger.claim("c-0", epoch=4, token="t")[0] == "UNKNOWN"  # above the planner epoch
     assert ledger.claim("c-1", epoch=3, token="t")[0] == "APPLY"
     assert ledger.claim("c-1", epoch=3, token="other")[0] == "DUPLICATE"
 

@@ -16,6 +16,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.edge.executor import Executor
 from reassigner.edge.ledger import CommandLedger
+from state.controller_store import ControllerStore
 from reassigner.clients.kafka_producer import producer_config
 from reassigner.settings import load_settings
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
@@ -40,6 +41,9 @@ def executor(cluster):
     settings = load_settings(topic_prefix=PREFIX, executor_retry_seconds=20,
                              executor_log_dir_wait_seconds=30, cluster_name=f"exec-{uuid.uuid4().hex[:6]}")
     ledger = CommandLedger(redis.Redis.from_url(state.redis_url), settings.cluster_name)
+    # The planner epoch a pipeline would hold (it bumps it as it starts): the tests' commands
+    # carry 100; an epoch above it is no pipeline's (UNKNOWN_EPOCH).
+    redis.Redis.from_url(state.redis_url).hset(ControllerStore.meta_key(settings.cluster_name), "epoch", 100)
     executor = Executor(ClusterAdmin(state.bootstrap_servers), ledger,
                         {"bootstrap.servers": state.bootstrap_servers},
                         producer_config(state.bootstrap_servers), settings)
@@ -266,6 +270,25 @@ def test_a_duplicate_command_id_is_not_applied_again_and_a_stale_epoch_is_refuse
     assert (result["ok"], result["error_code"], result["epoch"]) == (False, "STALE_EPOCH", 99)
     assert partition(admin, "dup").replicas == (1, 2)
     assert executor.ledger.highest_epoch() == 100
+
+
+def test_a_forged_command_with_an_epoch_no_pipeline_holds_moves_nothing_and_stops_nothing(
+        cluster, commands, executor):
+    """Issue 18: a principal that can write the commands topic sent a step with epoch 1,000,000;
+    it moved a partition and made every real command STALE for good. Now it is refused as
+    UNKNOWN_EPOCH, the highest epoch seen stays, and the pipeline's next command is applied."""
+    local, state, admin = cluster
+    create_topic(state, "forged", [1, 2])
+    forged = commands.send("ReassignmentStep", {"topic": "forged", "partition": 0, "target_replicas": [3, 2]},
+                           epoch=1_000_000)
+    result = commands.result_of(forged)
+    assert (result["ok"], result["error_code"]) == (False, "UNKNOWN_EPOCH")
+    assert "no pipeline issued it" in result["message"]
+    assert executor.ledger.highest_epoch() <= 100
+    real = commands.send("ReassignmentStep", {"topic": "forged", "partition": 0, "target_replicas": [2, 1]},
+                         epoch=100)
+    assert commands.result_of(real)["ok"] is True
+    eventually(lambda: partition(admin, "forged").replicas == (2, 1), 30)
 
 
 def test_bad_commands_become_results_or_dead_letters_and_the_executor_goes_on(cluster, commands):

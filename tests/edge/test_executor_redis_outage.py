@@ -20,6 +20,7 @@ from reassigner.dev.local.processes import free_port, port_open, stop
 from reassigner.dev.local.redis_server import start_redis
 from reassigner.edge.executor import Executor
 from reassigner.edge.ledger import CommandLedger
+from state.controller_store import ControllerStore
 from reassigner.settings import load_settings
 from schemas.codec import topic_name
 from tests.edge.test_executor_applies_commands import Commands, create_topic, partition
@@ -34,6 +35,8 @@ def test_commands_sent_while_redis_is_down_are_applied_once_when_it_is_back(loca
     redis_pid = start_redis(port, data_dir)
     settings = load_settings(topic_prefix=prefix, cluster_name=f"outage-{uuid.uuid4().hex[:6]}",
                              executor_retry_seconds=20)
+    # The planner epoch a pipeline would hold; the commands below carry it (Commands.send: 100).
+    connect_redis(f"redis://127.0.0.1:{port}/0").hset(ControllerStore.meta_key(settings.cluster_name), "epoch", 100)
     bootstrap = local_stack.bootstrap_servers
     admin = ClusterAdmin(bootstrap)
     executor = Executor(ClusterAdmin(bootstrap), CommandLedger(connect_redis(f"redis://127.0.0.1:{port}/0"),

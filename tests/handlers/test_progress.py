@@ -151,6 +151,20 @@ def test_a_failed_step_alerts_and_gives_up_on_the_partition():
     assert not decide(first.state, BatchInputs(2, T0 + 2000, command_results=(unknown,)), POLICY).outbox
 
 
+def test_a_command_no_pipeline_issued_raises_an_error_and_changes_no_reassignment():
+    """Issue 18: the executor refused a forged command (UNKNOWN_EPOCH); the pipeline says so, as
+    an ERROR naming the command, and its own reassignments go on untouched."""
+    _, first = started()
+    forged = {"schema_version": 1, "event_time": T0 + 2000, "id": "res-forged", "key": "t-0",
+              "command_id": "forged-1", "command_kind": "ReassignmentStep", "epoch": 1_000_000,
+              "reassignment_id": "whatever", "step": 1, "ok": False, "error_code": "UNKNOWN_EPOCH",
+              "message": "no pipeline issued it"}
+    decision = decide(first.state, BatchInputs(2, T0 + 2000, command_results=(forged,)), POLICY)
+    (alert,) = alerts(decision, "CommandFailed")
+    assert alert["severity"] == "ERROR" and "forged-1" in alert["message"] and "commands topic" in alert["message"]
+    assert decision.state.reassignments == first.state.reassignments
+
+
 def _failed(step: dict, code: str, at_ms: int) -> dict:
     return {"schema_version": 1, "event_time": at_ms, "id": f"res-{step['id']}", "key": step["key"],
             "command_id": step["id"], "command_kind": "ReassignmentStep", "epoch": 0,
