@@ -14,21 +14,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_simulator_invariants import DIRS, clusters, limits_strategy, params_strategy, targets_for
+from test_simulator_invariants import DIRS, clusters, fault_events, limits_strategy, params_strategy, targets_for
 
 import planning.simulation.simulator as simulator
 import planning.sorted_chunks as sorted_chunks
 from planning.model import Cluster, Topic
-from planning.simulation.simulator import (
-    CancelReassignments,
-    FailLogDir,
-    KillBroker,
-    RestartBroker,
-    RestoreLogDir,
-    SimulatedCluster,
-    SimulationParams,
-    run_plan,
-)
+from planning.simulation.simulator import SimulatedCluster, SimulationParams, run_plan
 from planning.sorted_chunks import SortedChunks
 from reassigner.errors import ReassignerError
 from tests.settings_defaults import STALL_TIMEOUT
@@ -125,17 +116,7 @@ def test_the_incremental_snapshot_equals_a_view_built_from_nothing(data):
 def test_repeating_idle_decisions_changes_no_report(monkeypatch, data):
     cluster = data.draw(clusters())
     targets = data.draw(targets_for(cluster))
-    events = []
-    if data.draw(st.booleans()):
-        broker = data.draw(st.integers(0, len(cluster.brokers) - 1))
-        start = data.draw(st.floats(0, 30))
-        events += [KillBroker(start, broker), RestartBroker(start + data.draw(st.floats(1, 100)), broker)]
-    if data.draw(st.booleans()):
-        broker = data.draw(st.integers(0, len(cluster.brokers) - 1))
-        start = data.draw(st.floats(0, 30))
-        events += [FailLogDir(start, broker, DIRS[0]), RestoreLogDir(start + data.draw(st.floats(1, 100)), broker, DIRS[0])]
-    if data.draw(st.booleans()):
-        events.append(CancelReassignments(data.draw(st.floats(0, 40)), keep=data.draw(st.booleans())))
+    events = data.draw(fault_events(cluster))
     limits = data.draw(limits_strategy)
     params = data.draw(params_strategy)
     stall = data.draw(st.sampled_from([STALL_TIMEOUT, 7.0]))  # a short one: steps cross it mid-run

@@ -62,6 +62,24 @@ def targets_for(draw, cluster):
     return targets
 
 
+@st.composite
+def fault_events(draw, cluster, log_dirs: bool = True):
+    """Faults during a run: maybe a broker down for a while, maybe a dir offline for a while
+    (`log_dirs`), maybe a cancel of everything (keeping or reverting)."""
+    events = []
+    if draw(st.booleans()):
+        broker = draw(st.integers(0, len(cluster.brokers) - 1))
+        start = draw(st.floats(0, 30))
+        events += [KillBroker(start, broker), RestartBroker(start + draw(st.floats(1, 100)), broker)]
+    if log_dirs and draw(st.booleans()):
+        broker = draw(st.integers(0, len(cluster.brokers) - 1))
+        start = draw(st.floats(0, 30))
+        events += [FailLogDir(start, broker, DIRS[0]), RestoreLogDir(start + draw(st.floats(1, 100)), broker, DIRS[0])]
+    if draw(st.booleans()):
+        events.append(CancelReassignments(draw(st.floats(0, 40)), keep=draw(st.booleans())))
+    return events
+
+
 limits_strategy = st.builds(Limits, st.integers(1, 6), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4))
 params_strategy = st.builds(SimulationParams, bytes_per_sec=st.sampled_from([10**8, 3 * 10**8]),
                             tick_seconds=st.sampled_from([1.0, 5.0]), default_size_bytes=st.just(2 * 10**8),

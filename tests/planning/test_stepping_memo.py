@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_simulator_invariants import clusters, limits_strategy, params_strategy, targets_for
+from test_simulator_invariants import clusters, fault_events, limits_strategy, params_strategy, targets_for
 
 import planning.simulation.simulator as simulator
 from planning.movement.advance import compute_stepping
-from planning.simulation.simulator import CancelReassignments, KillBroker, RestartBroker, run_plan
+from planning.simulation.simulator import run_plan
 from tests.settings_defaults import STALL_TIMEOUT
 
 
@@ -51,13 +51,7 @@ def twin_decisions(monkeypatch):
 def test_decisions_from_the_memo_equal_decisions_from_nothing(twin_decisions, data):
     cluster = data.draw(clusters())
     targets = data.draw(targets_for(cluster))
-    events = []
-    if data.draw(st.booleans()):
-        broker = data.draw(st.integers(0, len(cluster.brokers) - 1))
-        start = data.draw(st.floats(0, 30))
-        events += [KillBroker(start, broker), RestartBroker(start + data.draw(st.floats(1, 100)), broker)]
-    if data.draw(st.booleans()):
-        events.append(CancelReassignments(data.draw(st.floats(0, 40)), keep=data.draw(st.booleans())))
+    events = data.draw(fault_events(cluster, log_dirs=False))
     # Equivalence only (the twin asserts it at every decision); the invariants are
     # test_simulator_invariants' business.
     run_plan(cluster, targets, data.draw(limits_strategy), data.draw(params_strategy), events,
