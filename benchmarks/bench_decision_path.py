@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from handlers.decide import decide_isolating  # noqa: E402
 from handlers.policy import effective_limits  # noqa: E402
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition  # noqa: E402
+from planning.model import Broker, TopicPartition  # noqa: E402
 from planning.movement.batches import PlannedStep  # noqa: E402
 from planning.movement.partition_steps import Step  # noqa: E402
 from planning.simulation.invariants import (  # noqa: E402
@@ -58,36 +58,11 @@ from planning.simulation.invariants import (  # noqa: E402
 from planning.simulation.simulator import SimulatedCluster, SimulationParams  # noqa: E402
 from schemas.codec import encode  # noqa: E402
 from state.model import ControllerState  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import T0, broker_dirs, build_cluster, header, partition_record  # noqa: E402
 from streams.heap import HeapKeeper  # noqa: E402
 
-T0 = 1_800_000_000_000
-TOPIC_SIZE = 1_000
 MB = 10**6
-
-
-def build_cluster(partitions: int) -> Cluster:
-    broker_count = max(30, partitions // 1_000)
-    brokers = tuple(Broker(b, f"/dc{b % 3}/r{b % 9}", True, False, broker_dirs(b)) for b in range(broker_count))
-    topics = []
-    for t in range(max(1, partitions // TOPIC_SIZE)):
-        name = f"topic-{t:04d}"
-        parts = []
-        for p in range(min(TOPIC_SIZE, partitions)):
-            first = (t * 7 + p) % broker_count
-            replicas = (first, (first + 1) % broker_count, (first + 2) % broker_count)
-            parts.append(PartitionState(name, p, replicas, replicas, first, (20 + (t * 31 + p) % 81) * MB,
-                                        tuple(f"/var/lib/kafka/{b}/data-{p % 2}" for b in replicas),
-                                        leader_epoch=5))
-        topics.append(Topic(name, tuple(parts), 2))
-    return Cluster(brokers, tuple(topics))
-
-
-def broker_dirs(broker_id: int) -> tuple[LogDir, ...]:
-    return tuple(LogDir(f"/var/lib/kafka/{broker_id}/data-{d}", True, 10**13, 9 * 10**12) for d in range(2))
-
-
-def header(key: str, at_ms: int, number: int) -> dict:
-    return {"schema_version": 3, "event_time": at_ms, "id": f"sim-{number}", "key": key}
 
 
 class DecisionPath:
@@ -118,24 +93,14 @@ class DecisionPath:
         self.add(suffix, schema, {**header(key, self.now_ms, self.number), **fields})
 
     def tell_changed_partitions(self) -> None:
-        """PartitionState events for what the simulated cluster changed since the last batch:
-        the topics it replaced (a snapshot carries the others over as the same objects)."""
+        """PartitionState events for what the simulated cluster changed since the last batch
+        (`SimulatedCluster.last_changes`: the partitions put since its last snapshot)."""
         view = self.sim.snapshot()
-        before = self.seen.topics_by_name
-        for topic in view.topics:
-            old = before.get(topic.name)
-            if old is topic:
-                continue
-            old_parts = old.partitions if old is not None else ()
-            for index, p in enumerate(topic.partitions):
-                if index < len(old_parts) and old_parts[index] == p:
-                    continue
-                self.event("isr-changes", "PartitionState", f"{p.topic}-{p.partition}", {
-                    "snapshot_id": None, "topic": p.topic, "partition": p.partition, "replicas": list(p.replicas),
-                    "isr": list(p.isr), "leader": p.leader, "leader_epoch": p.leader_epoch,
-                    "adding": list(p.adding), "removing": list(p.removing),
-                    "offline_replicas": list(p.offline_replicas), "size_bytes": p.size_bytes,
-                    "log_dirs": list(p.log_dirs)})
+        for tp in sorted(self.sim.last_changes):
+            p = view.partition(tp)
+            if p != self.seen.partition(tp):
+                self.number += 1
+                self.add("isr-changes", "PartitionState", partition_record(p, self.now_ms, self.number))
         self.seen = view
 
     def batch(self) -> None:
@@ -227,7 +192,7 @@ def run(partitions: int, add: int, drain: int, max_partition_movements: int, red
     redis_client.config_set("slowlog-log-slower-than", 0)
     redis_client.config_set("slowlog-max-len", 1_000_000)
     wall, cpu = time.perf_counter(), time.process_time()
-    cluster = build_cluster(partitions)
+    cluster = build_cluster(partitions, lambda topic, partition: (20 + (topic * 31 + partition) % 81) * MB)
     state = ControllerState(cluster=cluster, epoch=1)
     store = ControllerStore(redis_client, settings.cluster_name)
     store.commit(1, ControllerState(), state.with_changes(last_batch=1), [])

@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from handlers.decide import decide_isolating  # noqa: E402
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition  # noqa: E402
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic  # noqa: E402
 from planning.movement.partition_steps import Step  # noqa: E402
 from planning.movement.reassignment import start_reassignment, start_step  # noqa: E402
 from schemas.codec import encode  # noqa: E402
@@ -66,12 +66,11 @@ T0 = 1_800_000_000_000
 TOPIC_SIZE = 1_000
 
 
-def build_state(partitions: int) -> ControllerState:
+def build_cluster(partitions: int, size_bytes=lambda topic, partition: 10**8) -> Cluster:
+    """N partitions, RF 3, topics of TOPIC_SIZE, max(30, N / 1,000) brokers with 2 dirs each;
+    `size_bytes(topic number, partition)` gives each partition's size."""
     broker_count = max(30, partitions // 1_000)
-    brokers = tuple(Broker(b, f"/dc{b % 3}/r{b % 9}", True, False,
-                           (LogDir(f"/var/lib/kafka/{b}/data-0", True, 10**13, 9 * 10**12),
-                            LogDir(f"/var/lib/kafka/{b}/data-1", True, 10**13, 9 * 10**12)))
-                    for b in range(broker_count))
+    brokers = tuple(Broker(b, f"/dc{b % 3}/r{b % 9}", True, False, broker_dirs(b)) for b in range(broker_count))
     topics = []
     for t in range(max(1, partitions // TOPIC_SIZE)):
         name = f"topic-{t:04d}"
@@ -79,11 +78,19 @@ def build_state(partitions: int) -> ControllerState:
         for p in range(min(TOPIC_SIZE, partitions)):
             first = (t * 7 + p) % broker_count
             replicas = (first, (first + 1) % broker_count, (first + 2) % broker_count)
-            parts.append(PartitionState(name, p, replicas, replicas, first, 10**8,
+            parts.append(PartitionState(name, p, replicas, replicas, first, size_bytes(t, p),
                                         tuple(f"/var/lib/kafka/{b}/data-{p % 2}" for b in replicas),
                                         leader_epoch=5))
         topics.append(Topic(name, tuple(parts), 2))
-    return ControllerState(cluster=Cluster(brokers, tuple(topics)), epoch=1)
+    return Cluster(brokers, tuple(topics))
+
+
+def broker_dirs(broker_id: int) -> tuple[LogDir, ...]:
+    return tuple(LogDir(f"/var/lib/kafka/{broker_id}/data-{d}", True, 10**13, 9 * 10**12) for d in range(2))
+
+
+def build_state(partitions: int) -> ControllerState:
+    return ControllerState(cluster=build_cluster(partitions), epoch=1)
 
 
 def header(key: str, at_ms: int, number: int) -> dict:

@@ -24,7 +24,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.make_snapshot import rack_of  # noqa: E402
-from planning.model import Broker  # noqa: E402
 from planning.placement.placer import Goal, compute_planning_cluster, plan_placement  # noqa: E402
 from planning.simulation.simulator import SimulationParams, run_plan  # noqa: E402
 from planning.snapshot import cluster_from_json  # noqa: E402

@@ -266,50 +266,24 @@ class Cluster:
                     if t.name in names:
                         carried[t.name] = t
                 cluster.__dict__["topics_by_name"] = carried
-            if built is not None:
-                counts = dict(counted) if counted is not None else None
-                with built.mutate() as index:
-                    for p in replaced:
-                        old_partition = built.get(p.tp)
-                        if counts is not None and old_partition is not None and old_partition.replicas != p.replicas:
-                            for broker_id in old_partition.replicas:
-                                counts[broker_id] -= 1
-                            for broker_id in p.replicas:
-                                counts[broker_id] = counts.get(broker_id, 0) + 1
-                        index[p.tp] = p
-                    cluster.__dict__["partitions_by_tp"] = index.finish()
-                if counts is not None:
-                    cluster.__dict__["replica_count_by_broker"] = {b: n for b, n in counts.items() if n}
-            return cluster
-        if built is None and counted is None:
-            return cluster
-        index = built.mutate() if built is not None else None
-        counts = dict(counted) if counted is not None else None
-        for name in set(touched):
-            old = self.topics_by_name.get(name)
-            new = cluster.topics_by_name.get(name)
-            old_parts = old.partitions if old is not None else ()
-            new_parts = new.partitions if new is not None else ()
-            if len(old_parts) == len(new_parts) and all(
-                    a.partition == b.partition for a, b in zip(old_parts, new_parts)):
-                changed = [(a, b) for a, b in zip(old_parts, new_parts) if a is not b]  # same partitions
-            else:
-                changed = [(a, None) for a in old_parts] + [(None, b) for b in new_parts]
-            for a, b in changed:
-                if index is not None:
-                    if b is None:
-                        index.pop(a.tp, None)
-                    else:
-                        index[b.tp] = b
-                if counts is not None and (a is None or b is None or a.replicas != b.replicas):
-                    for broker_id in a.replicas if a is not None else ():
-                        counts[broker_id] -= 1
-                    for broker_id in b.replicas if b is not None else ():
-                        counts[broker_id] = counts.get(broker_id, 0) + 1
-        if index is not None:
-            cluster.__dict__["partitions_by_tp"] = index.finish()
-        if counts is not None:
-            cluster.__dict__["replica_count_by_broker"] = {b: n for b, n in counts.items() if n}
+            if built is None:
+                return cluster
+            pairs = [(built.get(p.tp), p) for p in replaced]
+        else:
+            if built is None and counted is None:
+                return cluster
+            pairs = []
+            for name in set(touched):
+                old = self.topics_by_name.get(name)
+                new = cluster.topics_by_name.get(name)
+                old_parts = old.partitions if old is not None else ()
+                new_parts = new.partitions if new is not None else ()
+                if len(old_parts) == len(new_parts) and all(
+                        a.partition == b.partition for a, b in zip(old_parts, new_parts)):
+                    pairs += [(a, b) for a, b in zip(old_parts, new_parts) if a is not b]  # same partitions
+                else:
+                    pairs += [(a, None) for a in old_parts] + [(None, b) for b in new_parts]
+        _patch_indexes(cluster, built, counted, pairs)
         return cluster
 
     def with_partitions(self, updated: Iterable[PartitionState]) -> "Cluster":
@@ -325,3 +299,26 @@ class Cluster:
             for t in self.topics
         )
         return self.with_topics(self.brokers, topics, touched)
+
+
+def _patch_indexes(cluster: Cluster, built, counted: Mapping[int, int] | None,
+                   pairs: Iterable[tuple[PartitionState | None, PartitionState | None]]) -> None:
+    """Give `cluster` the partition map `built` and the replica counts `counted` of the cluster
+    it was made from, patched with each (old, new) partition pair (None: absent on that side)."""
+    index = built.mutate() if built is not None else None
+    counts = dict(counted) if counted is not None else None
+    for a, b in pairs:
+        if index is not None:
+            if b is None:
+                index.pop(a.tp, None)
+            else:
+                index[b.tp] = b
+        if counts is not None and (a is None or b is None or a.replicas != b.replicas):
+            for broker_id in a.replicas if a is not None else ():
+                counts[broker_id] -= 1
+            for broker_id in b.replicas if b is not None else ():
+                counts[broker_id] = counts.get(broker_id, 0) + 1
+    if index is not None:
+        cluster.__dict__["partitions_by_tp"] = index.finish()
+    if counts is not None:
+        cluster.__dict__["replica_count_by_broker"] = {b: n for b, n in counts.items() if n}

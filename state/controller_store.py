@@ -29,10 +29,9 @@ Rules:
 - a batch that writes more than `STAGE_ABOVE_ROWS` partition or reassignment rows (a first view,
   a snapshot of a busy cluster, a big rebalance planned) writes that whole new hash beforehand
   under a staging key, in chunks of `STAGE_CHUNK_FIELDS` rows, and the script swaps it in with
-  RENAME (O(1)); until then the
-  stored state is untouched, and a staged hash never swapped in is removed (or expires), so the
-  batch is still all or nothing while no command blocks Redis for long; the load reads with
-  HSCAN for the same reason;
+  RENAME (O(1)); until then the stored state is untouched, and a staged hash never swapped in
+  is removed (or expires), so the batch is still all or nothing while no command blocks Redis
+  for long; the load reads with HSCAN for the same reason;
 - the same script refuses the commit of an instance whose epoch is older than the stored one
   (`FencedError`): once a newer pipeline instance has bumped the epoch, an older one still
   running can write nothing more — not its state, not an outbox, not its epoch over the new one;

@@ -49,7 +49,6 @@ waiting for L costs nothing per decision.
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from dataclasses import dataclass, replace
 from enum import Enum

@@ -482,7 +482,6 @@ def run_plan(
             computed += 1
             memo = decision.memo
             observer.completed({tp: records[tp] for tp in flying}, decision.reassignments, view)
-            before = records
             records = decision.reassignments
             active -= len(decision.finished)
             flying = decision.memo.in_flight
@@ -499,7 +498,6 @@ def run_plan(
             if not decision.replaced and not decision.started:
                 idle = _Idle(decision, version, records, sim.now,
                              {tp: records[tp] for tp in decision.memo.unsettled if tp in records})
-            del before
         observer.in_flight({tp: records[tp] for tp in flying}, sim)
         if not active and not pending:
             finished_at = sim.now

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
 
@@ -172,12 +172,14 @@ def compute_observation(
     one when leaderless), the brokers get their dir paths, topics get counts and min ISR. Given
     the `previous` poll's observation, what did not change is reused (COST in the module doc)."""
     dirs_by_key = {(d.broker_id, d.path): d for d in log_dirs}
-    hosted, fresh = _compute_hosted(dirs_by_key, previous)
+    index = previous.merge_index() if previous is not None else None
+    hosted, fresh = _compute_hosted(dirs_by_key, previous.log_dirs if index is not None else {},
+                                    index.hosted if index is not None else None)
     paths_of_broker: dict[int, list[str]] = {}
     for broker_id, path in dirs_by_key:
         paths_of_broker.setdefault(broker_id, []).append(path)
 
-    before = previous.partitions if previous is not None and previous.merge_index() is not None else {}
+    before = previous.partitions if index is not None else {}
     partitions = partitions if isinstance(partitions, (list, tuple)) else list(partitions)
     changed: dict[PartitionKey, PartitionObservation] = {}
     new_keys = 0
@@ -229,7 +231,7 @@ def compute_observation(
         partitions=ordered,
         log_dirs=log_dirs_sorted,
         derived=MergeIndex(ordered, log_dirs_sorted, hosted, frozenset(reassigning), frozenset(changed),
-                           index.token if (index := previous.merge_index() if previous else None) else None),
+                           index.token if index is not None else None),
     )
 
 
@@ -241,21 +243,17 @@ def _merged_partition(p: PartitionObservation, adding: tuple[int, ...], removing
         replica_dirs = tuple(hosted[b][0] if b in hosted else None for b in p.replicas)
         if not any(d is not None for d in replica_dirs):
             replica_dirs = ()
-        if p.leader in hosted:
-            size = hosted[p.leader][1]
-        else:
-            size = max((hosted[b][1] for b in p.replicas if b in hosted), default=None)
+        size = _partition_size(hosted, p, lambda held: held[1])
     return PartitionObservation(p.topic, p.partition, p.replicas, p.isr, p.leader, p.leader_epoch, adding,
                                 removing, p.offline_replicas, replica_dirs, size)
 
 
-def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], previous: ClusterObservation | None,
+def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], old_dirs: Mapping[LogDirKey, LogDirObservation],
+                    old_hosted: Mapping[PartitionKey, Mapping[int, tuple[str, int]]] | None,
                     ) -> tuple[dict[PartitionKey, dict[int, tuple[str, int]]], set[PartitionKey]]:
-    """The hosting index and the partitions whose entry is not the previous poll's: patched
-    for the dirs that are new objects, or built again when most of them are."""
-    index = previous.merge_index() if previous is not None else None
-    old_dirs = previous.log_dirs if index is not None else {}
-    old_hosted = index.hosted if index is not None else None
+    """The hosting index and the partitions whose entry is not the previous poll's (its dirs
+    `old_dirs`, its index `old_hosted`): patched for the dirs whose replica lists changed, or
+    built again when most of them did."""
     # A dir read again that lists the same replicas (sizes aside) hosts the same: its entries
     # stay (their sizes are those of when its list last changed; snapshots tell fresh ones).
     gone = [d for k, d in old_dirs.items() if not _hosts_the_same(d, dirs_by_key.get(k))]
@@ -314,13 +312,17 @@ def compute_partition_sizes(observation: ClusterObservation, keys: Iterable[Part
     sizes: dict[PartitionKey, int | None] = {}
     for key in wanted:
         held, partition = found.get(key), observation.partitions.get(key)
-        if not held or partition is None:
-            sizes[key] = None
-        elif partition.leader in held:
-            sizes[key] = held[partition.leader]
-        else:
-            sizes[key] = max((held[b] for b in partition.replicas if b in held), default=None)
+        sizes[key] = _partition_size(held, partition, int) if held and partition is not None else None
     return sizes
+
+
+def _partition_size(by_broker: Mapping[int, Any], partition: PartitionObservation,
+                    size_of: Callable[[Any], int]) -> int | None:
+    """A partition's size from what each broker's replica holds (`size_of` reads its size): the
+    leader's replica, the largest one when leaderless."""
+    if partition.leader in by_broker:
+        return size_of(by_broker[partition.leader])
+    return max((size_of(by_broker[b]) for b in partition.replicas if b in by_broker), default=None)
 
 
 def _compute_topics(partitions: Mapping[PartitionKey, PartitionObservation], topic_ids: Mapping[str, str | None],
@@ -353,8 +355,8 @@ def _compute_topics_patched(previous: ClusterObservation, partitions: Mapping[Pa
         factor = old.replication_factor
         if name in changed_topics:
             first = partitions.get((name, 0))
-            factor = (len(first.replicas) - len(first.removing) if first is not None else
-                      compute_replication_factor([p for k, p in partitions.items() if k[0] == name]))
+            factor = compute_replication_factor([first] if first is not None else
+                                                [p for k, p in partitions.items() if k[0] == name])
         topics[name] = TopicObservation(name, topic_ids.get(name), old.partition_count, factor,
                                         min_insync_replicas.get(name))
     for name, topic_id in topic_ids.items():

@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from reassigner.clients.kafka_admin import ClusterAdmin
@@ -121,8 +121,7 @@ class Watcher:
                 keys = snapshot.keys[snapshot.position:snapshot.position + slice_size]
                 told = compute_snapshot_slice(current, snapshot.snapshot_id, keys, now_ms)
                 events += told
-                snapshot = SnapshotInProgress(snapshot.snapshot_id, snapshot.started_ms, snapshot.keys,
-                                              snapshot.position + len(keys), snapshot.told + len(told))
+                snapshot = replace(snapshot, position=snapshot.position + len(keys), told=snapshot.told + len(told))
                 if snapshot.position >= len(snapshot.keys):
                     events += compute_snapshot_end(current, snapshot.snapshot_id, snapshot.started_ms, now_ms,
                                                    snapshot.told)
