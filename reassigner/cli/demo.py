@@ -15,13 +15,17 @@ def demo(
                                       help="Leave everything up for exploring; Ctrl-C stops it."),
     stack_dir: Optional[Path] = typer.Option(None, "--stack-dir",
                                              help="Where the demo's stack lives (default .reassigner/demo)."),
+    secure: bool = typer.Option(False, "--secure",
+                                help="On the secured stack: SASL_SSL/SCRAM with ACLs (the product's "
+                                     "principal is no super user), Redis with an ACL user over TLS."),
 ) -> None:
     """Start a real local Kafka cluster, Redis and Spark, run the product, and tell its story."""
     from reassigner.dev.demo.story import Demo
 
     settings = load_settings()
     directory = (stack_dir or Path(".reassigner/demo")).absolute()
-    ok = Demo(directory, settings.cache_dir).run(keep_running=keep_running)
+    ok = Demo(directory, settings.cache_dir, security="sasl_ssl" if secure else "none").run(
+        keep_running=keep_running)
     raise typer.Exit(0 if ok else 1)
 
 

@@ -53,7 +53,8 @@ def _settings(bootstrap_server: Optional[str], command_config: Optional[Path],
                              cluster_name=cluster_name)
     connections = resolve_connections(settings, need_redis=need_redis)
     return settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
-                                       "redis_url": connections.redis_url or settings.redis_url})
+                                       "redis_url": connections.redis_url or settings.redis_url,
+                                       "command_config": connections.command_config})
 
 
 def _client_config(settings: Settings):

@@ -47,9 +47,14 @@ def _print_state(stack: LocalStack) -> None:
     console.print(f"controller port {controller['port']} pid {controller['pid']} "
                   f"({'alive' if controller['alive'] else 'down'}); "
                   f"redis {status['redis_url']} ({'alive' if redis['alive'] else 'down'})")
-    print(json.dumps({"bootstrap_servers": status["bootstrap_servers"],
-                      "redis_url": status["redis_url"], "stack_dir": status["stack_dir"],
-                      "state_file": str(stack.state_file)}))
+    facts = {"bootstrap_servers": status["bootstrap_servers"], "redis_url": status["redis_url"],
+             "stack_dir": status["stack_dir"], "state_file": str(stack.state_file)}
+    if status["security"] != "none":
+        # Paths, never the secrets themselves: the URL with its password is in redis_url_file.
+        state = stack.load().to_json()
+        facts.update(security=status["security"], command_config=status["client_properties"],
+                     redis_url_file=state["redis_url_file"])
+    print(json.dumps(facts))
 
 
 @local_app.command("up")
@@ -60,6 +65,9 @@ def up(
                               help="Rack paths, assigned to brokers in turn."),
     base_port: Optional[int] = typer.Option(None, "--base-port", min=1024, max=65000,
                                             help="Use ports from here on (default: free ones)."),
+    security: str = typer.Option("none", "--security",
+                                 help="none, or sasl_ssl: SCRAM over TLS, ACLs (the product's "
+                                      "principal is no super user), Redis ACL user over TLS."),
     stack_dir: Optional[Path] = StackDir,
 ) -> None:
     """Start a controller, N brokers (K log dirs each, a rack path each) and Redis (AOF)."""
@@ -67,7 +75,8 @@ def up(
     started = time.monotonic()
     with console.status(f"starting Kafka (1 controller, {brokers} brokers) and Redis..."):
         rack_list = tuple(r.strip() for r in racks.split(",") if r.strip())
-        stack.up(brokers=brokers, log_dirs=log_dirs, racks=rack_list, base_port=base_port)
+        stack.up(brokers=brokers, log_dirs=log_dirs, racks=rack_list, base_port=base_port,
+                 security=security.lower())
     console.print(f"[green]ready[/] in {time.monotonic() - started:.1f} s")
     _print_state(stack)
 

@@ -60,14 +60,14 @@ class _Context:
             # A read command given --redis-url needs no Kafka (and no local stack).
             from reassigner.cli.connections import Connections
 
-            self.connections = Connections("", self.settings.redis_url)
+            self.connections = Connections("", self.settings.redis_url, self.settings.command_config)
         elif not need_kafka:
             # Only Redis is needed: complain about --redis-url, not about --bootstrap-server.
             probe = self.settings.model_copy(update={"bootstrap_servers": self.settings.bootstrap_servers or "-"})
             self.connections = resolve_connections(probe, need_redis=True)
         else:
             self.connections = resolve_connections(self.settings, need_redis=need_redis)
-        self.client_config = read_command_config(self.settings.command_config)
+        self.client_config = read_command_config(self.connections.command_config)
         self.client = dict(self.client_config.librdkafka)
 
     @property

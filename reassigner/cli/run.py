@@ -51,7 +51,8 @@ def run(
                              stack_dir=stack_dir, topic_prefix=topic_prefix, spark_jars=spark_jars)
     connections = resolve_connections(settings)
     settings = settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
-                                           "redis_url": connections.redis_url})
+                                           "redis_url": connections.redis_url,
+                                           "command_config": connections.command_config})
     client = read_command_config(settings.command_config)
     ensure_topics(connections.bootstrap_servers, client, compute_topic_names(settings),
                   settings.event_topic_partitions)

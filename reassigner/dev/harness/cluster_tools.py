@@ -18,17 +18,21 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
+from reassigner.clients.client_config import ClientConfig
+from reassigner.dev.local.kafka_admin import PLAINTEXT, client_settings
+
 RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 REPLICA_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 
 
 def create_topics(bootstrap_servers: str, topics: dict[str, int], min_insync_replicas: int,
-                  assignments: Mapping[str, Sequence[Sequence[int]]] | None = None) -> None:
+                  assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
+                  client: ClientConfig = PLAINTEXT) -> None:
     """Create `topics` (name → partition count) with RF 3; `assignments` gives some of them an
     explicit replica list per partition instead (the count is then its length)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
+    admin = AdminClient(client_settings(bootstrap_servers, client))
     config = {"min.insync.replicas": str(min_insync_replicas)}
     assignments = assignments or {}
     futures = admin.create_topics([
@@ -41,12 +45,12 @@ def create_topics(bootstrap_servers: str, topics: dict[str, int], min_insync_rep
         future.result(60)
 
 
-def write_bulk(bootstrap_servers: str, partitions: list[tuple[str, int]], megabytes: int) -> None:
+def write_bulk(bootstrap_servers: str, partitions: list[tuple[str, int]], megabytes: int,
+               client: ClientConfig = PLAINTEXT) -> None:
     """Write `megabytes` of filler to each partition (acks=all)."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "acks": "all", "linger.ms": 20,
-                         "log_level": 0})
+    producer = Producer(client_settings(bootstrap_servers, client, acks="all", **{"linger.ms": 20}))
     chunk = b"x" * 100_000
     for topic, partition in partitions:
         for _ in range(megabytes * 10):
@@ -63,8 +67,9 @@ class SlowReplication:
     """Kafka's replication quotas on one topic, at `bytes_per_sec` per broker (see module doc)."""
 
     def __init__(self, bootstrap_servers: str, topic: str, broker_ids: Iterable[int],
-                 bytes_per_sec: int) -> None:
+                 bytes_per_sec: int, client: ClientConfig = PLAINTEXT) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.client = client
         self.topic = topic
         self.broker_ids = sorted(set(broker_ids))
         self.bytes_per_sec = bytes_per_sec
@@ -95,7 +100,7 @@ class SlowReplication:
                 AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET))
                 for name, value in configs.items()]
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        admin = AdminClient(client_settings(self.bootstrap_servers, self.client))
         resources = [ConfigResource(ResourceType.BROKER, str(b), incremental_configs=entries(broker_configs))
                      for b in self.broker_ids]
         resources.append(ConfigResource(ResourceType.TOPIC, self.topic,
@@ -105,11 +110,12 @@ class SlowReplication:
                 future.result(30)
 
 
-def throttled_brokers(bootstrap_servers: str, broker_ids: Iterable[int]) -> list[int]:
+def throttled_brokers(bootstrap_servers: str, broker_ids: Iterable[int],
+                      client: ClientConfig = PLAINTEXT) -> list[int]:
     """The brokers that still have a replication throttle rate set (by anyone)."""
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0})
+    admin = AdminClient(client_settings(bootstrap_servers, client))
     throttled = []
     for broker in sorted(set(broker_ids)):
         resource = ConfigResource(ResourceType.BROKER, str(broker))

@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field, replace
 
 from planning.model import TopicPartition
+from reassigner.clients.client_config import ClientConfig
+from reassigner.dev.local.kafka_admin import PLAINTEXT
 from planning.simulation.invariants import (
     InvariantLimits,
     PartitionSample,
@@ -60,8 +62,10 @@ class Sample:
 
 class InvariantMonitor:
     def __init__(self, bootstrap_servers: str, max_partition_movements: int,
-                 max_leader_movements: int, min_isr: dict[str, int], interval: float = 0.25) -> None:
+                 max_leader_movements: int, min_isr: dict[str, int], interval: float = 0.25,
+                 client: ClientConfig = PLAINTEXT) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.client = client
         self.max_partition_movements = max_partition_movements
         self.max_leader_movements = max_leader_movements
         self.min_isr = dict(min_isr)  # topics not named here count with min ISR 1
@@ -109,7 +113,7 @@ class InvariantMonitor:
             try:
                 if client is None:
                     client = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
-                                              request_timeout_ms=5000)
+                                              request_timeout_ms=5000, **self.client.kafka_python)
                 self.sample(client)
             except Exception as error:  # a broker being killed by the story: sample again next time
                 self.report.failed_samples += 1

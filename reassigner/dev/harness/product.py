@@ -20,6 +20,8 @@ from typing import Callable
 
 from confluent_kafka import Consumer
 
+from reassigner.clients.client_config import ClientConfig
+from reassigner.dev.local.kafka_admin import PLAINTEXT, client_settings
 from reassigner.dev.local.processes import is_alive, port_open, stop, tail
 from schemas.codec import decode
 
@@ -92,16 +94,16 @@ class TopicCollector:
     writes for ~30 s after a log dir fails) is published again with the same message ids. A
     record whose `id` was already collected is therefore skipped, as any alert consumer should."""
 
-    def __init__(self, bootstrap_servers: str, topic: str, schema: str = "Alert") -> None:
+    def __init__(self, bootstrap_servers: str, topic: str, schema: str = "Alert",
+                 client: ClientConfig = PLAINTEXT) -> None:
         self.schema = schema
         self.alerts: list[dict] = []
         self._ids: set[str] = set()
         self._condition = threading.Condition()
         self._stop = threading.Event()
-        self._consumer = Consumer({"bootstrap.servers": bootstrap_servers,
-                                   "group.id": f"demo-alerts-{uuid.uuid4().hex[:8]}",
-                                   "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                                   "log_level": 0})
+        self._consumer = Consumer(client_settings(
+            bootstrap_servers, client, **{"group.id": f"demo-alerts-{uuid.uuid4().hex[:8]}",
+                                          "auto.offset.reset": "earliest", "enable.auto.commit": False}))
         self._consumer.subscribe([topic])
         self._thread = threading.Thread(target=self._run, name="alert-collector", daemon=True)
         self._thread.start()
@@ -179,13 +181,15 @@ class TopicCollector:
 class ClusterProbe:
     """What Kafka itself says, through the Admin API (kafka-python), fresh on each call."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, client: ClientConfig = PLAINTEXT) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.client = client
 
     def _client(self):
         from kafka.admin import KafkaAdminClient
 
-        return KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=15000)
+        return KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=15000,
+                                **self.client.kafka_python)
 
     def partitions(self, topics: list[str] | None = None) -> dict[tuple[str, int], dict]:
         """Every partition of `topics` (all topics when None): replicas, ISR, leader, offline

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from reassigner.clients.client_config import ClientConfig
+from reassigner.dev.local.kafka_admin import PLAINTEXT, client_settings
+
 
 @dataclass
 class TrafficReport:
@@ -96,8 +99,9 @@ class SequencedTraffic:
     """Writes sequenced records to every partition of `topics` until stopped."""
 
     def __init__(self, bootstrap_servers: str, partitions: dict[str, int],
-                 records_per_second: float = 200.0) -> None:
+                 records_per_second: float = 200.0, client: ClientConfig = PLAINTEXT) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.client = client
         self.partitions = partitions
         self.interval = 1.0 / records_per_second
         self.next_sequence = {(t, p): 0 for t, n in partitions.items() for p in range(n)}
@@ -107,11 +111,10 @@ class SequencedTraffic:
         self.report = TrafficReport()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._producer = Producer({
-            "bootstrap.servers": bootstrap_servers, "acks": "all", "enable.idempotence": True,
-            "linger.ms": 5, "message.timeout.ms": 300000, "log_level": 0,
-            "error_cb": self._on_error,
-        })
+        self._producer = Producer(client_settings(bootstrap_servers, client, **{
+            "acks": "all", "enable.idempotence": True, "linger.ms": 5,
+            "message.timeout.ms": 300000, "error_cb": self._on_error,
+        }))
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
@@ -176,7 +179,7 @@ class SequencedTraffic:
         if still_queued:
             self.report.fatal_errors.append(f"{still_queued} records still unacknowledged after "
                                             f"the final flush ({timeout:.0f} s)")
-        seen = read_sequences(self.bootstrap_servers, self.next_sequence, timeout)
+        seen = read_sequences(self.bootstrap_servers, self.next_sequence, timeout, self.client)
         check = compare_sequences(self.next_sequence, self.acknowledged, seen)
         self.report.read, self.report.lost = check.read, check.lost
         self.report.unacknowledged, self.report.missing = check.unacknowledged, check.missing
@@ -185,11 +188,11 @@ class SequencedTraffic:
 
 
 def read_sequences(bootstrap_servers: str, expected: dict[tuple[str, int], int],
-                   timeout: float) -> dict[tuple[str, int], list[int]]:
+                   timeout: float, client: ClientConfig = PLAINTEXT) -> dict[tuple[str, int], list[int]]:
     """Read every partition from the beginning: the sequences per partition, in log order."""
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"verify-{uuid.uuid4()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "log_level": 0})
+    consumer = Consumer(client_settings(bootstrap_servers, client, **{
+        "group.id": f"verify-{uuid.uuid4()}", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest"}))
     consumer.assign([KafkaTopicPartition(t, p, 0) for t, p in expected])
     seen: dict[tuple[str, int], list[int]] = {key: [] for key in expected}
     deadline = time.monotonic() + timeout

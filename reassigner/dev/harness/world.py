@@ -37,6 +37,7 @@ from reassigner.dev.harness.cluster_tools import SlowReplication, create_topics,
 from reassigner.dev.harness.monitor import InvariantMonitor, MonitorReport
 from reassigner.dev.harness.product import ClusterProbe, ProductProcesses, TopicCollector
 from reassigner.dev.harness.traffic import SequencedTraffic, TrafficReport
+from reassigner.dev.local.kafka_admin import client_settings
 from reassigner.dev.local.processes import free_port, tail
 from reassigner.dev.local.stack import LocalStack
 
@@ -118,6 +119,9 @@ class World:
     results: list[SceneResult] = field(default_factory=list)
     brokers: int = 3
     racks: tuple[str, ...] = RACKS
+    security: str = "none"
+    """"sasl_ssl": the secured stack; the product runs as its non-super principal and the
+    world's own instruments as the stack's super user."""
 
     def __post_init__(self) -> None:
         self.stack = LocalStack(self.stack_dir, self.cache_dir)
@@ -199,18 +203,21 @@ class World:
         self.say("[bold]kafka-reassigner demo[/] — a real Kafka cluster, Redis and Spark on this machine\n")
         with self.console.status(f"starting Kafka (KRaft: 1 controller, {self.brokers} brokers, 2 log dirs "
                                  "each) and Redis"):
-            state = self.stack.up(brokers=self.brokers, log_dirs=2, racks=self.racks)
+            state = self.stack.up(brokers=self.brokers, log_dirs=2, racks=self.racks,
+                                  security=self.security)
         self.bootstrap = state.bootstrap_servers
-        self.probe = ClusterProbe(self.bootstrap)
+        self.client = state.admin_client_config()
+        self.probe = ClusterProbe(self.bootstrap, self.client)
         self.say(f"  cluster up: {self.bootstrap}; racks {', '.join(self.racks)}")
-        create_topics(self.bootstrap, {**TOPICS, BULK_TOPIC: BULK_PARTITIONS}, MIN_INSYNC_REPLICAS)
-        self.traffic = SequencedTraffic(self.bootstrap, TOPICS).start()
+        create_topics(self.bootstrap, {**TOPICS, BULK_TOPIC: BULK_PARTITIONS}, MIN_INSYNC_REPLICAS,
+                      client=self.client)
+        self.traffic = SequencedTraffic(self.bootstrap, TOPICS, client=self.client).start()
         self.say(f"  topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())}: RF 3, "
                  f"min.insync.replicas {MIN_INSYNC_REPLICAS}; sequenced traffic running")
         self.product = ProductProcesses(self.stack_dir, self.environment, self.status_port)
         self.product.start()
-        self.alerts = TopicCollector(self.bootstrap, "reassigner.alerts", "Alert")
-        self.commands = TopicCollector(self.bootstrap, "reassigner.commands", "Command")
+        self.alerts = TopicCollector(self.bootstrap, "reassigner.alerts", "Alert", self.client)
+        self.commands = TopicCollector(self.bootstrap, "reassigner.commands", "Command", self.client)
         from reassigner.clients.redis_io import connect_redis
         from state.controller_store import ControllerStore
 
@@ -228,7 +235,7 @@ class World:
         self.monitor = InvariantMonitor(
             self.bootstrap, int(DEMO_SETTINGS["REASSIGNER_MAX_PARTITION_MOVEMENTS"]),
             int(DEMO_SETTINGS["REASSIGNER_MAX_LEADER_MOVEMENTS"]),
-            {t: MIN_INSYNC_REPLICAS for t in TOPICS}).start()
+            {t: MIN_INSYNC_REPLICAS for t in TOPICS}, client=self.client).start()
         self.say("  invariant monitor sampling the cluster every 250 ms")
 
     def _sample_steps_in_flight(self, interval: float = 0.25) -> None:
@@ -427,8 +434,8 @@ class World:
         # throttle reaches the brokers only after its steps have started (a few MB copy in
         # well under a second locally), so the demo first slows replication of the topic
         # itself, as a busy network would (`SlowReplication`, Kafka's quotas).
-        write_bulk(self.bootstrap, chosen, megabytes=4)
-        with SlowReplication(self.bootstrap, BULK_TOPIC, live, 100_000):
+        write_bulk(self.bootstrap, chosen, megabytes=4, client=self.client)
+        with SlowReplication(self.bootstrap, BULK_TOPIC, live, 100_000, client=self.client):
             self.cli("config", "set", "throttle.bytes.per.sec=300000")
             plan = {"version": 1, "partitions": [
                 {"topic": t, "partition": p, "replicas": targets[(t, p)]} for t, p in chosen]}
@@ -446,7 +453,7 @@ class World:
                 raise
         self.cli("config", "set", "throttle.bytes.per.sec=")
         self.commands.wait_for("ClearThrottle", commands_before, 60)
-        self.wait("the product clears its throttle", lambda: not throttled_brokers(self.bootstrap, live), 60)
+        self.wait("the product clears its throttle", lambda: not throttled_brokers(self.bootstrap, live, self.client), 60)
         self.say("  every partition is back on its original replicas; throttle cleared")
 
     def cancel_mid_flight(self, since: int, commands_before: int,
@@ -501,7 +508,7 @@ class World:
         self.say(f"  → RequestRejected: {rejected['message']}")
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        producer = Producer(client_settings(self.bootstrap, self.client))
         producer.produce("reassigner.isr-changes", key=b"garbage", value=b"\x07not avro\xff")
         producer.flush(10)
         self.say("  a garbage message on reassigner.isr-changes")

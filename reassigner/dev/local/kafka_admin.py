@@ -13,29 +13,38 @@ import uuid
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from reassigner.clients.client_config import ClientConfig
 from reassigner.errors import LocalStackError, ProcessStartError
 
 KAFKA_STORAGE_ERROR = 56
+PLAINTEXT = ClientConfig()
 
 
-def admin_client(bootstrap_servers: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": 5000,
-                        "log_level": 0})
+def client_settings(bootstrap_servers: str, client: ClientConfig = PLAINTEXT, **extra) -> dict:
+    """librdkafka settings for the stack's own tooling (`client`: the super user's on a secured
+    stack)."""
+    return {"bootstrap.servers": bootstrap_servers, "log_level": 0, **client.librdkafka, **extra}
 
 
-def unfenced_brokers(bootstrap_servers: str, timeout: float = 5.0) -> set[int]:
+def admin_client(bootstrap_servers: str, client: ClientConfig = PLAINTEXT) -> AdminClient:
+    return AdminClient(client_settings(bootstrap_servers, client, **{"socket.timeout.ms": 5000}))
+
+
+def unfenced_brokers(bootstrap_servers: str, timeout: float = 5.0,
+                     client: ClientConfig = PLAINTEXT) -> set[int]:
     try:
-        metadata = admin_client(bootstrap_servers).list_topics(timeout=timeout)
+        metadata = admin_client(bootstrap_servers, client).list_topics(timeout=timeout)
     except KafkaException:
         return set()
     return set(metadata.brokers)
 
 
-def wait_for_brokers(bootstrap_servers: str, broker_ids: set[int], timeout: float) -> None:
+def wait_for_brokers(bootstrap_servers: str, broker_ids: set[int], timeout: float,
+                     client: ClientConfig = PLAINTEXT) -> None:
     deadline = time.monotonic() + timeout
     seen: set[int] = set()
     while time.monotonic() < deadline:
-        seen = unfenced_brokers(bootstrap_servers)
+        seen = unfenced_brokers(bootstrap_servers, client=client)
         if broker_ids <= seen:
             return
         time.sleep(0.5)
@@ -56,9 +65,9 @@ def wait_for_fenced(bootstrap_servers: str, broker_id: int, timeout: float) -> N
 
 
 def check_writes(bootstrap_servers: str, topic: str, replication_factor: int,
-                 timeout: float = 60.0) -> None:
+                 client: ClientConfig = PLAINTEXT, timeout: float = 60.0) -> None:
     """Create `topic` if needed and write one record with acks=all; raise if it cannot."""
-    admin = admin_client(bootstrap_servers)
+    admin = admin_client(bootstrap_servers, client)
     futures = admin.create_topics([NewTopic(topic, num_partitions=1,
                                             replication_factor=replication_factor)])
     try:
@@ -66,8 +75,9 @@ def check_writes(bootstrap_servers: str, topic: str, replication_factor: int,
     except KafkaException as error:
         if "TOPIC_ALREADY_EXISTS" not in str(error):
             raise LocalStackError(f"cannot create the readiness topic {topic}: {error}") from None
-    producer = Producer({"bootstrap.servers": bootstrap_servers, "acks": "all",
-                         "enable.idempotence": True, "log_level": 3, "message.timeout.ms": int(timeout * 1000)})
+    producer = Producer(client_settings(bootstrap_servers, client, acks="all", log_level=3,
+                                        **{"enable.idempotence": True,
+                                           "message.timeout.ms": int(timeout * 1000)}))
     failures: list[str] = []
     producer.produce(topic, value=f"ready {uuid.uuid4()}".encode(),
                      on_delivery=lambda err, msg: err and failures.append(str(err)))
@@ -78,15 +88,17 @@ def check_writes(bootstrap_servers: str, topic: str, replication_factor: int,
         )
 
 
-def describe_log_dirs(bootstrap_servers: str, broker_id: int) -> dict[str, dict]:
+def describe_log_dirs(bootstrap_servers: str, broker_id: int,
+                      client: ClientConfig = PLAINTEXT) -> dict[str, dict]:
     """Per log dir of one broker: {"error_code": int, "partitions": [(topic, partition, size)]}."""
     from kafka.admin import KafkaAdminClient
 
-    client = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10000)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10000,
+                             **client.kafka_python)
     try:
-        response = client.describe_log_dirs(brokers=[broker_id])
+        response = admin.describe_log_dirs(brokers=[broker_id])
     finally:
-        client.close()
+        admin.close()
     return normalise_log_dirs(response)
 
 
@@ -110,12 +122,12 @@ def normalise_log_dirs(response: list[dict]) -> dict[str, dict]:
 
 
 def wait_for_log_dir_offline(bootstrap_servers: str, broker_id: int, log_dir: str,
-                             timeout: float) -> None:
+                             timeout: float, client: ClientConfig = PLAINTEXT) -> None:
     deadline = time.monotonic() + timeout
     last: dict[str, dict] = {}
     while time.monotonic() < deadline:
         try:
-            last = describe_log_dirs(bootstrap_servers, broker_id)
+            last = describe_log_dirs(bootstrap_servers, broker_id, client)
         except Exception:  # the broker may be briefly busy handling the failure
             last = {}
         entry = last.get(log_dir)

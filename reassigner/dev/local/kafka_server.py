@@ -25,6 +25,8 @@ from pathlib import Path
 
 from reassigner.errors import ProcessStartError
 from reassigner.dev.local.processes import spawn
+from reassigner.dev.local.security import (StackSecrets, compute_broker_settings,
+                                           compute_controller_settings, compute_scram_format_arguments)
 
 CONTROLLER_ID = 100
 CONTROLLER_HEAP = "256m"
@@ -71,6 +73,8 @@ class NodeSpec:
     rack: str | None = None
     log_dirs: tuple[Path, ...] = ()
     replication_factor: int = 1
+    secrets: StackSecrets | None = None
+    """A secured stack's material (`reassigner.dev.local.security`); None: plaintext, no ACLs."""
 
     @property
     def metadata_dir(self) -> Path:
@@ -136,7 +140,11 @@ def render_config(node: NodeSpec) -> str:
         }
         if node.rack:
             specific["broker.rack"] = node.rack
-    lines = [f"{key}={value}" for key, value in {**common, **specific}.items()]
+    secured: dict[str, object] = {}
+    if node.secrets is not None:
+        secured = (compute_controller_settings(node.secrets) if node.role == "controller"
+                   else compute_broker_settings(node.secrets, node.port))
+    lines = [f"{key}={value}" for key, value in {**common, **specific, **secured}.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -175,6 +183,9 @@ def format_storage(node: NodeSpec, classpath: str, cluster_id: str) -> None:
     command = java_command(
         node, classpath, "kafka.tools.StorageTool",
         "format", "-t", cluster_id, "-c", str(node.config_file), "--ignore-formatted",
+        # SCRAM users go into the bootstrap metadata, which only the controller keeps.
+        *(compute_scram_format_arguments(node.secrets)
+          if node.secrets is not None and node.role == "controller" else ()),
     )
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     if result.returncode != 0:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from reassigner.errors import LocalStackError
 from reassigner.dev.local.processes import port_open, spawn, wait_until
+from reassigner.dev.local.security import StackSecrets, compute_redis_config, write_private
 
 
 def redis_server_binary() -> str:
@@ -24,26 +25,32 @@ def redis_server_binary() -> str:
     return binary
 
 
-def start_redis(port: int, data_dir: Path, cluster: bool = False) -> int:
-    """A Redis server on `port` (a Redis Cluster node with `cluster`), data and log in `data_dir`."""
+def start_redis(port: int, data_dir: Path, cluster: bool = False,
+                secrets: StackSecrets | None = None) -> int:
+    """A Redis server on `port` (a Redis Cluster node with `cluster`), data and log in `data_dir`;
+    with a secured stack's `secrets`, on TLS only with the product's ACL user (the settings go in
+    a 0600 redis.conf: the user's password must not show in `ps`)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log_file = data_dir / "redis.log"
-    command = [
-        redis_server_binary(),
-        "--port", str(port),
-        "--bind", "127.0.0.1",
-        "--protected-mode", "yes",
-        "--dir", str(data_dir),
-        "--appendonly", "yes",
-        "--appendfsync", "always",
-        "--save", "",
-        "--daemonize", "no",
-        "--logfile", "",
+    settings = [
+        f"port {port}",
+        "bind 127.0.0.1",
+        "protected-mode yes",
+        f"dir {data_dir}",
+        "appendonly yes",
+        "appendfsync always",
+        'save ""',
+        "daemonize no",
+        'logfile ""',
     ]
     if cluster:
-        command += ["--cluster-enabled", "yes", "--cluster-config-file", str(data_dir / "nodes.conf"),
-                    "--cluster-node-timeout", "5000"]
-    pid = spawn(command, log_file)
+        settings += ["cluster-enabled yes", f"cluster-config-file {data_dir / 'nodes.conf'}",
+                     "cluster-node-timeout 5000"]
+    if secrets is not None:
+        settings += compute_redis_config(secrets, port)
+    config_file = data_dir / "redis.conf"
+    write_private(config_file, "\n".join(settings) + "\n")
+    pid = spawn([redis_server_binary(), str(config_file)], log_file)
     wait_until(lambda: port_open(port), 20, f"redis on port {port}", pid=pid, log_file=log_file)
     return pid
 

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from reassigner.errors import LocalStackError, StackNotUpError, UnknownBrokerError
 from reassigner.dev.local import kafka_admin
+from reassigner.clients.client_config import ClientConfig, read_command_config
 from reassigner.clients.jars import kafka_classpath
+from reassigner.clients.redis_io import redact_url
 from reassigner.dev.local.kafka_server import (
     CONTROLLER_ID,
     NodeSpec,
@@ -39,6 +41,8 @@ from reassigner.dev.local.processes import (
     wait_until,
 )
 from reassigner.dev.local.redis_server import start_redis
+from reassigner.dev.local.security import (SECURITY_MODES, StackSecrets, create_product_acls,
+                                           create_stack_secrets, write_private)
 
 DEFAULT_RACKS = ("/dc1/r1", "/dc1/r2", "/dc2/r1")
 STATE_FILE = "stack.json"
@@ -55,7 +59,8 @@ class BrokerRecord:
     node_dir: str
     pid: int | None = None
 
-    def spec(self, controller_port: int, replication_factor: int) -> NodeSpec:
+    def spec(self, controller_port: int, replication_factor: int,
+             secrets: StackSecrets | None = None) -> NodeSpec:
         return NodeSpec(
             node_id=self.id,
             role="broker",
@@ -65,6 +70,7 @@ class BrokerRecord:
             rack=self.rack,
             log_dirs=tuple(Path(d) for d in self.log_dirs),
             replication_factor=replication_factor,
+            secrets=secrets,
         )
 
 
@@ -78,14 +84,36 @@ class StackState:
     redis_pid: int | None
     replication_factor: int
     brokers: dict[int, BrokerRecord] = field(default_factory=dict)
+    security: str = "none"
+    """"none" or "sasl_ssl" (`reassigner.dev.local.security`)."""
 
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers.values())
 
     @property
+    def secrets(self) -> StackSecrets | None:
+        if self.security == "none":
+            return None
+        return StackSecrets.load(Path(self.stack_dir) / "security")
+
+    @property
     def redis_url(self) -> str:
+        secrets = self.secrets
+        if secrets is not None:
+            return secrets.redis_url(self.redis_port)
         return f"redis://127.0.0.1:{self.redis_port}/0"
+
+    @property
+    def client_properties(self) -> Path | None:
+        """The product's Kafka client settings file (a secured stack only)."""
+        secrets = self.secrets
+        return secrets.product_properties if secrets is not None else None
+
+    def admin_client_config(self) -> ClientConfig:
+        """The stack's own tooling's client settings: the super user on a secured stack."""
+        secrets = self.secrets
+        return read_command_config(secrets.admin_properties if secrets is not None else None)
 
     @property
     def controller_spec(self) -> NodeSpec:
@@ -95,13 +123,18 @@ class StackState:
             port=self.controller_port,
             node_dir=Path(self.stack_dir) / "controller",
             controller_port=self.controller_port,
+            secrets=self.secrets,
         )
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["brokers"] = {str(k): asdict(v) for k, v in self.brokers.items()}
         data["bootstrap_servers"] = self.bootstrap_servers
-        data["redis_url"] = self.redis_url
+        data["client_properties"] = str(self.client_properties) if self.client_properties else None
+        if self.security == "none":  # a secured stack's URL holds a password: see redis_url_file
+            data["redis_url"] = self.redis_url
+        else:
+            data["redis_url_file"] = str(Path(self.stack_dir) / "security" / "redis.url")
         return data
 
     @classmethod
@@ -150,9 +183,12 @@ class LocalStack:
         log_dirs: int = 2,
         racks: tuple[str, ...] = DEFAULT_RACKS,
         base_port: int | None = None,
+        security: str = "none",
     ) -> StackState:
         if brokers < 1 or log_dirs < 1:
             raise LocalStackError("need at least 1 broker and 1 log dir per broker")
+        if security not in SECURITY_MODES:
+            raise LocalStackError(f"unknown security {security!r}; expected one of {', '.join(SECURITY_MODES)}")
         if self.state_file.exists():
             existing = self.load()
             if is_alive(existing.controller_pid):
@@ -170,19 +206,26 @@ class LocalStack:
             redis_port=ports[1],
             redis_pid=None,
             replication_factor=min(3, brokers),
+            security=security,
         )
+        if security != "none":
+            secrets = create_stack_secrets(self.stack_dir / "security")
+            write_private(Path(secrets.directory) / "redis.url", secrets.redis_url(state.redis_port) + "\n")
         for index in range(brokers):
             record = self._new_broker_record(state, index + 1, ports[2 + index], log_dirs,
                                              racks[index % len(racks)] if racks else None)
             state.brokers[record.id] = record
         self.save(state)
         try:
-            state.redis_pid = start_redis(state.redis_port, self.stack_dir / "redis")
+            state.redis_pid = start_redis(state.redis_port, self.stack_dir / "redis", secrets=state.secrets)
             self.save(state)
             self._start_controller(state)
             self._start_brokers(state, list(state.brokers))
-            kafka_admin.wait_for_brokers(state.bootstrap_servers, set(state.brokers), 90)
-            kafka_admin.check_writes(state.bootstrap_servers, READY_TOPIC, state.replication_factor)
+            admin = state.admin_client_config()
+            kafka_admin.wait_for_brokers(state.bootstrap_servers, set(state.brokers), 90, admin)
+            if state.secrets is not None:
+                create_product_acls(kafka_admin.client_settings(state.bootstrap_servers, admin))
+            kafka_admin.check_writes(state.bootstrap_servers, READY_TOPIC, state.replication_factor, admin)
         except BaseException:
             self.down(keep_data=True)
             raise
@@ -216,7 +259,8 @@ class LocalStack:
         state.brokers[broker_id] = record
         self.save(state)
         self._start_brokers(state, [broker_id])
-        kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90)
+        kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90,
+                                     state.admin_client_config())
         return record
 
     def stop_broker(self, broker_id: int, kill: bool = False) -> None:
@@ -234,7 +278,8 @@ class LocalStack:
         if is_alive(record.pid):
             raise LocalStackError(f"broker {broker_id} is already running (pid {record.pid})")
         self._start_brokers(state, [broker_id])
-        kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90)
+        kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90,
+                                     state.admin_client_config())
 
     def add_log_dir(self, broker_id: int) -> str:
         """Restart the broker with one more (empty) entry in `log.dirs`, as an operator adds a
@@ -250,7 +295,8 @@ class LocalStack:
         record.log_dirs.append(new_dir)
         self.save(state)
         self._start_brokers(state, [broker_id])
-        kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90)
+        kafka_admin.wait_for_brokers(state.bootstrap_servers, {broker_id}, 90,
+                                     state.admin_client_config())
         return new_dir
 
     def stop_redis(self, kill: bool = False) -> None:
@@ -267,7 +313,7 @@ class LocalStack:
         state = self._require_running()
         if is_alive(state.redis_pid):
             raise LocalStackError(f"Redis is already running (pid {state.redis_pid})")
-        state.redis_pid = start_redis(state.redis_port, self.stack_dir / "redis")
+        state.redis_pid = start_redis(state.redis_port, self.stack_dir / "redis", secrets=state.secrets)
         self.save(state)
 
     def fail_log_dir(self, broker_id: int, log_dir: str | None = None, timeout: float = 60) -> str:
@@ -303,17 +349,20 @@ class LocalStack:
             _remove_tree(moved)
         except LocalStackError:  # the failure already took; leftovers only cost disk space
             shutil.rmtree(moved, ignore_errors=True)
-        kafka_admin.wait_for_log_dir_offline(state.bootstrap_servers, broker_id, log_dir, timeout)
+        kafka_admin.wait_for_log_dir_offline(state.bootstrap_servers, broker_id, log_dir, timeout,
+                                             state.admin_client_config())
         return log_dir
 
     def status(self) -> dict:
         state = self.load()
-        unfenced = kafka_admin.unfenced_brokers(state.bootstrap_servers) if any(
+        unfenced = kafka_admin.unfenced_brokers(state.bootstrap_servers, client=state.admin_client_config()) if any(
             is_alive(b.pid) for b in state.brokers.values()) else set()
         return {
             "stack_dir": state.stack_dir,
             "bootstrap_servers": state.bootstrap_servers,
-            "redis_url": state.redis_url,
+            "security": state.security,
+            "client_properties": str(state.client_properties) if state.client_properties else None,
+            "redis_url": redact_url(state.redis_url),
             "controller": {"port": state.controller_port, "pid": state.controller_pid,
                            "alive": is_alive(state.controller_pid)},
             "redis": {"port": state.redis_port, "pid": state.redis_pid,
@@ -364,7 +413,8 @@ class LocalStack:
                    pid=state.controller_pid, log_file=spec.server_log)
 
     def _start_brokers(self, state: StackState, broker_ids: list[int]) -> None:
-        specs = [state.brokers[i].spec(state.controller_port, state.replication_factor)
+        secrets = state.secrets
+        specs = [state.brokers[i].spec(state.controller_port, state.replication_factor, secrets)
                  for i in broker_ids]
 
         def prepare(spec: NodeSpec) -> None:
