@@ -67,7 +67,7 @@ def run(
     offsets_reader = TopicReader(connections.bootstrap_servers, client, "reassigner-pipeline-offsets")
 
     def start_query():
-        queries.append(run_pipeline(spark, settings, runner, dict(client.properties),
+        queries.append(run_pipeline(spark, settings, runner, dict(client.java),
                                     Path(settings.checkpoint_dir) / settings.cluster_name / "pipeline",
                                     settings.tick_interval_seconds, stop,
                                     lambda topics: read_input_logs(offsets_reader, topics)))

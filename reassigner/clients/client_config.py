@@ -11,8 +11,18 @@ One Java-style properties file (``security.protocol``, ``sasl.mechanism``, ``sas
   passed as is (librdkafka reads it);
 - kafka-python (the Admin API adapter): ``security_protocol``, ``sasl_mechanism``,
   ``sasl_plain_username``, ``sasl_plain_password``, ``ssl_cafile``, ``ssl_certfile``, ...;
-- Spark's Kafka source and sink: every property verbatim with the ``kafka.`` prefix (Spark runs
-  the Java client, which reads JKS and JAAS itself).
+- the Java client (Spark's Kafka source and sink, with the ``kafka.`` prefix): the file's
+  Java properties verbatim, plus the Java spelling of what was given in librdkafka's:
+  ``ssl.ca.location`` → a PEM truststore (``ssl.truststore.type=PEM``), a client certificate and
+  key given as two PEM paths → an inline PEM keystore (``ssl.keystore.certificate.chain`` and
+  ``ssl.keystore.key``, their contents), ``sasl.username``/``sasl.password`` → a JAAS line,
+  ``ssl.endpoint.identification.algorithm=none`` → empty. Keys only librdkafka knows are left out.
+
+One file that works for all three unchanged: ``ssl.truststore.type=PEM`` with
+``ssl.truststore.location=ca.pem`` (and, for mTLS, ``ssl.keystore.type=PEM`` with
+``ssl.keystore.location`` naming one file that holds the PKCS#8 key and the certificate chain).
+A JKS or PKCS#12 truststore is fine for Java; the Python clients then need ``ssl.ca.location``
+beside it.
 
 INVARIANTS
 - Nothing here reads the environment or a clock; only `read_command_config` reads a file.
@@ -59,8 +69,10 @@ class ClientConfig:
     """Extra configuration for confluent-kafka clients (merge into their config dict)."""
     kafka_python: Mapping[str, object] = field(default_factory=dict)
     """Extra keyword arguments for kafka-python clients."""
+    java: Mapping[str, str] = field(default_factory=dict)
+    """The properties as the Java client (inside Spark) reads them."""
     spark_options: Mapping[str, str] = field(default_factory=dict)
-    """Options for Spark's Kafka source/sink (``kafka.``-prefixed)."""
+    """Options for Spark's Kafka source/sink (``kafka.``-prefixed `java`)."""
     ignored: tuple[str, ...] = ()
     """Properties the Python clients do not use (Spark still gets them)."""
 
@@ -73,7 +85,7 @@ def parse_properties(text: str, source: str = "command config") -> dict[str, str
     a trailing backslash continues the line; `\\n`, `\\t`, `\\=`, `\\:` and `\\\\` escapes."""
     logical_lines: list[str] = []
     pending = ""
-    for raw in text.splitlines():
+    for raw in re.split(r"\r\n|\r|\n", text):  # Java's line ends only (not \f, \v, \x85...)
         line = raw.lstrip()
         if not pending and (not line or line[0] in "#!"):
             continue
@@ -133,7 +145,31 @@ def _unescape(text: str) -> str:
             continue
         out.append(char)
         index += 1
-    return "".join(out)
+    text = "".join(out)
+    if any("\ud800" <= char <= "\udfff" for char in text):  # \\u escapes of a UTF-16 pair, as Java
+        text = text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
+    return text
+
+
+def render_properties(properties: Mapping[str, str]) -> str:
+    """Java `.properties` text that `parse_properties` (and Java) reads back as `properties`."""
+    def escape(text: str, is_key: bool) -> str:
+        out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        out = out.replace("\t", "\\t").replace("\f", "\\f")
+        if is_key:
+            out = "".join("\\" + char if char in "=: #!" else char for char in out)
+        elif out[:1] == " ":
+            out = "\\" + out
+        # Java's Properties.load reads ISO-8859-1: anything beyond ASCII goes as \\uXXXX.
+        return "".join(char if 0x20 <= ord(char) < 0x7f else
+                       "".join(f"\\u{unit:04x}" for unit in _utf16_units(char)) for char in out)
+
+    return "".join(f"{escape(key, True)}={escape(value, False)}\n" for key, value in properties.items())
+
+
+def _utf16_units(char: str) -> list[int]:
+    encoded = char.encode("utf-16-be")
+    return [int.from_bytes(encoded[i:i + 2], "big") for i in range(0, len(encoded), 2)]
 
 
 def read_command_config(path: Path | None) -> ClientConfig:
@@ -148,7 +184,20 @@ def read_command_config(path: Path | None) -> ClientConfig:
             f"cannot read --command-config {path}: {error.strerror or error}; "
             "give the path of a Kafka client properties file"
         ) from None
-    return compute_client_config(parse_properties(text, str(path)), str(path))
+    properties = parse_properties(text, str(path))
+    pem_files: dict[str, str] = {}
+    if "ssl.keystore.location" not in properties:
+        # A client certificate given as two PEM paths reaches Java as their contents.
+        for name in ("ssl.certificate.location", "ssl.key.location"):
+            if name in properties:
+                location = properties[name].strip()
+                try:
+                    pem_files[location] = Path(location).read_text()
+                except OSError as error:
+                    raise InvalidConfigError(
+                        f"{path}: {name}={location} cannot be read: {error.strerror or error}"
+                    ) from None
+    return compute_client_config(properties, str(path), pem_files)
 
 
 _JAAS_LINE = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
@@ -175,8 +224,10 @@ def parse_jaas_config(line: str, source: str = "command config") -> tuple[str, d
 # --- translation --------------------------------------------------------------------------------
 
 
-def compute_client_config(properties: Mapping[str, str], source: str = "command config") -> ClientConfig:
-    """Translate Java client properties for librdkafka, kafka-python and Spark (see module doc)."""
+def compute_client_config(properties: Mapping[str, str], source: str = "command config",
+                          pem_files: Mapping[str, str] | None = None) -> ClientConfig:
+    """Translate Java client properties for librdkafka, kafka-python and Spark (see module doc);
+    `pem_files` holds the contents of a client certificate and key given as PEM paths."""
     props = {key.strip(): value.strip() for key, value in properties.items()}
     librdkafka: dict[str, str] = {}
     kafka_python: dict[str, object] = {}
@@ -194,6 +245,8 @@ def compute_client_config(properties: Mapping[str, str], source: str = "command 
         kafka_python["security_protocol"] = protocol
         handled.add("security.protocol")
 
+    if "sasl.mechanisms" in props and "sasl.mechanism" not in props:  # librdkafka's spelling
+        props["sasl.mechanism"] = props.pop("sasl.mechanisms")
     _translate_sasl(props, source, librdkafka, kafka_python, handled)
     _translate_ssl(props, source, librdkafka, kafka_python, handled)
 
@@ -206,10 +259,59 @@ def compute_client_config(properties: Mapping[str, str], source: str = "command 
             librdkafka[name] = props[name]
             handled.add(name)
 
-    spark_options = {f"kafka.{key}": value for key, value in props.items()}
+    java = compute_java_properties(props, source, pem_files or {})
+    spark_options = {f"kafka.{key}": value for key, value in java.items()}
     ignored = tuple(sorted(set(props) - handled))
     return ClientConfig(properties=dict(props), librdkafka=librdkafka, kafka_python=kafka_python,
-                        spark_options=spark_options, ignored=ignored)
+                        java=java, spark_options=spark_options, ignored=ignored)
+
+
+# Properties that only librdkafka reads; the Java client gets their Java spelling instead.
+LIBRDKAFKA_ONLY_NAMES = frozenset({
+    "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.crl.location",
+    "ssl.ca.certificate.stores", "sasl.username", "sasl.password", "sasl.mechanisms",
+})
+
+
+def compute_java_properties(props: Mapping[str, str], source: str,
+                            pem_files: Mapping[str, str]) -> dict[str, str]:
+    """The properties as the Java client must get them (see the module doc)."""
+    java = {key: value for key, value in props.items() if key not in LIBRDKAFKA_ONLY_NAMES}
+    if "ssl.ca.location" in props and "ssl.truststore.location" not in props:
+        java["ssl.truststore.type"] = "PEM"
+        java["ssl.truststore.location"] = props["ssl.ca.location"]
+    certificate, key = props.get("ssl.certificate.location"), props.get("ssl.key.location")
+    if certificate is not None and "ssl.keystore.location" not in props:
+        if key is None:
+            raise InvalidConfigError(f"{source}: ssl.certificate.location is given without "
+                                     "ssl.key.location; give the client certificate's key too")
+        key_text = pem_files.get(key)
+        if key_text is not None and "-----BEGIN PRIVATE KEY-----" not in key_text \
+                and "-----BEGIN ENCRYPTED PRIVATE KEY-----" not in key_text:
+            raise InvalidConfigError(
+                f"{source}: ssl.key.location={key} is not a PKCS#8 key, which the Java client "
+                f"(Spark) needs; convert it: openssl pkcs8 -topk8 -nocrypt -in {key} -out key-pkcs8.pem"
+            )
+        if certificate in pem_files and key_text is not None:
+            java["ssl.keystore.type"] = "PEM"
+            java["ssl.keystore.certificate.chain"] = pem_files[certificate]
+            java["ssl.keystore.key"] = key_text
+    if "sasl.username" in props and "sasl.jaas.config" not in props:
+        mechanism = props.get("sasl.mechanism", "PLAIN").upper()
+        module = next((m for m, family in JAAS_LOGIN_MODULES_WITH_PASSWORD.items()
+                       if mechanism.startswith(family)), None)
+        if module is not None:
+            java["sasl.jaas.config"] = (f'{module} required username="{_jaas_quote(props["sasl.username"])}" '
+                                        f'password="{_jaas_quote(props.get("sasl.password", ""))}";')
+    if "sasl.mechanism" in props:
+        java["sasl.mechanism"] = props["sasl.mechanism"].upper()
+    if props.get("ssl.endpoint.identification.algorithm", "").strip().lower() == "none":
+        java["ssl.endpoint.identification.algorithm"] = ""  # Java's spelling of "no host check"
+    return java
+
+
+def _jaas_quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _translate_sasl(props: Mapping[str, str], source: str, librdkafka: dict[str, str],
@@ -230,6 +332,12 @@ def _translate_sasl(props: Mapping[str, str], source: str, librdkafka: dict[str,
 
     jaas = props.get("sasl.jaas.config")
     if jaas is None:
+        if "sasl.username" in props:  # librdkafka's spelling of a user and password
+            handled.update({"sasl.username", "sasl.password"})
+            librdkafka["sasl.username"] = props["sasl.username"]
+            librdkafka["sasl.password"] = props.get("sasl.password", "")
+            kafka_python["sasl_plain_username"] = props["sasl.username"]
+            kafka_python["sasl_plain_password"] = props.get("sasl.password", "")
         return
     handled.add("sasl.jaas.config")
     module, options = parse_jaas_config(jaas, source)
@@ -279,14 +387,16 @@ def _translate_ssl(props: Mapping[str, str], source: str, librdkafka: dict[str, 
     ca_location = props.get("ssl.ca.location")
     if "ssl.truststore.location" in props:
         handled.update({"ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password"})
-        if not _is_pem_store(props, "ssl.truststore"):
+        if not _is_pem_store(props, "ssl.truststore") and ca_location is None:
             raise InvalidConfigError(
                 f"{source}: ssl.truststore.location={props['ssl.truststore.location']} is a "
                 f"{props.get('ssl.truststore.type', 'JKS')} truststore, which librdkafka and "
                 "kafka-python cannot read; export the CA certificate as PEM (keytool -exportcert "
-                "-rfc) and give ssl.ca.location=/path/ca.pem (Spark keeps using the truststore)"
+                "-rfc) and give ssl.ca.location=/path/ca.pem beside it (Spark keeps using the "
+                "truststore), or use ssl.truststore.type=PEM with the PEM file for all three"
             )
-        ca_location = ca_location or props["ssl.truststore.location"]
+        if _is_pem_store(props, "ssl.truststore"):
+            ca_location = ca_location or props["ssl.truststore.location"]
     if ca_location is not None:
         librdkafka["ssl.ca.location"] = ca_location
         kafka_python["ssl_cafile"] = ca_location
@@ -297,8 +407,14 @@ def _translate_ssl(props: Mapping[str, str], source: str, librdkafka: dict[str, 
         location = props["ssl.keystore.location"]
         store_type = props.get("ssl.keystore.type", "JKS").upper()
         if store_type == "PEM":
+            # One file with the PKCS#8 key and the chain; OpenSSL finds each part in it.
             librdkafka["ssl.certificate.location"] = location
+            librdkafka["ssl.key.location"] = location
             kafka_python["ssl_certfile"] = location
+            kafka_python["ssl_keyfile"] = location
+            if "ssl.key.password" in props:
+                librdkafka["ssl.key.password"] = props["ssl.key.password"]
+                kafka_python["ssl_password"] = props["ssl.key.password"]
         elif "ssl.certificate.location" not in props:
             # librdkafka could read a PKCS12 keystore, but kafka-python (the Admin API client)
             # reads PEM only, and one file must serve both.

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reassigner.clients.client_config import (
     compute_client_config,
     parse_jaas_config,
     parse_properties,
     read_command_config,
+    render_properties,
 )
 from reassigner.errors import InvalidConfigError
 
@@ -65,10 +68,56 @@ def test_jks_truststore_is_refused_with_what_to_do():
                                "ssl.truststore.password": "changeit"})
 
 
-def test_jks_truststore_with_a_pem_ca_too_is_refused():
-    # The truststore would silently be ignored by Python clients: say so instead.
-    with pytest.raises(InvalidConfigError, match="JKS"):
-        compute_client_config({"ssl.truststore.location": "/x/t.jks", "ssl.ca.location": "/x/ca.pem"})
+def test_a_jks_truststore_with_a_pem_ca_beside_it_serves_java_and_python_each_their_own():
+    # Issue 18: the refusal message recommended exactly this pair, then refused it.
+    config = compute_client_config({"security.protocol": "SSL", "ssl.truststore.location": "/x/t.jks",
+                                    "ssl.truststore.password": "changeit", "ssl.ca.location": "/x/ca.pem"})
+    assert config.librdkafka["ssl.ca.location"] == "/x/ca.pem"
+    assert config.kafka_python["ssl_cafile"] == "/x/ca.pem"
+    assert config.java["ssl.truststore.location"] == "/x/t.jks"
+    assert "ssl.ca.location" not in config.java
+    assert config.spark_options["kafka.ssl.truststore.password"] == "changeit"
+
+
+def test_a_pem_ca_location_reaches_java_as_a_pem_truststore():
+    # Issue 18: Spark got ssl.ca.location unchanged, which Java ignores (PKIX path building failed).
+    config = compute_client_config({"security.protocol": "SASL_SSL", "ssl.ca.location": "/x/ca.pem"})
+    assert config.java["ssl.truststore.type"] == "PEM"
+    assert config.java["ssl.truststore.location"] == "/x/ca.pem"
+    assert "kafka.ssl.ca.location" not in config.spark_options
+
+
+def test_librdkafka_spellings_reach_java_in_java_spelling():
+    config = compute_client_config({"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-256",
+                                    "sasl.username": "u", "sasl.password": 'p"q\\r',
+                                    "ssl.endpoint.identification.algorithm": "none"})
+    assert config.librdkafka["sasl.mechanisms"] == "SCRAM-SHA-256"
+    assert config.java["sasl.mechanism"] == "SCRAM-SHA-256"
+    module, options = parse_jaas_config(config.java["sasl.jaas.config"])
+    assert module.endswith("ScramLoginModule") and options["username"] == "u"
+    assert config.java["ssl.endpoint.identification.algorithm"] == ""
+    assert not {"sasl.username", "sasl.password", "sasl.mechanisms"} & set(config.java)
+
+
+def test_a_client_certificate_as_two_pem_paths_reaches_java_as_an_inline_pem_keystore():
+    files = {"/x/c.pem": "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n",
+             "/x/k.pem": "-----BEGIN PRIVATE KEY-----\nBBB\n-----END PRIVATE KEY-----\n"}
+    config = compute_client_config({"security.protocol": "SSL", "ssl.certificate.location": "/x/c.pem",
+                                    "ssl.key.location": "/x/k.pem"}, "cfg", files)
+    assert config.java["ssl.keystore.type"] == "PEM"
+    assert config.java["ssl.keystore.certificate.chain"] == files["/x/c.pem"]
+    assert config.java["ssl.keystore.key"] == files["/x/k.pem"]
+    with pytest.raises(InvalidConfigError, match="PKCS#8"):
+        compute_client_config({"ssl.certificate.location": "/x/c.pem", "ssl.key.location": "/x/k.pem"}, "cfg",
+                              {**files, "/x/k.pem": "-----BEGIN RSA PRIVATE KEY-----\nB\n-----END RSA PRIVATE KEY-----\n"})
+
+
+def test_a_pem_keystore_serves_key_and_chain_from_one_file():
+    config = compute_client_config({"security.protocol": "SSL", "ssl.keystore.type": "PEM",
+                                    "ssl.keystore.location": "/x/client.pem", "ssl.key.password": "kp"})
+    assert config.librdkafka["ssl.certificate.location"] == config.librdkafka["ssl.key.location"] == "/x/client.pem"
+    assert config.kafka_python["ssl_certfile"] == config.kafka_python["ssl_keyfile"] == "/x/client.pem"
+    assert config.java["ssl.keystore.location"] == "/x/client.pem"
 
 
 def test_jks_keystore_is_refused_but_pem_client_cert_works():
@@ -126,3 +175,9 @@ def test_a_client_id_in_the_command_config_is_taken_by_the_admin_client(tmp_path
     path.write_text("client.id=ops-tool\n")
     options = compute_admin_options("b:9092", 15000, read_command_config(path))
     assert options["client_id"] == "ops-tool" and options["bootstrap_servers"] == "b:9092"
+
+
+@given(st.dictionaries(st.text(min_size=1).filter(lambda k: k.strip() == k and k[:1] not in "#!"),
+                       st.text().filter(lambda v: v.strip() == v), max_size=5))
+def test_rendered_properties_read_back_the_same(properties):
+    assert parse_properties(render_properties(properties)) == properties

@@ -1,0 +1,176 @@
+"""One client-settings file, three client libraries, a real secured broker (issue 18 item 2).
+
+Each form of a Kafka client properties file the README documents is translated by
+`compute_client_config` and used, against a one-broker secured local stack (SASL_SSL, ACLs, the
+product's non-super principal), by each library the product runs: librdkafka (confluent-kafka:
+producer, consumer, admin), kafka-python (the Admin API adapter) and the Java client (what Spark's
+Kafka source and sink run; here Kafka's own `kafka-topics` tool, given the translated properties
+as a file). Each must see the product's readiness topic, which only the ACLs let it describe.
+
+The forms: a PEM truststore (the stack's own file); librdkafka's `ssl.ca.location`; a JKS and a
+PKCS#12 truststore with a PEM CA beside them; SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN; a client
+certificate (mTLS) as one PEM keystore and as two PEM paths; librdkafka's `sasl.username`
+spelling. And a wrong password, which every library must refuse.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from reassigner.clients.client_config import read_command_config, render_properties
+from reassigner.clients.jars import kafka_classpath
+from reassigner.dev.local.security import PLAIN_LOGIN, PRODUCT_USER, SCRAM_LOGIN, jaas
+from reassigner.dev.local.stack import READY_TOPIC, LocalStack
+
+pytestmark = [pytest.mark.stack, pytest.mark.slow]
+
+STORE_PASSWORD = "store-pass"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory, cache_dir):
+    directory = tmp_path_factory.mktemp("secured-clients")
+    stack = LocalStack(directory / "stack", cache_dir)
+    state = stack.up(brokers=1, log_dirs=1, security="sasl_ssl")
+    try:
+        secrets = state.secrets
+        material = directory / "material"
+        material.mkdir()
+        make_client_material(secrets, material)
+        yield state, secrets, material
+    finally:
+        stack.down()
+
+
+def make_client_material(secrets, material) -> None:
+    """A client certificate signed by the stack's CA (one PEM keystore, and two PEM files), and
+    the CA as a JKS and a PKCS#12 truststore."""
+    openssl, keytool = shutil.which("openssl"), shutil.which("keytool")
+    ca_key = f"{secrets.directory}/ca.key"
+
+    def run(*command):
+        subprocess.run([str(c) for c in command], check=True, capture_output=True, timeout=60)
+
+    run(openssl, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", material / "client.key",
+        "-out", material / "client.csr", "-subj", f"/CN={PRODUCT_USER}")
+    run(openssl, "x509", "-req", "-in", material / "client.csr", "-CA", secrets.ca_file, "-CAkey",
+        ca_key, "-CAcreateserial", "-out", material / "client.crt", "-days", "30")
+    (material / "client-keystore.pem").write_text(
+        (material / "client.key").read_text() + (material / "client.crt").read_text())
+    for store_type in ("JKS", "PKCS12"):
+        run(keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", secrets.ca_file,
+            "-keystore", material / f"truststore.{store_type.lower()}", "-storetype", store_type,
+            "-storepass", STORE_PASSWORD)
+
+
+def client_forms(secrets, material) -> dict[str, dict[str, str]]:
+    password = secrets.passwords[PRODUCT_USER]
+    scram512 = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.jaas.config": jaas(SCRAM_LOGIN, PRODUCT_USER, password)}
+    pem_truststore = {"ssl.truststore.type": "PEM", "ssl.truststore.location": secrets.ca_file}
+    return {
+        "pem truststore, SCRAM-SHA-512": {**scram512, **pem_truststore},
+        "ssl.ca.location, SCRAM-SHA-256": {
+            "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": jaas(SCRAM_LOGIN, PRODUCT_USER, password),
+            "ssl.ca.location": secrets.ca_file},
+        "JKS truststore + PEM CA, SCRAM-SHA-512": {
+            **scram512, "ssl.truststore.location": str(material / "truststore.jks"),
+            "ssl.truststore.password": STORE_PASSWORD, "ssl.ca.location": secrets.ca_file},
+        "PKCS12 truststore + PEM CA, PLAIN": {
+            "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+            "sasl.jaas.config": jaas(PLAIN_LOGIN, PRODUCT_USER, password),
+            "ssl.truststore.type": "PKCS12", "ssl.truststore.location": str(material / "truststore.pkcs12"),
+            "ssl.truststore.password": STORE_PASSWORD, "ssl.ca.location": secrets.ca_file},
+        "mTLS: one PEM keystore": {
+            **scram512, **pem_truststore, "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(material / "client-keystore.pem")},
+        "mTLS: certificate and key as two PEM paths": {
+            **scram512, "ssl.ca.location": secrets.ca_file,
+            "ssl.certificate.location": str(material / "client.crt"),
+            "ssl.key.location": str(material / "client.key")},
+        "librdkafka spelling (sasl.username)": {
+            "security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": PRODUCT_USER, "sasl.password": password, "ssl.ca.location": secrets.ca_file},
+    }
+
+
+def topics_seen_by_librdkafka(bootstrap: str, config) -> set[str]:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **config.librdkafka})
+    return set(admin.list_topics(timeout=20).topics)
+
+
+def topics_seen_by_kafka_python(bootstrap: str, config) -> set[str]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000, **config.kafka_python)
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()
+
+
+def topics_seen_by_java(bootstrap: str, config, cache_dir, directory) -> set[str]:
+    java_file = directory / "java.properties"
+    java_file.write_text(render_properties(config.java))
+    listed = subprocess.run(
+        [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir),
+         "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
+         "--command-config", str(java_file), "--list"],
+        capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    return set(listed.stdout.split())
+
+
+@pytest.mark.parametrize("form", [
+    "pem truststore, SCRAM-SHA-512", "ssl.ca.location, SCRAM-SHA-256",
+    "JKS truststore + PEM CA, SCRAM-SHA-512", "PKCS12 truststore + PEM CA, PLAIN",
+    "mTLS: one PEM keystore", "mTLS: certificate and key as two PEM paths",
+    "librdkafka spelling (sasl.username)",
+])
+def test_each_documented_form_works_for_all_three_client_libraries(secured, form, cache_dir, tmp_path):
+    state, secrets, material = secured
+    properties = client_forms(secrets, material)[form]
+    config_file = tmp_path / "client.properties"
+    config_file.write_text(render_properties(properties))
+    config = read_command_config(config_file)
+    assert READY_TOPIC in topics_seen_by_librdkafka(state.bootstrap_servers, config)
+    assert READY_TOPIC in topics_seen_by_kafka_python(state.bootstrap_servers, config)
+    assert READY_TOPIC in topics_seen_by_java(state.bootstrap_servers, config, cache_dir, tmp_path)
+
+
+def test_the_stacks_own_client_file_is_the_pem_truststore_form(secured):
+    state, secrets, _ = secured
+    config = read_command_config(state.client_properties)
+    assert config.java["ssl.truststore.type"] == "PEM"
+    assert config.librdkafka["ssl.ca.location"] == secrets.ca_file
+
+
+def test_a_wrong_password_is_refused_by_every_library(secured, cache_dir, tmp_path):
+    state, secrets, material = secured
+    properties = dict(client_forms(secrets, material)["pem truststore, SCRAM-SHA-512"])
+    properties["sasl.jaas.config"] = jaas(SCRAM_LOGIN, PRODUCT_USER, "not-the-password")
+    config_file = tmp_path / "wrong.properties"
+    config_file.write_text(render_properties(properties))
+    config = read_command_config(config_file)
+    assert READY_TOPIC not in _or_empty(lambda: topics_seen_by_librdkafka(state.bootstrap_servers, config))
+    assert READY_TOPIC not in _or_empty(lambda: topics_seen_by_kafka_python(state.bootstrap_servers, config))
+    java_file = tmp_path / "java.properties"
+    java_file.write_text(render_properties(config.java))
+    listed = subprocess.run(
+        [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir),
+         "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", state.bootstrap_servers,
+         "--command-config", str(java_file), "--list"],
+        capture_output=True, text=True, timeout=120)
+    assert listed.returncode != 0 and "Authentication failed" in listed.stdout + listed.stderr
+
+
+def _or_empty(read) -> set[str]:
+    try:
+        return read()
+    except Exception:  # the library's own refusal: what this test wants
+        return set()
