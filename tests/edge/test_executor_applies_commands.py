@@ -526,7 +526,12 @@ def test_an_executor_without_the_key_refuses_to_start_while_the_pipeline_signs(c
                        CommandLedger(redis.Redis.from_url(state.redis_url), settings.cluster_name),
                        {"bootstrap.servers": state.bootstrap_servers}, producer_config(state.bootstrap_servers),
                        settings)
+    client = redis.Redis.from_url(state.redis_url)
+    # The signed executor's record stays (it writes it as its thread starts: waited for, in case
+    # this test runs alone); the refused one wrote nothing over it.
+    eventually(lambda: read_signing_announcements(client, settings.cluster_name).get("executor")
+               == signed_executor.signing_key.fingerprint, 30, what="the signed executor's record")
     with pytest.raises(InvalidConfigError, match="the pipeline signs its commands .* has no command_signing_key_file"):
         keyless.run(threading.Event())
-    recorded = read_signing_announcements(redis.Redis.from_url(state.redis_url), settings.cluster_name)
-    assert recorded["executor"] == signed_executor.signing_key.fingerprint, "the refused executor recorded nothing"
+    assert read_signing_announcements(client, settings.cluster_name)["executor"] \
+        == signed_executor.signing_key.fingerprint, "the refused executor recorded nothing"
