@@ -26,9 +26,16 @@ RULES:
 - A failed throttle command raises `CommandFailed` (WARNING).
 - A failed `LogDirMove`: `handlers.log_dirs` (retried while transient, else dropped).
 - `STALE_EPOCH` failures are ignored: a newer pipeline instance owns the commands.
-- `UNKNOWN_EPOCH` (an epoch above the planner epoch in the store: no pipeline issued the
-  command) raises `CommandFailed` (ERROR) naming the command: someone else can write the
-  commands topic.
+- A command the executor refused as untrusted (`REFUSALS`) raises `CommandFailed` (ERROR)
+  naming the command and where the executor read it (its message names the topic, partition,
+  offset and the producer's client id header, if any), and changes nothing else:
+  - `UNKNOWN_EPOCH`: an epoch above the planner epoch in the store, no pipeline issued it;
+  - `BAD_SIGNATURE`: with a command signing key configured, unsigned or badly signed;
+  - `COMMAND_EXPIRED`: decided longer ago than the executor remembers command ids (a replay,
+    or a backlog read after a long stop). A genuine step refused so is not retried; it stalls
+    (`ReassignmentStalled` after `step.stall.timeout`), and its alert says so.
+  The fields of such a result (id, kind, epoch) are whatever the sender wrote: they are quoted,
+  never looked up.
 - A result for a command we do not know (a finished or superseded reassignment, another step
   number) is ignored without an alert: it is history, not news.
 """
@@ -62,6 +69,17 @@ REMEDIES = {
 }
 DEFAULT_REMEDY = "see the executor's log, then request the partition again"
 
+REFUSALS = {
+    "UNKNOWN_EPOCH": "its epoch {epoch} is no pipeline's, so someone else wrote it to the commands topic; "
+                     "allow Write on that topic to the pipeline's principal alone",
+    "BAD_SIGNATURE": "it is not signed with the command signing key, so someone else wrote it to the commands "
+                     "topic (or this pipeline runs without the executor's command_signing_key_file); allow "
+                     "Write on that topic to the pipeline's principal alone",
+    "COMMAND_EXPIRED": "it was decided longer ago than the executor remembers command ids: a replay of an old "
+                       "command, or a backlog read after a long stop (a step of ours refused so stalls)",
+}
+"""Refusals of a command the executor could not trust (module doc), and what they mean."""
+
 IGNORED_ERRORS = {
     "CancelReassignment": {"NO_REASSIGNMENT_IN_PROGRESS"},
     "ElectLeader": {"ELECTION_NOT_NEEDED"},
@@ -81,12 +99,12 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
             continue
         details = {"command_id": result.get("command_id", ""), "command_kind": kind,
                    "error_code": code, "step": result.get("step", 0)}
-        if code == "UNKNOWN_EPOCH":  # issue 18: a command no pipeline issued reached the executor
+        if code in REFUSALS:  # issue 18: a command no pipeline issued reached the executor
+            said = result.get("message") or code
             context.outbox.alert("CommandFailed", ERROR, "commands",
-                                 f"the executor refused {kind} {details['command_id']}: its epoch "
-                                 f"{result.get('epoch')} is no pipeline's, so someone else wrote it to the "
-                                 "commands topic; allow Write on that topic to the pipeline's principal alone",
-                                 {**details, "epoch": result.get("epoch", "")})
+                                 f"the executor refused {kind} {details['command_id']} ({code}): "
+                                 f"{REFUSALS[code].format(epoch=result.get('epoch'))}. The executor said: {said}",
+                                 {**details, "epoch": result.get("epoch", ""), "executor_message": said})
             continue
         detail = result.get("message") or code
         if kind == "LogDirMove":

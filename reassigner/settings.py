@@ -15,6 +15,7 @@ table `handlers.policy.DYNAMIC_KEYS`.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import fields
 from pathlib import Path
@@ -26,6 +27,9 @@ from pydantic_settings import TomlConfigSettingsSource
 
 from handlers.policy import Policy, check_topic_pattern
 from planning.movement.batches import Limits
+from schemas.signing import SigningKey, parse_signing_key
+
+log = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> Path:
@@ -53,6 +57,12 @@ class Settings(BaseSettings):
         description="Kafka client properties file (security.protocol, sasl.*, ssl.*), "
         "as for Kafka's own tools; passed to every client and to Spark's Kafka source.",
     )
+    command_signing_key_file: Path | None = Field(
+        None, description="File holding the command signing key (at least 32 bytes; `openssl rand -hex "
+        "32 > key`), given to the pipeline and the executor alike: the pipeline signs every command "
+        "(HMAC-SHA256, `schemas.signing`), the executor refuses an unsigned or badly signed one "
+        "(BAD_SIGNATURE). None = commands are not signed. A path, never the key: the key appears in "
+        "no flag, log, error or status.")
     cluster_name: str = Field("local", description="Names the Redis hash tag of this cluster's keys.")
     topic_prefix: str = Field("reassigner", description="Prefix of the product's topics.")
 
@@ -197,6 +207,29 @@ def compute_policy(settings: Settings) -> Policy:
 def compute_limits(settings: Settings) -> Limits:
     """The movement limits P/L/R/B (SPEC 5.2) the product runs with, before any SetConfig."""
     return Limits(**{f.name: getattr(settings, f.name) for f in fields(Limits)})
+
+
+def read_command_signing_key(settings: Settings) -> SigningKey | None:
+    """The command signing key named by `command_signing_key_file`, or None when none is set.
+    A file others may read is used, with a warning; errors name the file, never its content."""
+    from reassigner.errors import InvalidConfigError
+
+    path = settings.command_signing_key_file
+    if path is None:
+        return None
+    try:
+        content = Path(path).read_bytes()
+        mode = Path(path).stat().st_mode
+    except OSError as error:
+        raise InvalidConfigError(
+            f"the command signing key file {path} cannot be read ({error.strerror or type(error).__name__}); "
+            "fix command_signing_key_file (REASSIGNER_COMMAND_SIGNING_KEY_FILE) or make the file: "
+            f"`openssl rand -hex 32 > {path}`") from None
+    key = parse_signing_key(content, str(path))
+    if mode & 0o077:
+        log.warning("the command signing key file %s can be read by other users (mode %o): chmod 600 it",
+                    path, mode & 0o777)
+    return key
 
 
 def load_settings(**overrides: object) -> Settings:

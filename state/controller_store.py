@@ -20,6 +20,9 @@ may touch them all, on one Redis or on Redis Cluster alike):
                                         published
     reassigner:{c}:offsets        HASH  "topic:partition" of an input topic → the greatest offset
                                         applied (`streams.offsets`)
+    reassigner:{c}:command_signing HASH "pipeline" / "executor" → the fingerprint of the command
+                                        signing key the process started with, or "unsigned"
+                                        (`schemas.signing`, the one-side-only rule)
 
 Rules:
 - `commit` applies a batch only if its sequence number is greater than `last_batch`, in one Lua
@@ -308,6 +311,23 @@ def key_prefix(cluster_name: str) -> str:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def signing_announcements_key(cluster_name: str) -> str:
+    """The hash where the pipeline and the executor record their command signing."""
+    return f"{key_prefix(cluster_name)}:command_signing"
+
+
+def read_signing_announcements(client, cluster_name: str) -> dict[str, str]:
+    """What each process recorded as it started ("pipeline"/"executor" → a key fingerprint or
+    "unsigned"; `schemas.signing`); a process that never started with this product is absent."""
+    return {_text(k): _text(v) for k, v in client.hgetall(signing_announcements_key(cluster_name)).items()}
+
+
+def store_signing_announcement(client, cluster_name: str, role: str, announced: str) -> None:
+    """Record what command signing this process (`role`: "pipeline" or "executor") starts with:
+    its key's fingerprint, or "unsigned"."""
+    client.hset(signing_announcements_key(cluster_name), role, announced)
 
 
 class ControllerStore:

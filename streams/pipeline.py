@@ -26,6 +26,12 @@ A crash anywhere leaves a consistent story: before 5 the records are read again 
 the same state, giving the same commands with the same ids (same batch number); between 5 and 7 the outbox is
 re-published on start (the executor recognises command ids it has applied). On start the
 instance bumps the planner epoch; its commands carry it and the executor refuses older ones.
+
+SIGNED COMMANDS: with `command_signing_key_file` set, every command published (step 6, and an
+outbox re-published on start) carries an HMAC-SHA256 signature header over its topic, key,
+schema version header and value (`schemas.signing`); the executor refuses commands without a
+good one. On start the pipeline records its key's fingerprint (or "unsigned") in the state store
+and warns, in one line, when the executor's recorded signing does not match.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.kafka_producer import publish_all_and_wait
 from reassigner.clients.redis_io import retry_redis
 from reassigner.errors import FencedError, TransientError
-from reassigner.settings import Settings
+from reassigner.settings import Settings, read_command_signing_key
 from schemas.codec import (
     TOPICS,
     DecodeError,
@@ -57,7 +63,8 @@ from schemas.codec import (
     schema_json,
     version_headers,
 )
-from state.controller_store import ControllerStore
+from schemas.signing import UNSIGNED, compute_signed_headers, compute_signing_mismatch
+from state.controller_store import ControllerStore, read_signing_announcements, store_signing_announcement
 from streams.heap import HeapKeeper
 from streams.offsets import (compute_advanced, compute_checkpoint_gap, compute_consumed,
                              compute_starting_offsets, compute_truncated, compute_unapplied,
@@ -286,6 +293,7 @@ class PipelineRunner:
         self.stopping = False  # set by `stop_taking_batches`
         self._lock = threading.Lock()
         self.heap = HeapKeeper()
+        self.signing_key = read_command_signing_key(settings)
 
     # --- start ----------------------------------------------------------------------------------
     def start(self) -> ControllerState:
@@ -293,11 +301,26 @@ class PipelineRunner:
         epoch = with_redis_retry(self.store.bump_epoch, "bumping the planner epoch")
         self.state = with_redis_retry(self.store.load, "loading the state").with_changes(epoch=epoch)
         self.applied = with_redis_retry(self.store.applied_offsets, "loading the applied offsets")
+        self.check_command_signing()
         self.republish_pending()
         log.info("pipeline started: epoch %d, last batch %d, %d partitions, %d reassignments",
                  epoch, self.state.last_batch, len(self.state.cluster.partitions_by_tp),
                  len(self.state.reassignments))
         return self.state
+
+    def check_command_signing(self) -> None:
+        """Record this pipeline's command signing and warn when the executor's does not match
+        (`schemas.signing`, ONE SIDE ONLY; the executor is the side that refuses to start)."""
+        own = self.signing_key.fingerprint if self.signing_key is not None else UNSIGNED
+        client, cluster = self.store.client, self.store.cluster_name
+        with_redis_retry(lambda: store_signing_announcement(client, cluster, "pipeline", own),
+                         "recording the command signing")
+        stored = with_redis_retry(lambda: read_signing_announcements(client, cluster), "reading the command signing")
+        mismatch = compute_signing_mismatch("pipeline", own, stored.get("executor"))
+        if mismatch is not None:
+            log.warning("%s", mismatch[1])
+        elif self.signing_key is not None:
+            log.info("signing commands (key fingerprint %s)", own)
 
     def stop_taking_batches(self) -> None:
         """Before the query is stopped: wait for a batch in progress to finish, then leave every
@@ -400,10 +423,17 @@ class PipelineRunner:
         outage under the one retry policy (the batch is committed: its outbox must go out)."""
         if not messages:
             return
-        encoded = [(self.settings.topic(m.topic_suffix), m.key.encode(), encode(m.schema, m.record),
-                    version_headers()) for m in messages]
+        encoded = [self._encoded(m) for m in messages]
         retry_transient(lambda: publish_all_and_wait(self.producer, encoded), f"publishing {len(encoded)} messages",
                         PUBLISH_OUTAGE, logger=log)
+
+    def _encoded(self, message: OutboundMessage) -> tuple[str, bytes, bytes, list[tuple[str, bytes]]]:
+        """(topic, key, value, headers) of one outbox message; a command signed when a key is set."""
+        topic, key = self.settings.topic(message.topic_suffix), message.key.encode()
+        value, headers = encode(message.schema, message.record), version_headers()
+        if self.signing_key is not None and message.topic_suffix == "commands":
+            headers = compute_signed_headers(self.signing_key, topic, key, value, headers)
+        return topic, key, value, headers
 
     # --- time ---------------------------------------------------------------------------------
     def publish_tick(self) -> None:

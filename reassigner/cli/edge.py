@@ -24,6 +24,7 @@ from reassigner.cli.options import (
     BootstrapServer,
     ClusterName,
     CommandConfig,
+    CommandSigningKeyFile,
     RedisUrl,
     StackDir,
     TopicPrefix,
@@ -47,10 +48,10 @@ def register(app: typer.Typer) -> None:
 def _settings(bootstrap_server: Optional[str], command_config: Optional[Path],
               stack_dir: Optional[Path], redis_url: Optional[str] = None,
               topic_prefix: Optional[str] = None, cluster_name: Optional[str] = None,
-              need_redis: bool = False) -> Settings:
+              need_redis: bool = False, command_signing_key_file: Optional[Path] = None) -> Settings:
     settings = load_settings(bootstrap_servers=bootstrap_server, command_config=command_config,
                              stack_dir=stack_dir, redis_url=redis_url, topic_prefix=topic_prefix,
-                             cluster_name=cluster_name)
+                             cluster_name=cluster_name, command_signing_key_file=command_signing_key_file)
     connections = resolve_connections(settings, need_redis=need_redis)
     return settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
                                        "redis_url": connections.redis_url or settings.redis_url,
@@ -107,6 +108,7 @@ def execute(
     stack_dir: Optional[Path] = StackDir,
     topic_prefix: Optional[str] = TopicPrefix,
     cluster_name: Optional[str] = ClusterName,
+    command_signing_key_file: Optional[Path] = CommandSigningKeyFile,
     verbose: bool = typer.Option(False, "--verbose"),
 ) -> None:
     from reassigner.clients.kafka_admin import ClusterAdmin
@@ -117,7 +119,7 @@ def execute(
 
     configure_logging(verbose)
     settings = _settings(bootstrap_server, command_config, stack_dir, redis_url, topic_prefix,
-                         cluster_name, need_redis=True)
+                         cluster_name, need_redis=True, command_signing_key_file=command_signing_key_file)
     client_config = _client_config(settings)
     admin = ClusterAdmin(settings.bootstrap_servers, client_config)
     ledger = CommandLedger(connect_redis(settings.redis_url, settings.redis_socket_timeout_seconds,

@@ -27,6 +27,10 @@ StackDir = typer.Option(None, "--stack-dir",
                         help="The local stack to use when no --bootstrap-server / --redis-url is given.")
 ClusterName = typer.Option(None, "--cluster-name", help="Redis hash tag of this cluster's keys (default local).")
 TopicPrefix = typer.Option(None, "--topic-prefix", help="Prefix of the product's topics (default reassigner).")
+CommandSigningKeyFile = typer.Option(
+    None, "--command-signing-key-file",
+    help="File holding the command signing key (`openssl rand -hex 32 > FILE`), the same for `run` "
+    "and `execute`: the pipeline signs its commands, the executor refuses any other (default: none).")
 
 
 def configure_logging(verbose: bool, level: int = logging.INFO, verbose_level: int = logging.DEBUG) -> None:

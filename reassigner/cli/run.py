@@ -10,9 +10,9 @@ from typing import Optional
 
 import typer
 
-from reassigner.cli.options import (BootstrapServer, ClusterName, CommandConfig, RedisUrl, StackDir,
-                                    TopicPrefix, configure_logging)
-from reassigner.settings import compute_policy, load_settings
+from reassigner.cli.options import (BootstrapServer, ClusterName, CommandConfig, CommandSigningKeyFile,
+                                    RedisUrl, StackDir, TopicPrefix, configure_logging)
+from reassigner.settings import compute_policy, load_settings, read_command_signing_key
 
 
 def run(
@@ -30,6 +30,7 @@ def run(
     topic_prefix: Optional[str] = TopicPrefix,
     mode: Optional[str] = typer.Option(None, "--mode", help="auto | approve | observe."),
     stack_dir: Optional[Path] = StackDir,
+    command_signing_key_file: Optional[Path] = CommandSigningKeyFile,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
 ) -> None:
     """Run the pipeline until Ctrl-C / SIGTERM: events in, commands and alerts out."""
@@ -48,7 +49,9 @@ def run(
     settings = load_settings(bootstrap_servers=bootstrap_server, redis_url=redis_url,
                              command_config=command_config, spark_master=master,
                              checkpoint_dir=checkpoint_dir, cluster_name=cluster_name, mode=mode,
-                             stack_dir=stack_dir, topic_prefix=topic_prefix, spark_jars=spark_jars)
+                             stack_dir=stack_dir, topic_prefix=topic_prefix, spark_jars=spark_jars,
+                             command_signing_key_file=command_signing_key_file)
+    read_command_signing_key(settings)  # a missing or short key file fails here, before anything starts
     connections = resolve_connections(settings)
     settings = settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
                                            "redis_url": connections.redis_url,

@@ -4,15 +4,24 @@ ONE COMMAND MESSAGE, in this order:
 1. decode the Command envelope; bytes that are not one, or an envelope out of bounds (an id, key
    or reassignment id over `MAX_ENVELOPE_CHARS`, a reason over `MAX_REASON_CHARS`, a negative
    epoch: `compute_envelope_problem`) → a DeadLetter record, commit, go on;
-2. claim the command id in Redis (one Lua script, atomic): a command id seen before is not
-   applied again — its stored result is published again instead; an epoch older than the
-   highest seen is refused (STALE_EPOCH); otherwise the highest epoch is raised and the id is
-   marked APPLYING;
-3. apply it through the Admin API, retrying transient errors under the one retry policy
+2. refuse, before anything is claimed or applied, a command that cannot be trusted
+   (`compute_trust_problem`): with a command signing key configured, one that is unsigned or
+   badly signed (BAD_SIGNATURE, `schemas.signing`); one decided more than
+   `ledger.REPLAY_WINDOW_SECONDS` ago, whose id the ledger may have forgotten (COMMAND_EXPIRED:
+   a replay of an old command, or a backlog an executor down for a week re-reads). Nothing is
+   written to the ledger for it, so a forged command carrying the id of a genuine command yet to
+   come cannot make that one a DUPLICATE. Its result (ok false) names where it was read
+   (`compute_message_source`: topic, partition, offset and a client id header if any) and the
+   pipeline raises an alert from it;
+3. claim the command id in Redis (one Lua script, atomic): a command id seen before is not
+   applied again — its stored result is published again instead; an epoch above the planner
+   epoch the state store holds is refused (UNKNOWN_EPOCH), one older than the highest seen too
+   (STALE_EPOCH); otherwise the highest epoch is raised and the id is marked APPLYING;
+4. apply it through the Admin API, retrying transient errors under the one retry policy
    (`reassigner.clients.backoff`: 0.5 s doubling to 10 s) for at most `executor_retry_seconds`;
-4. store the outcome under the command id, publish a CommandResult (ok, or the Kafka error
+5. store the outcome under the command id, publish a CommandResult (ok, or the Kafka error
    name and message), and only then commit the consumer offset.
-A crash between 2 and 4 re-delivers the message; the claimed id keeps it from being applied
+A crash between 3 and 5 re-delivers the message; the claimed id keeps it from being applied
 twice, and its result is published when known. A claim left APPLYING by a crashed attempt is
 settled by asking Kafka (`resume_interrupted`): a ReassignmentStep whose target Kafka already
 shows (moving or reached), or a CancelReassignment whose partition moves no more, was applied:
@@ -26,13 +35,16 @@ message with the error as the reason, and the executor goes on: one message neve
 this run or on the next (regression: a ~1 MB command killed the executor on every restart).
 A result's message is cut to `MAX_REASON_CHARS`, so a result always fits a Kafka message.
 
-OUTAGES: Redis (steps 2 and 4) and the publish of step 4 are retried under the same policy until
+OUTAGES: Redis (steps 3 and 5) and the publish of step 5 are retried under the same policy until
 they succeed or the executor is stopped; a stop during an outage leaves the offset uncommitted,
 so the message is delivered again on restart. A claim is made with a token of this attempt, so
 a claim whose reply was lost in an outage is recognised as ours when retried (APPLY, not
 "interrupted"), and a command is still never applied twice.
 
 REDIS: the command ledger (`reassigner.edge.ledger`): highest epoch, outcome per command id.
+At start the executor records its command signing (its key's fingerprint, or "unsigned") in the
+state store and checks the pipeline's: without a key while the pipeline signs, it refuses to
+start (`schemas.signing.compute_signing_mismatch`, the one-side-only rule).
 
 COMMANDS (payload kinds): ReassignmentStep (AlterPartitionReassignments with the target list;
 with target_log_dirs, AlterReplicaLogDirs on each named dir first — Kafka remembers the dir for
@@ -65,12 +77,13 @@ from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.kafka_consumer import build_consumer, is_end_of_partition
 from reassigner.clients.kafka_producer import build_producer, publish_and_wait
 from reassigner.clients.redis_io import retry_redis
-from reassigner.errors import DecodeError, ReassignerError, TransientError
-from reassigner.settings import Settings
+from reassigner.errors import DecodeError, InvalidConfigError, ReassignerError, TransientError
+from reassigner.settings import Settings, read_command_signing_key
 from schemas.dead_letter import build_dead_letter
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
-from reassigner.edge.ledger import CommandLedger, Outcome
+from schemas.signing import UNSIGNED, SigningKey, compute_signature_problem, compute_signing_mismatch
+from reassigner.edge.ledger import REPLAY_WINDOW_SECONDS, CommandLedger, Outcome
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,6 +91,11 @@ T = TypeVar("T")
 EXECUTOR_TOPICS = ("commands", "command-results", "dead-letter")
 STALE_EPOCH = "STALE_EPOCH"
 UNKNOWN_EPOCH = "UNKNOWN_EPOCH"
+BAD_SIGNATURE = "BAD_SIGNATURE"
+COMMAND_EXPIRED = "COMMAND_EXPIRED"
+# Headers a producer may name itself by (self-declared: a hint for the operator, not a proof).
+CLIENT_ID_HEADERS = ("client.id", "client-id", "client_id")
+MAX_CLIENT_ID_CHARS = 100
 # Redis, the cluster and our own topics are waited for as long as it takes (until stopped).
 OUTAGE = Backoff(first_seconds=0.5, most_seconds=10.0, give_up_after_seconds=None)
 INTERRUPTED = "COMMAND_INTERRUPTED"
@@ -103,6 +121,44 @@ def compute_envelope_problem(command: Mapping) -> str | None:
     return None
 
 
+def compute_message_source(topic: str, partition: int, offset: int, headers) -> str:
+    """Where a command was read, for a refusal's message: `<topic>[<partition>]@<offset>`, and
+    the client id header its producer declared, if any (cut, non-printable characters replaced)."""
+    source = f"{topic}[{partition}]@{offset}"
+    for name, value in headers or ():
+        if name in CLIENT_ID_HEADERS and value is not None:
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+            text = "".join(c if c.isprintable() else "?" for c in text[:MAX_CLIENT_ID_CHARS])
+            return f"{source}, producer's {name} header {text!r} (self-declared)"
+    return source
+
+
+def compute_command_expired(event_time_ms: int, now_ms: int) -> str | None:
+    """Why a command is too old to apply (see `reassigner.edge.ledger`, REPLAYS), or None."""
+    age_seconds = (now_ms - event_time_ms) / 1000
+    if age_seconds < REPLAY_WINDOW_SECONDS:
+        return None
+    return (f"the command was decided {age_seconds / 86400:.1f} days ago, more than the "
+            f"{REPLAY_WINDOW_SECONDS // 86400} days within which the executor remembers the commands it "
+            "applied: a replay of an old command, or a backlog read after a long stop")
+
+
+def compute_trust_problem(signing_key: SigningKey | None, topic: str, key: bytes | None, value: bytes,
+                          headers, event_time_ms: int, now_ms: int) -> tuple[str, str] | None:
+    """(error code, why) for a command that must not be claimed nor applied (step 2 of the
+    module doc), or None: a bad or missing signature when a key is configured, then its age."""
+    if signing_key is not None:
+        problem = compute_signature_problem(signing_key, topic, key, value, headers)
+        if problem is not None:
+            return BAD_SIGNATURE, (f"{problem}: only the pipeline holds the command signing key, so "
+                                   "someone else wrote it to the commands topic (or the pipeline runs "
+                                   "without the executor's key)")
+    expired = compute_command_expired(event_time_ms, now_ms)
+    if expired is not None:
+        return COMMAND_EXPIRED, expired
+    return None
+
+
 def compute_interrupted_command_applied(kind: str, fields: Mapping, replicas: tuple[int, ...],
                                         adding: tuple[int, ...], removing: tuple[int, ...]) -> bool:
     """Whether Kafka's view of the partition shows the command applied: a step's target is the
@@ -123,6 +179,7 @@ class Executor:
         self.settings = settings
         self.clock = clock
         self.consumer_config = dict(consumer_config)
+        self.signing_key = read_command_signing_key(settings)
         self._producer = build_producer(producer_config)
         self._consumer = None
         self._stop = threading.Event()
@@ -134,13 +191,29 @@ class Executor:
         if created:
             log.info("created topics %s", ", ".join(created))
 
+    def check_command_signing(self) -> None:
+        """Record this executor's command signing in the state store and hold it to the
+        pipeline's (`schemas.signing`, ONE SIDE ONLY): raises InvalidConfigError when this
+        executor has no key and the pipeline signs; logs a warning for any other mismatch."""
+        own = self.signing_key.fingerprint if self.signing_key is not None else UNSIGNED
+        stored = retry_redis(self.ledger.read_signing, "reading the command signing", OUTAGE, self._stop)
+        mismatch = compute_signing_mismatch("executor", own, stored.get("pipeline"))
+        if mismatch is not None and mismatch[0] == "error":  # not recorded: this executor does not run
+            raise InvalidConfigError(mismatch[1])
+        retry_redis(lambda: self.ledger.store_signing(own), "recording the command signing", OUTAGE, self._stop)
+        if mismatch is not None:
+            log.warning("%s", mismatch[1])
+        elif self.signing_key is not None:
+            log.info("verifying command signatures (key fingerprint %s)", own)
+
     def run(self, stop: threading.Event) -> None:
         """Consume and apply commands until `stop` is set."""
         self._stop = stop
         try:
+            self.check_command_signing()
             retry_transient(self.prepare_topics, "preparing the executor's topics", OUTAGE, stop, log)
         except TransientError:
-            return  # stopped before the cluster answered
+            return  # stopped before the cluster (or Redis) answered
         config = {"group.id": f"{self.settings.topic_prefix}.executor",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
                   "log_level": 0} | self.consumer_config
@@ -170,7 +243,7 @@ class Executor:
             self._producer.flush(5)
 
     def handle_message(self, message) -> None:
-        """Steps 1–4 of the module doc for one consumed message (except the commit)."""
+        """Steps 1–5 of the module doc for one consumed message (except the commit)."""
         try:
             headers = message.headers() or []
             command = decode("Command", message.value(), writer_version_from_headers(headers))
@@ -182,17 +255,26 @@ class Executor:
             self._dead_letter(message, problem)
             return
         kind, fields = command["payload"]
+        source = compute_message_source(message.topic(), message.partition(), message.offset(), headers)
+        refused = compute_trust_problem(self.signing_key, message.topic(), message.key(), message.value(),
+                                        headers, command["event_time"], int(self.clock() * 1000))
+        if refused is not None:
+            outcome = Outcome(False, refused[0], f"{refused[1]}; not applied (read from {source})")
+            log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
+            self._publish_result(command, kind, outcome)
+            return
         token = uuid.uuid4().hex
         verdict, detail = retry_redis(lambda: self.ledger.claim(command["id"], command["epoch"], token),
                                       f"claiming command {command['id']}", OUTAGE, self._stop)
         if verdict == "UNKNOWN":
             outcome = Outcome(False, UNKNOWN_EPOCH, f"command epoch {command['epoch']} is above the planner epoch "
                               f"{detail} that the state store holds: no pipeline issued it (forged, or written "
-                              "for another cluster's state); not applied. Check who can write the commands topic")
+                              f"for another cluster's state); not applied (read from {source}). Check who can "
+                              "write the commands topic")
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
         elif verdict == "STALE":
             outcome = Outcome(False, STALE_EPOCH, f"command epoch {command['epoch']} is older "
-                              f"than the newest planner epoch seen, {detail}; not applied")
+                              f"than the newest planner epoch seen, {detail}; not applied (read from {source})")
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
         elif verdict == "DUPLICATE" and not detail.startswith("APPLYING"):
             previous = Outcome.from_storage(detail)

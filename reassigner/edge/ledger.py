@@ -17,6 +17,16 @@ RULES (`claim` is one Lua script, atomic):
   command with epoch 1,000,000 stopped the product for good);
 - an epoch older than the highest seen is STALE; otherwise the highest is raised and the id is
   marked APPLYING with the token.
+
+REPLAYS: an id is remembered for `RESULT_TTL_SECONDS` after its outcome is stored, so a replay of
+a command inside that window is a DUPLICATE (its stored result is published again, nothing is
+applied). Past it the id is forgotten, and a replay of the same bytes — with the same valid
+signature, if commands are signed — would be applied again (until a pipeline restart makes its
+epoch STALE). So the executor refuses, before claiming, any command whose `event_time` is more
+than `REPLAY_WINDOW_SECONDS` old (`COMMAND_EXPIRED`): one day less than the memory, which leaves
+a day for the clocks of the pipeline's and the executor's hosts to disagree. (The same hole
+opened without any attacker: an executor down for over a week whose consumer group offsets had
+expired re-read the commands topic from its start.)
 Redis errors reach the caller untranslated; the executor calls through
 `reassigner.clients.redis_io.retry_redis`.
 """
@@ -26,9 +36,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from state.controller_store import ControllerStore, key_prefix
+from state.controller_store import (ControllerStore, key_prefix, read_signing_announcements,
+                                    store_signing_announcement)
 
 RESULT_TTL_SECONDS = 7 * 24 * 3600
+REPLAY_WINDOW_SECONDS = RESULT_TTL_SECONDS - 24 * 3600
 
 CLAIM_COMMAND = """
 local existing = redis.call('GET', KEYS[2])
@@ -67,6 +79,7 @@ class CommandLedger:
 
     def __init__(self, client, cluster_name: str) -> None:
         self.client = client
+        self.cluster_name = cluster_name
         self.prefix = f"{key_prefix(cluster_name)}:executor"
         self.planner_epoch_key = ControllerStore.meta_key(cluster_name)
         self._claim = client.register_script(CLAIM_COMMAND)
@@ -90,3 +103,11 @@ class CommandLedger:
     def highest_epoch(self) -> int:
         value = self.client.get(f"{self.prefix}:epoch")
         return int(value) if value is not None else -1
+
+    def read_signing(self) -> dict[str, str]:
+        """The command signing the pipeline and the executor recorded as they started."""
+        return read_signing_announcements(self.client, self.cluster_name)
+
+    def store_signing(self, announced: str) -> None:
+        """Record this executor's command signing: a key fingerprint, or "unsigned"."""
+        store_signing_announcement(self.client, self.cluster_name, "executor", announced)

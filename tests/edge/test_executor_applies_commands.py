@@ -1,9 +1,12 @@
 """The executor against a real cluster and Redis: every command kind changes the cluster as the
 Admin API then reports; duplicates and stale epochs are refused; bad bytes are dead-lettered;
-it keeps working while a broker is down and after it is back. Runs its own stack."""
+it keeps working while a broker is down and after it is back; with a command signing key,
+unsigned, badly signed and replayed commands move nothing. Runs its own stack."""
 
 from __future__ import annotations
 
+import os
+import secrets
 import threading
 import time
 import uuid
@@ -16,15 +19,18 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.edge.executor import Executor
 from reassigner.edge.ledger import CommandLedger
-from state.controller_store import ControllerStore
+from state.controller_store import ControllerStore, read_signing_announcements, store_signing_announcement
 from reassigner.clients.kafka_producer import producer_config
-from reassigner.settings import load_settings
+from reassigner.errors import InvalidConfigError
+from reassigner.settings import load_settings, read_command_signing_key
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
+from schemas.signing import SigningKey, compute_signed_headers
 from tests.waiting import eventually
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 
 PREFIX = "exectest"
+SIGNED_PREFIX = "signedtest"
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +65,10 @@ def executor(cluster):
 class Commands:
     """Sends Command envelopes and reads CommandResults, both through real topics."""
 
-    def __init__(self, bootstrap: str, prefix: str = PREFIX) -> None:
+    def __init__(self, bootstrap: str, prefix: str = PREFIX, signing_key: SigningKey | None = None) -> None:
         self.prefix = prefix
+        self.signing_key = signing_key
+        self.sent: dict[str, tuple[bytes, str, list]] = {}  # command id → (value, key, headers) last sent
         self.producer = Producer({"bootstrap.servers": bootstrap})
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"results-{uuid.uuid4()}",
                                   "auto.offset.reset": "earliest"})
@@ -69,18 +77,33 @@ class Commands:
         self.dead_letters: list[dict] = []
 
     def send(self, kind: str, fields: dict, *, epoch: int = 100, command_id: str | None = None,
-             key: str = "k", reason: str = "test") -> str:
+             key: str = "k", reason: str = "test", event_time: int | None = None,
+             signed_with: SigningKey | None | str = "own") -> str:
+        """One command; signed with this sender's key (`signed_with="own"`), another key, or
+        not at all (None)."""
         command_id = command_id or f"test:{uuid.uuid4()}:{kind}"
-        record = {"schema_version": 1, "event_time": int(time.time() * 1000), "id": command_id,
+        record = {"schema_version": 1, "event_time": event_time or int(time.time() * 1000), "id": command_id,
                   "key": key, "epoch": epoch, "reassignment_id": "r1", "step": 1,
                   "reason": reason, "payload": (kind, fields)}
-        self.send_raw(encode("Command", record), key[:200])
+        value, key = encode("Command", record), key[:200]
+        signing_key = self.signing_key if signed_with == "own" else signed_with
+        headers = version_headers()
+        if signing_key is not None:
+            headers = compute_signed_headers(signing_key, topic_name("commands", self.prefix), key.encode(),
+                                             value, headers)
+        self.send_raw(value, key, headers)
+        self.sent[command_id] = (value, key, headers)
         return command_id
 
-    def send_raw(self, value: bytes, key: str = "k") -> None:
+    def send_raw(self, value: bytes, key: str = "k", headers: list | None = None) -> None:
         self.producer.produce(topic_name("commands", self.prefix), key=key.encode(), value=value,
-                              headers=version_headers())
+                              headers=version_headers() if headers is None else headers)
         self.producer.flush(10)
+
+    def replay(self, command_id: str) -> None:
+        """The very message sent before as `command_id`: same bytes, same headers, same signature."""
+        value, key, headers = self.sent[command_id]
+        self.send_raw(value, key, headers)
 
     def _read(self) -> None:
         message = self.consumer.poll(0.2)
@@ -392,3 +415,123 @@ def test_a_step_kafka_cannot_take_while_the_controller_is_stopped_fails_as_trans
                                                  "target_replicas": [1, 2], "adding": [2]})
     assert commands.result_of(retried, timeout=120)["ok"] is True
     eventually(lambda: sorted(partition(admin, "unreachable").isr) == [1, 2], 60, what="unreachable-0 on [1, 2]")
+
+
+# --- signed commands (issue 18) ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def signing_key_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("signing") / "command-signing.key"
+    path.write_text(secrets.token_hex(32) + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def signed_executor(cluster, signing_key_file):
+    """A second executor, on its own topics and ledger, that verifies command signatures; the
+    state store says the pipeline signs with the same key (as a signing pipeline records it)."""
+    local, state, admin = cluster
+    settings = load_settings(topic_prefix=SIGNED_PREFIX, executor_retry_seconds=20,
+                             cluster_name=f"signed-{uuid.uuid4().hex[:6]}",
+                             command_signing_key_file=signing_key_file)
+    client = redis.Redis.from_url(state.redis_url)
+    client.hset(ControllerStore.meta_key(settings.cluster_name), "epoch", 100)
+    key = read_command_signing_key(settings)
+    store_signing_announcement(client, settings.cluster_name, "pipeline", key.fingerprint)
+    executor = Executor(ClusterAdmin(state.bootstrap_servers), CommandLedger(client, settings.cluster_name),
+                        {"bootstrap.servers": state.bootstrap_servers},
+                        producer_config(state.bootstrap_servers), settings)
+    stop = threading.Event()
+    thread = threading.Thread(target=executor.run, args=(stop,), daemon=True)
+    thread.start()
+    yield executor
+    stop.set()
+    thread.join(30)
+    assert not thread.is_alive(), "the signed executor did not stop on request"
+
+
+@pytest.fixture(scope="module")
+def signed_commands(cluster, signed_executor):
+    names = {topic_name(s, SIGNED_PREFIX) for s in ("commands", "command-results", "dead-letter")}
+    eventually(lambda: names <= set(cluster[2].describe_partitions()[1]), 30, what="signed executor topics")
+    sender = Commands(cluster[1].bootstrap_servers, SIGNED_PREFIX, signed_executor.signing_key)
+    yield sender
+    sender.consumer.close()
+
+
+def test_unsigned_and_badly_signed_commands_move_nothing_and_the_next_signed_one_applies(
+        cluster, signed_commands, signed_executor):
+    """Issue 18: with a command signing key, a principal that can write the commands topic but
+    holds no key moves nothing — not with an unsigned command, not with one signed by another
+    key, not with a forged epoch — and cannot block the genuine command whose id it used."""
+    local, state, admin = cluster
+    create_topic(state, "signed", [1, 2])
+    genuine_id = "r1/signed-0:1:ReassignmentStep"  # predictable, as the pipeline's ids are
+    forged = {"topic": "signed", "partition": 0, "target_replicas": [3, 2], "adding": [3], "removing": [1]}
+    unsigned = signed_commands.send("ReassignmentStep", forged, command_id=genuine_id, signed_with=None)
+    result = signed_commands.result_of(unsigned)
+    assert (result["ok"], result["error_code"]) == (False, "BAD_SIGNATURE")
+    assert "unsigned" in result["message"] and f"read from {SIGNED_PREFIX}.commands[" in result["message"]
+    other_key = signed_commands.send("ReassignmentStep", forged, signed_with=SigningKey(b"not the key" * 4))
+    result = signed_commands.result_of(other_key)
+    assert (result["ok"], result["error_code"]) == (False, "BAD_SIGNATURE")
+    assert "does not match" in result["message"]
+    high_epoch = signed_commands.send("ReassignmentStep", forged, epoch=1_000_000, signed_with=None)
+    assert signed_commands.result_of(high_epoch)["error_code"] == "BAD_SIGNATURE"
+    assert signed_executor.ledger.highest_epoch() <= 100
+    time.sleep(1)  # waits for nothing: gives a wrongly applied forgery time to show in Kafka
+    now = partition(admin, "signed")
+    assert (now.replicas, now.adding) == ((1, 2), ())
+    real = signed_commands.send("ReassignmentStep", {"topic": "signed", "partition": 0, "target_replicas": [2, 1]},
+                                command_id=genuine_id)
+    results = signed_commands.results_of(real, 2)
+    assert (results[-1]["ok"], results[-1]["error_code"], results[-1]["message"]) == (True, None, "")
+    eventually(lambda: partition(admin, "signed").replicas == (2, 1), 30, what="signed-0 on [2, 1]")
+
+
+def test_a_replayed_signed_command_moves_nothing_again_and_an_old_one_is_refused(
+        cluster, signed_commands, signed_executor):
+    """A genuine command sent again, byte for byte with its valid signature, is a duplicate
+    while the ledger remembers its id; one decided longer ago than that memory (7 days; the
+    executor accepts 6) is COMMAND_EXPIRED. Nothing moves, and the next command applies."""
+    local, state, admin = cluster
+    create_topic(state, "replayed", [1, 2])
+    move = {"topic": "replayed", "partition": 0, "target_replicas": [2, 1]}
+    first = signed_commands.send("ReassignmentStep", move)
+    assert signed_commands.result_of(first)["ok"] is True
+    eventually(lambda: partition(admin, "replayed").replicas == (2, 1), 30, what="replayed-0 on [2, 1]")
+    admin.alter_partition_reassignment("replayed", 0, [1, 2])  # the operator moves it back
+    eventually(lambda: partition(admin, "replayed").replicas == (1, 2), 30, what="replayed-0 back on [1, 2]")
+    signed_commands.replay(first)
+    again = signed_commands.results_of(first, 2)[-1]
+    assert again["ok"] is True and "duplicate" in again["message"]
+    week_old = signed_commands.send("ReassignmentStep", move, event_time=int((time.time() - 7 * 86400) * 1000))
+    result = signed_commands.result_of(week_old)
+    assert (result["ok"], result["error_code"]) == (False, "COMMAND_EXPIRED")
+    time.sleep(1)  # waits for nothing: gives a wrongly applied replay time to show in Kafka
+    assert partition(admin, "replayed").replicas == (1, 2)
+    after = signed_commands.send("ReassignmentStep", {"topic": "replayed", "partition": 0,
+                                                      "target_replicas": [2, 3]})
+    assert signed_commands.result_of(after)["ok"] is True
+    eventually(lambda: partition(admin, "replayed").replicas == (2, 3), 30, what="replayed-0 on [2, 3]")
+
+
+def test_an_executor_without_the_key_refuses_to_start_while_the_pipeline_signs(cluster, signed_executor):
+    """The one-side-only rule on a real Redis: the store says the pipeline signs (the signed
+    executor's cluster name), so an executor given no key stops at start with one line."""
+    local, state, admin = cluster
+    settings = load_settings(topic_prefix=SIGNED_PREFIX, cluster_name=signed_executor.settings.cluster_name)
+    keyless = Executor(ClusterAdmin(state.bootstrap_servers),
+                       CommandLedger(redis.Redis.from_url(state.redis_url), settings.cluster_name),
+                       {"bootstrap.servers": state.bootstrap_servers}, producer_config(state.bootstrap_servers),
+                       settings)
+    client = redis.Redis.from_url(state.redis_url)
+    # The signed executor's record stays (it writes it as its thread starts: waited for, in case
+    # this test runs alone); the refused one wrote nothing over it.
+    eventually(lambda: read_signing_announcements(client, settings.cluster_name).get("executor")
+               == signed_executor.signing_key.fingerprint, 30, what="the signed executor's record")
+    with pytest.raises(InvalidConfigError, match="the pipeline signs its commands .* has no command_signing_key_file"):
+        keyless.run(threading.Event())
+    assert read_signing_announcements(client, settings.cluster_name)["executor"] \
+        == signed_executor.signing_key.fingerprint, "the refused executor recorded nothing"

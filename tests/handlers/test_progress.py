@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from handler_builders import (
     T0,
     alerts,
@@ -164,6 +166,30 @@ def test_a_command_no_pipeline_issued_raises_an_error_and_changes_no_reassignmen
     assert alert["severity"] == "ERROR" and "forged-1" in alert["message"] and "commands topic" in alert["message"]
     assert decision.state.reassignments == first.state.reassignments
 
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("BAD_SIGNATURE", "not signed with the command signing key"),
+    ("COMMAND_EXPIRED", "a replay of an old command"),
+])
+def test_a_command_the_executor_could_not_trust_raises_an_error_naming_its_source(code, words):
+    """Issue 18: a forged (unsigned, badly signed) or replayed-old command refused by the executor
+    becomes one ERROR naming the command and where it was read; no reassignment changes, even when
+    the forged result names a step of ours."""
+    _, first = started()
+    step = next(c for c in commands(first, "ReassignmentStep") if c["key"] == "t-0")
+    refused = {"schema_version": 3, "event_time": T0 + 2000, "id": "res-refused", "key": "t-0",
+               "command_id": step["id"], "command_kind": "ReassignmentStep", "epoch": 0,
+               "reassignment_id": step["reassignment_id"], "step": step["step"], "ok": False, "error_code": code,
+               "message": "it carries no reassigner-signature header (unsigned); not applied "
+                          "(read from reassigner.commands[1]@42, producer's client.id header 'x' (self-declared))"}
+    decision = decide(first.state, BatchInputs(2, T0 + 2000, command_results=(refused,)), POLICY)
+    (alert,) = alerts(decision, "CommandFailed")
+    assert alert["severity"] == "ERROR" and alert["subject"] == "commands"
+    assert step["id"] in alert["message"] and code in alert["message"] and words in alert["message"]
+    assert "reassigner.commands[1]@42" in alert["message"] and "client.id header 'x'" in alert["message"]
+    assert alert["details"]["error_code"] == code and "@42" in alert["details"]["executor_message"]
+    assert decision.state.reassignments == first.state.reassignments
 
 def _failed(step: dict, code: str, at_ms: int) -> dict:
     return {"schema_version": 1, "event_time": at_ms, "id": f"res-{step['id']}", "key": step["key"],
