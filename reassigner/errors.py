@@ -31,9 +31,14 @@ NO_REASSIGNMENT_IN_PROGRESS, INVALID_CONFIG) translate to the InvalidInputError 
 
 Every message says what was wrong and what to do about it. Third-party errors are translated
 into this hierarchy at the edge, one function per library, so that the core never sees them.
+A message never carries a secret: it is redacted when the error is made
+(`reassigner.redaction.redact`: URL passwords, JAAS and properties passwords, registered secrets),
+so no printer, log line or alert built from it can leak one.
 """
 
 from __future__ import annotations
+
+from reassigner.redaction import redact
 
 
 class ReassignerError(Exception):
@@ -42,6 +47,7 @@ class ReassignerError(Exception):
     code = "UNKNOWN_SERVER_ERROR"
 
     def __init__(self, message: str) -> None:
+        message = redact(message)
         super().__init__(message)
         self.message = message
 

@@ -21,7 +21,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import TomlConfigSettingsSource
 
@@ -46,7 +46,8 @@ class Settings(BaseSettings):
         None, description="Kafka bootstrap servers; None = the local stack's (from its state file)."
     )
     redis_url: str | None = Field(
-        None, description="Redis URL (`redis://`, `rediss://` with TLS; `redis+cluster://host:port` or "
+        None, repr=False,  # it may carry a password: a repr of the settings never shows it
+        description="Redis URL (`redis://`, `rediss://` with TLS; `redis+cluster://host:port` or "
         "`rediss+cluster://` for a Redis Cluster, any node); None = the local stack's Redis.")
     redis_socket_timeout_seconds: float = Field(
         10.0, gt=0, description="Longest wait for one Redis reply: every write of the product is "
@@ -63,6 +64,10 @@ class Settings(BaseSettings):
         "(HMAC-SHA256, `schemas.signing`), the executor refuses an unsigned or badly signed one "
         "(BAD_SIGNATURE). None = commands are not signed. A path, never the key: the key appears in "
         "no flag, log, error or status.")
+    status_token: SecretStr | None = Field(
+        None, description="The token every request to the status server must carry (`Authorization: "
+        "Bearer <token>`, or as basic auth's password); `status-server --token-file` wins over it. "
+        "None: the server listens on loopback only, unless `--allow-unauthenticated`.")
     cluster_name: str = Field("local", description="Names the Redis hash tag of this cluster's keys.")
     topic_prefix: str = Field("reassigner", description="Prefix of the product's topics.")
 

@@ -24,6 +24,7 @@ WRONG_IMPORTS = [
     ("reassigner.edge.watcher", "reassigner.cli.main"),            # a process on the composition root
     ("reassigner.clients.redis_io", "reassigner.edge.executor"),   # a door on a process
     ("reassigner.errors", "schemas.codec"),                        # the bottom importing anything
+    ("reassigner.redaction", "reassigner.errors"),                 # the redaction below the errors
     ("reassigner.edge.observation", "confluent_kafka"),            # a client library outside its door
     ("reassigner.operator.views", "redis"),                        # a pure view doing I/O
 ]

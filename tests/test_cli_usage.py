@@ -38,3 +38,21 @@ def test_a_usage_mistake_prints_usage_and_exits_2(monkeypatch, capsys, arguments
 def test_version(monkeypatch, capsys):
     code, output = run_main(monkeypatch, capsys, "--version")
     assert code == 0 and output.startswith("reassigner ")
+
+
+def test_a_usage_mistake_through_the_real_entry_point():
+    """`python -m reassigner.cli` in a subprocess (the installed typer raises its vendored copy of
+    click's exceptions): exit 2, click's usage line, no traceback, and a flag's value that holds a
+    password is not echoed back."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    environment = {**os.environ, "PYTHONPATH": str(repo)}
+    for arguments, says in ((["execute", "--nosuch"], "No such option: --nosuch"),
+                            (["status", "redis://u:hunter2-secret@h/0"], "Got unexpected extra argument")):
+        result = subprocess.run([sys.executable, "-m", "reassigner.cli", *arguments], capture_output=True,
+                                text=True, timeout=120, cwd=repo, env=environment)
+        assert result.returncode == 2 and says in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and "hunter2-secret" not in result.stderr

@@ -113,23 +113,33 @@ def execute(
 ) -> None:
     from reassigner.clients.kafka_admin import ClusterAdmin
     from reassigner.clients.kafka_producer import producer_config
-    from reassigner.clients.redis_io import connect_redis
+    from reassigner.clients.redis_io import check_redis, connect_redis
     from reassigner.edge.executor import Executor
     from reassigner.edge.ledger import CommandLedger
+    from reassigner.errors import TransientError
 
     configure_logging(verbose)
     settings = _settings(bootstrap_server, command_config, stack_dir, redis_url, topic_prefix,
                          cluster_name, need_redis=True, command_signing_key_file=command_signing_key_file)
     client_config = _client_config(settings)
-    admin = ClusterAdmin(settings.bootstrap_servers, client_config)
-    ledger = CommandLedger(connect_redis(settings.redis_url, settings.redis_socket_timeout_seconds,
-                                          settings.redis_connect_timeout_seconds), settings.cluster_name)
-    consumer = {"bootstrap.servers": settings.bootstrap_servers, **client_config.librdkafka}
-    executor = Executor(admin, ledger, consumer,
-                        producer_config(settings.bootstrap_servers, client_config,
-                                        "reassigner-executor"), settings)
-    log.info("executing commands from %s", settings.topic("commands"))
+    redis_client = connect_redis(settings.redis_url, settings.redis_socket_timeout_seconds,
+                                 settings.redis_connect_timeout_seconds)
     with stop_on_signals() as stop:
+        # Redis is checked at start: a wrong password stops the executor here in one line, not
+        # at its first command (a Redis that is away is waited for, as during the run).
+        try:
+            check_redis(redis_client, settings.redis_url, stop=stop)
+        except TransientError:
+            if stop.is_set():  # SIGTERM while waiting for Redis: a clean stop
+                return
+            raise
+        admin = ClusterAdmin(settings.bootstrap_servers, client_config)
+        ledger = CommandLedger(redis_client, settings.cluster_name)
+        consumer = {"bootstrap.servers": settings.bootstrap_servers, **client_config.librdkafka}
+        executor = Executor(admin, ledger, consumer,
+                            producer_config(settings.bootstrap_servers, client_config,
+                                            "reassigner-executor"), settings)
+        log.info("executing commands from %s", settings.topic("commands"))
         try:
             executor.run(stop)
         finally:

@@ -6,18 +6,22 @@ keeps tracebacks for `--debug`. A usage mistake (no command, an unknown command 
 missing option, a bad number) prints click's usage line and exits 2, never a traceback: the
 check is by shape (`show()` and `exit_code`), because typer 0.29 raises its vendored copy of
 click's exceptions, not the installed click's (regression: every usage mistake was a traceback).
-`--version` prints the installed version.
+`--version` prints the installed version. Whatever it prints (errors, usage errors, the
+traceback of a defect) goes through `reassigner.redaction.redact`.
 """
 
 from __future__ import annotations
 
+import io
 import sys
+import traceback
 
 import typer
 
 from reassigner.cli import demo, edge, local, operator, plan, run, simulate
 from reassigner.cli.printing import ERROR_EXIT_CODE, print_error
 from reassigner.errors import ReassignerError
+from reassigner.redaction import redact
 
 COMMAND_MODULES = (local, plan, simulate, edge, run, demo, operator)
 
@@ -80,9 +84,13 @@ def main() -> None:
             print("aborted", file=sys.stderr)
             sys.exit(130)
         if is_usage_error(error):
-            error.show()  # type: ignore[attr-defined]
+            shown = io.StringIO()
+            error.show(file=shown)  # type: ignore[attr-defined]
+            sys.stderr.write(redact(shown.getvalue()))  # a flag's value may be a URL with a password
             sys.exit(error.exit_code)  # type: ignore[attr-defined]
-        raise
+        # A defect: its traceback is kept (it is what a bug report needs), redacted.
+        sys.stderr.write(redact("".join(traceback.format_exception(error))))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from rich.table import Table
 from reassigner.cli.options import (BootstrapServer, ClusterName, CommandConfig, RedisUrl, StackDir,
                                     TopicPrefix, configure_logging)
 from reassigner.errors import InvalidInputError
+from reassigner.redaction import redact, register_secret
 
 # Piped output (scripts, tests) gets wide tables rather than rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -467,6 +468,7 @@ def alerts_webhook(
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
 ) -> None:
     """Forward every alert to a webhook: retries with exponential backoff, then the dead-letter topic."""
+    from reassigner.clients.redis_io import register_url_password
     from reassigner.operator.alerts_follow import parse_min_severity
     from reassigner.operator.webhook import (RUNNERS, WebhookPolicy, group_id, run_confluent_forwarder,
                                              run_faust_forwarder)
@@ -475,17 +477,19 @@ def alerts_webhook(
         raise InvalidInputError(f"--runner {runner!r}: expected one of {', '.join(RUNNERS)}")
     if not url.startswith(("http://", "https://")):
         raise InvalidInputError(f"--url {url!r}: expected an http:// or https:// URL")
+    register_url_password(url)  # a webhook URL may carry a token as its password
     _setup_logging(verbose)
     policy = WebhookPolicy(url, parse_min_severity(min_severity), max_attempts, retry_delay,
                            max_retry_delay, timeout)
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    if runner == "faust" and ctx.settings.command_config is not None:  # refused before connecting
+        raise InvalidInputError("--command-config is not supported by the faust runner; "
+                                "use --runner confluent for a secured cluster")
     ctx.ensure_topics("alerts", "dead-letter")
     group = group_id(ctx.settings.topic_prefix)
-    err_console.print(f"forwarding {ctx.topic('alerts')} to {url} ({runner}, group {group}); Ctrl-C stops")
+    err_console.print(redact(f"forwarding {ctx.topic('alerts')} to {url} ({runner}, group {group}); "
+                             "Ctrl-C stops"))
     if runner == "faust":
-        if ctx.client:
-            raise InvalidInputError("--command-config is not supported by the faust runner; "
-                                    "use --runner confluent for a secured cluster")
         run_faust_forwarder(ctx.bootstrap, ctx.topic("alerts"), ctx.topic("dead-letter"), policy, group,
                             loglevel="info" if verbose else "warning")
     else:
@@ -499,7 +503,13 @@ def alerts_webhook(
 
 def status_server(
     port: int = typer.Option(8080, "--port", min=0, max=65535, help="TCP port (0 = any free one)."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; another than loopback "
+                             "needs a token (or --allow-unauthenticated)."),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", help="A file holding the token every "
+                                              "request must carry (default: REASSIGNER_STATUS_TOKEN)."),
+    allow_unauthenticated: bool = typer.Option(False, "--allow-unauthenticated",
+                                               help="Serve without a token on a non-loopback --host "
+                                               "(a trusted network or an authenticating proxy in front)."),
     alert_capacity: int = typer.Option(200, "--alert-capacity", min=1, help="Alerts kept for the page and API."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every request."),
     bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
@@ -508,11 +518,17 @@ def status_server(
 ) -> None:
     """Serve the status page (/), the JSON API (/api/...) and Prometheus metrics (/metrics)."""
     from reassigner.clients.redis_io import controller_state_loader
-    from reassigner.operator.status_server import AlertBook, StateCache, StatusServer, watch_alert_topics
+    from reassigner.operator.status_server import (AlertBook, StateCache, StatusServer,
+                                                   require_token_off_loopback, watch_alert_topics)
     from reassigner.settings import compute_policy
 
     _setup_logging(verbose)
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True)
+    token = _read_token(token_file) if token_file is not None else None
+    if token is None and ctx.settings.status_token is not None:
+        token = ctx.settings.status_token.get_secret_value().strip() or None
+    register_secret(token)
+    warning = require_token_off_loopback(host, token is not None, allow_unauthenticated)  # before connecting
     ctx.ensure_topics("alerts", "command-results")
     book = AlertBook(alert_capacity)
     alerts_topic, results_topic = ctx.topic("alerts"), ctx.topic("command-results")
@@ -522,15 +538,30 @@ def status_server(
                                                  ctx.settings.redis_socket_timeout_seconds,
                                                  ctx.settings.redis_connect_timeout_seconds)),
         book=book, default_replica_movements=ctx.settings.max_replica_movements,
-        policy=compute_policy(ctx.settings),
+        policy=compute_policy(ctx.settings), token=token,
         watch=lambda stop: watch_alert_topics(ctx.bootstrap, ctx.client_config, alerts_topic, results_topic,
                                               book, stop),
     ).start()
-    err_console.print(f"status page on http://{host}:{server.port}/ (API /api/status, metrics /metrics); Ctrl-C stops")
+    if warning:
+        logging.getLogger(__name__).warning(warning)
+        err_console.print(f"[yellow]warning: {warning}[/]")
+    access = "token required" if token else "no token"
+    err_console.print(f"status page on http://{host}:{server.port}/ (API /api/status, metrics /metrics; "
+                      f"{access}); Ctrl-C stops")
     print(json.dumps({"url": f"http://{host}:{server.port}/", "port": server.port}), flush=True)
     stop = _stop_on_signals()
     stop.wait()
     server.stop()
+
+
+def _read_token(path: Path) -> str:
+    try:
+        token = path.read_text().strip()
+    except OSError as error:
+        raise InvalidInputError(f"--token-file {path}: cannot read it: {error.strerror or error}") from None
+    if not token:
+        raise InvalidInputError(f"--token-file {path}: the file is empty; put the token in it")
+    return token
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from typing import Iterator
 
 import typer
 
+from reassigner.redaction import redact
+
 BootstrapServer = typer.Option(None, "--bootstrap-server",
                                help="Kafka host:port[,host:port...] (default: the local stack's).")
 RedisUrl = typer.Option(None, "--redis-url", help="Redis URL of the state (default: the local stack's).")
@@ -33,12 +35,24 @@ CommandSigningKeyFile = typer.Option(
     "and `execute`: the pipeline signs its commands, the executor refuses any other (default: none).")
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class RedactingFormatter(logging.Formatter):
+    """The one log format, each line (its traceback included) through
+    `reassigner.redaction.redact`: no log line of any library shows a password."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 def configure_logging(verbose: bool, level: int = logging.INFO, verbose_level: int = logging.DEBUG) -> None:
-    """One log format for every process, at `level` (`verbose_level` with `--verbose`).
-    kafka-python's own lines are kept to warnings (its connection chatter would drown the
-    product's)."""
-    logging.basicConfig(level=verbose_level if verbose else level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """One log format for every process, at `level` (`verbose_level` with `--verbose`), redacted
+    (`RedactingFormatter`). kafka-python's own lines are kept to warnings (its connection
+    chatter would drown the product's)."""
+    logging.basicConfig(level=verbose_level if verbose else level, format=LOG_FORMAT)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
 
 

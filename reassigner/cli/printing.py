@@ -1,5 +1,6 @@
 """The one error printer of the command line: a `ReassignerError` is one line on stderr,
-`error: [CODE] message`, and exit code 2; `--debug` keeps the traceback instead."""
+`error: [CODE] message`, and exit code 2; `--debug` keeps the traceback instead. What it prints
+goes through `reassigner.redaction.redact` (no secret in any output)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from typing import Callable
 import typer
 
 from reassigner.errors import ReassignerError
+from reassigner.redaction import redact
 
 ERROR_EXIT_CODE = 2
 
 
 def print_error(error: ReassignerError) -> None:
     """`error: [CODE] message` on stderr."""
-    print(f"error: [{error.code}] {error}", file=sys.stderr, flush=True)
+    print(redact(f"error: [{error.code}] {error}"), file=sys.stderr, flush=True)
 
 
 def one_line_errors(command: Callable) -> Callable:

@@ -39,9 +39,9 @@ def run(
     from reassigner.clients.kafka_admin import ensure_topics
     from reassigner.clients.kafka_consumer import TopicReader
     from reassigner.clients.kafka_producer import build_producer, producer_config
-    from reassigner.clients.redis_io import connect_redis
-    from streams.pipeline import (PipelineRunner, compute_topic_names, read_input_logs, run_pipeline,
-                                  run_until_stopped)
+    from reassigner.clients.redis_io import check_redis, connect_redis
+    from streams.pipeline import (REDIS_OUTAGE, PipelineRunner, compute_topic_names, read_input_logs,
+                                  run_pipeline, run_until_stopped)
     from streams.spark_session import build_spark_session, parse_spark_conf
 
     configure_logging(verbose, logging.WARNING, logging.INFO)
@@ -57,12 +57,16 @@ def run(
                                            "redis_url": connections.redis_url,
                                            "command_config": connections.command_config})
     client = read_command_config(settings.command_config)
+    redis_client = connect_redis(connections.redis_url, settings.redis_socket_timeout_seconds,
+                                 settings.redis_connect_timeout_seconds)
+    # Before Kafka and Spark: a wrong Redis password fails here, in one line, within seconds
+    # (it used to be retried as an outage, then crash the query minutes later).
+    check_redis(redis_client, connections.redis_url, REDIS_OUTAGE)
     ensure_topics(connections.bootstrap_servers, client, compute_topic_names(settings),
                   settings.event_topic_partitions)
     producer = build_producer(producer_config(connections.bootstrap_servers, client, "reassigner-pipeline"))
     policy = compute_policy(settings)
-    runner = PipelineRunner(settings, connect_redis(connections.redis_url, settings.redis_socket_timeout_seconds,
-                                                     settings.redis_connect_timeout_seconds), producer, policy)
+    runner = PipelineRunner(settings, redis_client, producer, policy)
     spark = build_spark_session(settings.cache_dir, master=settings.spark_master,
                                 spark_jars=settings.spark_jars, extra_conf={**settings.spark_conf, **spark_conf})
     stop = threading.Event()

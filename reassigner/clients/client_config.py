@@ -25,7 +25,9 @@ A JKS or PKCS#12 truststore is fine for Java; the Python clients then need ``ssl
 beside it.
 
 INVARIANTS
-- Nothing here reads the environment or a clock; only `read_command_config` reads a file.
+- Nothing here reads the environment or a clock; only `read_command_config` reads files (the
+  properties file, and checks that the files it names can be read) and registers the file's
+  secrets with `reassigner.redaction`.
 - A setting the Python clients cannot honour (a JKS truststore or keystore, a JAAS login module
   they do not implement) raises `InvalidConfigError` saying what to give instead — never a
   silently weaker connection.
@@ -35,12 +37,14 @@ INVARIANTS
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
 from reassigner.errors import InvalidConfigError
+from reassigner.redaction import register_secret
 
 JAAS_LOGIN_MODULES_WITH_PASSWORD = {
     "org.apache.kafka.common.security.plain.PlainLoginModule": "PLAIN",
@@ -76,6 +80,12 @@ class ClientConfig:
     ignored: tuple[str, ...] = ()
     """Properties the Python clients do not use (Spark still gets them)."""
 
+    def __repr__(self) -> str:
+        # The mappings hold passwords (sasl.jaas.config, sasl.password, ssl.key.password...):
+        # a log line or a traceback showing a ClientConfig shows the property names only.
+        return (f"ClientConfig(properties={sorted(self.properties)}, librdkafka={sorted(self.librdkafka)}, "
+                f"kafka_python={sorted(self.kafka_python)}, ignored={self.ignored})")
+
 
 # --- parsing ------------------------------------------------------------------------------------
 
@@ -85,8 +95,10 @@ def parse_properties(text: str, source: str = "command config") -> dict[str, str
     a trailing backslash continues the line; `\\n`, `\\t`, `\\=`, `\\:` and `\\\\` escapes."""
     logical_lines: list[str] = []
     pending = ""
-    for raw in re.split(r"\r\n|\r|\n", text):  # Java's line ends only (not \f, \v, \x85...)
-        line = raw.lstrip()
+    # Java ends a line at \n, \r or \r\n only (str.splitlines would also split at \x85, \x0b,
+    # \u2028... inside a password) and skips only ' ', \t and \f before a line.
+    for raw in _LINE_END.split(text):
+        line = raw.lstrip(" \t\f")
         if not pending and (not line or line[0] in "#!"):
             continue
         trailing_backslashes = len(line) - len(line.rstrip("\\"))
@@ -100,14 +112,15 @@ def parse_properties(text: str, source: str = "command config") -> dict[str, str
 
     properties: dict[str, str] = {}
     for line in logical_lines:
-        key, value = _split_key_value(line)
+        key, value = _split_key_value(line, source)
         if not key:
-            raise InvalidConfigError(f"{source}: a line has no property name: {line!r}")
+            # (not shown: the line may hold a password)
+            raise InvalidConfigError(f"{source}: a line has no property name (it starts with '=' or ':')")
         properties[key] = value
     return properties
 
 
-def _split_key_value(line: str) -> tuple[str, str]:
+def _split_key_value(line: str, source: str) -> tuple[str, str]:
     index, length = 0, len(line)
     while index < length:
         char = line[index]
@@ -121,13 +134,15 @@ def _split_key_value(line: str) -> tuple[str, str]:
     rest = line[index:].lstrip(" \t\f")
     if rest[:1] in ("=", ":"):
         rest = rest[1:].lstrip(" \t\f")
-    return _unescape(key), _unescape(rest)
+    return _unescape(key, source), _unescape(rest, source)
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f"}
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
-def _unescape(text: str) -> str:
+def _unescape(text: str, source: str) -> str:
     if "\\" not in text:
         return text
     out: list[str] = []
@@ -136,8 +151,13 @@ def _unescape(text: str) -> str:
         char = text[index]
         if char == "\\" and index + 1 < len(text):
             following = text[index + 1]
-            if following == "u" and index + 5 < len(text):
-                out.append(chr(int(text[index + 2:index + 6], 16)))
+            if following == "u":
+                digits = text[index + 2:index + 6]
+                if len(digits) < 4 or not set(digits) <= _HEX_DIGITS:
+                    # Java's Properties.load refuses it too ("Malformed \uxxxx encoding")
+                    raise InvalidConfigError(f"{source}: a malformed \\uxxxx escape (\\u must be followed "
+                                             "by 4 hexadecimal digits; write \\\\ for a backslash)")
+                out.append(chr(int(digits, 16)))
                 index += 6
                 continue
             out.append(_ESCAPES.get(following, following))
@@ -173,7 +193,9 @@ def _utf16_units(char: str) -> list[int]:
 
 
 def read_command_config(path: Path | None) -> ClientConfig:
-    """The translated client configuration of the properties file at `path` (None: no file)."""
+    """The translated client configuration of the properties file at `path` (None: no file).
+    The files it names are checked here, before any client is made (`require_client_files`), and
+    its secrets registered with `reassigner.redaction`, so that no output shows them."""
     if path is None:
         return ClientConfig()
     path = Path(path)
@@ -185,6 +207,10 @@ def read_command_config(path: Path | None) -> ClientConfig:
             "give the path of a Kafka client properties file"
         ) from None
     properties = parse_properties(text, str(path))
+    for key, value in properties.items():
+        if key in SECRET_PROPERTIES:
+            register_secret(value.strip())
+    require_client_files({key.strip(): value for key, value in properties.items()}, str(path))
     pem_files: dict[str, str] = {}
     if "ssl.keystore.location" not in properties:
         # A client certificate given as two PEM paths reaches Java as their contents.
@@ -197,28 +223,219 @@ def read_command_config(path: Path | None) -> ClientConfig:
                     raise InvalidConfigError(
                         f"{path}: {name}={location} cannot be read: {error.strerror or error}"
                     ) from None
-    return compute_client_config(properties, str(path), pem_files)
+    config = compute_client_config(properties, str(path), pem_files)
+    register_secret(config.librdkafka.get("sasl.password"))
+    return config
 
 
-_JAAS_LINE = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
-                        r"(?P<options>.*?);?\s*$", re.DOTALL)
-_JAAS_OPTION = re.compile(r"""(?P<key>[\w.\-]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s;]+))""")
+# Properties whose value is a secret (sasl.jaas.config's password is registered once parsed).
+SECRET_PROPERTIES = frozenset({
+    "sasl.jaas.config", "ssl.key.password", "ssl.keystore.password", "ssl.truststore.password",
+    "sasl.password", "sasl.oauthbearer.client.secret",
+})
+
+# Properties naming a file a client reads.
+FILE_PROPERTIES = ("ssl.ca.location", "ssl.truststore.location", "ssl.keystore.location",
+                   "ssl.certificate.location", "ssl.key.location", "ssl.crl.location",
+                   "sasl.kerberos.keytab")
+
+
+def require_client_files(properties: Mapping[str, str], source: str) -> None:
+    """Refuse, in one line naming the property and the path, a file property whose file this host
+    cannot read: checked at start, not found by a client library minutes later in a traceback
+    (librdkafka's `ssl.ca.location` also takes the word `probe`: the system's CA store)."""
+    for name in FILE_PROPERTIES:
+        value = properties.get(name, "").strip()
+        if not value or (name == "ssl.ca.location" and value == "probe"):
+            continue
+        file = Path(value)
+        if not file.exists():
+            problem = "no such file"
+        elif not file.is_file():
+            problem = "not a file"
+        elif not os.access(file, os.R_OK):
+            problem = "not readable by this user"
+        else:
+            continue
+        raise InvalidConfigError(f"{source}: {name}={value}: {problem}; give the path of a file this host "
+                                 "can read")
+
+
+# --- sasl.jaas.config, read as Kafka's Java client reads it --------------------------------------
+#
+# Java reads the value in two steps, and both take backslashes:
+# 1. `java.util.Properties.load` (`parse_properties` above): `\\` → `\`, `\t` `\n` `\r` `\f`,
+#    `\uXXXX`, and any other `\c` → `c` (the backslash is dropped);
+# 2. Kafka's `org.apache.kafka.common.security.JaasConfig` (kafka-clients 3.9, which Spark 4.0's
+#    connector runs, and 4.1, the local stack's) splits the result with a `java.io.StreamTokenizer`
+#    in its default syntax plus `-`, `_` and `$` as word characters: characters 0-32 are blanks;
+#    a word starts with a letter, `_`, `$`, a character 160-255 or any from 256 up, and goes on
+#    through those, digits, `.` and `-`; a token starting with a digit or `.` (or `-` and then
+#    one) is a number, which has no text, so Java refuses it as a value ("Value not specified
+#    for key"); `"` and `'` are quotes; `/` starts a comment (`//` and `/* */` too); every other
+#    character (`;`, `=`, `#`, `\`, `*`...) is a token of its own. A quoted string ends at its
+#    quote or at a line end, and takes the escapes `\a \b \f \n \r \t \v`, octal `\0`-`\377`, and
+#    `\c` → `c` for any other `c`: so `\\` is one backslash, `\"` a quote.
+#    Then: `<module> <flag> (<key>=<value>)* ;` per login module, the flag one of
+#    required/requisite/sufficient/optional in any case, and Kafka takes exactly one module.
+# `_tokenize_jaas` and `parse_jaas_config` are that tokenizer and that grammar, so the Python
+# clients get the password Java gets (a password with a backslash used to reach them with the
+# backslash still in it, while Java had read an escape), and refuse what Java refuses.
+
+_JAAS_WHITESPACE, _JAAS_DIGIT, _JAAS_ALPHA, _JAAS_QUOTE, _JAAS_COMMENT = 1, 2, 4, 8, 16
+_JAAS_EOF = "EOF"
+_JAAS_QUOTE_ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
+
+
+def _jaas_char_type(char: str | None) -> int:
+    """StreamTokenizer's character type (None, the end of the text, reads as a blank)."""
+    if char is None:
+        return _JAAS_WHITESPACE
+    code = ord(char)
+    if code >= 160 or (char.isascii() and char.isalpha()) or char in "_$":
+        return _JAAS_ALPHA
+    if code <= 32:
+        return _JAAS_WHITESPACE
+    if char == "-":
+        return _JAAS_ALPHA | _JAAS_DIGIT
+    if "0" <= char <= "9" or char == ".":
+        return _JAAS_DIGIT
+    if char in "\"'":
+        return _JAAS_QUOTE
+    if char == "/":
+        return _JAAS_COMMENT
+    return 0
+
+
+def _tokenize_jaas(text: str) -> list[tuple[str, str | None]]:
+    """(kind, value) tokens as Kafka's StreamTokenizer gives them: ("word", w), ('"' or "'",
+    the unescaped string), ("number", None), (";", "=" or another ordinary character, None);
+    then ("EOF", None)."""
+    tokens: list[tuple[str, str | None]] = []
+    length, index = len(text), 0
+
+    def at(position: int) -> str | None:
+        return text[position] if position < length else None
+
+    while True:
+        while index < length and _jaas_char_type(text[index]) & _JAAS_WHITESPACE:
+            index += 1
+        if index >= length:
+            tokens.append((_JAAS_EOF, None))
+            return tokens
+        char = text[index]
+        kind = _jaas_char_type(char)
+        if kind & _JAAS_DIGIT:
+            if char == "-" and not (at(index + 1) == "." or "0" <= (at(index + 1) or "") <= "9"):
+                tokens.append(("-", None))  # a lone '-' is a character token
+                index += 1
+                continue
+            index += 1 if char == "-" else 0
+            seen_dot = False
+            while at(index) is not None and ("0" <= at(index) <= "9" or (at(index) == "." and not seen_dot)):
+                seen_dot = seen_dot or at(index) == "."
+                index += 1
+            tokens.append(("number", None))
+        elif kind & _JAAS_ALPHA:
+            start = index
+            index += 1
+            while _jaas_char_type(at(index)) & (_JAAS_ALPHA | _JAAS_DIGIT):
+                index += 1
+            tokens.append(("word", text[start:index]))
+        elif kind == _JAAS_QUOTE:
+            out: list[str] = []
+            index += 1
+            while index < length and text[index] not in (char, "\n", "\r"):
+                if text[index] != "\\":
+                    out.append(text[index])
+                    index += 1
+                    continue
+                escaped = at(index + 1)
+                index += 2
+                if escaped is None:  # a backslash at the very end: Java keeps (char) -1
+                    out.append("\uffff")
+                elif "0" <= escaped <= "7":
+                    value = int(escaped)
+                    if at(index) is not None and "0" <= at(index) <= "7":
+                        value = value * 8 + int(at(index))
+                        index += 1
+                        if escaped <= "3" and at(index) is not None and "0" <= at(index) <= "7":
+                            value = value * 8 + int(at(index))
+                            index += 1
+                    out.append(chr(value))
+                else:
+                    out.append(_JAAS_QUOTE_ESCAPES.get(escaped, escaped))
+            if index < length and text[index] == char:
+                index += 1  # the closing quote; a line end is read again as a blank
+            tokens.append((char, "".join(out)))
+        elif kind == _JAAS_COMMENT:
+            following = at(index + 1)
+            if following == "*":  # /* ... */, as StreamTokenizer scans it
+                index += 2
+                previous = ""
+                while True:
+                    current = at(index)
+                    index += 1
+                    if current == "/" and previous == "*":
+                        break
+                    if current in ("\r", "\n"):
+                        if current == "\r" and at(index) == "\n":
+                            index += 1
+                        current = at(index)
+                        index += 1
+                    if current is None:
+                        tokens.append((_JAAS_EOF, None))
+                        return tokens
+                    previous = current
+            else:  # '//' or a lone '/': a comment to the end of the line. As in Java, the
+                # character after the '/' is taken even when it is a line end (the comment then
+                # runs to the end of the next line).
+                index += 2
+                while index < length and text[index] not in "\r\n":
+                    index += 1
+        else:
+            tokens.append((char, None))
+            index += 1
 
 
 def parse_jaas_config(line: str, source: str = "command config") -> tuple[str, dict[str, str]]:
-    """(login module class, options) of one `sasl.jaas.config` value."""
-    match = _JAAS_LINE.match(line)
-    if match is None:
-        raise InvalidConfigError(
-            f"{source}: sasl.jaas.config is not '<LoginModule> required key=\"value\" ...;': "
-            f"{line[:80]!r}"
-        )
-    options = {
-        option["key"]: (option["quoted"].replace('\\"', '"') if option["quoted"] is not None
-                        else option["bare"])
-        for option in _JAAS_OPTION.finditer(match["options"])
-    }
-    return match["module"], options
+    """(login module class, options) of one `sasl.jaas.config` value, read exactly as Kafka's
+    Java client reads it (see above); what Java refuses is an `InvalidConfigError` naming the
+    key, never a value (a value may be a password)."""
+
+    def refuse(reason: str) -> InvalidConfigError:
+        return InvalidConfigError(f"{source}: sasl.jaas.config: {reason}; expected "
+                                  "'<LoginModule> required key=\"value\" ...;'")
+
+    tokens = _tokenize_jaas(line)
+    position = 0
+    entries: list[tuple[str, dict[str, str]]] = []
+    while tokens[position][0] != _JAAS_EOF:
+        module = tokens[position][1]
+        position += 1
+        if tokens[position][0] == _JAAS_EOF:
+            raise refuse("login module control flag not specified")
+        flag = tokens[position][1]
+        if flag is None or flag.upper() not in ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL"):
+            raise refuse("invalid or missing login module control flag")
+        position += 1
+        options: dict[str, str] = {}
+        while tokens[position][0] not in (_JAAS_EOF, ";"):
+            key = tokens[position][1]
+            if tokens[position + 1][0] != "=" or tokens[position + 2][1] is None:
+                raise refuse(f"value not specified for key {key!r}")
+            if key is not None:  # Java would keep a null key; no client reads one
+                options[key] = str(tokens[position + 2][1])
+            position += 3
+        if tokens[position][0] != ";":
+            raise refuse("entry not terminated by a semicolon")
+        position += 1
+        if not module:
+            raise refuse("login module not specified")
+        entries.append((module, options))
+    if len(entries) != 1:
+        raise refuse(f"{len(entries)} login modules; Kafka takes exactly one")
+    return entries[0]
 
 
 # --- translation --------------------------------------------------------------------------------

@@ -8,9 +8,16 @@
 - `translate_redis_error`: a lost connection, a timeout, a Redis still loading its AOF, or a
   Redis Cluster moving slots (TRYAGAIN, CLUSTERDOWN, ASK/MOVED the client could not follow) →
   `TransientError` (code REDIS_UNAVAILABLE, retry); a MOVED answer to a plain client → the URL
-  names a cluster node: `PermanentError` saying to use `redis+cluster://`; any other Redis error
-  (a script error, a wrong type) → `PermanentError` (code REDIS_ERROR). Nothing else in the
-  product inspects one.
+  names a cluster node: `PermanentError` saying to use `redis+cluster://`; credentials Redis
+  refuses (WRONGPASS, NOAUTH, AUTH without a password configured; also when a Redis Cluster
+  client could reach no node for that reason) → `PermanentError` (code
+  REDIS_AUTHENTICATION_FAILED: retrying a wrong password never helps, so the process stops with
+  one line); any other Redis error (a script error, a wrong type) → `PermanentError` (code
+  REDIS_ERROR). Nothing else in the product inspects one.
+- `check_redis(client, url)`: one PING at a process's start, so that a wrong password or URL
+  fails the process before it does anything (a Redis that is away is waited for).
+- The URL's password is registered with `reassigner.redaction` when a client is made, so it is
+  masked in every output, whatever text of redis-py carries it.
 - `retry_redis(action, doing, backoff, stop)`: `action()` with its Redis errors translated and
   the transient ones retried under the one retry policy (`reassigner.clients.backoff`).
 - `controller_state_loader`: read-only access to the pipeline's `ControllerState` for the
@@ -24,7 +31,8 @@ import threading
 from typing import Callable, TypeVar
 
 from reassigner.clients.backoff import Backoff, retry_transient
-from reassigner.errors import PermanentError, ReassignerError, TransientError
+from reassigner.errors import InvalidConfigError, PermanentError, ReassignerError, TransientError
+from reassigner.redaction import redact, register_secret
 from state.model import ControllerState
 
 T = TypeVar("T")
@@ -39,15 +47,41 @@ def connect_redis(url: str, socket_timeout: float = 10.0, connect_timeout: float
     (connections are made lazily, on the first call). The timeouts are the settings'."""
     import redis
 
+    register_url_password(url)
     scheme, separator, rest = url.partition("://")
     if scheme in CLUSTER_SCHEMES:
         # The cluster client reads the slot map when it is made: a cluster that is away fails
         # here, in one line (the process is restarted by its supervisor), not later.
         return call_redis(lambda: redis.RedisCluster.from_url(
             f"{CLUSTER_SCHEMES[scheme]}{separator}{rest}", socket_timeout=socket_timeout,
-            socket_connect_timeout=connect_timeout), f"connecting to the Redis Cluster at {redact_url(url)}")
-    return redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=connect_timeout,
-                                health_check_interval=30)
+            socket_connect_timeout=connect_timeout), f"connecting to the Redis Cluster at {redact(url)}")
+    try:
+        return redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=connect_timeout,
+                                    health_check_interval=30)
+    except ValueError as error:  # redis-py's refusal of the URL's form (scheme, port, db)
+        raise InvalidConfigError(f"--redis-url {url}: {error}; expected redis://[user:password@]host:port/db "
+                                 "(rediss:// with TLS, redis+cluster:// for a Redis Cluster)") from None
+
+
+def register_url_password(url: str) -> None:
+    """Register the password of `url`'s user info (as written, and percent-decoded as redis-py
+    sends it) with `reassigner.redaction`."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:  # a URL too broken to split: redact()'s URL shape still masks it
+        return
+    if password:
+        register_secret(password)
+        register_secret(unquote(password))
+
+
+def check_redis(client, url: str, backoff: Backoff = Backoff(), stop: threading.Event | None = None) -> None:
+    """One PING through `client`, at a process's start: refused credentials (or another
+    permanent error) raise at once; a Redis that is away is waited for under `backoff` until
+    `stop` is set."""
+    retry_redis(client.ping, f"connecting to Redis at {redact(url)}", backoff, stop)
 
 
 def translate_redis_error(error: Exception, doing: str) -> ReassignerError:
@@ -60,6 +94,13 @@ def translate_redis_error(error: Exception, doing: str) -> ReassignerError:
                                   TryAgainError)
 
     detail = f"{type(error).__name__}: {error}"
+    refused = _authentication_failure(error)
+    if refused is not None:
+        permanent = PermanentError(f"{doing}: Redis refused the credentials ({type(refused).__name__}: "
+                                   f"{refused}); check the user name and password of --redis-url "
+                                   "(REASSIGNER_REDIS_URL) and the Redis ACL user")
+        permanent.code = "REDIS_AUTHENTICATION_FAILED"
+        return permanent
     if isinstance(error, MovedError) or (isinstance(error, redis.ResponseError) and str(error).startswith("MOVED")):
         permanent = PermanentError(f"{doing}: the Redis at the URL is a Redis Cluster node that does not "
                                    f"hold the product's keys ({error}): use redis+cluster://host:port "
@@ -78,6 +119,23 @@ def translate_redis_error(error: Exception, doing: str) -> ReassignerError:
     return permanent
 
 
+def _authentication_failure(error: BaseException) -> BaseException | None:
+    """The redis-py authentication error in `error` or in its causes (a Redis Cluster client
+    that reached no node wraps the reason), or None."""
+    from redis.exceptions import AuthenticationError, AuthenticationWrongNumberOfArgsError
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (AuthenticationError, AuthenticationWrongNumberOfArgsError)):
+            return current
+        if str(current).startswith(("WRONGPASS", "NOAUTH")):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def call_redis(action: Callable[[], T], doing: str) -> T:
     """`action()` with its Redis errors translated (see `translate_redis_error`)."""
     import redis
@@ -87,15 +145,6 @@ def call_redis(action: Callable[[], T], doing: str) -> T:
         return action()
     except (redis.RedisError, RedisClusterException, ConnectionError, TimeoutError) as error:
         raise translate_redis_error(error, doing) from None
-
-
-def redact_url(url: str) -> str:
-    """`url` without a password (`redis://user:secret@host` → `redis://user:***@host`)."""
-    scheme, separator, rest = url.partition("://")
-    credentials, at, host = rest.rpartition("@")
-    if not at or ":" not in credentials:
-        return url
-    return f"{scheme}{separator}{credentials.split(':', 1)[0]}:***@{host}"
 
 
 def retry_redis(action: Callable[[], T], doing: str, backoff: Backoff = Backoff(),
@@ -111,4 +160,4 @@ def controller_state_loader(redis_url: str, cluster_name: str, socket_timeout: f
     from state.controller_store import ControllerStore
 
     store = ControllerStore(connect_redis(redis_url, socket_timeout, connect_timeout), cluster_name)
-    return lambda: call_redis(store.load, f"reading the controller state from {redact_url(redis_url)}")
+    return lambda: call_redis(store.load, f"reading the controller state from {redact(redis_url)}")

@@ -3,20 +3,29 @@ only (`http.server.ThreadingHTTPServer`).
 
 Why no web framework: four read-only GET routes, a single static page and a text format need
 no routing, templating or async server; the standard library serves them with no new dependency
-and no second event loop next to the Kafka consumer thread. (A framework would earn its place
-with authentication or TLS termination — put a reverse proxy in front for those.)
+and no second event loop next to the Kafka consumer thread. (For TLS, put a reverse proxy in
+front.)
 
-Routes:
+Access: with a token (setting `status_token`, `REASSIGNER_STATUS_TOKEN`, or `--token-file`) every
+route but /healthz asks for it, as `Authorization: Bearer <token>` (scripts, Prometheus'
+`authorization` block) or as the password of HTTP basic auth, any user name (a browser asks for
+it once and sends it with the page's own API calls); compared in constant time
+(`is_authorized`), refused with 401. Without a token the server listens on loopback only:
+`require_token_off_loopback` refuses another address unless `--allow-unauthenticated` says that
+the network in front is trusted (then it warns).
+
+Routes (every one but /healthz behind the token, when there is one):
     GET /                  the page (HTML + JS; refreshes itself every 2 s from /api/status)
     GET /api/status        cluster health, reassignments, batch in flight, recent alerts, progress
     GET /api/reassignments the rows of `reassigner list`, and the batch in flight
     GET /api/alerts?limit=N  the last N alerts (newest last), N ≤ `alert_capacity`
     GET /metrics           Prometheus text format 0.0.4
-    GET /healthz           "ok"
+    GET /healthz           "ok" (never asks for the token: liveness probes)
 
 Sources, and how fresh they are:
 - the ControllerState, loaded from Redis with `ControllerStore.load()` at most once a second
-  (`StateCache`); a Redis outage serves the last state with `"state_error"` set in the JSON;
+  (`StateCache`); a Redis outage serves the last state with `"state_error"` set in the JSON
+  (redacted: `reassigner.redaction.redact`, like the log and the error bodies);
 - the alerts and command-results topics, read from the beginning by one background reader
   (`watch_alert_topics`, a `reassigner.clients.kafka_consumer.TopicReader`: no group, no commits)
   into an `AlertBook`: the last alerts, counts by kind, executor errors.
@@ -34,6 +43,10 @@ Counters the state alone cannot give (finished reassignments leave the state) ar
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hmac
+import ipaddress
 import json
 import logging
 import threading
@@ -47,7 +60,9 @@ from urllib.parse import parse_qs, urlparse
 from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.kafka_consumer import Start, TopicReader
 from reassigner.operator.alerts_follow import alert_to_json
+from reassigner.errors import InvalidConfigError
 from reassigner.operator.status_page import STATUS_PAGE_HTML
+from reassigner.redaction import redact
 from handlers.policy import Policy
 from reassigner.operator.views import (
     ReassignmentRow,
@@ -244,7 +259,7 @@ class StateCache:
                 try:
                     self._state, self.error = self._load(), None
                 except Exception as error:  # Redis away: serve the last state, say why
-                    self.error = f"{type(error).__name__}: {error}"
+                    self.error = redact(f"{type(error).__name__}: {error}")
                     log.warning("loading the controller state failed (%s); will retry in %.0f s",
                                 self.error, self._ttl)
             return self._state
@@ -285,12 +300,64 @@ def watch_alert_topics(bootstrap_servers: str, client_config: ClientConfig | Non
         reader.close()
 
 
+# --- access --------------------------------------------------------------------------------------
+
+OPEN_PATHS = frozenset({"/healthz"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` names this machine only: `localhost` or a loopback address (a host name
+    is not resolved: anything else counts as reachable from the network, "" and 0.0.0.0 too)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def require_token_off_loopback(host: str, token_given: bool, allow_unauthenticated: bool) -> str | None:
+    """Refuse to serve the cluster's state without a token on an address other machines can
+    reach; with `allow_unauthenticated`, the warning to show instead (None: nothing to say)."""
+    if token_given or is_loopback(host):
+        return None
+    if not allow_unauthenticated:
+        raise InvalidConfigError(
+            f"--host {host!r} is reachable from the network and the status server has no token: "
+            "set REASSIGNER_STATUS_TOKEN (or --token-file FILE) so that every request must carry "
+            "it, or pass --allow-unauthenticated if the network in front is trusted")
+    return (f"the status server listens on {host!r} without a token: anyone who can reach it reads "
+            "the cluster's state and alerts (set REASSIGNER_STATUS_TOKEN or --token-file)")
+
+
+def is_authorized(authorization: str | None, token: str | None) -> bool:
+    """Whether an `Authorization` header carries `token` (Bearer, or basic auth's password with
+    any user name), compared in constant time. No token configured: everything is."""
+    if not token:
+        return True
+    if not authorization:
+        return False
+    scheme, _, credentials = authorization.strip().partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() == "basic":
+        try:
+            credentials = base64.b64decode(credentials, validate=True).decode("utf-8").partition(":")[2]
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+    elif scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(credentials.encode("utf-8"), token.encode("utf-8"))
+
+
 class StatusServer:
-    """The HTTP server and its background consumer; `start()` returns once it listens."""
+    """The HTTP server and its background consumer; `start()` returns once it listens. With a
+    `token`, every route but /healthz requires it (see `is_authorized`)."""
 
     def __init__(self, *, host: str, port: int, cluster_name: str, cache: StateCache, book: AlertBook,
                  default_replica_movements: int, watch: Callable[[threading.Event], None] | None = None,
-                 clock: Callable[[], float] = time.time, policy: Policy | None = None) -> None:
+                 clock: Callable[[], float] = time.time, policy: Policy | None = None,
+                 token: str | None = None) -> None:
+        self.token = token or None
         self.cluster_name, self.cache, self.book, self.clock = cluster_name, cache, book, clock
         self.default_replica_movements = default_replica_movements
         self.policy = policy  # the static settings: the page shows the topic selection in force
@@ -362,12 +429,18 @@ def _handler_for(server: StatusServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the http.server API
             url = urlparse(self.path)
-            try:
-                status, content_type, body = server.route(url.path, parse_qs(url.query))
-            except Exception as error:  # one bad request must not take the server down
-                log.exception("GET %s failed", url.path)
-                status, content_type, body = _json(500, {"error": f"{type(error).__name__}: {error}"})
-            self.send_response(status)
+            if url.path not in OPEN_PATHS and not is_authorized(self.headers.get("Authorization"), server.token):
+                status, content_type, body = _json(401, {"error": "this status server needs its token: "
+                                                         "Authorization: Bearer <token>"})
+                self.send_response(status)
+                self.send_header("WWW-Authenticate", 'Basic realm="reassigner status", charset="UTF-8"')
+            else:
+                try:
+                    status, content_type, body = server.route(url.path, parse_qs(url.query))
+                except Exception as error:  # one bad request must not take the server down
+                    log.exception("GET %s failed", url.path)
+                    status, content_type, body = _json(500, {"error": redact(f"{type(error).__name__}: {error}")})
+                self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")

@@ -95,3 +95,21 @@ def test_no_record_was_lost_and_no_invariant_broken(world):
     assert report.clean and report.produced > 0 and report.read == report.produced, report
     assert monitor.samples > 50, monitor
     assert not monitor.violations, monitor.violations
+
+
+def test_no_secret_appears_in_any_output_of_the_run(world):
+    """Every product log (pipeline with Spark, watcher, executor, status server), the status
+    page's JSON and the CLI's own output: none holds a password of the stack."""
+    import urllib.request
+
+    secrets = world.stack.load().secrets
+    secret_values = [*secrets.passwords.values(), secrets.redis_password]
+    outputs = {path.name: path.read_text(errors="replace") for path in world.product.log_dir.glob("*.log")}
+    with urllib.request.urlopen(f"http://127.0.0.1:{world.status_port}/api/status", timeout=30) as answer:
+        outputs["/api/status"] = answer.read().decode()
+    for command in (("status",), ("list",), ("local", "status")):
+        completed = world.cli(*command, check=False)
+        outputs[" ".join(command)] = completed.stdout + completed.stderr
+    assert len(outputs) >= 7
+    leaks = [name for name, text in outputs.items() if any(secret in text for secret in secret_values)]
+    assert not leaks, f"a password appears in {leaks}"

@@ -23,7 +23,7 @@ from reassigner.errors import LocalStackError, StackNotUpError, UnknownBrokerErr
 from reassigner.dev.local import kafka_admin
 from reassigner.clients.client_config import ClientConfig, read_command_config
 from reassigner.clients.jars import kafka_classpath
-from reassigner.clients.redis_io import redact_url
+from reassigner.redaction import redact
 from reassigner.dev.local.kafka_server import (
     CONTROLLER_ID,
     NodeSpec,
@@ -362,7 +362,7 @@ class LocalStack:
             "bootstrap_servers": state.bootstrap_servers,
             "security": state.security,
             "client_properties": str(state.client_properties) if state.client_properties else None,
-            "redis_url": redact_url(state.redis_url),
+            "redis_url": redact(state.redis_url),
             "controller": {"port": state.controller_port, "pid": state.controller_pid,
                            "alive": is_alive(state.controller_pid)},
             "redis": {"port": state.redis_port, "pid": state.redis_pid,
