@@ -172,3 +172,10 @@ class KafkaPermanentError(PermanentError):
     def __init__(self, message: str, kafka_error: str) -> None:
         super().__init__(message)
         self.code = kafka_error
+
+
+def is_access_denied(error: ReassignerError) -> bool:
+    """The cluster refused who we are or what we may do: retrying never helps, a process stops
+    (every Kafka `*_AUTHORIZATION_FAILED`, a failed SASL authentication or TLS handshake)."""
+    return error.code.endswith("_AUTHORIZATION_FAILED") or error.code in (
+        "SASL_AUTHENTICATION_FAILED", "SSL_HANDSHAKE_FAILED")

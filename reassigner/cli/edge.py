@@ -80,7 +80,8 @@ def watch(
 ) -> None:
     from reassigner.clients.kafka_admin import ClusterAdmin
     from reassigner.clients.kafka_producer import EventPublisher, producer_config
-    from reassigner.edge.watcher import Watcher
+    from reassigner.clients.kafka_access import check_kafka_access
+    from reassigner.edge.watcher import WATCHER_TOPICS, Watcher
 
     configure_logging(verbose)
     settings = _settings(bootstrap_server, command_config, stack_dir, topic_prefix=topic_prefix)
@@ -88,6 +89,8 @@ def watch(
                                  ("snapshot_interval_seconds", snapshot_interval)) if v is not None}
     settings = settings.model_copy(update=updates)
     client_config = _client_config(settings)
+    check_kafka_access(settings.bootstrap_servers, client_config, "watch",
+                       [settings.topic(suffix) for suffix in WATCHER_TOPICS], settings.topic_prefix)
     admin = ClusterAdmin(settings.bootstrap_servers, client_config)
     publisher = EventPublisher(producer_config(settings.bootstrap_servers, client_config,
                                                "reassigner-watcher"), settings.topic_prefix)
@@ -114,7 +117,8 @@ def execute(
     from reassigner.clients.kafka_admin import ClusterAdmin
     from reassigner.clients.kafka_producer import producer_config
     from reassigner.clients.redis_io import check_redis, connect_redis
-    from reassigner.edge.executor import Executor
+    from reassigner.clients.kafka_access import check_kafka_access
+    from reassigner.edge.executor import EXECUTOR_TOPICS, Executor
     from reassigner.edge.ledger import CommandLedger
     from reassigner.errors import TransientError
 
@@ -133,6 +137,8 @@ def execute(
             if stop.is_set():  # SIGTERM while waiting for Redis: a clean stop
                 return
             raise
+        check_kafka_access(settings.bootstrap_servers, client_config, "execute",
+                           [settings.topic(suffix) for suffix in EXECUTOR_TOPICS], settings.topic_prefix)
         admin = ClusterAdmin(settings.bootstrap_servers, client_config)
         ledger = CommandLedger(redis_client, settings.cluster_name)
         consumer = {"bootstrap.servers": settings.bootstrap_servers, **client_config.librdkafka}
@@ -153,11 +159,14 @@ def snapshot(
     stack_dir: Optional[Path] = StackDir,
 ) -> None:
     from planning.snapshot import cluster_to_json
+    from reassigner.clients.kafka_access import check_kafka_access
     from reassigner.clients.kafka_admin import ClusterAdmin
     from reassigner.edge.observation import compute_cluster
 
     settings = _settings(bootstrap_server, command_config, stack_dir)
-    with ClusterAdmin(settings.bootstrap_servers, _client_config(settings)) as admin:
+    client_config = _client_config(settings)
+    check_kafka_access(settings.bootstrap_servers, client_config, "snapshot", [], settings.topic_prefix)
+    with ClusterAdmin(settings.bootstrap_servers, client_config) as admin:
         observation = admin.observe()
     document = cluster_to_json(compute_cluster(observation))
     output.write_text(json.dumps(document, indent=2) + "\n")

@@ -79,8 +79,12 @@ class _Context:
         return self.settings.topic(suffix)
 
     def ensure_topics(self, *suffixes: str) -> None:
+        from reassigner.clients.kafka_access import check_kafka_access
         from reassigner.clients.kafka_admin import ensure_topics
 
+        if "requests" in suffixes:
+            check_kafka_access(self.bootstrap, self.client_config, "request", [self.topic("requests")],
+                               self.settings.topic_prefix)
         ensure_topics(self.bootstrap, self.client_config, [self.topic(s) for s in suffixes],
                       self.settings.event_topic_partitions)
 

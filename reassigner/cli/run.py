@@ -36,6 +36,7 @@ def run(
     """Run the pipeline until Ctrl-C / SIGTERM: events in, commands and alerts out."""
     from reassigner.cli.connections import resolve_connections
     from reassigner.clients.client_config import read_command_config
+    from reassigner.clients.kafka_access import check_kafka_access
     from reassigner.clients.kafka_admin import ensure_topics
     from reassigner.clients.kafka_consumer import TopicReader
     from reassigner.clients.kafka_producer import build_producer, producer_config
@@ -62,6 +63,8 @@ def run(
     # Before Kafka and Spark: a wrong Redis password fails here, in one line, within seconds
     # (it used to be retried as an outage, then crash the query minutes later).
     check_redis(redis_client, connections.redis_url, REDIS_OUTAGE)
+    check_kafka_access(connections.bootstrap_servers, client, "run", compute_topic_names(settings),
+                       settings.topic_prefix)
     ensure_topics(connections.bootstrap_servers, client, compute_topic_names(settings),
                   settings.event_topic_partitions)
     producer = build_producer(producer_config(connections.bootstrap_servers, client, "reassigner-pipeline"))

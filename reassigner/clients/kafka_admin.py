@@ -527,6 +527,12 @@ class ClusterAdmin:
                     [NewTopic(n, num_partitions=partitions, replication_factor=replication_factor)]))
                 created.append(name)
             except KafkaPermanentError as error:
+                if error.code == "TOPIC_AUTHORIZATION_FAILED":
+                    raise KafkaPermanentError(
+                        f"cannot create topic {name}: the principal lacks Create on it; create the "
+                        "product's topics beforehand, or grant it, e.g.: kafka-acls.sh --add "
+                        f"--allow-principal <principal> --operation Create --topic {name.rsplit('.', 1)[0]}. "
+                        "--resource-pattern-type prefixed", error.code) from None
                 if error.code != "TOPIC_ALREADY_EXISTS":  # another instance was quicker
                     raise
         return created

@@ -41,7 +41,7 @@ from reassigner.edge.observation import (Event, compute_events, compute_snapshot
                                          compute_snapshot_slice, compute_snapshot_start)
 from reassigner.clients.kafka_producer import EventPublisher
 from reassigner.clients.backoff import Backoff, compute_wait
-from reassigner.errors import ReassignerError
+from reassigner.errors import ReassignerError, is_access_denied
 from reassigner.settings import Settings
 from schemas.codec import topic_name
 
@@ -156,6 +156,8 @@ class Watcher:
             try:
                 self.poll_once()
             except ReassignerError as error:
+                if is_access_denied(error):  # a missing ACL never comes back by itself
+                    raise
                 wait = compute_wait(delays, error, backoff)
                 log.warning("poll failed: [%s] %s; will retry in %.1f s", error.code, error, wait)
                 failing = True

@@ -174,3 +174,101 @@ def _or_empty(read) -> set[str]:
         return read()
     except Exception:  # the library's own refusal: what this test wants
         return set()
+
+
+# --- at start, each process checks who it is and what it may do (issue 18 items 4 and 5) ---------
+
+
+def run_cli(*arguments: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "reassigner.cli", *arguments], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def properties_for(secrets, user: str, password: str, tmp_path) -> str:
+    path = tmp_path / f"{user}.properties"
+    path.write_text(render_properties({
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": jaas(SCRAM_LOGIN, user, password),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": secrets.ca_file}))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def limited_user(secured):
+    """A SCRAM user with a few ACLs: Describe on the cluster, Describe and DescribeConfigs on
+    topics, Write on `limited.*`, no Create and nothing more on the product's `reassigner.*`
+    topics — which exist (created by the stack's super user, as an operator may do beforehand)."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
+                                       ResourceType, ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+
+    state, _, _ = secured
+    admin = AdminClient({"bootstrap.servers": state.bootstrap_servers, "log_level": 0,
+                         **state.admin_client_config().librdkafka})
+    upsert = UserScramCredentialUpsertion("limited", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                          b"limited-password")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
+    grants = [(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "DESCRIBE"),
+              (ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, "DESCRIBE"),
+              (ResourceType.TOPIC, "*", ResourcePatternType.LITERAL, "DESCRIBE_CONFIGS"),
+              (ResourceType.TOPIC, "limited.", ResourcePatternType.PREFIXED, "WRITE")]
+    bindings = [AclBinding(kind, name, pattern, "User:limited", "*", AclOperation[operation],
+                           AclPermissionType.ALLOW) for kind, name, pattern, operation in grants]
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+    from reassigner.clients.kafka_admin import ensure_topics
+    from reassigner.edge.executor import EXECUTOR_TOPICS
+    from reassigner.edge.watcher import WATCHER_TOPICS
+
+    ensure_topics(state.bootstrap_servers, state.admin_client_config(),
+                  [f"reassigner.{suffix}" for suffix in (*WATCHER_TOPICS, *EXECUTOR_TOPICS)], 1)
+    return "limited", "limited-password"
+
+
+@pytest.mark.parametrize("command", ["watch", "execute", "snapshot"])
+def test_a_wrong_password_stops_a_process_at_once_saying_authentication_failed(secured, tmp_path, command):
+    state, secrets, _ = secured
+    config = properties_for(secrets, PRODUCT_USER, "not-the-password", tmp_path)
+    arguments = [command, "--bootstrap-server", state.bootstrap_servers, "--command-config", config]
+    if command == "execute":
+        arguments += ["--redis-url", state.redis_url]
+    if command == "snapshot":
+        arguments += ["--output", str(tmp_path / "snapshot.json")]
+    result = run_cli(*arguments)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and "SASL_AUTHENTICATION_FAILED" in errors[0], result.stderr[-2000:]
+    assert f"authentication failed for user {PRODUCT_USER} with SCRAM-SHA-512" in errors[0]
+    assert "not-the-password" not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command, lacking", [
+    ("watch", "lacks Write on topics reassigner.*"),
+    ("execute", "lacks Alter, AlterConfigs, DescribeConfigs on the cluster; Read, Write on topics reassigner.*"),
+])
+def test_a_missing_acl_is_named_at_start_with_the_grant_that_closes_it(secured, limited_user, tmp_path,
+                                                                       command, lacking):
+    state, secrets, _ = secured
+    config = properties_for(secrets, *limited_user, tmp_path)
+    arguments = [command, "--bootstrap-server", state.bootstrap_servers, "--command-config", config]
+    if command == "execute":
+        arguments += ["--redis-url", state.redis_url]
+    result = run_cli(*arguments)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(errors) == 1, result.stderr[-2000:]
+    assert "AUTHORIZATION_FAILED" in errors[0] and lacking in errors[0], errors[0]
+    assert "kafka-acls.sh --add --allow-principal User:limited" in errors[0]
+
+
+def test_a_missing_create_is_named_instead_of_retried_forever(secured, limited_user, tmp_path):
+    state, secrets, _ = secured
+    config = properties_for(secrets, *limited_user, tmp_path)
+    result = run_cli("watch", "--topic-prefix", "limited", "--bootstrap-server", state.bootstrap_servers,
+                     "--command-config", config)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and len(errors) == 1, result.stderr[-2000:]
+    assert "TOPIC_AUTHORIZATION_FAILED" in errors[0] and "lacks Create" in errors[0], errors[0]
