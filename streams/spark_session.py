@@ -47,6 +47,9 @@ def compute_spark_jars(cache_dir: Path, spark_jars: str | None) -> str:
     return ",".join(str(j) for j in connector_jars(cache_dir))
 
 
+SECRET_OPTION_PATTERN = r"(?i)secret|password|token|access[.]key|jaas|ssl[.]keystore[.]key|url"
+
+
 def compute_spark_conf(master: str, *overrides: Mapping[str, str]) -> dict[str, str]:
     """The settings the session is built with, besides the jars (see the module rules)."""
     conf = {
@@ -58,6 +61,11 @@ def compute_spark_conf(master: str, *overrides: Mapping[str, str]) -> dict[str, 
         # A deep plan string can overflow the default stack in Spark's regex-based redaction.
         "spark.driver.extraJavaOptions": "-Dlog4j2.level=WARN -Xss16m",
         "spark.python.worker.reuse": "true",
+        # The Kafka options carry secrets under names Spark's default patterns miss
+        # (`kafka.sasl.jaas.config`, an inline `kafka.ssl.keystore.key`): redacted in plans,
+        # explain output, the environment and failure dumps.
+        "spark.redaction.regex": SECRET_OPTION_PATTERN,
+        "spark.sql.redaction.options.regex": SECRET_OPTION_PATTERN,
     }
     if master.startswith("local"):
         conf |= {"spark.sql.shuffle.partitions": "1",  # micro-batches are small: one reduce task
