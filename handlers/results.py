@@ -99,9 +99,9 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
         if by_id is None:
             by_id = {r.reassignment_id: tp for tp, r in context.state.reassignments.items()}
         tp = by_id.get(result.get("reassignment_id"))
-        if tp is None:
+        record = context.state.reassignments.get(tp) if tp is not None else None
+        if record is None:  # not ours, or given up by an earlier result of this batch (a duplicate)
             continue
-        record = context.state.reassignments[tp]
         details["reassignment_id"] = record.reassignment_id
         if kind == "ReassignmentStep":
             if record.in_flight is None or record.in_flight.number != result.get("step"):
