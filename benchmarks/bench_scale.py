@@ -148,7 +148,7 @@ def with_rebalance(state: ControllerState, count: int, in_flight: int) -> Contro
         if n < in_flight:
             record = start_step(record, Step((spare,) + p.replicas, (spare,), (), True, True), started_at=T0 / 1000)
         records[p.tp] = record
-    return state.with_changes(reassignments=records)
+    return state.with_records(records)
 
 
 def measure(partitions: int, repeat: int, redis_client, rebalancing: int = 0) -> dict:
@@ -170,7 +170,7 @@ def measure(partitions: int, repeat: int, redis_client, rebalancing: int = 0) ->
                         Step((27,) + first.replicas, (27,), (), True, True), started_at=T0 / 1000)
     if rebalancing:
         state = with_rebalance(state, rebalancing, in_flight=50)
-    state = state.with_changes(reassignments={**state.reassignments, first.tp: moving})
+    state = state.with_records({first.tp: moving})
     store = ControllerStore(redis_client, settings.cluster_name)
     redis_client.slowlog_reset()
     built = time.perf_counter()

@@ -64,7 +64,7 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     now_ms = max(inputs.now_ms, latest)
     if now_ms != inputs.now_ms:
         inputs = replace(inputs, now_ms=now_ms)
-    context = BatchContext(state, inputs, policy, Outbox(inputs.batch_id, now_ms, state.epoch))
+    context = BatchContext(state.with_batch_opened(), inputs, policy, Outbox(inputs.batch_id, now_ms, state.epoch))
     if skewed:
         count, furthest_ms = len(skewed), max(skewed)
         context.outbox.alert("ClockSkew", WARNING, "clock",
@@ -75,7 +75,7 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     handle_bad_records(context, inputs.bad_records)  # 1
     cluster, observed_at, effects = compute_cluster_after_events(  # 2
         context.state.cluster, inputs.events, context.state.observed_at)
-    context.state = context.state.with_changes(cluster=cluster, observed_at=observed_at)
+    context.state = context.state.with_cluster(cluster).with_changes(observed_at=observed_at)
     handle_rejected_events(context, effects)
     handle_command_results(context, inputs.command_results)  # 3
     handle_requests(context, inputs.requests)  # 4

@@ -106,7 +106,8 @@ def handle_plan(context: BatchContext, plan_id: str, targets: Targets, reason: s
     superseded = compute_superseded(state, targets)
     records = compute_reassign_request(state.reassignments, targets, current, request_id=plan_id,
                                        reason=reason, target_log_dirs=dirs)
-    context.state = state.with_changes(reassignments=records)
+    context.state = state.with_records({tp: records[tp] for tp in targets
+                                        if tp in records and records[tp] is not state.reassignments.get(tp)})
     note = (f"; {len(superseded)} of them were already moving and take this new target "
             f"(superseded: the step in flight finishes first)" if superseded else "")
     context.outbox.alert("PlanCreated", INFO, subject,

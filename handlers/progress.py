@@ -9,7 +9,11 @@ partition's next step starts in the batch that sees the previous one complete.
 ORDER (the code follows it):
 1. decide: `compute_stepping` over every reassignment, under the limits in force now
    (`handlers.policy.effective_limits`), with `step_stall_timeout_seconds`; in mode `observe`
-   no step starts (`start_steps=False`) and no command is issued.
+   no step starts (`start_steps=False`) and no command is issued. It is told what changed since
+   the decision that made the memo (`changed`) when the state's change log vouches for it
+   (`ControllerState.compute_stepping_changes`): then it looks at those records and the ones in
+   flight only, O(changed + in flight); otherwise (after a restart, or a write the log did not
+   see) at every record — the same decision either way.
 2. for every partition the decision names, in (topic, partition) order:
    - Kafka finished its step but TR[0] does not lead → one `ElectLeader` command per step
      (`<id>:<step>:ElectLeader`);
@@ -39,6 +43,7 @@ import json
 from handlers.outbox import INFO, WARNING, reassignment_step_fields, tp_key
 from handlers.context import BatchContext
 from handlers.policy import effective_limits
+from planning.model import TopicPartition
 from planning.movement.reassignment import Reassignment, begin_cancel
 from planning.movement.advance import Ending, compute_stepping
 from planning.movement.eta import advance_meter, compute_completed_step_bytes
@@ -53,21 +58,24 @@ def handle_progress(context: BatchContext) -> None:
     decision = compute_stepping(  # 1
         state.reassignments, state.cluster, effective_limits(context.base_policy, state.config),
         context.now_s, context.policy.step_stall_timeout_seconds, start_steps=not observe,
-        memo=state.stepping_memo)
-    updated = dict(decision.reassignments)
+        memo=state.stepping_memo, changed=state.compute_stepping_changes())
+    decided = decision.reassignments
+    patch: dict[TopicPartition, Reassignment | None] = {tp: decided[tp] for tp in decision.replaced}
     elections = set(decision.elections)
     stalled = dict(decision.stalled)
     finished = dict(decision.finished)
     for tp in sorted(elections | set(stalled) | set(finished)):  # 2
-        record = updated[tp]
+        record = decided[tp]
         if tp in elections and not observe:
             _elect_leader(context, record)
         elif tp in stalled:
-            updated[tp] = _report_stall(context, record, stalled[tp], observe)
+            cancelled = _report_stall(context, record, stalled[tp], observe)
+            if cancelled is not record:
+                patch[tp] = cancelled
         elif tp in finished:
             _announce_finished(context, record, finished[tp])
     for planned in decision.started:  # 3
-        record = updated[planned.tp]
+        record = decided[planned.tp]
         number = record.in_flight.number
         step = planned.step
         context.outbox.command(
@@ -75,13 +83,15 @@ def handle_progress(context: BatchContext) -> None:
             number, f"{record.reason}: step {number} to {list(step.target)}", "ReassignmentStep",
             reassignment_step_fields(planned.tp, step.target, step.adding, step.removing,
                                      step.elect_leader, dict(planned.target_log_dirs)))
-    active = dict(updated)  # the state holds active records only: drop the ones that ended
-    for tp, _ending in decision.finished:
-        del active[tp]
+    for tp in finished:  # the state holds active records only: drop the ones that ended
+        patch[tp] = None
     copied = compute_completed_step_bytes(state.reassignments, decision.completed, state.cluster)
-    meter = advance_meter(state.replication_meter, copied, bool(active), context.now_ms)
-    context.state = context.state.with_changes(reassignments=active, replication_meter=meter,
-                                               stepping_memo=decision.memo)
+    after = context.state.with_records(patch)
+    meter = advance_meter(state.replication_meter, copied, bool(after.reassignments), context.now_ms)
+    # The memo is exact for the records the decision returned: the stall cancels and the
+    # dropped records are what differs from them now.
+    context.state = after.with_changes(replication_meter=meter).with_stepping(
+        decision.memo, (tp for tp, record in patch.items() if record is not decided.get(tp)))
     _forget_finished_steps(context)
     if not observe:
         handle_throttles(context, started=bool(decision.started))  # 4

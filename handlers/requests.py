@@ -182,7 +182,7 @@ def handle_cancel(context: BatchContext, request_id: str, fields: Mapping[str, A
                              "the dir they came from",
                              {"partitions": 0, "keep": str(keep).lower(), "log_dir_moves": dir_moves})
         return
-    context.state = context.state.with_changes(reassignments=dict(decision.reassignments))
+    context.state = context.state.with_records({tp: decision.reassignments[tp] for tp in decision.cancelled})
     for tp in decision.cancel_in_kafka:
         record = state.reassignments[tp]
         number = record.in_flight.number
@@ -210,7 +210,7 @@ def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[
     plan, targets, dirs = compute_plan(context.state, context.policy, goal)  # raises before anything changes
     if context.policy.mode != "observe":
         brokers = [replace(b, draining=True) if b.id in broker_ids else b for b in cluster.brokers]
-        context.state = context.state.with_changes(cluster=cluster.with_brokers(brokers))
+        context.state = context.state.with_cluster(cluster.with_brokers(brokers))
         context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
     handle_plan(context, request_id, targets,
                 f"decommission of broker{'s' if len(broker_ids) > 1 else ''} {', '.join(map(str, broker_ids))}",

@@ -117,9 +117,9 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
         if by_id is None:
             by_id = {r.reassignment_id: tp for tp, r in context.state.reassignments.items()}
         tp = by_id.get(result.get("reassignment_id"))
-        if tp is None:
+        record = context.state.reassignments.get(tp) if tp is not None else None
+        if record is None:  # not ours, or given up by an earlier result of this batch (a duplicate)
             continue
-        record = context.state.reassignments[tp]
         details["reassignment_id"] = record.reassignment_id
         if kind == "ReassignmentStep":
             if record.in_flight is None or record.in_flight.number != result.get("step"):
@@ -134,17 +134,15 @@ def _step_failed(context: BatchContext, tp, record, code: str, detail: str, deta
     """The step in flight failed: retried later, or the partition given up (module docstring)."""
     step = f"step {record.in_flight.number} of {tp} to {list(record.in_flight.step.target)}"
     limit = context.policy.step_retry_max
-    reassignments = context.state.reassignments
     if code in RETRIED_STEP_ERRORS and record.failed_attempts < limit:
         retried = fail_step(record, context.now_ms / 1000.0, detail)
-        context.state = context.state.with_changes(reassignments={**reassignments, tp: retried})
+        context.state = context.state.with_records({tp: retried})
         wait = retried.retry_at - context.now_ms / 1000.0
         context.outbox.alert("CommandFailed", WARNING, tp_key(tp),
                              f"{step} failed: {detail}; retry {retried.failed_attempts} of {limit} "
                              f"in {wait:.0f} s", {**details, "retry": str(retried.failed_attempts)})
         return
-    remaining = {k: v for k, v in reassignments.items() if k != tp}
-    context.state = context.state.with_changes(reassignments=remaining)
+    context.state = context.state.with_records({tp: None})
     if code in RETRIED_STEP_ERRORS:
         context.outbox.alert("ReassignmentStalled", ERROR, tp_key(tp),
                              f"{step} failed {record.failed_attempts + 1} times in a row, last: {detail}; "
@@ -162,5 +160,5 @@ def _confirm_cancel(context: BatchContext, result: Mapping[str, Any]) -> None:
         if record.reassignment_id == result.get("reassignment_id"):
             confirmed = confirm_cancel(record, int(result.get("step", 0)))
             if confirmed is not record:
-                context.state = context.state.with_changes(reassignments={**reassignments, tp: confirmed})
+                context.state = context.state.with_records({tp: confirmed})
             return

@@ -94,10 +94,9 @@ def handle_topic_deletions(context: BatchContext, effects: EventEffects) -> None
     for topic in sorted(set(effects.topics_deleted) | recreated):
         state = context.state
         dropped = sorted(tp for tp in state.reassignments if tp.topic == topic)
-        remaining = {tp: r for tp, r in state.reassignments.items() if tp.topic != topic}
         proposals = {pid: replace(p, targets={tp: t for tp, t in p.targets.items() if tp.topic != topic})
                      for pid, p in state.proposals.items()}
-        context.state = state.with_changes(reassignments=remaining, proposals=proposals)
+        context.state = state.with_records(dict.fromkeys(dropped)).with_changes(proposals=proposals)
         context.close_alerts(k for k in state.open_alerts
                              if k.split(":", 1)[-1].rsplit("-", 1)[0] == topic)
         what = "deleted and re-created (a new topic id)" if topic in recreated else "deleted"
@@ -242,7 +241,7 @@ def _remember_cannot_host(context: BatchContext, hit: dict) -> None:
         held.setdefault(broker_id, set()).update(tps)
     brokers = [replace(b, cannot_host=b.cannot_host | frozenset(held[b.id])) if b.id in held else b
                for b in cluster.brokers]
-    context.state = context.state.with_changes(cluster=cluster.with_brokers(brokers))
+    context.state = context.state.with_cluster(cluster.with_brokers(brokers))
 
 
 def handle_drained_brokers(context: BatchContext) -> None:

@@ -322,3 +322,35 @@ def _patch_indexes(cluster: Cluster, built, counted: Mapping[int, int] | None,
         cluster.__dict__["partitions_by_tp"] = index.finish()
     if counts is not None:
         cluster.__dict__["replica_count_by_broker"] = {b: n for b, n in counts.items() if n}
+
+
+def compute_replaced_partitions(before: Cluster, after: Cluster) -> set[TopicPartition]:
+    """The partitions whose `PartitionState` object differs between two clusters (present in
+    only one included), and every partition of a topic whose min.insync.replicas differs: what
+    a step decided against `before` may have read differently in `after`. A topic that is the
+    same object in both is skipped whole (events and `with_partitions` keep the topics they do
+    not touch), so the cost is the topics compared by identity plus the partitions of the
+    replaced ones."""
+    if after.topics is before.topics:
+        return set()
+    old_topics = before.topics_by_name
+    new_topics = after.topics_by_name
+    replaced: set[TopicPartition] = set()
+    for name, topic in new_topics.items():
+        old = old_topics.get(name)
+        if old is topic:
+            continue
+        if old is None or old.min_insync_replicas != topic.min_insync_replicas:
+            replaced.update(p.tp for p in topic.partitions)
+            if old is not None:
+                replaced.update(p.tp for p in old.partitions)
+            continue
+        known = {p.partition: p for p in old.partitions}
+        for p in topic.partitions:
+            if known.pop(p.partition, None) is not p:
+                replaced.add(p.tp)
+        replaced.update(TopicPartition(name, number) for number in known)
+    for name, old in old_topics.items():
+        if name not in new_topics:
+            replaced.update(p.tp for p in old.partitions)
+    return replaced

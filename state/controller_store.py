@@ -40,7 +40,8 @@ Rules:
   running can write nothing more — not its state, not an outbox, not its epoch over the new one;
 - only what changed between the state before and after the batch is written, so a batch of a
   few ISR events costs a few fields, not the cluster; finding them walks only the topics the
-  batch touched (`compute_changed_partitions`);
+  batch touched (`compute_changed_partitions`) and, when the batch's change log vouches for
+  them, only the reassignments it touched (`compute_changed_reassignments`);
 - a partition's log dirs are stored as indexes into its broker's dir list (paths are long and
   repeat for every replica): about 60 bytes of value per partition;
 - `observed_at_ms` (`ControllerState.observed_at`) is null when unknown; the forms written before
@@ -493,6 +494,23 @@ def compute_changed_partitions(before: Cluster, after: Cluster,
     return changed, gone
 
 
+def compute_changed_reassignments(before: ControllerState, after: ControllerState,
+                                  ) -> tuple[dict[str, str], list[str]]:
+    """The reassignment rows to set (field → stored record) and the fields to delete. Only the
+    partitions the batch's change log names are compared when it vouches for them
+    (`ControllerState.compute_batch_changes`: the log of this very transition); otherwise every
+    record, by identity first."""
+    old_moves, new_moves = before.reassignments, after.reassignments
+    logged = after.compute_batch_changes(before)
+    candidates = new_moves.items() if logged is None else \
+        ((tp, r) for tp in sorted(logged) if (r := new_moves.get(tp)) is not None)
+    moves = {tp_field(tp): reassignment_to_storage(r) for tp, r in candidates
+             if (old := old_moves.get(tp)) is not r and old != r}
+    gone = old_moves if logged is None else sorted(logged)
+    finished = [tp_field(tp) for tp in gone if tp in old_moves and tp not in new_moves]
+    return moves, finished
+
+
 def compute_stored_rows(name: str, state: ControllerState) -> Iterable[tuple[str, str]]:
     """Every (field, value) of one of the STAGED_HASHES as `state` stores it."""
     if name == "partitions":
@@ -551,10 +569,7 @@ def compute_changes(before: ControllerState, after: ControllerState) -> dict[str
         changes["partitions"] = {"set": [x for f, v in partitions.items() for x in (f, v)],
                                  "del": removed}
 
-    old_moves = before.reassignments
-    moves = {tp_field(tp): reassignment_to_storage(r) for tp, r in after.reassignments.items()
-             if (old := old_moves.get(tp)) is not r and old != r}
-    finished = [tp_field(tp) for tp in old_moves if tp not in after.reassignments]
+    moves, finished = compute_changed_reassignments(before, after)
     if moves or finished:
         changes["reassignments"] = {"set": [x for f, v in moves.items() for x in (f, v)],
                                     "del": finished}

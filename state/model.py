@@ -10,15 +10,18 @@ Invariants:
 - `epoch` only grows: a pipeline instance bumps it when it starts, and its commands carry it;
 - `last_batch` numbers the applied micro-batches (-1 before the first): the pipeline counts them
   itself (Spark's batch ids restart with a new checkpoint); alert and command ids derive from it;
-- times are epoch milliseconds taken from event times, never from a clock read here.
+- times are epoch milliseconds taken from event times, never from a clock read here;
+- `reassignments`, `cluster` and `stepping_memo` are written only through `with_records`,
+  `with_cluster` and `with_stepping` (`with_changes` refuses them), which keep `change_log`: what
+  a batch changed, so that the stepping and the commit cost what changed (`ChangeLog`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-from planning.model import Cluster, TopicPartition
+from planning.model import Cluster, TopicPartition, compute_replaced_partitions
 from planning.movement.advance import SteppingMemo
 from planning.movement.eta import ReplicationMeter
 from planning.movement.log_dirs import LogDirTask
@@ -74,6 +77,59 @@ class ObservationTimes:
 
 
 @dataclass(frozen=True)
+class ChangeLog:
+    """Which reassignment records and partitions changed, kept by `ControllerState`'s setters:
+    an image and its delta (Kafka's `MetadataImage` / `MetadataDelta`), so that the per-batch
+    work costs what the batch changed. Derived data: never stored, never compared; a state
+    loaded or built anew has an empty log that vouches for nothing.
+
+    Two sets, each relative to its own base:
+    - `batch_records`: the partitions whose record was set or removed since `batch_base` (the
+      reassignments at the start of the batch, `ControllerState.with_batch_opened`): what the
+      commit writes (`state.controller_store.compute_changes`);
+    - `since_stepping`: the partitions whose record was set or removed since the records the
+      last `compute_stepping` returned (the one that made `memo`), plus those whose
+      `PartitionState` (by identity) or topic min.insync.replicas changed since the cluster it
+      read (`planning.model.compute_replaced_partitions`): its `changed` argument.
+
+    Invariant: a set is exact for the mappings named beside it — `batch_for` (records),
+    `stepping_records_for` and `stepping_cluster_for` — by identity. A setter that finds its
+    state's mapping is not the one named (a write went around the setters, or the log vouches
+    for nothing yet) names None, which matches no mapping: readers then find the set unusable
+    (`ControllerState.compute_stepping_changes`, `compute_batch_changes`) and fall back to a
+    full walk. A wrong set is never used; a missing one costs a walk.
+    """
+
+    batch_base: Mapping[TopicPartition, Any] | None = None
+    batch_records: frozenset[TopicPartition] = frozenset()
+    batch_for: Mapping[TopicPartition, Any] | None = None
+    memo: SteppingMemo | None = None
+    since_stepping: frozenset[TopicPartition] = frozenset()
+    stepping_records_for: Mapping[TopicPartition, Any] | None = None
+    stepping_cluster_for: Cluster | None = None
+
+    def with_records(self, before: Mapping, after: Mapping, touched: Iterable[TopicPartition]) -> "ChangeLog":
+        """The log after the records went from `before` to `after`, changing only `touched`."""
+        touched = frozenset(touched)
+        batch_ok = self.batch_for is before
+        stepping_ok = self.stepping_records_for is before
+        return replace(
+            self,
+            batch_records=self.batch_records | touched if batch_ok else frozenset(),
+            batch_for=after if batch_ok else None,
+            since_stepping=self.since_stepping | touched if stepping_ok else frozenset(),
+            stepping_records_for=after if stepping_ok else None)
+
+    def with_cluster(self, before: Cluster, after: Cluster) -> "ChangeLog":
+        """The log after the cluster went from `before` to `after`."""
+        if self.stepping_cluster_for is not before:
+            return replace(self, since_stepping=frozenset(), stepping_cluster_for=None)
+        replaced = compute_replaced_partitions(before, after)
+        return replace(self, since_stepping=self.since_stepping | replaced if replaced else self.since_stepping,
+                       stepping_cluster_for=after)
+
+
+@dataclass(frozen=True)
 class ControllerState:
     """Everything the pipeline decides from.
 
@@ -102,6 +158,7 @@ class ControllerState:
     stepping_memo: what the last decision computed for the reassignments waiting for a step
         (`planning.movement.advance.SteppingMemo`): derived data that makes the next decision
         cost what changed; never stored, never compared, rebuilt after a restart.
+    change_log: what the setters changed (`ChangeLog`); never stored, never compared.
     """
 
     cluster: Cluster = field(default_factory=Cluster)
@@ -119,6 +176,64 @@ class ControllerState:
     log_dir_moves: Mapping[tuple[int, TopicPartition], LogDirTask] = field(default_factory=dict)
     replication_meter: ReplicationMeter = field(default_factory=ReplicationMeter)
     stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
+    change_log: ChangeLog = field(default_factory=ChangeLog, compare=False, repr=False)
 
     def with_changes(self, **changes: object) -> "ControllerState":
+        """The state with other fields than the logged ones (see `LOGGED_FIELDS`)."""
+        logged = LOGGED_FIELDS.intersection(changes)
+        if logged:
+            raise TypeError(f"{', '.join(sorted(logged))}: set through with_records / with_cluster / "
+                            "with_stepping, which keep the change log")
         return replace(self, **changes)
+
+    def with_records(self, patch: Mapping[TopicPartition, Reassignment | None]) -> "ControllerState":
+        """The state with `patch` applied to `reassignments` (a record sets, None removes), logged."""
+        if not patch:
+            return self
+        records = dict(self.reassignments)
+        for tp, record in patch.items():
+            if record is None:
+                records.pop(tp, None)
+            else:
+                records[tp] = record
+        return replace(self, reassignments=records,
+                       change_log=self.change_log.with_records(self.reassignments, records, patch))
+
+    def with_cluster(self, cluster: Cluster) -> "ControllerState":
+        """The state with `cluster`; the log finds the partitions it changed itself."""
+        if cluster is self.cluster:
+            return self
+        return replace(self, cluster=cluster, change_log=self.change_log.with_cluster(self.cluster, cluster))
+
+    def with_stepping(self, memo: SteppingMemo | None, since: Iterable[TopicPartition]) -> "ControllerState":
+        """The state after a stepping decision made `memo`: `since` names the records that are
+        not the ones the decision returned (the stepping set starts again from them)."""
+        log = replace(self.change_log, memo=memo, since_stepping=frozenset(since),
+                      stepping_records_for=self.reassignments, stepping_cluster_for=self.cluster)
+        return replace(self, stepping_memo=memo, change_log=log)
+
+    def with_batch_opened(self) -> "ControllerState":
+        """The state at the start of a batch: the batch set starts empty from these records."""
+        log = replace(self.change_log, batch_base=self.reassignments, batch_records=frozenset(),
+                      batch_for=self.reassignments)
+        return replace(self, change_log=log)
+
+    def compute_stepping_changes(self) -> frozenset[TopicPartition] | None:
+        """`compute_stepping`'s `changed` for this state's records, cluster and memo, or None when
+        the log cannot vouch for it (then the decision walks every record)."""
+        log = self.change_log
+        if (self.stepping_memo is None or log.memo is not self.stepping_memo
+                or log.stepping_records_for is not self.reassignments or log.stepping_cluster_for is not self.cluster):
+            return None
+        return log.since_stepping
+
+    def compute_batch_changes(self, before: "ControllerState") -> frozenset[TopicPartition] | None:
+        """The partitions whose record may differ between `before` and this state, or None when
+        the log cannot vouch for it (not the same batch, or a write around the setters)."""
+        log = self.change_log
+        if log.batch_base is not before.reassignments or log.batch_for is not self.reassignments:
+            return None
+        return log.batch_records
+
+
+LOGGED_FIELDS = frozenset({"reassignments", "cluster", "stepping_memo", "change_log"})

@@ -153,6 +153,21 @@ def test_a_failed_step_alerts_and_gives_up_on_the_partition():
     assert not decide(first.state, BatchInputs(2, T0 + 2000, command_results=(unknown,)), POLICY).outbox
 
 
+def test_a_failed_step_reported_twice_in_one_batch_gives_up_once():
+    """Regression: the second copy of a result (the executor redelivers at least once) met the
+    record the first had just dropped, and deciding the batch raised KeyError."""
+    _, first = started()
+    step = next(c for c in commands(first, "ReassignmentStep") if c["key"] == "t-0")
+    result = {"schema_version": 1, "event_time": T0 + 2000, "id": "res-1", "key": step["key"],
+              "command_id": step["id"], "command_kind": "ReassignmentStep", "epoch": 0,
+              "reassignment_id": step["reassignment_id"], "step": step["step"], "ok": False,
+              "error_code": "INVALID_REPLICA_ASSIGNMENT", "message": "broker 3 is gone"}
+    decision = decide(first.state, BatchInputs(2, T0 + 2000, command_results=(result, dict(result, id="res-2"))),
+                      POLICY)
+    assert len(alerts(decision, "CommandFailed")) == 1
+    assert A not in decision.state.reassignments
+
+
 def test_a_command_no_pipeline_issued_raises_an_error_and_changes_no_reassignment():
     """Issue 18: the executor refused a forged command (UNKNOWN_EPOCH); the pipeline says so, as
     an ERROR naming the command, and its own reassignments go on untouched."""
