@@ -52,7 +52,10 @@ def test_a_url_without_a_password_is_left_alone():
 def test_the_value_of_a_secret_key_is_masked_unregistered(value):
     forget_secrets()
     assume(value.strip())
-    assume(value not in ("x", "alice"))  # the texts' own other key and user name
+    # A value that is part of the texts' own scaffolding (another key, the user name, ': ')
+    # would be found there, masked or not.
+    scaffolding = "ScramLoginModule required username=\"alice\" password=\"\"; {'ssl.key.password': '', 'x': 1} {\"sasl_plain_password\": \"\"}"
+    assume(f'"{value}"' not in scaffolding and repr(value) not in scaffolding)
     for text in (f'ScramLoginModule required username="alice" password="{value}";',
                  f"{{'ssl.key.password': {value!r}, 'x': 1}}",
                  f'{{"sasl_plain_password": "{value}"}}'):
