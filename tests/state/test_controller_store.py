@@ -94,12 +94,11 @@ def test_a_replayed_batch_is_skipped_and_its_outbox_kept_until_published(store):
 def test_only_changed_fields_are_written_and_removals_delete(store, redis_client):
     state = sample_state()
     store.commit(0, ControllerState(), state, [])
-    shrunk = state.with_changes(
-        cluster=state.cluster.with_partitions(
+    shrunk = state.with_cluster(
+        state.cluster.with_partitions(
             [PartitionState("orders", 1, (1, 2, 3), (1, 2), 1, 1001,
                             ("/data/b1/d0", "/data/b2/d1", None), leader_epoch=5)]),
-        reassignments={},
-    )
+    ).with_records({tp: None for tp in state.reassignments})
     from state.controller_store import compute_changes
 
     changes = compute_changes(state, shrunk)
