@@ -53,7 +53,7 @@ def test_the_value_of_a_secret_key_is_masked_unregistered(value):
     forget_secrets()
     assume(value.strip())
     for text in (f'ScramLoginModule required username="alice" password="{value}";',
-                 f"{{'ssl.key.password': {value!r}, 'x': 1}}",
+                 f"{{'ssl.key.password': {value!r}, '*': 1}}",
                  f'{{"sasl_plain_password": "{value}"}}'):
         shown = redact(text)
         assert MASK in shown and f'"{value}"' not in shown and repr(value) not in shown, shown
