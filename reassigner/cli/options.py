@@ -56,6 +56,30 @@ def configure_logging(verbose: bool, level: int = logging.INFO, verbose_level: i
     logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+stop_requested = threading.Event()
+"""Set by every stop handler of the command line: a SIGTERM or Ctrl-C has been received, so an
+error met after it is part of stopping (`main` then exits 0 in one line, no traceback)."""
+
+
+class StoppedBySignal(BaseException):
+    """Raised by a stop handler while a command is still starting (nothing of its own in flight):
+    it leaves at once, exit 0. A BaseException, so that no `except Exception` of a retry loop
+    takes it for an error."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def note_stop_signal(signum: int) -> None:
+    """What every stop handler does first: log it once and set `stop_requested`."""
+    if not stop_requested.is_set():
+        logging.getLogger(__name__).info("stopping on %s", signal.Signals(signum).name)
+    stop_requested.set()
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[threading.Event]:
     """An event set by SIGTERM or SIGINT (Ctrl-C), so that loops end between two steps."""
@@ -63,10 +87,10 @@ def stop_on_signals() -> Iterator[threading.Event]:
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
 
     def handler(signum, _frame) -> None:
-        logging.getLogger(__name__).info("stopping on %s", signal.Signals(signum).name)
+        note_stop_signal(signum)
         stop.set()
 
     for sig in previous:
