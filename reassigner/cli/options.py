@@ -49,11 +49,13 @@ class RedactingFormatter(logging.Formatter):
 def configure_logging(verbose: bool, level: int = logging.INFO, verbose_level: int = logging.DEBUG) -> None:
     """One log format for every process, at `level` (`verbose_level` with `--verbose`), redacted
     (`RedactingFormatter`). kafka-python's own lines are kept to warnings (its connection
-    chatter would drown the product's)."""
+    chatter would drown the product's); librdkafka's (confluent-kafka's clients route them to the
+    `librdkafka` logger) to warnings, its informational lines with `--verbose`."""
     logging.basicConfig(level=verbose_level if verbose else level, format=LOG_FORMAT)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+    logging.getLogger("librdkafka").setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
