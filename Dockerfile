@@ -16,7 +16,9 @@ RUN apt-get update \
 
 WORKDIR /opt/reassigner/src
 COPY . .
-RUN pip install . \
+# The exact versions of requirements.lock, checked against its hashes (the test tools included), then the product.
+RUN pip install --require-hashes -r requirements.lock \
+ && pip install --no-deps . \
  && python -c "from pathlib import Path; from reassigner.clients.jars import ensure_jars; \
 ensure_jars(Path('/opt/reassigner/cache'), 'spark')" \
  && rm -rf /root/.m2

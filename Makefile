@@ -1,15 +1,18 @@
 # kafka-reassigner — everything installs itself, idempotently, into project-local dirs:
-#   .venv/   Python packages (PyPI)        .cache/jars/   Kafka + Spark connector jars (Maven Central)
-#   redis-server, Java and Maven come from Debian's packages when missing.
+#   .venv/   Python packages (PyPI), the exact versions of requirements.lock (with their hashes)
+#   .cache/jars/   Kafka + Spark connector jars (Maven Central)
+#   python3, python3-venv, redis-server, Java and Maven come from Debian's packages when missing.
+# The one prerequisite is make itself (it runs this file): apt-get install -y make
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+LOCK ?= requirements.lock
 export REASSIGNER_CACHE_DIR := $(CURDIR)/.cache
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: demo test test-scenarios test-faults test-fast install system-packages jars lint bench clean
+.PHONY: demo test test-scenarios test-faults test-fast install system-packages python-packages jars lint lock bench clean
 
 demo: install                    ## the main job on a real local Kafka cluster, Redis and Spark
 	$(BIN)/reassigner demo $(DEMO_ARGS)
@@ -26,10 +29,12 @@ test-faults: install             ## the fault-injection suite: each fault of iss
 test-fast: install               ## only the fast tests (no Kafka, Redis or Spark started)
 	$(BIN)/pytest -m "not slow and not stack and not spark" $(PYTEST_ARGS)
 
-install: system-packages $(VENV)/.installed jars
+install: system-packages python-packages jars
 
 system-packages:
 	@missing=""; \
+	command -v $(PYTHON) >/dev/null 2>&1 || missing="$$missing python3"; \
+	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing="$$missing redis-server"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
@@ -41,14 +46,30 @@ system-packages:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
-	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[test]"
+# A venv is trusted only if its pip runs: `python3 -m venv` without python3-venv leaves a
+# .venv/bin/python and no pip, and an interrupted install can leave worse. Such a venv is made again.
+python-packages:
+	@if ! $(BIN)/python -m pip --version >/dev/null 2>&1; then \
+	  if [ -e $(VENV) ]; then echo "$(VENV) has no working pip (made without python3-venv, or cut short): making it again"; fi; \
+	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); \
+	fi
+	@$(MAKE) --no-print-directory $(VENV)/.installed
+
+# The lock's exact versions, checked against its hashes; then the product itself, editable.
+$(VENV)/.installed: pyproject.toml $(LOCK)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
 	@touch $@
 
-jars: $(VENV)/.installed
+jars: python-packages
 	$(BIN)/reassigner local fetch-jars
+
+# Resolve pyproject.toml's ranges again into requirements.lock (keeps the pinned versions unless
+# UPGRADE=--upgrade or UPGRADE="--upgrade-package NAME"); uv runs from a throwaway venv.
+lock:
+	@[ -x .cache/lock-venv/bin/uv ] || { $(PYTHON) -m venv .cache/lock-venv && .cache/lock-venv/bin/pip install -q uv==0.13.9; }
+	.cache/lock-venv/bin/uv pip compile pyproject.toml --extra test --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_28 --generate-hashes $(UPGRADE) -o requirements.lock
 
 lint: install
 	$(BIN)/lint-imports

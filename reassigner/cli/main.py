@@ -1,36 +1,50 @@
 """The `reassigner` command line, in the style of Kafka's own tools.
 
 Each command module of `reassigner.cli` exposes `register(app)`; this file only assembles
-them (imported by name, so the composition root is visible to the import linter), turns a `ReassignerError` into a one-line message on stderr with a non-zero exit code, and
-keeps tracebacks for `--debug`. A usage mistake (no command, an unknown command or flag, a
-missing option, a bad number) prints click's usage line and exits 2, never a traceback: the
-check is by shape (`show()` and `exit_code`), because typer 0.29 raises its vendored copy of
-click's exceptions, not the installed click's (regression: every usage mistake was a traceback).
-`--version` prints the installed version. Whatever it prints (errors, usage errors, the
-traceback of a defect) goes through `reassigner.redaction.redact`.
+them (imported by name, so the composition root is visible to the import linter) and turns
+what ends a command into what the user sees, each in one line on stderr (redacted):
+
+- a `ReassignerError`: `error: [CODE] message`, exit 2 (`--debug` keeps the traceback);
+- a usage mistake (an unknown command or flag, a missing option or argument, a bad number, an
+  extra argument): `error: <click's message>; see 'reassigner CMD --help'`, exit 2. The check
+  is by shape (`format_message()` and `exit_code`), not by class: typer 0.29 raises its
+  vendored copy of click's exceptions, not the installed click's (regression: every usage
+  mistake was a traceback);
+- `reassigner` alone, or a command group alone (`reassigner request`): the help on stdout and
+  exit 2, as git exits non-zero when given no command: nothing was done (`--help`: exit 0);
+- Ctrl-C or SIGTERM: the long-running commands stop themselves (exit 0); one that arrives
+  while a command starts, or an error met while stopping after one, ends it with exit 0 and
+  one line, never a traceback;
+- a defect: its traceback (a bug report needs it), redacted, exit 1.
+
+`--version` prints the installed version (package metadata); `--install-completion` and
+`--show-completion` are typer's shell completion (bash, zsh, fish, PowerShell).
 """
 
 from __future__ import annotations
 
-import io
+import signal
 import sys
 import traceback
+from typing import NoReturn
 
 import typer
 
 from reassigner.cli import demo, edge, local, operator, plan, run, simulate
+from reassigner.cli.options import StoppedBySignal, stop_requested
 from reassigner.cli.printing import ERROR_EXIT_CODE, print_error
 from reassigner.errors import ReassignerError
 from reassigner.redaction import redact
 
 COMMAND_MODULES = (local, plan, simulate, edge, run, demo, operator)
+PROG_NAME = "reassigner"  # also under `python -m reassigner.cli`: the usage lines and completion say it
+USAGE_EXIT_CODE = 2
 
 app = typer.Typer(
-    name="reassigner",
+    name=PROG_NAME,
     help="Event-driven, incremental partition reassignment for Apache Kafka.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
 )
 
 for command_module in COMMAND_MODULES:
@@ -42,9 +56,9 @@ def print_version(value: bool) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            typer.echo(f"reassigner {version('kafka-reassigner')}")
+            typer.echo(f"{PROG_NAME} {version('kafka-reassigner')}")
         except PackageNotFoundError:  # run from a checkout that was never installed
-            typer.echo("reassigner (not installed)")
+            typer.echo(f"{PROG_NAME} (not installed)")
         raise typer.Exit()
 
 
@@ -55,8 +69,22 @@ def root(_version: bool = typer.Option(False, "--version", help="Print the versi
 
 
 def is_usage_error(error: BaseException) -> bool:
-    """A click usage error (or `--help` for no arguments), from click or typer's copy of it."""
-    return callable(getattr(error, "show", None)) and isinstance(getattr(error, "exit_code", None), int)
+    """A click exception (a usage error, or the help for no arguments), from click or typer's copy
+    of it: told by its shape, not its class (see the module doc)."""
+    return callable(getattr(error, "format_message", None)) and isinstance(getattr(error, "exit_code", None), int)
+
+
+def is_help_for_no_arguments(error: BaseException) -> bool:
+    """click's NoArgsIsHelpError: a command group given no command (its message is the help)."""
+    return type(error).__name__ == "NoArgsIsHelpError"
+
+
+def compute_usage_line(error: BaseException) -> str:
+    """One line for a click usage error: `error: <message>; see '<command> --help'`."""
+    message = " ".join(str(error.format_message()).split()).rstrip(".")  # type: ignore[attr-defined]
+    context = getattr(error, "ctx", None)
+    command = getattr(context, "command_path", None) or PROG_NAME
+    return f"error: {message}; see '{command} --help'"
 
 
 def main() -> None:
@@ -66,31 +94,53 @@ def main() -> None:
     try:
         # Not standalone, so that ReassignerError gets the one-line form below; click then
         # *returns* the code of a `typer.Exit` instead of exiting with it.
-        code = app(standalone_mode=False)
+        code = app(prog_name=PROG_NAME, standalone_mode=False)
         if isinstance(code, int) and code != 0:
             sys.exit(code)
     except ReassignerError as error:
         if debug:
             raise
+        if stop_requested.is_set():  # e.g. the cluster went away under a stopping process
+            exit_stopped(f"{error.code}: {error}")
         print_error(error)
         sys.exit(ERROR_EXIT_CODE)
     except typer.Exit as done:
         sys.exit(done.exit_code)
     except typer.Abort:
-        print("aborted", file=sys.stderr)
+        print("error: aborted", file=sys.stderr)
         sys.exit(130)
+    except (StoppedBySignal, KeyboardInterrupt) as stopped:
+        # A stop signal while a command was starting (its handler raised), or Ctrl-C where no
+        # handler is installed (a one-shot command): nothing of ours is half done.
+        if debug:
+            raise
+        name = stopped.args[0] if isinstance(stopped, StoppedBySignal) else signal.SIGINT.name
+        print(f"stopped on {name}", file=sys.stderr)
+        sys.exit(0 if isinstance(stopped, StoppedBySignal) else 130)
     except Exception as error:  # click usage errors and the like
         if type(error).__name__ == "Abort":  # Ctrl-C at a prompt, from typer's copy of click
-            print("aborted", file=sys.stderr)
+            print("error: aborted", file=sys.stderr)
             sys.exit(130)
+        if is_help_for_no_arguments(error):
+            typer.echo(redact(str(error.format_message())))  # type: ignore[attr-defined]
+            sys.exit(USAGE_EXIT_CODE)
         if is_usage_error(error):
-            shown = io.StringIO()
-            error.show(file=shown)  # type: ignore[attr-defined]
-            sys.stderr.write(redact(shown.getvalue()))  # a flag's value may be a URL with a password
-            sys.exit(error.exit_code)  # type: ignore[attr-defined]
+            # redacted: a flag's value may be a URL with a password
+            print(redact(compute_usage_line(error)), file=sys.stderr)
+            sys.exit(USAGE_EXIT_CODE)
+        if debug:
+            raise
+        if stop_requested.is_set():
+            exit_stopped(f"{type(error).__name__}: {error}")
         # A defect: its traceback is kept (it is what a bug report needs), redacted.
         sys.stderr.write(redact("".join(traceback.format_exception(error))))
         sys.exit(1)
+
+
+def exit_stopped(while_stopping: str) -> NoReturn:
+    """A stop signal came first: what failed after it is part of stopping (one line, exit 0)."""
+    print(redact(f"stopped on a signal; while stopping: {' '.join(while_stopping.split())}"), file=sys.stderr)
+    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -49,11 +49,37 @@ class RedactingFormatter(logging.Formatter):
 def configure_logging(verbose: bool, level: int = logging.INFO, verbose_level: int = logging.DEBUG) -> None:
     """One log format for every process, at `level` (`verbose_level` with `--verbose`), redacted
     (`RedactingFormatter`). kafka-python's own lines are kept to warnings (its connection
-    chatter would drown the product's)."""
+    chatter would drown the product's); librdkafka's (confluent-kafka's clients route them to the
+    `librdkafka` logger) to warnings, its informational lines with `--verbose`."""
     logging.basicConfig(level=verbose_level if verbose else level, format=LOG_FORMAT)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(RedactingFormatter(LOG_FORMAT))
     logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+    logging.getLogger("librdkafka").setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+stop_requested = threading.Event()
+"""Set by every stop handler of the command line: a SIGTERM or Ctrl-C has been received, so an
+error met after it is part of stopping (`main` then exits 0 in one line, no traceback)."""
+
+
+class StoppedBySignal(BaseException):
+    """Raised by a stop handler while a command is still starting (nothing of its own in flight):
+    it leaves at once, exit 0. A BaseException, so that no `except Exception` of a retry loop
+    takes it for an error."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def note_stop_signal(signum: int) -> None:
+    """What every stop handler does first: log it once and set `stop_requested`."""
+    if not stop_requested.is_set():
+        logging.getLogger(__name__).info("stopping on %s", signal.Signals(signum).name)
+    stop_requested.set()
 
 
 @contextmanager
@@ -63,10 +89,10 @@ def stop_on_signals() -> Iterator[threading.Event]:
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
 
     def handler(signum, _frame) -> None:
-        logging.getLogger(__name__).info("stopping on %s", signal.Signals(signum).name)
+        note_stop_signal(signum)
         stop.set()
 
     for sig in previous:

@@ -1,4 +1,13 @@
-"""`reassigner run`: the pipeline — the Spark Structured Streaming job, the brain of the product."""
+"""`reassigner run`: the pipeline — the Spark Structured Streaming job, the brain of the product.
+
+SIGTERM and Ctrl-C (SIGINT), exit 0 and no traceback either way:
+- while it starts (Redis, topics, the Spark session), nothing of its own is in flight: the
+  handler leaves at once (`options.StoppedBySignal`; `main` prints "stopped on SIGTERM");
+- once its query runs, the handler only flags the stop; another thread stops the query after
+  the batch in progress (later batches are left for the next start), then the session is
+  stopped. A step of that shutdown that fails (the JVM got the signal too and is gone) is
+  logged, not raised: the stop was asked for.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +19,18 @@ from typing import Optional
 
 import typer
 
-from reassigner.cli.options import (BootstrapServer, ClusterName, CommandConfig, CommandSigningKeyFile,
-                                    RedisUrl, StackDir, TopicPrefix, configure_logging)
+from reassigner.cli.options import (STOP_SIGNALS, BootstrapServer, ClusterName, CommandConfig,
+                                    CommandSigningKeyFile, RedisUrl, StackDir, StoppedBySignal, TopicPrefix,
+                                    configure_logging, note_stop_signal)
 from reassigner.settings import compute_policy, load_settings, read_command_signing_key
+
+log = logging.getLogger(__name__)
+
+
+def stop_requested() -> bool:
+    from reassigner.cli.options import stop_requested as requested
+
+    return requested.is_set()
 
 
 def run(
@@ -46,6 +64,33 @@ def run(
     from streams.spark_session import build_spark_session, parse_spark_conf
 
     configure_logging(verbose, logging.WARNING, logging.INFO)
+    stop = threading.Event()
+    started: list[bool] = []  # [True] once the query is being started: from then on, stops are graceful
+    queries: list = []
+    stoppers: list[threading.Thread] = []
+
+    def stop_query(query) -> None:
+        runner.stop_taking_batches()  # no batch of ours is then interrupted midway
+        try:
+            query.stop()
+        except Exception as error:  # the JVM already going away: nothing left to stop
+            log.debug("stopping the query: %s", error)
+
+    def shut_down(signum, _frame) -> None:
+        note_stop_signal(signum)
+        stop.set()
+        if not started:  # still starting: nothing of ours is in flight, leave now
+            raise StoppedBySignal(signum)
+        # Only flag here: the main thread may be inside a py4j call (awaitTermination), and a
+        # py4j call from this handler, on that thread, re-enters its socket (a traceback, and
+        # Spark stopped under a running batch). Another thread stops the query (`start_query`
+        # does it for a query that was starting).
+        if queries and not stoppers:
+            stoppers.append(threading.Thread(target=stop_query, args=(queries[-1],), name="stop-query"))
+            stoppers[-1].start()
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, shut_down)
     spark_conf = parse_spark_conf(conf)  # a bad one fails here, before anything starts
     settings = load_settings(bootstrap_servers=bootstrap_server, redis_url=redis_url,
                              command_config=command_config, spark_master=master,
@@ -72,51 +117,37 @@ def run(
     runner = PipelineRunner(settings, redis_client, producer, policy)
     spark = build_spark_session(settings.cache_dir, master=settings.spark_master,
                                 spark_jars=settings.spark_jars, extra_conf={**settings.spark_conf, **spark_conf})
-    stop = threading.Event()
-    queries: list = []
     offsets_reader = TopicReader(connections.bootstrap_servers, client, "reassigner-pipeline-offsets")
 
     def start_query():
-        queries.append(run_pipeline(spark, settings, runner, dict(client.java),
-                                    Path(settings.checkpoint_dir) / settings.cluster_name / "pipeline",
-                                    settings.tick_interval_seconds, stop,
-                                    lambda topics: read_input_logs(offsets_reader, topics)))
+        query = run_pipeline(spark, settings, runner, dict(client.java),
+                             Path(settings.checkpoint_dir) / settings.cluster_name / "pipeline",
+                             settings.tick_interval_seconds, stop,
+                             lambda topics: read_input_logs(offsets_reader, topics))
+        queries.append(query)
         typer.echo(f"pipeline running (epoch {runner.state.epoch}) against "
                    f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)
-        if stop.is_set():  # a SIGTERM while it was starting
-            shut_down(signal.SIGTERM, None)
-        return queries[-1]
-
-    stoppers: list[threading.Thread] = []
-
-    def stop_query(query) -> None:
-        runner.stop_taking_batches()  # no batch of ours is then interrupted midway
-        try:
-            query.stop()
-        except Exception as error:  # the JVM already going away: nothing left to stop
-            logging.getLogger(__name__).debug("stopping the query: %s", error)
-
-    def shut_down(signum, _frame) -> None:
-        # Only flag here: the main thread may be inside a py4j call (awaitTermination), and a
-        # py4j call from this handler, on that thread, re-enters its socket (a traceback, and
-        # Spark stopped under a running batch). Another thread stops the query.
-        stop.set()
-        if queries and not stoppers:
-            stoppers.append(threading.Thread(target=stop_query, args=(queries[-1],), name="stop-query"))
+        if stop.is_set() and not stoppers:  # a signal while it was starting
+            stoppers.append(threading.Thread(target=stop_query, args=(query,), name="stop-query"))
             stoppers[-1].start()
+        return query
 
-    signal.signal(signal.SIGTERM, shut_down)
-    signal.signal(signal.SIGINT, shut_down)
+    started.append(True)
     try:
         run_until_stopped(start_query, stop, runner)  # raises FencedError: one line, exit 2
     finally:
         stop.set()
         for stopper in stoppers:
             stopper.join(120)
-        offsets_reader.close()
-        producer.flush(10)
-        spark.sparkContext.setLogLevel("OFF")  # tasks cut short by the stop are no news
-        spark.stop()
+        stopping = [(offsets_reader.close, "closing the offsets reader"),
+                    (lambda: producer.flush(10), "flushing the producer"),
+                    (lambda: spark.sparkContext.setLogLevel("OFF"), "quieting Spark"),  # tasks cut short are no news
+                    (spark.stop, "stopping Spark")]
+        for step, doing in stopping:
+            try:
+                step()
+            except Exception as error:  # never hide why it stops; the JVM may be gone already
+                log.log(logging.DEBUG if stop_requested() else logging.WARNING, "%s: %s", doing, error)
 
 
 def register(app: typer.Typer) -> None:

@@ -33,7 +33,8 @@ from typing import Any, Callable, Iterable, Literal, Mapping
 from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.kafka_admin import translate_kafka_error
-from reassigner.clients.kafka_producer import build_producer, producer_config, publish_and_wait
+from reassigner.clients.kafka_producer import (build_producer, librdkafka_settings, producer_config,
+                                               publish_and_wait)
 from reassigner.errors import KafkaTransientError, TransientError
 
 log = logging.getLogger(__name__)
@@ -95,10 +96,11 @@ def group_consumer_config(bootstrap_servers: str, client_config: ClientConfig | 
 
 
 def build_consumer(config: Mapping[str, object]):
-    """A confluent-kafka Consumer for a config made by the caller."""
+    """A confluent-kafka Consumer for a config made by the caller (its librdkafka log lines
+    through the product's logging: `kafka_producer.librdkafka_settings`)."""
     from confluent_kafka import Consumer
 
-    return Consumer(dict(config))
+    return Consumer(librdkafka_settings(config))
 
 
 def is_end_of_partition(error: Any) -> bool:

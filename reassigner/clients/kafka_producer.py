@@ -2,6 +2,10 @@
 
 - `producer_config`: idempotent, acks=all, the `--command-config` security settings merged in;
   every component builds its producer from it (`build_producer`).
+- `build_producer` (and `kafka_consumer.build_consumer`) make every confluent-kafka client of
+  the product through `librdkafka_settings`: librdkafka's own log lines go to the Python
+  logger `librdkafka` (the product's log format, redacted, repeats within a minute counted
+  instead of printed), never raw to stderr.
 - `publish_and_wait`: one message, returned only once acknowledged, else `KafkaTransientError`
   (the caller retries under `reassigner.clients.backoff`).
 - `publish_all_and_wait`: many messages, acknowledged as a whole (the pipeline's outbox, the
@@ -20,6 +24,8 @@ INVARIANTS
 from __future__ import annotations
 
 import logging
+import re
+import time
 from typing import Any, Iterable, Mapping, NoReturn
 
 from reassigner.clients.client_config import ClientConfig
@@ -28,6 +34,50 @@ from reassigner.errors import KafkaTransientError
 from schemas.codec import TOPICS, encode, topic_name, version_headers
 
 log = logging.getLogger(__name__)
+
+LIBRDKAFKA_LOGGER_NAME = "librdkafka"
+REPEAT_WINDOW_SECONDS = 60.0
+
+
+class RepeatedLineFilter(logging.Filter):
+    """Lets through the first of identical librdkafka lines (the same level and text, the
+    trailing "(after 0ms in state CONNECT...)" aside) within `window_seconds`, and the next one
+    after the window with how many were held back: a broker that is away is said once a minute,
+    not every reconnect (librdkafka retries every few hundred ms)."""
+
+    _SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
+
+    def __init__(self, window_seconds: float = REPEAT_WINDOW_SECONDS, clock=time.monotonic) -> None:
+        super().__init__()
+        self.window_seconds = window_seconds
+        self.clock = clock
+        self._last: dict[tuple[int, str], list] = {}  # key -> [time shown, repeats held back]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.levelno, self._SUFFIX.sub("", record.getMessage()))
+        now = self.clock()
+        seen = self._last.get(key)
+        if seen is not None and now - seen[0] < self.window_seconds:
+            seen[1] += 1
+            return False
+        if seen is not None and seen[1]:
+            record.msg = f"{record.getMessage()} ({seen[1]} more like it in the last {now - seen[0]:.0f} s)"
+            record.args = ()
+        if len(self._last) > 1000:  # bounded: a long outage over many brokers
+            self._last.clear()
+        self._last[key] = [now, 0]
+        return True
+
+
+librdkafka_log = logging.getLogger(LIBRDKAFKA_LOGGER_NAME)
+librdkafka_log.addFilter(RepeatedLineFilter())
+
+
+def librdkafka_settings(config: Mapping[str, object]) -> dict:
+    """The configuration every confluent-kafka client of the product is made with: `config`
+    plus `logger`, so that librdkafka's log lines reach the `librdkafka` logger (served by the
+    client's poll/flush) instead of being written raw to stderr by librdkafka's thread."""
+    return {"logger": librdkafka_log, **config}
 
 
 def producer_config(bootstrap_servers: str, client_config: ClientConfig | None = None,
@@ -53,7 +103,7 @@ def build_producer(config: Mapping[str, object]):
     """A confluent-kafka Producer for a config made by `producer_config`."""
     from confluent_kafka import Producer
 
-    return Producer(dict(config))
+    return Producer(librdkafka_settings(config))
 
 
 def _send_and_flush(producer, messages: Iterable[tuple[str, bytes, bytes, object]],
