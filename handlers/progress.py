@@ -9,7 +9,9 @@ partition's next step starts in the batch that sees the previous one complete.
 ORDER (the code follows it):
 1. decide: `compute_stepping` over every reassignment, under the limits in force now
    (`handlers.policy.effective_limits`), with `step_stall_timeout_seconds`; in mode `observe`
-   no step starts (`start_steps=False`) and no command is issued.
+   no step starts (`start_steps=False`) and no command is issued; paused
+   (`reassignment.paused`), no step starts either. Why each examined candidate waits is kept in
+   `state.waiting` (`handlers.waiting`) for `list` and `status`.
 2. for every partition the decision names, in (topic, partition) order:
    - Kafka finished its step but TR[0] does not lead → one `ElectLeader` command per step
      (`<id>:<step>:ElectLeader`);
@@ -39,6 +41,7 @@ import json
 from handlers.outbox import INFO, WARNING, reassignment_step_fields, tp_key
 from handlers.context import BatchContext
 from handlers.policy import effective_limits
+from handlers.waiting import compute_waiting
 from planning.movement.reassignment import Reassignment, begin_cancel
 from planning.movement.advance import Ending, compute_stepping
 from planning.movement.eta import advance_meter, compute_completed_step_bytes
@@ -52,7 +55,8 @@ def handle_progress(context: BatchContext) -> None:
     observe = context.policy.mode == "observe"
     decision = compute_stepping(  # 1
         state.reassignments, state.cluster, effective_limits(context.base_policy, state.config),
-        context.now_s, context.policy.step_stall_timeout_seconds, start_steps=not observe,
+        context.now_s, context.policy.step_stall_timeout_seconds,
+        start_steps=not observe and not context.policy.paused,
         memo=state.stepping_memo)
     updated = dict(decision.reassignments)
     elections = set(decision.elections)
@@ -81,7 +85,8 @@ def handle_progress(context: BatchContext) -> None:
     copied = compute_completed_step_bytes(state.reassignments, decision.completed, state.cluster)
     meter = advance_meter(state.replication_meter, copied, bool(active), context.now_ms)
     context.state = context.state.with_changes(reassignments=active, replication_meter=meter,
-                                               stepping_memo=decision.memo)
+                                               stepping_memo=decision.memo,
+                                               waiting=compute_waiting(decision.deferred, active))
     _forget_finished_steps(context)
     if not observe:
         handle_throttles(context, started=bool(decision.started))  # 4
