@@ -10,8 +10,9 @@ THE ORDER (the code below follows it):
                   inventory reconciling what lost events left behind; events that cannot be
                   applied raise `BadEvent` too;
 3. command results → failures alert and may end a reassignment (`handlers.results`);
-4. requests     → reassign, cancel, decommission, rebalance, approve, config, tick
-                  (`handlers.requests`);
+4. requests     → reassign, cancel, decommission, rebalance, approve, reject, recommission,
+                  config, tick (`handlers.requests`), one verdict alert each; then proposals
+                  older than `proposal.expiry` are dropped (`handlers.proposals`);
 5. triggers     → membership, grace periods, disks, drains, ISR alerts, topic deletion
                   (`handlers.triggers`);
 6. progress     → completions, elections, stalls, the rolling refill under the limits, throttles
@@ -48,6 +49,7 @@ from handlers.events import EventEffects, compute_cluster_after_events
 from handlers.log_dirs import handle_log_dir_balance, handle_log_dir_progress
 from handlers.policy import Policy
 from handlers.progress import handle_progress
+from handlers.proposals import handle_proposal_expiry
 from handlers.requests import handle_requests
 from handlers.results import handle_command_results
 from handlers.triggers import handle_triggers
@@ -79,6 +81,7 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     handle_rejected_events(context, effects)
     handle_command_results(context, inputs.command_results)  # 3
     handle_requests(context, inputs.requests)  # 4
+    handle_proposal_expiry(context)
     handle_triggers(context, effects)  # 5
     handle_progress(context)  # 6
     handle_log_dir_balance(context, effects.dirs_changed)

@@ -26,7 +26,7 @@ RULES:
   the log-dir throttle when one is set; each stalled move → one `LogDirMoveStalled` (WARNING)
   per command; a move whose target dir went offline → `LogDirMoveFailed` (WARNING). When the
   last move of a plan on a broker ends, `LogDirsBalanced` (INFO) gives the broker's figures.
-  In mode observe nothing starts.
+  In mode observe, or paused (`reassignment.paused`), nothing starts.
 - THROTTLE: a broker whose moves carried a throttle is remembered (`LogDirThrottle:<broker>`);
   once none of its moves is in flight, a `ClearThrottle` with `log_dir_only` removes that one
   rate (inter-broker throttles stay).
@@ -178,7 +178,7 @@ def handle_log_dir_progress(context: BatchContext) -> None:
              if (p := state.cluster.partition(t.tp)) is not None and p.reassigning}
     progress = compute_log_dir_progress(
         tasks, state.cluster, busy, context.policy.max_logdir_movements_per_broker, context.now_s,
-        context.policy.step_stall_timeout_seconds, start_moves=context.policy.mode != "observe")
+        context.policy.step_stall_timeout_seconds, start_moves=context.policy.mode != "observe" and not context.policy.paused)
     context.state = state.with_changes(log_dir_moves=dict(progress.tasks))
     for task in progress.started:
         _issue(context, task)

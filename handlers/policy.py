@@ -11,6 +11,7 @@ names. `DYNAMIC_KEYS` is the one table of those names (the CLI's `config set` / 
 field and to a `ValueKind` that turns text into one canonical text and the typed value:
 
     integer          decimal text                      "+5" → "5"
+    boolean          true or false                     "True" → "true"
     duration         seconds as decimal text           "10m" → "600", "1500ms" → "1.5"
     rate             bytes per second as decimal text  "10MB" → "10000000"
     fraction         decimal text in (0, 1]            "0.40" → "0.4"
@@ -42,6 +43,8 @@ from planning.movement.batches import CONFIG_KEYS, Limits
 from reassigner.errors import InvalidConfigError
 
 MODES = ("auto", "approve", "observe")
+PAUSED_KEY = "reassignment.paused"
+"""The dynamic key `request pause` / `request resume` set (a flag beside `mode`, see `Policy`)."""
 STALL_ACTIONS = ("alert", "cancel")
 
 
@@ -54,6 +57,8 @@ class Policy:
     broker_failure_grace_seconds: float
     self_healing_max_failed_brokers: int
     self_healing_max_failed_fraction: float
+    paused: bool
+    proposal_expiry_seconds: float
     max_partition_movements: int
     max_leader_movements: int
     max_replica_movements: int
@@ -145,6 +150,12 @@ def _parse_percent(text: str) -> tuple[str, float]:
     return f"{value:g}", value
 
 
+def _parse_boolean(text: str) -> tuple[str, bool]:
+    if text.lower() not in ("true", "false"):
+        raise ValueError(BOOLEAN.expected)
+    return text.lower(), text.lower() == "true"
+
+
 def _choice_kind(choices: tuple[str, ...]) -> ValueKind:
     expected = f"one of {', '.join(choices)}"
 
@@ -198,6 +209,7 @@ DURATION = ValueKind("a duration such as 600, 600s, 10m or 1500ms, at most 366 d
 RATE = ValueKind("bytes per second from 1 to 10 TB, such as 10000000 or 10MB", _parse_rate)
 FRACTION = ValueKind("a fraction in (0, 1] such as 0.4", _parse_fraction)
 PERCENT = ValueKind("a percentage in (0, 100] such as 85", _parse_percent)
+BOOLEAN = ValueKind("true or false", _parse_boolean)
 PATTERN = ValueKind(f"a regular expression over whole topic names, at most {MAX_PATTERN_CHARS} characters, "
                     "such as orders-.* or orders-.*|payments", _parse_pattern)
 
@@ -244,6 +256,10 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                _integer_kind(1), "intra-broker log-dir moves in flight per broker"),
     DynamicKey("mode", "mode", _choice_kind(MODES),
                "auto executes, approve waits for approval, observe only alerts"),
+    DynamicKey(PAUSED_KEY, "paused", BOOLEAN,
+               "true: no new step or log-dir move starts (request pause / request resume)"),
+    DynamicKey("proposal.expiry", "proposal_expiry_seconds", DURATION,
+               "a proposal not approved or rejected within this long is dropped"),
     DynamicKey("broker.add.grace", "broker_add_grace_seconds", DURATION,
                "seconds to wait for more new brokers before rebalancing"),
     DynamicKey("broker.failure.grace", "broker_failure_grace_seconds", DURATION,

@@ -9,11 +9,13 @@ partition's next step starts in the batch that sees the previous one complete.
 ORDER (the code follows it):
 1. decide: `compute_stepping` over every reassignment, under the limits in force now
    (`handlers.policy.effective_limits`), with `step_stall_timeout_seconds`; in mode `observe`
-   no step starts (`start_steps=False`) and no command is issued. It is told what changed since
-   the decision that made the memo (`changed`) when the state's change log vouches for it
+   no step starts (`start_steps=False`) and no command is issued; paused
+   (`reassignment.paused`), no step starts either. It is told what changed since the decision
+   that made the memo (`changed`) when the state's change log vouches for it
    (`ControllerState.compute_stepping_changes`): then it looks at those records and the ones in
    flight only, O(changed + in flight); otherwise (after a restart, or a write the log did not
-   see) at every record — the same decision either way.
+   see) at every record — the same decision either way. Why each examined candidate waits is
+   kept in `state.waiting` (`handlers.waiting`) for `list` and `status`.
 2. for every partition the decision names, in (topic, partition) order:
    - Kafka finished its step but TR[0] does not lead → one `ElectLeader` command per step
      (`<id>:<step>:ElectLeader`);
@@ -43,6 +45,7 @@ import json
 from handlers.outbox import INFO, WARNING, reassignment_step_fields, tp_key
 from handlers.context import BatchContext
 from handlers.policy import effective_limits
+from handlers.waiting import compute_waiting
 from planning.model import TopicPartition
 from planning.movement.reassignment import Reassignment, begin_cancel
 from planning.movement.advance import Ending, compute_stepping
@@ -57,7 +60,8 @@ def handle_progress(context: BatchContext) -> None:
     observe = context.policy.mode == "observe"
     decision = compute_stepping(  # 1
         state.reassignments, state.cluster, effective_limits(context.base_policy, state.config),
-        context.now_s, context.policy.step_stall_timeout_seconds, start_steps=not observe,
+        context.now_s, context.policy.step_stall_timeout_seconds,
+        start_steps=not observe and not context.policy.paused,
         memo=state.stepping_memo, changed=state.compute_stepping_changes())
     decided = decision.reassignments
     patch: dict[TopicPartition, Reassignment | None] = {tp: decided[tp] for tp in decision.replaced}
@@ -90,8 +94,9 @@ def handle_progress(context: BatchContext) -> None:
     meter = advance_meter(state.replication_meter, copied, bool(after.reassignments), context.now_ms)
     # The memo is exact for the records the decision returned: the stall cancels and the
     # dropped records are what differs from them now.
-    context.state = after.with_changes(replication_meter=meter).with_stepping(
-        decision.memo, (tp for tp, record in patch.items() if record is not decided.get(tp)))
+    context.state = after.with_changes(
+        replication_meter=meter, waiting=compute_waiting(decision.deferred, after.reassignments),
+    ).with_stepping(decision.memo, (tp for tp, record in patch.items() if record is not decided.get(tp)))
     _forget_finished_steps(context)
     if not observe:
         handle_throttles(context, started=bool(decision.started))  # 4

@@ -1,8 +1,13 @@
-"""Operator requests (SPEC 5.4, 7): reassign, cancel, decommission, rebalance, approve, config, tick.
+"""Operator requests (SPEC 5.4, 7): reassign, cancel, decommission, rebalance, approve, config,
+tick, and (schema version 4, `Request.action`) reject and recommission.
 
-Requests are handled in offset order. A request that cannot be honoured changes nothing and
-raises one `RequestRejected` alert (subject = the request id) whose details carry the Kafka-style
-`error_code` of the `reassigner.errors` exception that refused it:
+Requests are handled in offset order. Every request but a Tick gets exactly one verdict alert
+whose subject is the request id, which `reassigner request ...` waits for:
+- accepted → `RequestAccepted` (INFO), after the alerts of what it did; its message repeats
+  theirs (the plan's summary: moves, partitions, proposal id) or says "nothing to do", and its
+  details name the request kind and those alerts' kinds;
+- refused → `RequestRejected` (WARNING): it changes nothing, and its details carry the
+  Kafka-style `error_code` of the `reassigner.errors` exception that refused it:
 
     malformed envelope or payload, unknown proposal, empty broker list  INVALID_REQUEST
       or an id, key or requester over 256 characters
@@ -35,6 +40,11 @@ RULES:
 - SetConfig: stores the override (text) after parsing it (`handlers.policy`); `None` resets.
   It applies from this decision on — to refills, never to steps already in flight.
 - Tick: carries only time (the batch's `now_ms` already includes it); nothing else happens.
+- Reject (an action): drops a proposal (`handlers.proposals`).
+- Recommission (an action): the brokers stop draining, so plans may put replicas on them again;
+  a broker not draining, or unknown, is refused. Reassignments already planned by the
+  decommission go on to their targets (the alert counts those moving replicas off the brokers;
+  `request cancel` stops them). Pause and resume are `SetConfig` of `reassignment.paused`.
 """
 
 from __future__ import annotations
@@ -42,10 +52,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from handlers.outbox import INFO, WARNING, compute_bounded_text, tp_key
+from handlers.outbox import INFO, WARNING, compute_bounded_text, summarise, tp_key
 from handlers.context import BatchContext
 from handlers.log_dirs import cancel_log_dir_moves, handle_balance_dirs_request, plan_requested_dirs
 from handlers.plans import compute_plan, handle_plan
+from handlers.proposals import handle_reject, require_proposal
 from handlers.policy import (compute_config_text, compute_excluded_pattern, compute_excluded_topics,
                              require_dynamic_key)
 from planning.movement.cancel import CancelScope, compute_cancel
@@ -77,8 +88,10 @@ def handle_requests(context: BatchContext, requests: tuple[Mapping[str, Any], ..
         try:
             require_bounded_envelope(request)
             kind, fields = _payload(request)
-            handler = HANDLERS[kind]
+            handler = ACTIONS[kind] if kind in ACTIONS else HANDLERS[kind]
             handler(context, request_id, fields)
+            if kind != "Tick":
+                _accept(context, request_id, kind, before[1][0])
             continue
         except ReassignerError as error:
             refusal = error
@@ -108,12 +121,32 @@ def require_bounded_envelope(request: Mapping[str, Any]) -> None:
 
 
 def _payload(request: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    """(kind, fields): the action's when the request has one (schema version 4), else the payload's."""
+    action = request.get("action")
+    if action is not None:
+        if not isinstance(action, Mapping) or action.get("kind") not in ACTIONS:
+            kind = action.get("kind") if isinstance(action, Mapping) else action
+            raise InvalidInputError(f"unknown request kind {kind!r}: this pipeline knows "
+                                    f"{sorted(ACTIONS)} besides {sorted(HANDLERS)}")
+        return str(action["kind"]), action
     payload = request.get("payload")
     if not isinstance(payload, (tuple, list)) or len(payload) != 2 or payload[0] not in HANDLERS \
             or not isinstance(payload[1], Mapping):
         raise InvalidInputError(f"malformed request payload {payload!r}: expected (kind, fields) with "
                                 f"kind one of {sorted(HANDLERS)}")
     return payload[0], payload[1]
+
+
+def _accept(context: BatchContext, request_id: str, kind: str, first_message: int) -> None:
+    """The RequestAccepted verdict, summing up the alerts the request raised."""
+    raised = [m.record for m in context.outbox.messages[first_message:] if m.schema == "Alert"]
+    summary = "; ".join(str(a["message"]) for a in raised) or "nothing to do"
+    context.outbox.alert("RequestAccepted", INFO, request_id,
+                         f"{kind} request {request_id} accepted: {compute_bounded_text(summary, 2000)}",
+                         {"request_id": request_id, "kind": kind,
+                          "alerts": ",".join(str(a["kind"]) for a in raised),
+                          **{k: v for a in raised[:1] for k, v in a["details"].items()
+                             if k in ("plan_id", "partitions", "replica_moves", "executed")}})
 
 
 def _reject(context: BatchContext, request_id: str, error: ReassignerError) -> None:
@@ -246,10 +279,7 @@ def handle_rebalance(context: BatchContext, request_id: str, fields: Mapping[str
 
 def handle_approve(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
     proposal_id = str(fields["proposal_id"])
-    proposal = context.state.proposals.get(proposal_id)
-    if proposal is None:
-        raise InvalidInputError(f"no proposal {proposal_id!r} awaits approval "
-                                f"(waiting: {sorted(context.state.proposals)})")
+    proposal = require_proposal(context.state.proposals, proposal_id)
     remaining = {k: v for k, v in context.state.proposals.items() if k != proposal_id}
     cluster = context.state.cluster
     targets = {tp: t for tp, t in proposal.targets.items() if cluster.partition(tp) is not None}
@@ -260,7 +290,35 @@ def handle_approve(context: BatchContext, request_id: str, fields: Mapping[str, 
         raise
     context.state = context.state.with_changes(proposals=remaining)
     handle_plan(context, proposal_id, targets, f"{proposal.reason} (approved by {request_id})",
-                proposal_id, approved=True)
+                proposal_id, approved=True, details={"request_id": request_id})
+
+
+def handle_recommission(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
+    broker_ids = sorted({int(b) for b in fields.get("broker_ids") or ()})
+    if not broker_ids:
+        raise InvalidInputError("a recommission request needs at least one broker id")
+    cluster = context.state.cluster
+    unknown = [b for b in broker_ids if cluster.broker(b) is None]
+    if unknown:
+        raise InvalidReplicaAssignmentError(
+            f"cannot recommission broker(s) {unknown}: not in the cluster (known: {sorted(cluster.brokers_by_id)})")
+    not_draining = [b for b in broker_ids if not cluster.broker(b).draining]
+    if not_draining:
+        raise InvalidInputError(f"cannot recommission broker(s) {not_draining}: not being drained "
+                                f"(draining: {sorted(b.id for b in cluster.brokers if b.draining)})")
+    brokers = [replace(b, draining=False) if b.id in broker_ids else b for b in cluster.brokers]
+    context.state = context.state.with_changes(cluster=cluster.with_brokers(brokers))
+    context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
+    leaving = sorted(tp for tp, r in context.state.reassignments.items()
+                     if r.active and set(broker_ids) & (set(r.original_replicas) - set(r.final_target)))
+    names = ", ".join(map(str, broker_ids))
+    context.outbox.alert("BrokerRecommissioned", INFO, request_id,
+                         f"broker{'s' if len(broker_ids) > 1 else ''} {names} no longer draining: plans may "
+                         f"put replicas on {'them' if len(broker_ids) > 1 else 'it'} again"
+                         + (f"; {len(leaving)} reassignments already moving replicas off go on "
+                            "(`request cancel` stops them)" if leaving else ""),
+                         {"broker_ids": names, "moving_off": len(leaving),
+                          "moving_off_partitions": summarise([str(tp) for tp in leaving], 10)})
 
 
 def handle_set_config(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
@@ -292,3 +350,9 @@ HANDLERS = {
     "SetConfig": handle_set_config,
     "Tick": handle_tick,
 }
+
+ACTIONS = {
+    "Reject": handle_reject,
+    "Recommission": handle_recommission,
+}
+"""Handlers of `Request.action` kinds (`schemas.REQUEST_ACTION_KINDS`)."""

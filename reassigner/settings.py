@@ -128,6 +128,13 @@ class Settings(BaseSettings):
     broker_failure_grace_seconds: float = Field(300.0, ge=0, description="`broker.failure.grace`.")
     self_healing_max_failed_brokers: int = Field(2, ge=0)
     self_healing_max_failed_fraction: float = Field(0.4, gt=0, le=1)
+    paused: bool = Field(
+        False, description="`reassignment.paused`: no new step or log-dir move starts (those in "
+        "flight finish); plans are still made and wait. `request pause` / `request resume` set it "
+        "at run time; independent of `mode`.")
+    proposal_expiry_seconds: float = Field(
+        86400.0, gt=0, description="`proposal.expiry`: a proposal (mode approve) not approved or "
+        "rejected within this long is dropped, with a ProposalExpired alert.")
 
     # --- batch limits (SPEC 5.2) -------------------------------------------------------------
     max_partition_movements: int = Field(5, ge=1, description="P: partitions with a step in flight.")

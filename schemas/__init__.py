@@ -42,6 +42,10 @@ from schemas.loader import CURRENT_SCHEMA_VERSION, NAMESPACE, schema_json, schem
 EVENT_TYPES = ("BrokerMembership", "PartitionState", "LogDirState", "TopicState", "SnapshotMarker")
 REQUEST_KINDS = ("Reassign", "Cancel", "Decommission", "Rebalance", "Approve", "SetConfig", "Tick")
 """Branches of `Request.payload`, in union order."""
+REQUEST_ACTION_KINDS = ("Reject", "Recommission")
+"""Kinds of `Request.action` (schema version 4): request kinds added after the payload union was
+frozen. `RequestAction.kind` is a string, so a kind added later needs no schema change; a request
+with an action carries a Tick as its payload."""
 COMMAND_KINDS = (
     "ReassignmentStep",
     "CancelReassignment",
@@ -82,9 +86,13 @@ ALERT_KINDS = (
     "LogDirsBalanced",
     "LogDirMoveStalled",
     "LogDirMoveFailed",
+    "RequestAccepted",
+    "ProposalRejected",
+    "ProposalExpired",
+    "BrokerRecommissioned",
 )
 """Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged, SnapshotReconciled, ClockSkew and the
-log-dir balance's four). `Alert.kind` is a string: readers
+log-dir balance's four, and the request verdicts and proposal ends of schema version 4). `Alert.kind` is a string: readers
 must accept kinds not listed here."""
 
 __all__ = [
@@ -97,6 +105,7 @@ __all__ = [
     "HEADER_SCHEMA_VERSION",
     "MESSAGE_TYPES",
     "NAMESPACE",
+    "REQUEST_ACTION_KINDS",
     "REQUEST_KINDS",
     "TOPICS",
     "decode",

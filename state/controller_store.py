@@ -15,7 +15,8 @@ may touch them all, on one Redis or on Redis Cluster alike):
     reassigner:{c}:reassignments  HASH  "topic:partition" → the active Reassignment record
     reassigner:{c}:logdir_moves   HASH  "broker:topic:partition" → the active LogDirTask (JSON)
     reassigner:{c}:meta           HASH  epoch, last_batch, command_sequence, the replication
-                                        meter and the small mappings of ControllerState (JSON each)
+                                        meter and the small mappings of ControllerState (JSON each:
+                                        config, proposals, open alerts, waiting reasons...)
     reassigner:{c}:outbox         HASH  batch id → JSON list of messages not yet confirmed as
                                         published
     reassigner:{c}:offsets        HASH  "topic:partition" of an input topic → the greatest offset
@@ -288,6 +289,7 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "proposals": json.dumps([proposal_to_storage(p) for p in state.proposals.values()]),
         "open_alerts": json.dumps(sorted(state.open_alerts)),
         "replication_meter": json.dumps([state.replication_meter.since_ms, state.replication_meter.bytes_copied]),
+        "waiting": json.dumps([[tp.topic, tp.partition, why] for tp, why in sorted(state.waiting.items())]),
     }
 
 
@@ -382,6 +384,7 @@ class ControllerStore:
             command_sequence=int(meta.get("command_sequence", 0)),
             observed_at=observed_at,
             replication_meter=ReplicationMeter(*meta_json("replication_meter", [None, 0])),
+            waiting={TopicPartition(t, p): why for t, p, why in meta_json("waiting", [])},
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
                                                        for f, v in raw["logdir_moves"].items())},
         )

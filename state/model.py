@@ -155,6 +155,10 @@ class ControllerState:
         for a slot or in flight); at most one per replica.
     replication_meter: bytes the completed steps copied since the current movement began, for
         the observed replication rate and the time left (`planning.movement.eta`).
+    waiting: why each reassignment the last decision examined did not start its next step
+        (`planning.movement.batches`' refusal: a limit, the ISR, a broker, Kafka reassigning
+        it), by partition; at most `MAX_WAITING_REASONS` (`handlers.waiting`), empty when no
+        step could start (paused, mode observe); for `list` and `status`.
     stepping_memo: what the last decision computed for the reassignments waiting for a step
         (`planning.movement.advance.SteppingMemo`): derived data that makes the next decision
         cost what changed; never stored, never compared, rebuilt after a restart.
@@ -175,6 +179,7 @@ class ControllerState:
     observed_at: ObservationTimes = field(default_factory=ObservationTimes)
     log_dir_moves: Mapping[tuple[int, TopicPartition], LogDirTask] = field(default_factory=dict)
     replication_meter: ReplicationMeter = field(default_factory=ReplicationMeter)
+    waiting: Mapping[TopicPartition, str] = field(default_factory=dict)
     stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
     change_log: ChangeLog = field(default_factory=ChangeLog, compare=False, repr=False)
 

@@ -62,7 +62,9 @@ from schemas.codec import (
     encode,
     schema_json,
     version_headers,
+    writer_version_from_headers,
 )
+from schemas.loader import CURRENT_SCHEMA_VERSION
 from schemas.signing import UNSIGNED, compute_signed_headers, compute_signing_mismatch
 from state.controller_store import ControllerStore, read_signing_announcements, store_signing_announcement
 from streams.heap import HeapKeeper
@@ -110,6 +112,9 @@ def build_input_stream(spark, settings: Settings, client_properties: dict[str, s
         .option("subscribe", ",".join(topics))
         .option("startingOffsets", starting_offsets)
         .option("failOnDataLoss", "false")
+        # The writer's schema set version travels in a header (`schemas.codec`): a record of an
+        # older set is decoded with it at the driver (`compute_batch_inputs`).
+        .option("includeHeaders", "true")
         .option("maxOffsetsPerTrigger", str(settings.max_records_per_batch))
         # The source's consumers leave a fetch in flight at the end of the log; the broker holds
         # it for fetch.max.wait.ms (500 ms by default) and the next micro-batch's read waits for
@@ -133,7 +138,8 @@ def decode_records(records, settings: Settings):
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    columns = [F.col("topic"), F.col("partition"), F.col("offset"), F.col("key"), F.col("value")]
+    columns = [F.col("topic"), F.col("partition"), F.col("offset"), F.col("key"), F.col("value"),
+               F.col("headers")]
     for suffix in INPUT_TOPICS:
         decoded = from_avro(F.col("value"), schema_json(TOPICS[suffix]), {"mode": "PERMISSIVE"})
         # CASE WHEN evaluates the decoder only for rows of its own topic.
@@ -171,7 +177,7 @@ def annotate_batch(batch, settings: Settings):
         batch.withColumn("decoded_ok", decoded_ok)
         .withColumn("subject", subject)
         .withColumn("collapsible", F.col("decoded_ok") & F.col("topic").isin(state_topics))
-        .select("topic", "partition", "offset", "value", "decoded_ok", "subject", "collapsible")
+        .select("topic", "partition", "offset", "value", "headers", "decoded_ok", "subject", "collapsible")
     )
 
 
@@ -223,28 +229,49 @@ def reduce_batch(batch, settings: Settings) -> tuple[list[Any], dict[tuple[str, 
     return collapse_in_spark(annotated).collect(), {(r.topic, r.partition): r.offset for r in ends}
 
 
-def compute_batch_inputs(batch_id: int, rows: list[tuple[str, int, int, bytes]],
-                         bad_rows: list[tuple[str, int, int, bytes]], settings: Settings,
+def compute_writer_version(headers: Iterable[Any] | None) -> int | None:
+    """The schema set version a record's `schema_version` header names (Spark gives headers as
+    (key, value) rows); None when absent or unreadable: the record is then read as current."""
+    try:
+        return writer_version_from_headers([(h[0], bytes(h[1]) if h[1] is not None else None)
+                                            for h in headers or ()])
+    except (DecodeError, TypeError, ValueError):
+        return None
+
+
+def compute_batch_inputs(batch_id: int, rows: list[tuple], bad_rows: list[tuple], settings: Settings,
                          ) -> BatchInputs:
-    """Step 3 at the driver: decode with fastavro; what fastavro rejects joins the bad records."""
+    """Step 3 at the driver: decode with fastavro; what fastavro rejects joins the bad records.
+    Rows are (topic, partition, offset, value[, writer version]): a record with a version is
+    decoded with that schema set (older ones resolve to the current schema, new fields taking
+    their defaults); Spark's current-schema decoding failing on an older record is no verdict."""
     suffix_of = {settings.topic(s): s for s in INPUT_TOPICS}
     events: list[tuple[str, dict]] = []
     requests: list[dict] = []
     results: list[dict] = []
-    bad = [BadRecord(topic, partition, offset, bytes(value or b""),
-                     f"not a valid {TOPICS[suffix_of[topic]]} record (Avro decoding failed)")
-           for topic, partition, offset, value in bad_rows]
+    bad: list[BadRecord] = []
+    rows = list(rows)
+    for row in bad_rows:
+        # Spark decoded with the current schema; a record of an older schema set (its header
+        # names it) may not read that way (a field added at the end) and is decoded here.
+        topic, partition, offset, value = row[:4]
+        version = row[4] if len(row) > 4 else None
+        if value is not None and version is not None and version != CURRENT_SCHEMA_VERSION:
+            rows.append(row)
+            continue
+        bad.append(BadRecord(topic, partition, offset, bytes(value or b""),
+                             f"not a valid {TOPICS[suffix_of[topic]]} record (Avro decoding failed)"))
     origins: dict[tuple[str, int], BadRecord] = {}
     now_ms = 0
     # Apply entity events before partitions: a partition event may name a broker or topic that
     # the same batch introduces.
     order = {suffix: index for index, suffix in enumerate(INPUT_TOPICS)}
-    for topic, partition, offset, value in sorted(rows, key=lambda r: (order[suffix_of[r[0]]],
-                                                                      r[1], r[2])):
+    for row in sorted(rows, key=lambda r: (order[suffix_of[r[0]]], r[1], r[2])):
+        topic, partition, offset, value = row[:4]
         suffix = suffix_of[topic]
         schema = TOPICS[suffix]
         try:
-            record = decode(schema, bytes(value))
+            record = decode(schema, bytes(value), row[4] if len(row) > 4 else None)
         except DecodeError as error:
             bad.append(BadRecord(topic, partition, offset, bytes(value), str(error)))
             continue
@@ -341,7 +368,8 @@ class PipelineRunner:
             rows: list = []
             bad_rows: list = []
             for r in reduced:
-                (rows if r.decoded_ok else bad_rows).append((r.topic, r.partition, r.offset, r.value))
+                (rows if r.decoded_ok else bad_rows).append(
+                    (r.topic, r.partition, r.offset, r.value, compute_writer_version(r.headers)))
             phases["spark"] = time.perf_counter() - started
             try:
                 self.process_rows(rows, bad_rows, consumed, phases, started)

@@ -261,6 +261,15 @@ def _refusal(
     return None
 
 
+def compute_limit_refusal(step: Step, in_flight: StepsLike, limits: Limits) -> str | None:
+    """Why P, L or B holds `step` back while `in_flight` flies (the walk's own words), or None.
+    For readers explaining a candidate the walk passed over unexamined (`list`, `status`)."""
+    counters = _Counters()
+    for planned in _as_planned(in_flight):
+        counters.add(planned.step)
+    return _refusal_by_limits(step, counters, limits)
+
+
 def _refusal_by_limits(step: Step, counters: _Counters, limits: Limits) -> str | None:
     if counters.partitions >= limits.max_partition_movements:
         return f"{counters.partitions} partitions moving, limit P = {limits.max_partition_movements}"

@@ -103,19 +103,63 @@ def _setup_logging(verbose: bool = False) -> None:
 # --- request ... --------------------------------------------------------------------------------
 
 
-def _publish(ctx: _Context, build: Callable[..., dict], *args: Any, **kwargs: Any) -> None:
+NoWait = typer.Option(False, "--no-wait", help="Publish and return at once, without the pipeline's verdict.")
+Timeout = typer.Option(60.0, "--timeout", min=0.1, help="Seconds to wait for the pipeline's verdict.")
+
+EXIT_REJECTED = 1
+"""`request ...`: the pipeline refused the request (RequestRejected; its code is printed)."""
+EXIT_TIMED_OUT = 3
+"""`request ...`: no verdict within --timeout; the request may still be processed."""
+
+
+def _cluster_now(ctx: _Context):
+    """The planning model of one poll of Kafka's metadata, for the local checks of a request."""
+    from reassigner.clients.kafka_admin import ClusterAdmin
+    from reassigner.edge.observation import compute_cluster
+
+    with ClusterAdmin(ctx.bootstrap, ctx.client_config) as admin:
+        return compute_cluster(admin.observe())
+
+
+def _publish(ctx: _Context, build: Callable[..., dict], *args: Any, wait: bool = True, timeout: float = 60.0,
+             check: bool = True, **kwargs: Any) -> None:
+    """Build the request, check it against the cluster's metadata (`check`), publish it, and
+    (unless `wait` is False) wait for the pipeline's verdict: accepted exits 0, rejected
+    EXIT_REJECTED, no verdict within `timeout` EXIT_TIMED_OUT."""
     from reassigner.clients.kafka_producer import build_producer, producer_config
-    from reassigner.operator.requests import current_requester, describe_request, publish_request
+    from reassigner.operator.requests import (await_verdict, current_requester, describe_request,
+                                              publish_request, request_kind, validate_locally, verdict_to_json)
 
     request = build(*args, request_id=str(uuid.uuid4()), now_ms=int(time.time() * 1000),
                     requested_by=current_requester(), **kwargs)
-    ctx.ensure_topics("requests")
+    if check:
+        validate_locally(request, _cluster_now(ctx))
+    ctx.ensure_topics("requests", "alerts")
     producer = build_producer(producer_config(ctx.bootstrap, ctx.client_config, "reassigner-cli"))
-    publish_request(producer, ctx.topic("requests"), request)
-    kind = request["payload"][0]
-    err_console.print(f"[green]{kind} request {request['id']} published[/] to {ctx.topic('requests')}; "
-                      f"follow it with `reassigner alerts --follow`")
-    print(json.dumps(describe_request(request)))
+    kind, request_id = request_kind(request), request["id"]
+
+    def publish() -> None:
+        publish_request(producer, ctx.topic("requests"), request)
+        err_console.print(f"[green]{kind} request {request_id} published[/] to {ctx.topic('requests')}"
+                          + ("" if wait else "; follow it with `reassigner alerts --follow`"))
+
+    if not wait:
+        publish()
+        print(json.dumps(describe_request(request)))
+        return
+    verdict = await_verdict(ctx.bootstrap, ctx.client_config, ctx.topic("alerts"), request_id, timeout, publish,
+                            stop=_stop_on_signals())
+    print(json.dumps({**describe_request(request), **verdict_to_json(verdict, request_id, timeout)}))
+    if verdict is None:
+        print(redact(f"error: [REQUEST_TIMED_OUT] no verdict on {kind} request {request_id} within {timeout:g} s; "
+                     "it may still be processed (is `reassigner run` up?): `reassigner alerts --follow` shows it"),
+              file=sys.stderr, flush=True)
+        raise typer.Exit(EXIT_TIMED_OUT)
+    if not verdict.accepted:
+        print(redact(f"error: [{verdict.error_code or 'UNKNOWN_SERVER_ERROR'}] {verdict.message}"),
+              file=sys.stderr, flush=True)
+        raise typer.Exit(EXIT_REJECTED)
+    err_console.print(f"[green]accepted[/]: {verdict.message}", soft_wrap=True)
 
 
 @request_app.command("reassign")
@@ -123,6 +167,7 @@ def request_reassign(
     file: Path = typer.Option(..., "--file", "--reassignment-json-file",
                               help="The Kafka tool's reassignment JSON ({\"version\": 1, \"partitions\": [...]})."),
     additional: bool = typer.Option(False, "--additional", help="Join the running reassignments."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
     bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
     stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
@@ -139,7 +184,8 @@ def request_reassign(
     build_reassign_request(document, str(file), additional=additional, request_id="check", now_ms=0,
                            requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_reassign_request, document, str(file), additional=additional)
+    _publish(ctx, build_reassign_request, document, str(file), additional=additional, wait=not no_wait,
+             timeout=timeout)
 
 
 @request_app.command("cancel")
@@ -147,6 +193,7 @@ def request_cancel(
     topic: Optional[str] = typer.Option(None, "--topic", help="Topic to cancel (default: everything)."),
     partition: Optional[int] = typer.Option(None, "--partition", help="Partition of --topic."),
     keep: bool = typer.Option(False, "--keep", help="Stop where it is instead of reverting."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
     bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
     stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
@@ -156,12 +203,13 @@ def request_cancel(
 
     build_cancel_request(topic, partition, keep, request_id="check", now_ms=0, requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_cancel_request, topic, partition, keep)
+    _publish(ctx, build_cancel_request, topic, partition, keep, wait=not no_wait, timeout=timeout)
 
 
 @request_app.command("decommission")
 def request_decommission(
     broker: List[int] = typer.Option(..., "--broker", help="Broker to drain (repeat for several)."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
     bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
     stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
@@ -171,12 +219,13 @@ def request_decommission(
 
     build_decommission_request(broker, request_id="check", now_ms=0, requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_decommission_request, broker)
+    _publish(ctx, build_decommission_request, broker, wait=not no_wait, timeout=timeout)
 
 
 @request_app.command("rebalance")
 def request_rebalance(
     topic: List[str] = typer.Option([], "--topic", help="Topic to rebalance (repeat; default: all)."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
     bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
     stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
@@ -185,13 +234,14 @@ def request_rebalance(
     from reassigner.operator.requests import build_rebalance_request
 
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_rebalance_request, topic)
+    _publish(ctx, build_rebalance_request, topic, wait=not no_wait, timeout=timeout)
 
 
 @request_app.command("balance-dirs")
 def request_balance_dirs(
     broker: List[int] = typer.Option([], "--broker", help="Broker whose log dirs to balance (repeat; "
                                      "default: every broker with two or more dirs)."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
     bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
     stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
@@ -201,12 +251,13 @@ def request_balance_dirs(
 
     build_balance_dirs_request(broker, request_id="check", now_ms=0, requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_balance_dirs_request, broker)
+    _publish(ctx, build_balance_dirs_request, broker, wait=not no_wait, timeout=timeout)
 
 
 @request_app.command("approve")
 def request_approve(
     proposal_id: str = typer.Argument(..., help="Proposal id (from its ProposalReady alert or `status`)."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
     bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
     stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
@@ -216,7 +267,104 @@ def request_approve(
 
     build_approve_request(proposal_id, request_id="check", now_ms=0, requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_approve_request, proposal_id)
+    _publish(ctx, build_approve_request, proposal_id, wait=not no_wait, timeout=timeout, check=False)
+
+
+@request_app.command("reject")
+def request_reject(
+    proposal_id: str = typer.Argument(..., help="Proposal id (from its ProposalReady alert or `status`)."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Drop a proposal (mode `approve`): nothing of it runs (ProposalRejected)."""
+    from reassigner.operator.requests import build_reject_request
+
+    build_reject_request(proposal_id, request_id="check", now_ms=0, requested_by="check")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_reject_request, proposal_id, wait=not no_wait, timeout=timeout, check=False)
+
+
+@request_app.command("show")
+def request_show(
+    proposal_id: str = typer.Argument(..., help="Proposal id (from its ProposalReady alert or `status`)."),
+    as_json: bool = typer.Option(False, "--json", help="Print Kafka's reassignment JSON, as "
+                                 "kafka-reassign-partitions.sh --reassignment-json-file reads it."),
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """A proposal's moves: partition, current replicas, target, adding, removing, size."""
+    from reassigner.operator.views import compute_proposal_view, proposal_to_reassignment_json
+    from reassigner.settings import compute_policy
+
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
+                   need_kafka=False)
+    view = compute_proposal_view(ctx.load_state(), proposal_id, compute_policy(ctx.settings))
+    if as_json:
+        print(json.dumps(proposal_to_reassignment_json(view), indent=2))
+        return
+    _print_proposal(view, time.time())
+
+
+def _print_proposal(view, now_seconds: float) -> None:
+    expires = "" if view.expires_at_ms is None else \
+        f", expires in {_duration(max(0.0, view.expires_at_ms / 1000.0 - now_seconds))}"
+    table = Table(title=f"proposal {view.proposal_id}: {view.reason} ({len(view.moves)} partitions, "
+                        f"{view.replica_moves} replica moves{expires})")
+    for column in ("partition", "current", "target", "adding", "removing", "size"):
+        table.add_column(column)
+    for m in view.moves:
+        table.add_row(f"{m.topic}-{m.partition}", "?" if m.current_replicas is None else _ids(m.current_replicas),
+                      _ids(m.target), _ids(m.adding), _ids(m.removing), _size(m.size_bytes))
+    console.print(table)
+    console.print(f"`reassigner request approve {view.proposal_id}` runs it, `reassigner request reject "
+                  f"{view.proposal_id}` drops it; `--json` gives Kafka's reassignment JSON", soft_wrap=True)
+
+
+@request_app.command("recommission")
+def request_recommission(
+    broker: List[int] = typer.Option(..., "--broker", help="Broker to stop draining (repeat for several)."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Undo a decommission: the brokers stop draining and may take replicas again."""
+    from reassigner.operator.requests import build_recommission_request
+
+    build_recommission_request(broker, request_id="check", now_ms=0, requested_by="check")
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_recommission_request, broker, wait=not no_wait, timeout=timeout)
+
+
+@request_app.command("pause")
+def request_pause(
+    no_wait: bool = NoWait, timeout: float = Timeout,
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Start no new step or log-dir move (those in flight finish); plans are still made and wait."""
+    from reassigner.operator.requests import build_pause_request
+
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_pause_request, True, wait=not no_wait, timeout=timeout, check=False)
+
+
+@request_app.command("resume")
+def request_resume(
+    no_wait: bool = NoWait, timeout: float = Timeout,
+    bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
+    stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
+    topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
+) -> None:
+    """Undo `request pause`: steps start again under the limits."""
+    from reassigner.operator.requests import build_pause_request
+
+    ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
+    _publish(ctx, build_pause_request, False, wait=not no_wait, timeout=timeout, check=False)
 
 
 # --- config set / get ---------------------------------------------------------------------------
@@ -225,6 +373,7 @@ def request_approve(
 @config_app.command("set")
 def config_set(
     assignment: str = typer.Argument(..., metavar="KEY=VALUE", help="e.g. reassignment.max.concurrent.partition.movements=10; KEY= resets."),
+    no_wait: bool = NoWait, timeout: float = Timeout,
     bootstrap_server: Optional[str] = BootstrapServer, command_config: Optional[Path] = CommandConfig,
     stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
@@ -234,7 +383,7 @@ def config_set(
 
     build_set_config_request(assignment, request_id="check", now_ms=0, requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_set_config_request, assignment)
+    _publish(ctx, build_set_config_request, assignment, wait=not no_wait, timeout=timeout, check=False)
 
 
 @config_app.command("get")
@@ -293,7 +442,10 @@ def list_reassignments(
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
     state = ctx.load_state()
-    rows = compute_reassignment_rows(state, ctx.settings.max_replica_movements, time.time())
+    from reassigner.settings import compute_policy
+
+    rows = compute_reassignment_rows(state, ctx.settings.max_replica_movements, time.time(),
+                                     compute_policy(ctx.settings))
     in_flight = compute_in_flight(state, time.time())
     dir_moves = compute_log_dir_move_rows(state, time.time())
     if as_json:
@@ -305,12 +457,13 @@ def list_reassignments(
         return
     table = Table(title=f"ongoing reassignments ({len(rows)})")
     for column in ("partition", "state", "current", "adding", "removing", "final target", "step", "progress",
-                   "bytes moved / to move", "time left"):
+                   "bytes moved / to move", "time left", "waits for"):
         table.add_column(column)
     for r in rows:
         table.add_row(f"{r.topic}-{r.partition}", r.state, _ids(r.current_replicas), _ids(r.adding),
                       _ids(r.removing), _ids(r.final_target), step_label(r), _bar(r.progress),
-                      f"{_size(r.bytes_moved)} / {_size(r.bytes_to_move)}", _duration(r.time_left_seconds))
+                      f"{_size(r.bytes_moved)} / {_size(r.bytes_to_move)}", _duration(r.time_left_seconds),
+                      r.waiting or "-")
     console.print(table if rows else "no reassignment in progress")
     batch = Table(title=f"batch in flight ({len(in_flight)} steps)")
     for column in ("partition", "step", "target", "adding", "removing", "leader move", "running for"):
@@ -322,6 +475,14 @@ def list_reassignments(
     if in_flight:
         console.print(batch)
     _print_log_dir_moves(dir_moves)
+    _print_proposals(state)
+
+
+def _print_proposals(state) -> None:
+    """Proposals wait for approval: one line each, with `request show` to read their moves."""
+    for proposal_id, proposal in sorted(state.proposals.items()):
+        console.print(f"proposal {proposal_id} awaits approval: {proposal.reason}, {len(proposal.targets)} "
+                      f"partitions (`reassigner request show {proposal_id}`; approve or reject it)", soft_wrap=True)
 
 
 def _size(value: float | None) -> str:
@@ -401,14 +562,16 @@ def status(
     console.print(f"topics only healed and drained, never rebalanced: {len(view.excluded_topics)} "
                   f"(include {view.topics_include!r}, exclude {view.topics_exclude!r}) {shown}")
     if view.proposals:
-        console.print(f"proposals awaiting approval: {', '.join(view.proposals)}")
+        console.print(f"proposals awaiting approval: {', '.join(view.proposals)} (`reassigner request show ID`)")
+    if view.paused:
+        console.print("[yellow]paused[/]: no new step starts until `reassigner request resume`")
     if view.reassignments:
         progress = Table(title=f"reassignment progress ({view.steps_done}/{view.steps_estimated} steps)")
-        for column in ("partition", "state", "step", "progress"):
+        for column in ("partition", "state", "step", "progress", "waits for"):
             progress.add_column(column)
         for r in view.reassignments:
-            progress.add_row(f"{r.topic}-{r.partition}", r.state, step_label(r), _bar(r.progress))
-        progress.add_row("all", "", f"{view.steps_done} of {view.steps_estimated}", _bar(view.overall_progress))
+            progress.add_row(f"{r.topic}-{r.partition}", r.state, step_label(r), _bar(r.progress), r.waiting or "-")
+        progress.add_row("all", "", f"{view.steps_done} of {view.steps_estimated}", _bar(view.overall_progress), "")
         console.print(progress)
         rate = "not measured yet (no step completed)" if view.replication_rate is None else \
             f"{_size(view.replication_rate)}/s"

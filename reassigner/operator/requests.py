@@ -7,14 +7,32 @@ one-line error instead of a `RequestRejected` alert later:
   whether the brokers exist is the pipeline's call (it knows the cluster);
 - `cancel`: a partition needs its topic;
 - `decommission`: at least one broker id, none negative;
-- `approve`: a non-empty proposal id;
+- `approve`, `reject`: a non-empty proposal id;
+- `recommission`: at least one broker id, none negative;
+- `pause` / `resume`: `SetConfig` of `reassignment.paused` (a flag beside `mode`);
 - `config set`: a known key and a value that parses (`dynamic_config`).
+
+Then, against the cluster's metadata (`validate_locally`, given the planning model of a Kafka
+poll), what the pipeline would refuse for sure, with the pipeline's own guards
+(`planning.validation`: one concept, one place): unknown topic or partition, empty, negative or
+duplicate replicas, unknown or fenced brokers, a replication factor above the brokers, a log dir
+list of the wrong length; brokers of a decommission or recommission, topics of a rebalance or
+cancel. What only the pipeline knows (draining brokers, reassignments in progress, proposals)
+is its verdict.
+
+VERDICT: after publishing, the CLI waits for the one alert the pipeline raises about the request
+(subject = request id): `RequestAccepted` or `RequestRejected` (`compute_verdict`); `Verdict`
+says which, with the code of a refusal.
+
+`request` with `action` (schema version 4, `RequestAction`): Reject and Recommission travel in
+`Request.action` with a Tick as the payload (`build_action_request`).
 
 Envelope invariants: `id` is a fresh UUID (the caller passes it in; builders read no clock and
 no randomness); `key` is `<topic>-<partition>` for a request about one partition, else the
 request id; `requested_by` is `user@host`; `event_time` is epoch milliseconds.
 
-`publish_request` is the only I/O here: one idempotent produce (acks=all), flushed and checked.
+`publish_request` and `await_verdict` are the only I/O here: one idempotent produce (acks=all),
+flushed and checked; a read of the alerts topic from its end.
 """
 
 from __future__ import annotations
@@ -23,10 +41,16 @@ import getpass
 import json
 import logging
 import socket
-from typing import Any, Iterable, Mapping
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
 
+from handlers.policy import PAUSED_KEY
+from planning.model import Cluster, TopicPartition
 from planning.snapshot import reassignment_from_json
-from reassigner.errors import InvalidInputError, MalformedInputError
+from planning.validation import require_known_partition, validate_targets
+from reassigner.errors import (InvalidInputError, InvalidReplicaAssignmentError, MalformedInputError,
+                               UnknownTopicOrPartitionError)
 from reassigner.operator.dynamic_config import compute_config_value
 from schemas.codec import encode, partition_key, version_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
@@ -137,11 +161,113 @@ def build_set_config_request(assignment: str, *, request_id: str, now_ms: int,
                          now_ms=now_ms, requested_by=requested_by)
 
 
+def build_action_request(kind: str, *, proposal_id: str | None = None, broker_ids: Iterable[int] = (),
+                         request_id: str, now_ms: int, requested_by: str) -> Request:
+    """A request of a kind added in schema version 4: `action` set, payload a Tick."""
+    request = build_request("Tick", {}, request_id=request_id, now_ms=now_ms, requested_by=requested_by)
+    request["action"] = {"kind": kind, "proposal_id": proposal_id, "broker_ids": sorted(set(broker_ids))}
+    return request
+
+
+def build_reject_request(proposal_id: str, *, request_id: str, now_ms: int, requested_by: str) -> Request:
+    if not proposal_id.strip():
+        raise InvalidInputError("reject: give the proposal id from its ProposalReady alert")
+    return build_action_request("Reject", proposal_id=proposal_id.strip(), request_id=request_id, now_ms=now_ms,
+                                requested_by=requested_by)
+
+
+def build_recommission_request(broker_ids: Iterable[int], *, request_id: str, now_ms: int,
+                               requested_by: str) -> Request:
+    brokers = sorted(set(broker_ids))
+    if not brokers:
+        raise InvalidInputError("recommission: give at least one --broker")
+    if brokers[0] < 0:
+        raise InvalidInputError(f"recommission: broker ids are 0 or more, got {brokers[0]}")
+    return build_action_request("Recommission", broker_ids=brokers, request_id=request_id, now_ms=now_ms,
+                                requested_by=requested_by)
+
+
+def build_pause_request(paused: bool, *, request_id: str, now_ms: int, requested_by: str) -> Request:
+    """`request pause` (True) / `request resume` (False): the `reassignment.paused` flag."""
+    return build_request("SetConfig", {"key": PAUSED_KEY, "value": "true" if paused else "false"},
+                         request_id=request_id, now_ms=now_ms, requested_by=requested_by)
+
+
+def request_kind(request: Mapping[str, Any]) -> str:
+    """The kind a request asks for: its action's, else its payload's."""
+    action = request.get("action")
+    return str(action["kind"]) if action else str(request["payload"][0])
+
+
 def describe_request(request: Request) -> dict[str, Any]:
     """What to print after publishing: id, kind, key and the payload fields (JSON-friendly)."""
-    kind, fields = request["payload"]
-    return {"request_id": request["id"], "kind": kind, "key": request["key"],
+    action = request.get("action")
+    fields = dict(action) if action else request["payload"][1]
+    return {"request_id": request["id"], "kind": request_kind(request), "key": request["key"],
             "requested_by": request["requested_by"], "payload": fields}
+
+
+# --- local validation -----------------------------------------------------------------------------
+
+
+def validate_locally(request: Mapping[str, Any], cluster: Cluster) -> None:
+    """Raise what the pipeline would refuse for sure, judged on `cluster` (a poll of Kafka's
+    metadata: nobody draining, nothing the pipeline alone knows); see the module docstring."""
+    kind = request_kind(request)
+    fields = request["action"] if request.get("action") else request["payload"][1]
+    if kind == "Reassign":
+        targets = {TopicPartition(e["topic"], e["partition"]): tuple(e["replicas"]) for e in fields["partitions"]}
+        dirs = {TopicPartition(e["topic"], e["partition"]): tuple(e["log_dirs"])
+                for e in fields["partitions"] if e.get("log_dirs")}
+        validate_targets(cluster, targets, dirs)
+    elif kind in ("Decommission", "Recommission") or (kind == "Rebalance" and fields.get("log_dirs")):
+        unknown = [b for b in fields.get("broker_ids") or () if cluster.broker(b) is None]
+        if unknown:
+            raise InvalidReplicaAssignmentError(f"{kind.lower()}: broker(s) {unknown} are not in the cluster "
+                                                f"(known: {sorted(cluster.brokers_by_id)})")
+    elif kind == "Rebalance":
+        unknown = sorted(t for t in fields.get("topics") or () if t not in cluster.topics_by_name)
+        if unknown:
+            raise UnknownTopicOrPartitionError(f"rebalance: unknown topic(s) {unknown}")
+    elif kind == "Cancel" and fields.get("topic") is not None:
+        if fields.get("partition") is None:
+            if fields["topic"] not in cluster.topics_by_name:
+                raise UnknownTopicOrPartitionError(f"cancel: topic {fields['topic']!r} does not exist")
+        else:
+            require_known_partition(cluster, TopicPartition(fields["topic"], fields["partition"]))
+
+
+# --- the verdict ----------------------------------------------------------------------------------
+
+VERDICT_KINDS = ("RequestAccepted", "RequestRejected")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The pipeline's answer to one request: its alert, and the refusal's code if refused."""
+
+    accepted: bool
+    message: str
+    error_code: str | None
+    alert: Mapping[str, Any]
+
+
+def compute_verdict(alert: Mapping[str, Any], request_id: str) -> Verdict | None:
+    """The verdict `alert` gives on request `request_id`, or None if it is about something else."""
+    if alert.get("kind") not in VERDICT_KINDS or alert.get("subject") != request_id:
+        return None
+    accepted = alert["kind"] == "RequestAccepted"
+    details = alert.get("details") or {}
+    return Verdict(accepted, str(alert.get("message", "")), None if accepted else details.get("error_code"),
+                   alert)
+
+
+def verdict_to_json(verdict: Verdict | None, request_id: str, timeout_seconds: float | None = None) -> dict[str, Any]:
+    if verdict is None:
+        return {"request_id": request_id, "verdict": "timed-out", "timeout_seconds": timeout_seconds}
+    return {"request_id": request_id, "verdict": "accepted" if verdict.accepted else "rejected",
+            "error_code": verdict.error_code, "message": verdict.message,
+            "details": dict(verdict.alert.get("details") or {})}
 
 
 # --- the shell ----------------------------------------------------------------------------------
@@ -156,6 +282,33 @@ def current_requester() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
+def await_verdict(bootstrap_servers: str, client_config, alerts_topic: str, request_id: str,
+                  timeout_seconds: float, publish: Callable[[], None],
+                  stop: threading.Event | None = None) -> Verdict | None:
+    """Publish (through `publish`, called once the alerts consumer sits at the end of the topic,
+    so no verdict can slip by) and wait up to `timeout_seconds` for the verdict; None on timeout."""
+    from reassigner.operator.alerts_follow import follow_alerts
+
+    done = stop or threading.Event()
+    found: list[Verdict] = []
+
+    def ready(_partitions: list[int]) -> None:
+        publish()
+        timer = threading.Timer(timeout_seconds, done.set)
+        timer.daemon = True
+        timer.start()
+
+    def emit(alert: Mapping[str, Any]) -> None:
+        verdict = compute_verdict(alert, request_id)
+        if verdict is not None:
+            found.append(verdict)
+            done.set()
+
+    follow_alerts(bootstrap_servers, client_config, alerts_topic, emit=emit, stop=done, on_ready=ready,
+                  on_bad_message=log.warning)
+    return found[0] if found else None
+
+
 def publish_request(producer, topic: str, request: Request, timeout_seconds: float = 30.0) -> None:
     """Encode and produce one request on the requests topic; wait until Kafka has it (acks=all).
 
@@ -165,4 +318,4 @@ def publish_request(producer, topic: str, request: Request, timeout_seconds: flo
 
     publish_and_wait(producer, topic, request["key"].encode(), encode("Request", request),
                      version_headers(), timeout_seconds)
-    log.info("published %s request %s to %s", request["payload"][0], request["id"], topic)
+    log.info("published %s request %s to %s", request_kind(request), request["id"], topic)

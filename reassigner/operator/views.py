@@ -9,6 +9,9 @@ will be (the in-flight target, or the current replicas) to the final target, ass
 step completes with its replicas in sync. The ISR may change the real count (a partition under
 min ISR takes bigger steps), so m can move while a reassignment runs; progress is steps done / m.
 
+Why a reassignment waits (`compute_waiting_reason`): the pipeline's own words stored with the
+state, else what the state shows (paused, mode, a retry, the ISR, a limit).
+
 Bytes and time left (`planning.movement.eta`): per reassignment the bytes its final target adds,
 those already in sync, and the time left at its share of the observed replication rate; overall
 the sums and the time left at the whole rate.
@@ -20,12 +23,15 @@ with unknown fields as None, never an exception.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
-from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
+from handlers.policy import (Policy, compute_excluded_pattern, compute_excluded_topics, effective_limits,
+                             effective_policy)
 from state.model import ControllerState
 from planning.model import PartitionState
+from planning.movement.advance import compute_reachable_step
+from planning.movement.batches import PlannedStep, compute_limit_refusal
 from planning.movement.eta import compute_rate, compute_reassignment_bytes, compute_time_left
 from planning.movement.reassignment import Reassignment
 from planning.movement.partition_steps import compute_step_sequence
@@ -60,6 +66,8 @@ class ReassignmentRow:
     bytes_to_move: int = 0
     bytes_moved: int = 0
     time_left_seconds: float | None = None
+    # Why no step of it is in flight (`compute_waiting_reason`); None while one is.
+    waiting: str | None = None
 
     @property
     def bytes_left(self) -> int:
@@ -157,6 +165,7 @@ class StatusView:
     bytes_moved: int = 0
     replication_rate: float | None = None  # bytes per second observed since the movement began
     time_left_seconds: float | None = None  # all reassignments, at that rate
+    paused: bool = False  # `reassignment.paused` in force (`request pause`); False without a policy
 
     @property
     def bytes_left(self) -> int:
@@ -170,12 +179,56 @@ class StatusView:
 
 
 def compute_reassignment_rows(state: ControllerState, default_replica_movements: int,
-                              now_seconds: float | None = None) -> tuple[ReassignmentRow, ...]:
-    """The rows of `list`, sorted by (topic, partition); with `now_seconds`, the time left."""
+                              now_seconds: float | None = None,
+                              policy: Policy | None = None) -> tuple[ReassignmentRow, ...]:
+    """The rows of `list`, sorted by (topic, partition); with `now_seconds`, the time left; with
+    `policy` (the static settings'), why each waiting one waits in full."""
     movements = _replica_movements(state.config, default_replica_movements)
     rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
     share = sum(1 for r in state.reassignments.values() if r.in_flight is not None)
-    return tuple(_row(state, r, movements, rate, share) for _tp, r in sorted(state.reassignments.items()))
+    flying = [PlannedStep(tp, r.in_flight.step) for tp, r in state.reassignments.items() if r.in_flight is not None]
+    return tuple(replace(_row(state, r, movements, rate, share),
+                         waiting=compute_waiting_reason(state, r, policy, flying, now_seconds))
+                 for _tp, r in sorted(state.reassignments.items()))
+
+
+def compute_waiting_reason(state: ControllerState, record: Reassignment, policy: Policy | None,
+                           flying: list[PlannedStep], now_seconds: float | None = None) -> str | None:
+    """Why `record` has no step in flight, in the pipeline's words where it gave them:
+    1. the batch rule's refusal the last decision stored (`state.waiting`: a broker, the ISR,
+       min.insync.replicas, Kafka reassigning it);
+    2. paused (`reassignment.paused`) or mode observe: no step starts at all;
+    3. a failed step's retry pending;
+    4. no step possible with the replicas in sync now (it waits for the ISR);
+    5. a limit (P, L, B) with the steps in flight now (the walk passes such candidates over
+       unexamined, so the reason is computed here with the batch rule's own function);
+    6. else: planned, its step starts at the next decision.
+    None when a step is in flight. Without `policy` the limits and mode are unknown: 1, 3, 6."""
+    if record.in_flight is not None:
+        return None
+    stored = state.waiting.get(record.tp)
+    if stored is not None:
+        return stored
+    effective = effective_policy(policy, state.config) if policy is not None else None
+    if effective is not None and effective.paused:
+        return "paused: no step starts until `reassigner request resume`"
+    if effective is not None and effective.mode == "observe":
+        return "mode observe: no step starts"
+    if record.retry_at is not None and (now_seconds is None or now_seconds < record.retry_at):
+        return "a failed step is retried after a pause (step.retry.max)"
+    partition = state.cluster.partition(record.tp)
+    if partition is None:
+        return "its partition is not observed yet"
+    if effective is not None:
+        limits = effective_limits(policy, state.config)
+        step = compute_reachable_step(record, partition, state.cluster, limits)
+        if step is None:
+            return (f"no step possible with in-sync replicas {list(partition.isr)} of {list(partition.replicas)}: "
+                    "it waits for the ISR")
+        refusal = compute_limit_refusal(step, flying, limits)
+        if refusal is not None:
+            return f"waits for a slot: {refusal}"
+    return "its next step starts at the next decision"
 
 
 def compute_in_flight(state: ControllerState, now_seconds: float | None = None) -> tuple[InFlightRow, ...]:
@@ -238,7 +291,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
                   tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs))
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
-    rows = compute_reassignment_rows(state, default_replica_movements, now_seconds)
+    rows = compute_reassignment_rows(state, default_replica_movements, now_seconds, policy)
     rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
     left = sum(r.bytes_left for r in rows)
     return StatusView(
@@ -262,6 +315,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         bytes_moved=sum(r.bytes_moved for r in rows),
         replication_rate=rate,
         time_left_seconds=compute_time_left(left, rate) if rows else None,
+        paused=policy is not None and effective_policy(policy, state.config).paused,
     )
 
 
@@ -305,6 +359,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "epoch": view.epoch,
         "last_batch": view.last_batch,
         "proposals": list(view.proposals),
+        "paused": view.paused,
         "config": dict(view.config),
         "topic_selection": {"include": view.topics_include, "exclude": view.topics_exclude,
                             "excluded_topics": list(view.excluded_topics)},
@@ -387,3 +442,67 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+# --- proposals (mode approve) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProposalMoveRow:
+    """One partition of a proposal: where it is, where the proposal puts it."""
+
+    topic: str
+    partition: int
+    current_replicas: tuple[int, ...] | None  # None: the partition is not observed any more
+    target: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    size_bytes: int | None
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    """`request show ID`: a proposal, its moves and when it expires."""
+
+    proposal_id: str
+    reason: str
+    created_at_ms: int
+    expires_at_ms: int | None  # None without the policy
+    moves: tuple[ProposalMoveRow, ...]
+
+    @property
+    def replica_moves(self) -> int:
+        return sum(len(m.adding) for m in self.moves)
+
+
+def compute_proposal_view(state: ControllerState, proposal_id: str, policy: Policy | None = None) -> ProposalView:
+    """The proposal `proposal_id` (InvalidInputError naming the waiting ones if none)."""
+    from handlers.proposals import require_proposal
+
+    proposal = require_proposal(state.proposals, proposal_id)
+    moves = []
+    for tp, target in sorted(proposal.targets.items()):
+        partition = state.cluster.partition(tp)
+        current = tuple(partition.replicas) if partition is not None else None
+        moves.append(ProposalMoveRow(tp.topic, tp.partition, current, tuple(target),
+                                     tuple(b for b in target if b not in (current or ())),
+                                     tuple(b for b in (current or ()) if b not in target),
+                                     partition.size_bytes if partition is not None else None))
+    expiry = effective_policy(policy, state.config).proposal_expiry_seconds if policy is not None else None
+    return ProposalView(proposal.proposal_id, proposal.reason, proposal.created_at_ms,
+                        None if expiry is None else proposal.created_at_ms + int(expiry * 1000), tuple(moves))
+
+
+def proposal_to_reassignment_json(view: ProposalView) -> dict[str, Any]:
+    """The proposal as Kafka's reassignment JSON, as `kafka-reassign-partitions.sh
+    --reassignment-json-file` reads it (no `log_dirs`: the brokers choose, the tool's default)."""
+    from planning.model import TopicPartition
+    from planning.snapshot import reassignment_to_json
+
+    targets = {TopicPartition(m.topic, m.partition): m.target for m in view.moves}
+    return reassignment_to_json(targets)
+
+
+def proposal_to_json(view: ProposalView) -> dict[str, Any]:
+    return {**_plain(asdict(view)), "replica_moves": view.replica_moves,
+            "reassignment": proposal_to_reassignment_json(view)}

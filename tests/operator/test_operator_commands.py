@@ -76,25 +76,37 @@ def test_unknown_config_key_fails_locally():
 
 # --- against the real stack -------------------------------------------------------------------
 
+
+def create_topic(bootstrap_servers: str, name: str, partitions: int) -> list[int]:
+    """Create `name` (RF 3) if it is missing; the stack's broker ids."""
+    from reassigner.clients.kafka_admin import ClusterAdmin
+
+    with ClusterAdmin(bootstrap_servers) as admin:
+        brokers = sorted(b.broker_id for b in admin.describe_brokers())
+        admin.ensure_topics([name], partitions, replication_factor=3)
+    return brokers[:3]
+
 @pytest.mark.stack
 @pytest.mark.slow
 def test_request_reassign_puts_a_decodable_request_on_the_requests_topic(local_stack, tmp_path):
     prefix = unique_prefix("req")
+    brokers = create_topic(local_stack.bootstrap_servers, "orders", partitions=2)  # checked locally now
+    dirs = ["any", "any", "any"]
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "orders", "partition": 0, "replicas": [2, 3, 4], "log_dirs": ["any", "/data/b", "any"]},
-        {"topic": "orders", "partition": 1, "replicas": [4, 3, 2]}]}))
-    result = run_cli("request", "reassign", "--file", str(plan), "--additional",
+        {"topic": "orders", "partition": 0, "replicas": brokers[::-1], "log_dirs": dirs},
+        {"topic": "orders", "partition": 1, "replicas": brokers}]}))
+    result = run_cli("request", "reassign", "--file", str(plan), "--additional", "--no-wait",
                      "--bootstrap-server", local_stack.bootstrap_servers, "--topic-prefix", prefix)
     assert result.returncode == 0, result.stderr
     printed = json.loads(result.stdout.strip().splitlines()[-1])
     (request,) = consume_all(local_stack.bootstrap_servers, f"{prefix}.requests", "Request", 1)
     kind, fields = request["payload"]
     assert request["id"] == printed["request_id"] and kind == "Reassign" and fields["additional"]
-    assert fields["partitions"][0]["log_dirs"] == ["any", "/data/b", "any"]
+    assert fields["partitions"][0]["log_dirs"] == dirs
     assert "@" in request["requested_by"]
 
-    result = run_cli("request", "cancel", "--topic", "orders", "--partition", "1", "--keep",
+    result = run_cli("request", "cancel", "--topic", "orders", "--partition", "1", "--keep", "--no-wait",
                      "--bootstrap-server", local_stack.bootstrap_servers, "--topic-prefix", prefix)
     assert result.returncode == 0, result.stderr
     requests = consume_all(local_stack.bootstrap_servers, f"{prefix}.requests", "Request", 2)
@@ -276,3 +288,74 @@ def test_status_page_renders_in_headless_chromium(status_site, tmp_path):
     assert '<div class="empty">nothing in flight</div>' not in dom  # the batch in flight is rendered
     assert 'id="updated">updated ' in dom  # the script ran and replaced "loading…"
     print(f"screenshot: {png}")
+
+
+@pytest.mark.stack
+@pytest.mark.slow
+def test_a_request_refused_locally_never_reaches_the_requests_topic(local_stack, tmp_path):
+    prefix = unique_prefix("local")
+    brokers = create_topic(local_stack.bootstrap_servers, "orders", partitions=2)
+    for replicas, code in (([brokers[0], 99, brokers[1]], "INVALID_REPLICA_ASSIGNMENT"),
+                           ([brokers[0], brokers[0], brokers[1]], "INVALID_REPLICA_ASSIGNMENT")):
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "orders", "partition": 0, "replicas": replicas}]}))
+        result = run_cli("request", "reassign", "--file", str(plan), "--no-wait",
+                         "--bootstrap-server", local_stack.bootstrap_servers, "--topic-prefix", prefix)
+        assert result.returncode == 2 and f"[{code}]" in result.stderr and result.stderr.count("\n") == 1
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "nope", "partition": 0, "replicas": brokers}]}))
+    result = run_cli("request", "reassign", "--file", str(plan), "--bootstrap-server", local_stack.bootstrap_servers,
+                     "--topic-prefix", prefix)
+    assert result.returncode == 2 and "[UNKNOWN_TOPIC_OR_PARTITION]" in result.stderr
+    result = run_cli("request", "decommission", "--broker", "77", "--bootstrap-server",
+                     local_stack.bootstrap_servers, "--topic-prefix", prefix)
+    assert result.returncode == 2 and "[INVALID_REPLICA_ASSIGNMENT]" in result.stderr
+
+
+@pytest.mark.stack
+@pytest.mark.slow
+def test_a_request_waits_for_the_verdict_and_exits_by_it(local_stack):
+    """No pipeline runs under this prefix: the test writes the verdict alerts itself, as the
+    pipeline would, once the request shows up on the requests topic."""
+    prefix = unique_prefix("verdict")
+    for number, (verdict, code, exit_code) in enumerate((("RequestAccepted", None, 0),
+                                                         ("RequestRejected", "INVALID_REQUEST", 1))):
+        process = start_cli("request", "approve", "p-1", "--timeout", "60", "--bootstrap-server",
+                            local_stack.bootstrap_servers, "--topic-prefix", prefix)
+        request = consume_all(local_stack.bootstrap_servers, f"{prefix}.requests", "Request", number + 1, 60)[-1]
+        details = {"request_id": request["id"], **({"error_code": code} if code else {"kind": "Approve"})}
+        record = {**alert(f"a-{request['id']}", verdict, "INFO", request["id"], "approve p-1: done"),
+                  "details": details}
+        produce(local_stack.bootstrap_servers, f"{prefix}.alerts", "Alert", [record])
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == exit_code, err
+        printed = json.loads(out.strip().splitlines()[-1])
+        assert printed["verdict"] == ("accepted" if code is None else "rejected")
+        if code:
+            assert f"error: [{code}]" in err
+    result = run_cli("request", "pause", "--timeout", "2", "--bootstrap-server", local_stack.bootstrap_servers,
+                     "--topic-prefix", prefix)
+    assert result.returncode == 3 and "[REQUEST_TIMED_OUT]" in result.stderr and "may still be processed" in result.stderr
+
+
+@pytest.mark.stack
+@pytest.mark.slow
+def test_request_show_prints_a_proposal_and_kafkas_json(redis_url, redis_client):
+    from state.model import Proposal
+
+    name = f"ops-{uuid.uuid4().hex[:8]}"
+    state = demo_state()
+    state = state.with_changes(proposals={"b3-decommission-1": Proposal(
+        "b3-decommission-1", {TopicPartition("orders", 2): (1, 2, 4)}, "decommission of broker 3", int(time.time() * 1000))})
+    assert ControllerStore(redis_client, name).commit(0, ControllerState(), state, [])
+    shown = run_cli("request", "show", "b3-decommission-1", "--redis-url", redis_url, "--cluster-name", name)
+    assert shown.returncode == 0, shown.stderr
+    assert "orders-2" in shown.stdout and "decommission of broker 3" in shown.stdout
+    as_json = run_cli("request", "show", "b3-decommission-1", "--json", "--redis-url", redis_url, "--cluster-name", name)
+    assert json.loads(as_json.stdout) == {"version": 1, "partitions": [
+        {"topic": "orders", "partition": 2, "replicas": [1, 2, 4]}]}
+    missing = run_cli("request", "show", "nope", "--redis-url", redis_url, "--cluster-name", name)
+    assert missing.returncode == 2 and "b3-decommission-1" in missing.stderr
+    listed = run_cli("list", "--json", "--redis-url", redis_url, "--cluster-name", name)
+    waiting = {f"{r['topic']}-{r['partition']}": r["waiting"] for r in json.loads(listed.stdout)["reassignments"]}
+    assert waiting["orders-0"] is None and waiting["orders-1"]  # in flight / says why it waits

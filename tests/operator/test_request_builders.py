@@ -139,7 +139,8 @@ def test_the_pipeline_reads_the_canonical_value_the_cli_sends_as_the_same_value(
                "broker.add.grace": "0", "broker.failure.grace": "1500ms", "throttle.bytes.per.sec": "1MB",
                "self.healing.max.failed.brokers": "0", "self.healing.max.failed.fraction": "0.50",
                "topics.include": "orders-.*", "topics.exclude": "__.*|orders-eu",
-               "replica.alter.log.dirs.io.max.bytes.per.second": "5MiB", "logdir.imbalance.threshold": "0.20"}
+               "replica.alter.log.dirs.io.max.bytes.per.second": "5MiB", "logdir.imbalance.threshold": "0.20",
+               "reassignment.paused": "True", "proposal.expiry": "2h"}
     for key in DYNAMIC_KEYS.values():
         assert key.field in Policy.__dataclass_fields__, key.name
         _name, canonical = compute_config_value(f"{key.name}={samples.get(key.name, '+3')}")

@@ -292,3 +292,21 @@ def test_a_new_checkpoint_dir_applies_what_is_new_and_reads_nothing_twice(pipeli
         assert successor.stats.input_rows == 1 and successor.stats.replayed == 0  # history not re-read
     finally:
         query.stop()
+
+
+def test_a_request_of_an_older_schema_set_is_decoded_by_its_header_and_answered(pipeline):
+    """Schema set 4 added `Request.action` at the end of the record: Spark's current-schema
+    decoding fails on a set-3 request, and the driver decodes it with its header's version."""
+    from schemas.codec import encode, version_headers
+
+    harness, runner = pipeline
+    send_cluster(harness, runner, partitions=2)
+    old = request("Cancel", {"topic": None, "partition": None, "keep": False}, T0 + 100, "old-1")
+    old = {k: v for k, v in old.items() if k != "action"}
+    harness.producer.produce(harness.topic("requests"), key=b"old-1", value=encode("Request", old, version=3),
+                             headers=version_headers(3))
+    assert harness.producer.flush(30) == 0
+    alerts = harness.read("alerts", lambda seen: any(a["subject"] == "old-1" for a in seen))
+    [verdict] = [a for a in alerts if a["subject"] == "old-1"]
+    assert verdict["kind"] == "RequestRejected" and verdict["details"]["error_code"] == "NO_REASSIGNMENT_IN_PROGRESS"
+    assert not [a for a in alerts if a["kind"] == "BadEvent"]

@@ -54,12 +54,18 @@ def test_driver_and_spark_collapse_keep_the_same_rows(spark):
 
     settings = load_settings(topic_prefix="reduce")
     rows = kafka_rows(settings, seed=7)
-    frame = spark.createDataFrame(rows, "topic string, partition int, offset long, key binary, "
-                                        "value binary")
+    # With includeHeaders the Kafka source gives every row its headers (the writer's schema version).
+    with_headers = [(*row, [("schema_version", b"4")]) for row in rows]
+    frame = spark.createDataFrame(with_headers, "topic string, partition int, offset long, key binary, "
+                                                "value binary, headers array<struct<key: string, value: binary>>")
     annotated = annotate_batch(decode_records(frame, settings), settings)
 
     def identity(row) -> tuple:
         return (row.topic, row.partition, row.offset, row.decoded_ok)
+
+    from streams.pipeline import compute_writer_version
+
+    assert {compute_writer_version(r.headers) for r in annotated.collect()} == {4}
 
     at_driver = sorted(identity(r) for r in latest_per_subject(annotated.collect()))
     in_spark = sorted(identity(r) for r in collapse_in_spark(annotated).collect())

@@ -24,8 +24,9 @@ def command(kind: str, fields: dict[str, Any], key: str = "orders-7", step: int 
     }
 
 
-def request(kind: str, fields: dict[str, Any]) -> dict[str, Any]:
-    return {**envelope("req-0001", "req-0001"), "requested_by": "ops@bastion", "payload": (kind, fields)}
+def request(kind: str, fields: dict[str, Any], action: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {**envelope("req-0001", "req-0001"), "requested_by": "ops@bastion", "payload": (kind, fields),
+            "action": action}
 
 
 REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
@@ -183,6 +184,8 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
         request("SetConfig", {"key": "reassignment.max.concurrent.partition.movements", "value": "10"}),
         request("SetConfig", {"key": "throttle.bytes.per.sec", "value": None}),
         request("Tick", {}),
+        request("Tick", {}, {"kind": "Reject", "proposal_id": "b12-decommission-1", "broker_ids": []}),
+        request("Tick", {}, {"kind": "Recommission", "proposal_id": None, "broker_ids": [3]}),
     ],
     "Command": [
         command(

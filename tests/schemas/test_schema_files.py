@@ -60,10 +60,21 @@ def test_each_topic_carries_one_message_type_and_every_message_type_has_a_topic(
 
 
 def test_payload_unions_list_the_kinds_in_order() -> None:
-    request_payload = compute_self_contained_schema("Request")["fields"][-1]["type"]
+    request_fields = {f["name"]: f for f in compute_self_contained_schema("Request")["fields"]}
+    request_payload = request_fields["payload"]["type"]
     command_payload = compute_self_contained_schema("Command")["fields"][-1]["type"]
     assert [branch["name"] for branch in request_payload] == list(schemas.REQUEST_KINDS)
     assert [branch["name"] for branch in command_payload] == list(schemas.COMMAND_KINDS)
+
+
+def test_request_kinds_added_later_are_an_open_string_beside_the_frozen_union() -> None:
+    """Schema version 4: `Request.action` (null by default) carries the kinds added after the
+    payload union was frozen; its kind is a string, so the next kind needs no schema change."""
+    action = next(f for f in compute_self_contained_schema("Request")["fields"] if f["name"] == "action")
+    assert action["default"] is None and action["type"][0] == "null"
+    kind = next(f for f in action["type"][1]["fields"] if f["name"] == "kind")
+    assert kind["type"] == "string"
+    assert all("default" in f for f in action["type"][1]["fields"] if f["name"] != "kind")
 
 
 def test_alert_kind_is_an_open_string_and_all_spec_kinds_are_listed() -> None:

@@ -88,3 +88,14 @@ def test_the_partition_index_is_carried_over_and_stays_exact():
     assert after.partition(TopicPartition("t2", 0)) is None and after.partition(TopicPartition("new", 0)) is not None
     drained = after.with_brokers(replace(b, draining=b.id == 3) for b in after.brokers)
     assert drained.__dict__["partitions_by_tp"] == after.partitions_by_tp
+
+
+def test_the_waiting_reasons_are_stored_in_meta_only_when_they_change():
+    from state.controller_store import meta_to_storage
+
+    before = ControllerState()
+    after = before.with_changes(waiting={TopicPartition("t", 1): "broker 3 has 2 movements in flight, limit B = 2"})
+    changes = compute_changes(before, after)
+    assert "waiting" in changes["meta"]["set"]
+    assert "meta" not in compute_changes(after, after.with_changes(waiting=dict(after.waiting)))
+    assert meta_to_storage(after)["waiting"] == '[["t", 1, "broker 3 has 2 movements in flight, limit B = 2"]]'

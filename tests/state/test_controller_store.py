@@ -273,3 +273,13 @@ def test_a_big_rebalance_stages_its_reassignments_and_the_partitions_together(st
     assert store.commit(1, planned, fewer, [])
     assert not [e for e in redis_client.slowlog_get(1000) if b":staged:" in bytes(str(e["command"]), "utf-8")]
     assert store.load().reassignments == fewer.reassignments
+
+
+def test_the_waiting_reasons_load_back_and_state_written_before_them_loads_without(store, redis_client):
+    from planning.model import TopicPartition
+
+    waiting = {TopicPartition("orders", 1): "Kafka shows the partition reassigning (adding [4], removing [])"}
+    assert store.commit(0, ControllerState(), ControllerState(waiting=waiting), [])
+    assert store.load().waiting == waiting
+    redis_client.hdel(store.keys["meta"], "waiting")  # a state written before issue 19
+    assert store.load().waiting == {}

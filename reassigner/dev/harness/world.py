@@ -502,10 +502,14 @@ class World:
         bad_plan = self.stack_dir / "bad-plan.json"
         bad_plan.write_text(json.dumps({"version": 1, "partitions": [
             {"topic": "orders", "partition": 0, "replicas": [3, 99, 4]}]}))
-        self.cli("request", "reassign", "--file", str(bad_plan))
-        self.say("  a reassignment naming broker 99 (unknown)")
+        refused = self.cli("request", "reassign", "--file", str(bad_plan), check=False)
+        if refused.returncode != 2 or "INVALID_REPLICA_ASSIGNMENT" not in refused.stderr:
+            raise RuntimeError(f"a reassignment to broker 99 was not refused locally: {refused.stderr.strip()}")
+        self.say(f"  a reassignment naming broker 99 (unknown) → refused before publishing: {refused.stderr.strip()}")
+        answered = self.cli("request", "approve", "no-such-proposal", check=False)  # only the pipeline knows
         rejected = self.alerts.wait_for("RequestRejected", since, 60)
-        self.say(f"  → RequestRejected: {rejected['message']}")
+        self.say(f"  an approval of an unknown proposal → exit {answered.returncode}, RequestRejected: "
+                 f"{rejected['message']}")
         from confluent_kafka import Producer
 
         producer = Producer(client_settings(self.bootstrap, self.client))
