@@ -307,7 +307,7 @@ def handle_recommission(context: BatchContext, request_id: str, fields: Mapping[
         raise InvalidInputError(f"cannot recommission broker(s) {not_draining}: not being drained "
                                 f"(draining: {sorted(b.id for b in cluster.brokers if b.draining)})")
     brokers = [replace(b, draining=False) if b.id in broker_ids else b for b in cluster.brokers]
-    context.state = context.state.with_changes(cluster=cluster.with_brokers(brokers))
+    context.state = context.state.with_cluster(cluster.with_brokers(brokers))
     context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
     leaving = sorted(tp for tp, r in context.state.reassignments.items()
                      if r.active and set(broker_ids) & (set(r.original_replicas) - set(r.final_target)))
