@@ -10,6 +10,7 @@ back on the local stack.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from contextlib import contextmanager
@@ -54,8 +55,22 @@ def configure_logging(verbose: bool, level: int = logging.INFO, verbose_level: i
     logging.basicConfig(level=verbose_level if verbose else level, format=LOG_FORMAT)
     for handler in logging.getLogger().handlers:
         handler.setFormatter(RedactingFormatter(LOG_FORMAT))
+        handler.addFilter(quiet_py4j_chatter)
     logging.getLogger("kafka").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its connection chatter, even with --verbose
     logging.getLogger("librdkafka").setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def quiet_py4j_chatter(record: logging.LogRecord) -> bool:
+    """Drop py4j's informational lines: when Spark's JVM goes (a stop, SIGTERM to the process
+    group) py4j logs every closed connection, with tracebacks, at INFO, some through the root
+    logger (`logging.info(..., exc_info=True)`), so the logger's level alone cannot hold them;
+    after a stop signal, its errors too."""
+    if f"{os.sep}py4j{os.sep}" not in record.pathname:
+        return True
+    # Once a stop signal came, Spark's JVM may be gone (the signal reached the whole process
+    # group): py4j's errors about lost connections are the stop itself, not news.
+    return record.levelno >= logging.WARNING and not stop_requested.is_set()
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

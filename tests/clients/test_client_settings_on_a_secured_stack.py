@@ -272,3 +272,45 @@ def test_a_missing_create_is_named_instead_of_retried_forever(secured, limited_u
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert result.returncode == 2 and len(errors) == 1, result.stderr[-2000:]
     assert "TOPIC_AUTHORIZATION_FAILED" in errors[0] and "lacks Create" in errors[0], errors[0]
+
+
+def test_the_readmes_acl_commands_give_a_new_principal_everything_each_process_needs(
+        secured, limited_user, tmp_path, cache_dir):
+    """README "Running against a secured cluster", followed word for word: its `kafka-acls.sh`
+    lines (run as Kafka's own AclCommand, as the super user) grant a fresh principal what every
+    process checks at start. (`limited_user` created the product's topics.)"""
+    import re
+    import shlex
+    from pathlib import Path
+
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    from reassigner.clients.kafka_access import PROCESS_NEEDS, check_kafka_access
+    from reassigner.edge.executor import EXECUTOR_TOPICS
+    from reassigner.edge.watcher import WATCHER_TOPICS
+
+    state, secrets, _ = secured
+    admin = AdminClient({"bootstrap.servers": state.bootstrap_servers, "log_level": 0,
+                         **state.admin_client_config().librdkafka})
+    upsert = UserScramCredentialUpsertion("readme", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                          b"readme-password")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(30)
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Running against a secured cluster"):]
+    block = re.search(r"```bash\n(P=User:reassigner.*?)```", section, re.S).group(1)
+    grants = [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("$A ")]
+    assert len(grants) == 4, block
+    for grant in grants:
+        completed = subprocess.run(
+            [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir),
+             "org.apache.kafka.tools.AclCommand", "--bootstrap-server", state.bootstrap_servers,
+             "--command-config", str(secrets.admin_properties), "--add", "--allow-principal",
+             "User:readme", *grant], capture_output=True, text=True, timeout=120)
+        assert completed.returncode == 0, completed.stdout[-1000:] + completed.stderr[-1000:]
+    config = read_command_config(properties_for(secrets, "readme", "readme-password", tmp_path))
+    topics = {"watch": WATCHER_TOPICS, "execute": EXECUTOR_TOPICS, "run": (*WATCHER_TOPICS, *EXECUTOR_TOPICS),
+              "snapshot": (), "request": ()}
+    for process in PROCESS_NEEDS:
+        check_kafka_access(state.bootstrap_servers, config, process,
+                           [f"reassigner.{suffix}" for suffix in topics[process]], "reassigner")
