@@ -173,6 +173,7 @@ def test_1_forged_oversized_and_nonsense_records_are_refused_and_the_loop_goes_o
     since = demo.alerts.mark()
     now = int(time.time() * 1000)
     orders_1 = world.replicas("orders", 1)
+    isr_changes = TopicCollector(demo.bootstrap, "reassigner.isr-changes", "PartitionState")
     world.events.send("requests", request("SetConfig", {"key": "step.stall.timeout", "value": "9" * 400}, now))
     cancel = request("Cancel", {"topic": None, "partition": None, "keep": False}, now, request_id="c" * 400_000)
     world.events.send("requests", {**cancel, "key": "cancel"})
@@ -188,10 +189,28 @@ def test_1_forged_oversized_and_nonsense_records_are_refused_and_the_loop_goes_o
     big.produce("reassigner.isr-changes", key=b"garbage", value=os.urandom(1_040_000))
     assert big.flush(30) == 0
 
+    def epoch_forgery_handled(alerts: list[dict]) -> bool:
+        # Refused, or superseded: state events collapse to the latest per partition within a
+        # micro-batch, so a true event of orders-1 (the watcher's, e.g. after a log-dir move)
+        # in the same batch makes the forged one never applied (CI, 2026-11-24).
+        if any(a["kind"] == "BadEvent" and a["subject"] == "orders-1" for a in alerts):
+            return True
+        told = [r for r in isr_changes.records() if r["topic"] == "orders" and r["partition"] == 1]
+        forged = next((i for i, r in enumerate(told) if r["leader_epoch"] == 2**31 - 1), None)
+        return forged is not None and any(r["leader_epoch"] < 2**31 - 1 for r in told[forged + 1:])
+
     def refused() -> bool:
-        kinds = [a["kind"] for a in demo.alerts.records(since)]
-        return kinds.count("RequestRejected") >= 2 and kinds.count("BadEvent") >= 5 and "ClockSkew" in kinds
-    world.wait("every bad record refused (RequestRejected, BadEvent, ClockSkew)", refused, 120)
+        alerts = demo.alerts.records(since)
+        kinds = [a["kind"] for a in alerts]
+        bad_subjects = {a["subject"] for a in alerts if a["kind"] == "BadEvent"}
+        return (kinds.count("RequestRejected") >= 2 and "ClockSkew" in kinds
+                and {"-1", "orders--1", "orders-0"} <= bad_subjects
+                and any("Avro decoding failed" in a["message"] for a in alerts if a["kind"] == "BadEvent")
+                and epoch_forgery_handled(alerts))
+    try:
+        world.wait("every bad record refused (RequestRejected, BadEvent, ClockSkew)", refused, 120)
+    finally:
+        isr_changes.close()
     state = demo.controller_state()
     assert all(tp.partition >= 0 for tp in state.cluster.partitions_by_tp)
     assert all(b.id >= 0 for b in state.cluster.brokers)
