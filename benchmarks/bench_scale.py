@@ -21,6 +21,10 @@ broker):
 
     merge_dirs_carried   `compute_observation` given the previous poll, 10 ISR changes, the dirs
                          carried over (most polls: the dirs are read every `log.dirs.interval`)
+    merge_dirs_carried_plain_list  the same given a plain list of observations (every partition
+                         walked in Python: the merge before `PartitionList`)
+    partition_list_build `PartitionList.of` those observations (an upper bound of what the
+                         decoding adds: it appends one tuple per partition from locals)
     merge_dirs_read      the same with every dir read again (new objects, new sizes)
     diff                 `compute_events` of the 10 changes
     snapshot_whole       a snapshot in one poll: its events and their Avro encoding
@@ -228,7 +232,7 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     import random
 
     from bench_watcher import synthetic_observation
-    from reassigner.clients.cluster_answers import PartitionObservation, compute_observation
+    from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
     from reassigner.edge.observation import compute_events, compute_snapshot_events, compute_snapshot_slice
     from reassigner.settings import load_settings
     from schemas.codec import TOPICS
@@ -250,21 +254,30 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     brokers, dirs = list(whole.brokers.values()), list(whole.log_dirs.values())
     topic_ids = {t.name: t.topic_id for t in whole.topics.values()}
     min_isr = {name: 2 for name in topic_ids}
-    previous = compute_observation(brokers, raw, topic_ids, {}, dirs, min_isr)
-    churned = list(raw)
+    # The next poll: every partition a new object with new tuples, as a decoded answer is; 10
+    # ISR changes.
+    churned = [PartitionObservation(p.topic, p.partition, tuple(list(p.replicas)), tuple(list(p.isr)), p.leader,
+                                    p.leader_epoch) for p in raw]
     for index in random.Random(2).sample(range(partitions), 10):
         churned[index] = replace(churned[index], isr=churned[index].isr[:2])
-    current = compute_observation(brokers, churned, topic_ids, {}, dirs, min_isr, previous)
+    # As `ClusterAdmin.observe` hands them: a PartitionList built while the answer is decoded
+    # (its cost, `partition_list_build`, is reported: it is added to the decoding).
+    listed_raw, listed_churned = PartitionList.of(raw), PartitionList.of(churned)
+    previous = compute_observation(brokers, listed_raw, topic_ids, {}, dirs, min_isr)
+    current = compute_observation(brokers, listed_churned, topic_ids, {}, dirs, min_isr, previous)
     # Read again: new objects, the same replicas with new sizes (what a DescribeLogDirs brings).
     read_again = [replace(d, replicas=tuple(replace(r, size_bytes=r.size_bytes + 1) for r in d.replicas))
                   for d in dirs]
     slice_size = load_settings().snapshot_slice_partitions
     keys = list(current.partitions)[:slice_size]
     return {
-        "merge_dirs_carried": cpu_ms(lambda: compute_observation(brokers, churned, topic_ids, {}, dirs, min_isr,
-                                                                 previous)),
-        "merge_dirs_read": cpu_ms(lambda: compute_observation(brokers, churned, topic_ids, {}, read_again, min_isr,
-                                                              previous), 1),
+        "merge_dirs_carried": cpu_ms(lambda: compute_observation(brokers, listed_churned, topic_ids, {}, dirs,
+                                                                 min_isr, previous)),
+        "merge_dirs_carried_plain_list": cpu_ms(lambda: compute_observation(brokers, churned, topic_ids, {}, dirs,
+                                                                            min_isr, previous)),
+        "partition_list_build": cpu_ms(lambda: PartitionList.of(churned)),  # upper bound: decoding appends from locals
+        "merge_dirs_read": cpu_ms(lambda: compute_observation(brokers, listed_churned, topic_ids, {}, read_again,
+                                                              min_isr, previous), 1),
         "diff": cpu_ms(lambda: compute_events(previous, current, T0)),
         "snapshot_whole": cpu_ms(lambda: encoded(compute_snapshot_events(current, "s", T0)), 1),
         "snapshot_slice": cpu_ms(lambda: encoded(compute_snapshot_slice(current, "s", keys, T0)), 1),

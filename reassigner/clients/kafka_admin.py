@@ -75,7 +75,7 @@ from reassigner.clients.cluster_answers import (
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
-    PartitionObservation,
+    PartitionList,
     ReplicaInDir,
     compute_changed_partitions,
     compute_log_dirs_hint,
@@ -306,7 +306,7 @@ class ClusterAdmin:
             for b in answer["brokers"]
         ]
 
-    def describe_partitions(self) -> tuple[list[PartitionObservation], dict[str, str | None]]:
+    def describe_partitions(self) -> tuple[PartitionList, dict[str, str | None]]:
         """Every partition of every topic (Metadata) and the topic ids (see `compute_partitions`)."""
         return compute_partitions(self._call("describe topics", lambda c: run_read(c, read_metadata)))
 
@@ -575,10 +575,12 @@ def compute_min_insync_replicas(topics: Sequence[str], answer: Mapping) -> dict[
     return result
 
 
-def compute_partitions(topics: Iterable) -> tuple[list[PartitionObservation], dict[str, str | None]]:
-    """Metadata answer structs as partitions and topic ids. A topic being deleted (topic-level
-    error other than LEADER_NOT_AVAILABLE, or no partitions) is left out."""
-    partitions: list[PartitionObservation] = []
+def compute_partitions(topics: Iterable) -> tuple[PartitionList, dict[str, str | None]]:
+    """Metadata answer structs as partitions (a `PartitionList`, which the poll merge compares in
+    C) and topic ids. A topic being deleted (topic-level error other than LEADER_NOT_AVAILABLE,
+    or no partitions) is left out."""
+    partitions = PartitionList()
+    states = partitions.states
     topic_ids: dict[str, str | None] = {}
     for topic in topics:
         # LEADER_NOT_AVAILABLE (5) right after creation still lists the partitions.
@@ -588,11 +590,10 @@ def compute_partitions(topics: Iterable) -> tuple[list[PartitionObservation], di
         topic_ids[name] = str(topic.topic_id) if topic.topic_id else None
         for p in topic.partitions:
             leader = p.leader_id
-            partitions.append(PartitionObservation(
-                name, p.partition_index, tuple(p.replica_nodes), tuple(p.isr_nodes),
-                None if leader is None or leader < 0 else leader, p.leader_epoch,
-                offline_replicas=tuple(p.offline_replicas or ()),
-            ))
+            leader = None if leader is None or leader < 0 else leader
+            replicas, isr = tuple(p.replica_nodes), tuple(p.isr_nodes)
+            offline = tuple(p.offline_replicas or ())
+            states.append((name, p.partition_index, replicas, isr, leader, p.leader_epoch, offline))
     return partitions, topic_ids
 
 

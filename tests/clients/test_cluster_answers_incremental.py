@@ -11,6 +11,7 @@ from reassigner.clients.cluster_answers import (
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
+    PartitionList,
     PartitionObservation,
     ReplicaInDir,
     compute_log_dirs_hint,
@@ -70,6 +71,11 @@ def answers(draw, previous: tuple | None = None) -> tuple:
     if draw(st.booleans()):
         topic_ids["empty"] = "id-empty"  # a topic whose partitions are not described yet
     min_isr = {name: draw(st.sampled_from([None, 2])) for name in topic_ids}
+    # As `ClusterAdmin.observe` hands them (a PartitionList, compared in C), sometimes in another
+    # order than the last poll's; or as a plain list (every partition looked at).
+    if draw(st.booleans()):
+        partitions = draw(st.permutations(partitions)) if draw(st.integers(0, 3)) == 0 else partitions
+        partitions = PartitionList.of(partitions)
     return brokers, partitions, topic_ids, reassignments, log_dirs, min_isr
 
 
@@ -113,13 +119,33 @@ def test_a_poll_that_changed_nothing_reuses_every_partition_object():
     parts = [PartitionObservation("t", n, (1, 2), (1, 2), 1, 0) for n in range(50)]
     dirs = [LogDirObservation(b, "/d", True, None, tuple(ReplicaInDir("t", n, False, n) for n in range(50)))
             for b in (1, 2)]
-    first = compute_observation(brokers, parts, {"t": "id"}, {}, dirs, {"t": 2})
-    shrunk = [replace(parts[7], isr=(1,)), *parts[:7], *parts[8:]]
-    second = compute_observation(brokers, shrunk, {"t": "id"}, {}, dirs, {"t": 2}, first)
-    reused = [key for key, p in second.partitions.items() if p is first.partitions[key]]
-    assert len(reused) == 49 and ("t", 7) not in reused
-    assert second.partitions[("t", 7)].isr == (1,) and second.partitions[("t", 7)].size_bytes == 7
-    assert list(second.partitions) == list(first.partitions)  # the sorted order kept
+    for listing in (list, PartitionList.of):
+        first = compute_observation(brokers, listing(parts), {"t": "id"}, {}, dirs, {"t": 2})
+        shrunk = [replace(parts[7], isr=(1,)), *parts[:7], *parts[8:]]
+        if listing is not list:
+            shrunk = [*parts[:7], replace(parts[7], isr=(1,)), *parts[8:]]  # the answer's order kept
+        second = compute_observation(brokers, listing(shrunk), {"t": "id"}, {}, dirs, {"t": 2}, first)
+        reused = [key for key, p in second.partitions.items() if p is first.partitions[key]]
+        assert len(reused) == 49 and ("t", 7) not in reused
+        assert second.partitions[("t", 7)].isr == (1,) and second.partitions[("t", 7)].size_bytes == 7
+        assert list(second.partitions) == list(first.partitions)  # the sorted order kept
+
+
+def test_a_partition_list_in_the_last_polls_order_is_compared_in_c_and_only_the_changed_ones_looked_at():
+    """The fast path is taken (the index keeps the answer's keys) and gives what the full walk gives."""
+    brokers = [BrokerObservation(b, None, "h", 9000 + b, False) for b in BROKER_IDS]
+    parts = [PartitionObservation("t", n, (1, 2), (1, 2), 1, 0) for n in range(20)]
+    first = compute_observation(brokers, PartitionList.of(parts), {"t": "id"}, {}, [], {"t": 2})
+    assert [state[:2] for state in first.merge_index().states] == [("t", n) for n in range(20)]
+    moved = [*parts[:3], replace(parts[3], replicas=(1, 2, 3), isr=(1, 2)), *parts[4:]]
+    second = compute_observation(brokers, PartitionList.of(moved), {"t": "id"}, {}, [], {"t": 2}, first)
+    assert second.merge_index().changed == frozenset({("t", 3)})
+    assert second.partitions[("t", 3)].replicas == (1, 2, 3)
+    reassigned = compute_observation(brokers, PartitionList.of(moved), {"t": "id"}, {("t", 3): ((3,), ())},
+                                     [], {"t": 2}, second)
+    assert reassigned.partitions[("t", 3)].adding == (3,) and reassigned.merge_index().reassigning == {("t", 3)}
+    over = compute_observation(brokers, PartitionList.of(moved), {"t": "id"}, {}, [], {"t": 2}, reassigned)
+    assert over.partitions[("t", 3)].adding == () and over.merge_index().changed == frozenset({("t", 3)})
 
 
 def test_a_dir_read_again_with_new_sizes_only_changes_no_partition_and_snapshots_tell_the_sizes():
