@@ -22,6 +22,11 @@ undecodable value becomes nulls, never a failed query), and hands every micro-ba
 6. **publish** the outbox with an idempotent producer and wait for every acknowledgement;
 7. **mark published**: drop the outbox from Redis.
 
+METRICS (`reassigner.metrics`): a batch is counted once, right after step 5 succeeded, from its
+inputs, its outbox and the states before and after (`compute_batch_counts`); a batch that
+fails before its commit and is retried, a replay, or a batch another writer committed counts
+nothing. Its phase durations are observed after step 7.
+
 A crash anywhere leaves a consistent story: before 5 the records are read again and decided on
 the same state, giving the same commands with the same ids (same batch number); between 5 and 7 the outbox is
 re-published on start (the executor recognises command ids it has applied). On start the
