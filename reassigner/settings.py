@@ -68,6 +68,16 @@ class Settings(BaseSettings):
         None, description="The token every request to the status server must carry (`Authorization: "
         "Bearer <token>`, or as basic auth's password); `status-server --token-file` wins over it. "
         "None: the server listens on loopback only, unless `--allow-unauthenticated`.")
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="TCP port of this process's Prometheus endpoint (`/metrics`; "
+        "`run`, `watch`, `execute`: `--metrics-port`; 0 = any free one); None = not served. The "
+        "status server serves its metrics on its own port.")
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address of the metrics endpoint (`--metrics-host`); an address other "
+        "machines can reach needs `metrics_allow_remote`.")
+    metrics_allow_remote: bool = Field(
+        False, description="Serve the metrics endpoint on a non-loopback `metrics_host` "
+        "(`--allow-remote-metrics`): the network in front is trusted to read it.")
     cluster_name: str = Field("local", description="Names the Redis hash tag of this cluster's keys.")
     topic_prefix: str = Field("reassigner", description="Prefix of the product's topics.")
 

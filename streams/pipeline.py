@@ -22,6 +22,11 @@ undecodable value becomes nulls, never a failed query), and hands every micro-ba
 6. **publish** the outbox with an idempotent producer and wait for every acknowledgement;
 7. **mark published**: drop the outbox from Redis.
 
+METRICS (`reassigner.metrics`): a batch is counted once, right after step 5 succeeded, from its
+inputs, its outbox and the states before and after (`compute_batch_counts`); a batch that
+fails before its commit and is retried, a replay, or a batch another writer committed counts
+nothing. Its phase durations are observed after step 7.
+
 A crash anywhere leaves a consistent story: before 5 the records are read again and decided on
 the same state, giving the same commands with the same ids (same batch number); between 5 and 7 the outbox is
 re-published on start (the executor recognises command ids it has applied). On start the
@@ -54,6 +59,8 @@ from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.kafka_producer import publish_all_and_wait
 from reassigner.clients.redis_io import retry_redis
 from reassigner.errors import FencedError, TransientError
+from reassigner.metrics import (compute_batch_counts, compute_in_flight, count_batch_phases, count_committed_batch,
+                                count_pipeline_state, count_replayed_batch)
 from reassigner.settings import Settings, read_command_signing_key
 from schemas.codec import (
     TOPICS,
@@ -321,6 +328,14 @@ class PipelineRunner:
         self._lock = threading.Lock()
         self.heap = HeapKeeper()
         self.signing_key = read_command_signing_key(settings)
+        self._in_flight = (self.state, compute_in_flight(self.state))  # for the metrics: see `in_flight`
+
+    def in_flight(self) -> frozenset:
+        """The partitions of `self.state` with a step in flight (one scan per state, kept)."""
+        state, in_flight = self._in_flight
+        if state is not self.state:
+            self._in_flight = (self.state, compute_in_flight(self.state))
+        return self._in_flight[1]
 
     # --- start ----------------------------------------------------------------------------------
     def start(self) -> ControllerState:
@@ -328,6 +343,7 @@ class PipelineRunner:
         epoch = with_redis_retry(self.store.bump_epoch, "bumping the planner epoch")
         self.state = with_redis_retry(self.store.load, "loading the state").with_changes(epoch=epoch)
         self.applied = with_redis_retry(self.store.applied_offsets, "loading the applied offsets")
+        count_pipeline_state(len(self.state.reassignments), len(self.in_flight()))
         self.check_command_signing()
         self.republish_pending()
         log.info("pipeline started: epoch %d, last batch %d, %d partitions, %d reassignments",
@@ -388,6 +404,7 @@ class PipelineRunner:
         advanced = compute_advanced(self.applied, consumed)
         if not advanced:  # 1. every record was applied before: a replay
             self.stats.replayed += 1
+            count_replayed_batch()
             self.republish_pending()
             return
         rows = compute_unapplied(rows, self.applied)
@@ -419,7 +436,14 @@ class PipelineRunner:
                 epoch=self.state.epoch)
             self.applied = with_redis_retry(self.store.applied_offsets, "reloading the applied offsets")
             return
-        self.state = new_state
+        # Committed: counted now, once (a batch that failed before its commit is retried, and
+        # only the attempt that committed gets here).
+        committed_at = self.clock()
+        in_flight = compute_in_flight(new_state)
+        count_committed_batch(compute_batch_counts(self.state, new_state, inputs, decision.outbox,
+                                                   int(committed_at * 1000), self.in_flight(), in_flight),
+                              committed_at)
+        self.state, self._in_flight = new_state, (new_state, in_flight)
         self.applied = {**self.applied, **advanced}
         mark = time.perf_counter()
         self.publish(decision.outbox)  # 6. publish
@@ -433,6 +457,7 @@ class PipelineRunner:
         self.heap.after_batch()
         self.stats.last_batch_seconds = time.perf_counter() - started
         self.stats.last_phase_seconds = phases
+        count_batch_phases({**phases, "total": self.stats.last_batch_seconds})
         if decision.outbox:
             log.info("batch %d: %d rows, %d messages out (%s)", batch_id, len(rows),
                      len(decision.outbox), ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in phases.items()))

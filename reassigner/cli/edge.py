@@ -21,14 +21,18 @@ import typer
 
 from reassigner.cli.connections import resolve_connections
 from reassigner.cli.options import (
+    AllowRemoteMetrics,
     BootstrapServer,
     ClusterName,
     CommandConfig,
     CommandSigningKeyFile,
+    MetricsHost,
+    MetricsPort,
     RedisUrl,
     StackDir,
     TopicPrefix,
     configure_logging,
+    start_metrics_endpoint,
     stop_on_signals,
 )
 from reassigner.cli.printing import one_line_errors
@@ -48,10 +52,14 @@ def register(app: typer.Typer) -> None:
 def _settings(bootstrap_server: Optional[str], command_config: Optional[Path],
               stack_dir: Optional[Path], redis_url: Optional[str] = None,
               topic_prefix: Optional[str] = None, cluster_name: Optional[str] = None,
-              need_redis: bool = False, command_signing_key_file: Optional[Path] = None) -> Settings:
+              need_redis: bool = False, command_signing_key_file: Optional[Path] = None,
+              metrics: tuple[Optional[int], Optional[str], bool] = (None, None, False)) -> Settings:
+    metrics_port, metrics_host, allow_remote_metrics = metrics
     settings = load_settings(bootstrap_servers=bootstrap_server, command_config=command_config,
                              stack_dir=stack_dir, redis_url=redis_url, topic_prefix=topic_prefix,
-                             cluster_name=cluster_name, command_signing_key_file=command_signing_key_file)
+                             cluster_name=cluster_name, command_signing_key_file=command_signing_key_file,
+                             metrics_port=metrics_port, metrics_host=metrics_host,
+                             metrics_allow_remote=allow_remote_metrics or None)
     connections = resolve_connections(settings, need_redis=need_redis)
     return settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
                                        "redis_url": connections.redis_url or settings.redis_url,
@@ -76,6 +84,9 @@ def watch(
                                                   help="Seconds between polls (default 1)."),
     snapshot_interval: Optional[float] = typer.Option(None, "--snapshot-interval", min=1,
                                                       help="Seconds between full snapshots (default 60)."),
+    metrics_port: Optional[int] = MetricsPort,
+    metrics_host: Optional[str] = MetricsHost,
+    allow_remote_metrics: bool = AllowRemoteMetrics,
     verbose: bool = typer.Option(False, "--verbose", help="Log every partition change."),
 ) -> None:
     from reassigner.clients.kafka_admin import ClusterAdmin
@@ -84,13 +95,15 @@ def watch(
     from reassigner.edge.watcher import WATCHER_TOPICS, Watcher
 
     configure_logging(verbose)
-    settings = _settings(bootstrap_server, command_config, stack_dir, topic_prefix=topic_prefix)
+    settings = _settings(bootstrap_server, command_config, stack_dir, topic_prefix=topic_prefix,
+                         metrics=(metrics_port, metrics_host, allow_remote_metrics))
     updates = {k: v for k, v in (("poll_interval_seconds", poll_interval),
                                  ("snapshot_interval_seconds", snapshot_interval)) if v is not None}
     settings = settings.model_copy(update=updates)
     client_config = _client_config(settings)
     check_kafka_access(settings.bootstrap_servers, client_config, "watch",
                        [settings.topic(suffix) for suffix in WATCHER_TOPICS], settings.topic_prefix)
+    start_metrics_endpoint(settings)
     admin = ClusterAdmin(settings.bootstrap_servers, client_config)
     publisher = EventPublisher(producer_config(settings.bootstrap_servers, client_config,
                                                "reassigner-watcher"), settings.topic_prefix)
@@ -112,6 +125,9 @@ def execute(
     topic_prefix: Optional[str] = TopicPrefix,
     cluster_name: Optional[str] = ClusterName,
     command_signing_key_file: Optional[Path] = CommandSigningKeyFile,
+    metrics_port: Optional[int] = MetricsPort,
+    metrics_host: Optional[str] = MetricsHost,
+    allow_remote_metrics: bool = AllowRemoteMetrics,
     verbose: bool = typer.Option(False, "--verbose"),
 ) -> None:
     from reassigner.clients.kafka_admin import ClusterAdmin
@@ -124,7 +140,9 @@ def execute(
 
     configure_logging(verbose)
     settings = _settings(bootstrap_server, command_config, stack_dir, redis_url, topic_prefix,
-                         cluster_name, need_redis=True, command_signing_key_file=command_signing_key_file)
+                         cluster_name, need_redis=True, command_signing_key_file=command_signing_key_file,
+                         metrics=(metrics_port, metrics_host, allow_remote_metrics))
+    start_metrics_endpoint(settings)
     client_config = _client_config(settings)
     redis_client = connect_redis(settings.redis_url, settings.redis_socket_timeout_seconds,
                                  settings.redis_connect_timeout_seconds)

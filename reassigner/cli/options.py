@@ -1,5 +1,5 @@
-"""What every process command shares, declared once: the connection flags, the logging setup and
-the stop-on-signal event.
+"""What every process command shares, declared once: the connection flags, the logging setup,
+the stop-on-signal event and the metrics endpoint (`start_metrics_endpoint`).
 
 Every flag defaults to None, meaning "not given": `reassigner.settings.load_settings` then takes
 the environment (`REASSIGNER_<FIELD>`), the config file, and the settings' defaults, in that
@@ -34,6 +34,40 @@ CommandSigningKeyFile = typer.Option(
     None, "--command-signing-key-file",
     help="File holding the command signing key (`openssl rand -hex 32 > FILE`), the same for `run` "
     "and `execute`: the pipeline signs its commands, the executor refuses any other (default: none).")
+MetricsPort = typer.Option(None, "--metrics-port", min=0, max=65535,
+                           help="Serve Prometheus metrics on this port, /metrics (0 = any free one; "
+                           "default: not served).")
+MetricsHost = typer.Option(None, "--metrics-host", help="Address of the metrics endpoint (default "
+                           "127.0.0.1); another than loopback needs --allow-remote-metrics.")
+AllowRemoteMetrics = typer.Option(False, "--allow-remote-metrics",
+                                  help="Serve the metrics on a non-loopback --metrics-host (a trusted network).")
+
+
+def start_metrics_endpoint(settings) -> int | None:
+    """Serve this process's metrics (`reassigner.metrics`) when `metrics_port` is set; the port
+    it listens on (None: not served). Loopback only unless `metrics_allow_remote`, as the status
+    server's rule: an address other machines can reach is refused, or served with a warning."""
+    from reassigner.errors import InvalidConfigError
+    from reassigner.metrics import serve_metrics
+    from reassigner.operator.status_server import is_loopback
+
+    if settings.metrics_port is None:
+        return None
+    host = settings.metrics_host
+    if not is_loopback(host):
+        if not settings.metrics_allow_remote:
+            raise InvalidConfigError(
+                f"--metrics-host {host!r} is reachable from the network: pass --allow-remote-metrics "
+                "(REASSIGNER_METRICS_ALLOW_REMOTE=true) if the network in front is trusted to read the "
+                "metrics, or keep the default 127.0.0.1 and scrape through a proxy")
+        logging.getLogger(__name__).warning("metrics served on %r, reachable from the network", host)
+    try:
+        _server, port = serve_metrics(host, settings.metrics_port)
+    except OSError as error:
+        raise InvalidConfigError(f"--metrics-port {settings.metrics_port} on {host}: cannot listen "
+                                 f"({error.strerror or error})") from None
+    typer.echo(f"metrics on http://{host}:{port}/metrics", err=True)
+    return port
 
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

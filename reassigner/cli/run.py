@@ -19,9 +19,10 @@ from typing import Optional
 
 import typer
 
-from reassigner.cli.options import (STOP_SIGNALS, BootstrapServer, ClusterName, CommandConfig,
-                                    CommandSigningKeyFile, RedisUrl, StackDir, StoppedBySignal, TopicPrefix,
-                                    configure_logging, note_stop_signal)
+from reassigner.cli.options import (STOP_SIGNALS, AllowRemoteMetrics, BootstrapServer, ClusterName, CommandConfig,
+                                    CommandSigningKeyFile, MetricsHost, MetricsPort, RedisUrl, StackDir,
+                                    StoppedBySignal, TopicPrefix, configure_logging, note_stop_signal,
+                                    start_metrics_endpoint)
 from reassigner.settings import compute_policy, load_settings, read_command_signing_key
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,9 @@ def run(
     mode: Optional[str] = typer.Option(None, "--mode", help="auto | approve | observe."),
     stack_dir: Optional[Path] = StackDir,
     command_signing_key_file: Optional[Path] = CommandSigningKeyFile,
+    metrics_port: Optional[int] = MetricsPort,
+    metrics_host: Optional[str] = MetricsHost,
+    allow_remote_metrics: bool = AllowRemoteMetrics,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
 ) -> None:
     """Run the pipeline until Ctrl-C / SIGTERM: events in, commands and alerts out."""
@@ -96,8 +100,10 @@ def run(
                              command_config=command_config, spark_master=master,
                              checkpoint_dir=checkpoint_dir, cluster_name=cluster_name, mode=mode,
                              stack_dir=stack_dir, topic_prefix=topic_prefix, spark_jars=spark_jars,
-                             command_signing_key_file=command_signing_key_file)
+                             command_signing_key_file=command_signing_key_file, metrics_port=metrics_port,
+                             metrics_host=metrics_host, metrics_allow_remote=allow_remote_metrics or None)
     read_command_signing_key(settings)  # a missing or short key file fails here, before anything starts
+    start_metrics_endpoint(settings)  # a port taken fails here too
     connections = resolve_connections(settings)
     settings = settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
                                            "redis_url": connections.redis_url,

@@ -34,6 +34,9 @@ Any other failure while handling one message (a defect, a result Kafka refuses) 
 message with the error as the reason, and the executor goes on: one message never stops it, on
 this run or on the next (regression: a ~1 MB command killed the executor on every restart).
 A result's message is cut to `MAX_REASON_CHARS`, so a result always fits a Kafka message.
+METRICS (`reassigner.metrics`), counted once the result (or dead letter) is published: commands
+applied by kind and outcome (ok or the error code) with the time applying took, refusals by
+reason (STALE_EPOCH, UNKNOWN_EPOCH, BAD_SIGNATURE, COMMAND_EXPIRED), duplicates, dead letters.
 
 OUTAGES: Redis (steps 3 and 5) and the publish of step 5 are retried under the same policy until
 they succeed or the executor is stopped; a stop during an outage leaves the offset uncommitted,
@@ -62,6 +65,7 @@ import logging
 import threading
 import time
 import uuid
+from functools import partial
 from typing import Callable, Mapping, TypeVar
 
 from reassigner.clients.kafka_admin import (
@@ -78,6 +82,8 @@ from reassigner.clients.kafka_consumer import build_consumer, is_end_of_partitio
 from reassigner.clients.kafka_producer import build_producer, publish_and_wait
 from reassigner.clients.redis_io import retry_redis
 from reassigner.errors import DecodeError, InvalidConfigError, ReassignerError, TransientError
+from reassigner.metrics import (count_command_outcome, count_dead_letter, count_duplicate_command,
+                                count_refused_command)
 from reassigner.settings import Settings, read_command_signing_key
 from schemas.dead_letter import build_dead_letter
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
@@ -262,6 +268,7 @@ class Executor:
             outcome = Outcome(False, refused[0], f"{refused[1]}; not applied (read from {source})")
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
             self._publish_result(command, kind, outcome)
+            count_refused_command(refused[0])
             return
         token = uuid.uuid4().hex
         verdict, detail = retry_redis(lambda: self.ledger.claim(command["id"], command["epoch"], token),
@@ -272,18 +279,24 @@ class Executor:
                               f"for another cluster's state); not applied (read from {source}). Check who can "
                               "write the commands topic")
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
+            count = partial(count_refused_command, UNKNOWN_EPOCH)
         elif verdict == "STALE":
             outcome = Outcome(False, STALE_EPOCH, f"command epoch {command['epoch']} is older "
                               f"than the newest planner epoch seen, {detail}; not applied (read from {source})")
             log.warning("refused %s %s: %s", kind, command["id"], outcome.message)
+            count = partial(count_refused_command, STALE_EPOCH)
         elif verdict == "DUPLICATE" and not detail.startswith("APPLYING"):
             previous = Outcome.from_storage(detail)
             outcome = Outcome(previous.ok, previous.error_code,
                               f"duplicate command id, already applied: {previous.message}".rstrip(": "))
             log.debug("duplicate command %s", command["id"])
+            count = count_duplicate_command
         else:  # claimed now, or claimed by an attempt that crashed before storing its outcome
             interrupted = verdict == "DUPLICATE"
+            applying = time.monotonic()
             outcome = self.resume_interrupted(kind, fields) if interrupted else self.apply_command(kind, fields)
+            seconds = time.monotonic() - applying
+            count = partial(count_command_outcome, kind, outcome.ok, outcome.error_code, seconds)
             retry_redis(lambda: self.ledger.store_outcome(command["id"], outcome),
                         f"storing the outcome of command {command['id']}", OUTAGE, self._stop)
             level = logging.INFO if outcome.ok and not interrupted else logging.WARNING
@@ -292,6 +305,7 @@ class Executor:
                     "ok" if outcome.ok else outcome.error_code,
                     "" if outcome.ok else f" — {outcome.message}")
         self._publish_result(command, kind, outcome)
+        count()  # once its result is published (`reassigner.metrics`)
 
     # --- applying -------------------------------------------------------------------------------
     def apply_command(self, kind: str, fields: Mapping) -> Outcome:
@@ -432,6 +446,7 @@ class Executor:
                                    now_ms=int(self.clock() * 1000), expected_schema="Command")
         log.warning("dead-lettered %s: %s", record["key"], record["reason"][:200])
         self._produce("dead-letter", record["key"], encode("DeadLetter", record))
+        count_dead_letter()
 
     def _produce(self, suffix: str, key: str, value: bytes) -> None:
         """Send and wait for the acknowledgement; retried (the one policy) until it is written or

@@ -13,7 +13,8 @@ ONE POLL, in this order:
    `reassigner.edge.observation`): a poll never waits on a whole snapshot (12 s to build and
    encode at 300,000 partitions);
 3. publish them (idempotent producer, acks=all) and wait for every acknowledgement;
-4. only then adopt the observation as the new view.
+4. only then adopt the observation as the new view, and count the poll (`reassigner.metrics`:
+   polls by outcome, durations by phase, events by type, a finished snapshot's duration).
 A poll that fails anywhere leaves the view as it was, so the next successful poll publishes the
 changes again (state-carrying events make a repeat harmless) — nothing is lost in an outage.
 
@@ -42,6 +43,7 @@ from reassigner.edge.observation import (Event, compute_events, compute_snapshot
 from reassigner.clients.kafka_producer import EventPublisher
 from reassigner.clients.backoff import Backoff, compute_wait
 from reassigner.errors import ReassignerError, is_access_denied
+from reassigner.metrics import count_failed_poll, count_poll
 from reassigner.settings import Settings
 from schemas.codec import topic_name
 
@@ -94,7 +96,15 @@ class Watcher:
         self._topics_ready = True
 
     def poll_once(self) -> PollOutcome:
-        """One poll (see module doc); raises `ReassignerError` and leaves the view unchanged."""
+        """One poll (see module doc); raises `ReassignerError` and leaves the view unchanged.
+        Counted (`reassigner.metrics`): a poll whose events were acknowledged, or a failed one."""
+        try:
+            return self._poll()
+        except ReassignerError as error:
+            count_failed_poll(error.code)
+            raise
+
+    def _poll(self) -> PollOutcome:
         if not self._topics_ready:
             self.prepare_topics()
         started = time.monotonic()
@@ -141,6 +151,9 @@ class Watcher:
         if log_dirs_due:
             self._next_log_dirs_at = polled_at + self.settings.log_dirs_interval_seconds
         self.view = current
+        count_poll(events, {"observe": observed - started, "diff": diffed - observed, "publish": published - diffed,
+                            "total": published - started},
+                   self.clock() - snapshot.started_ms / 1000 if snapshot is not None and finished else None)
         return PollOutcome(len(events), snapshot.snapshot_id if snapshot is not None else None,
                            observed - started, diffed - observed, published - diffed)
 

@@ -19,7 +19,7 @@ Routes (every one but /healthz behind the token, when there is one):
     GET /api/status        cluster health, reassignments, batch in flight, recent alerts, progress
     GET /api/reassignments the rows of `reassigner list`, and the batch in flight
     GET /api/alerts?limit=N  the last N alerts (newest last), N ≤ `alert_capacity`
-    GET /metrics           Prometheus text format 0.0.4
+    GET /metrics           Prometheus text format 0.0.4 (see METRICS)
     GET /healthz           "ok" (never asks for the token: liveness probes)
 
 Sources, and how fresh they are:
@@ -30,15 +30,12 @@ Sources, and how fresh they are:
   (`watch_alert_topics`, a `reassigner.clients.kafka_consumer.TopicReader`: no group, no commits)
   into an `AlertBook`: the last alerts, counts by kind, executor errors.
 
-Counters the state alone cannot give (finished reassignments leave the state) are estimated by
-`ProgressTracker` from successive states and are monotone for the life of the server:
-- steps completed: per reassignment, the highest `steps_done` seen; a reassignment that leaves
-  the state with a step in flight is credited that step;
-- bytes moved: per reassignment, replicas present that were not in its original replicas (and
-  are not still being added), times the partition size — plus a last step's adding replicas
-  when it leaves the state;
-- pipeline lag: seconds since this server last saw `last_batch` advance (the pipeline writes a
-  Tick every second, so a healthy pipeline stays near 1 s).
+METRICS (/metrics, prometheus-client: `reassigner.metrics.StatusCollector` in a registry of its
+own): gauges of the controller state as it is when scraped (`compute_metric_samples`, pure), and
+counters of what the background reader took from the alerts and command-results topics. No
+counter is derived from the pages served: steps completed, bytes moved and the pipeline's lag
+are counted by the pipeline where they happen (`reassigner_steps_completed_total`,
+`reassigner_bytes_moved_total`, `reassigner_pipeline_lag_seconds` on its own `/metrics`).
 """
 
 from __future__ import annotations
@@ -52,7 +49,6 @@ import logging
 import threading
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Mapping
 from urllib.parse import parse_qs, urlparse
@@ -61,11 +57,11 @@ from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.kafka_consumer import Start, TopicReader
 from reassigner.operator.alerts_follow import alert_to_json
 from reassigner.errors import InvalidConfigError
+from reassigner.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, build_status_registry, render_registry
 from reassigner.operator.status_page import STATUS_PAGE_HTML
 from reassigner.redaction import redact
 from handlers.policy import Policy
 from reassigner.operator.views import (
-    ReassignmentRow,
     StatusView,
     compute_status,
     reassignment_row_to_json,
@@ -113,114 +109,42 @@ class AlertBook:
             return dict(self._by_kind), dict(self._errors_by_code), self._results
 
 
-# --- estimates from successive states ----------------------------------------------------------
-
-
-@dataclass
-class ProgressTracker:
-    """Monotone counters from the states this server has seen (see the module docstring)."""
-
-    steps: dict[str, int] = field(default_factory=dict)
-    bytes_moved: dict[str, int] = field(default_factory=dict)
-    last_seen: dict[str, ReassignmentRow] = field(default_factory=dict)
-    last_batch: int | None = None
-    last_batch_seen_at: float | None = None
-
-    def observe(self, view: StatusView, now: float) -> None:
-        current = {row.reassignment_id: row for row in view.reassignments}
-        for rid, row in current.items():
-            self.steps[rid] = max(self.steps.get(rid, 0), row.steps_done)
-            self.bytes_moved[rid] = max(self.bytes_moved.get(rid, 0), _bytes_added(row))
-        for rid, row in self.last_seen.items():
-            if rid not in current and row.in_flight:  # it left the state: its last step finished
-                self.steps[rid] = max(self.steps.get(rid, 0), row.steps_done + 1)
-                self.bytes_moved[rid] = max(self.bytes_moved.get(rid, 0),
-                                            _bytes_added(row) + len(row.adding) * (row.size_bytes or 0))
-        self.last_seen = current
-        if view.last_batch != self.last_batch:
-            self.last_batch, self.last_batch_seen_at = view.last_batch, now
-
-
-def _bytes_added(row: ReassignmentRow) -> int:
-    if not row.current_replicas or not row.size_bytes:
-        return 0
-    added = set(row.current_replicas) - set(row.original_replicas) - set(row.adding)
-    return len(added) * row.size_bytes
-
-
 # --- pure renderings ---------------------------------------------------------------------------
 
 
-def render_metrics(view: StatusView | None, tracker: ProgressTracker, alert_counts: Mapping[str, int],
-                   errors_by_code: Mapping[str, int], now: float) -> str:
-    """Prometheus text exposition format 0.0.4."""
-    lines: list[str] = []
-
-    def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            lines.append(f"{name}{labels} {_number(value)}")
-
-    in_flight = len(view.in_flight) if view else 0
-    metric("reassigner_steps_in_flight", "gauge", "Reassignment steps Kafka is executing now.",
-           [("", in_flight)])
-    metric("reassigner_reassignments_active", "gauge", "Partitions with an ongoing reassignment.",
-           [("", len(view.reassignments) if view else 0)])
-    metric("reassigner_steps_completed_total", "counter",
-           "Reassignment steps completed, as observed by this server.", [("", sum(tracker.steps.values()))])
-    metric("reassigner_bytes_moved_total", "counter",
-           "Estimated bytes copied by completed steps (replicas added x partition size).",
-           [("", sum(tracker.bytes_moved.values()))])
-    metric("reassigner_progress_ratio", "gauge", "Steps done / steps estimated over all reassignments.",
-           [("", (view.overall_progress or 0.0) if view else 0.0)])
-    metric("reassigner_bytes_to_move", "gauge",
-           "Bytes the ongoing reassignments copy in all (replicas their final targets add).",
-           [("", view.bytes_to_move if view else 0)])
-    metric("reassigner_bytes_left", "gauge", "Bytes the ongoing reassignments have still to copy.",
-           [("", view.bytes_left if view else 0)])
-    rate = view.replication_rate if view else None
-    metric("reassigner_replication_rate_bytes_per_second", "gauge",
-           "Bytes per second the completed steps copied since the current movement began (absent until one completes).",
-           [("", rate)] if rate is not None else [])
-    left = view.time_left_seconds if view else None
-    metric("reassigner_time_left_seconds", "gauge",
-           "Estimated seconds until every ongoing reassignment is done, at the observed rate.",
-           [("", left)] if left is not None else [])
-    metric("reassigner_pipeline_last_batch", "gauge", "Id of the last micro-batch the pipeline applied.",
-           [("", view.last_batch if view else -1)])
-    lag = now - tracker.last_batch_seen_at if tracker.last_batch_seen_at is not None else 0.0
-    metric("reassigner_pipeline_lag_seconds", "gauge",
-           "Seconds since the pipeline's last applied batch changed.", [("", lag)])
-    kinds = sorted(set(ALERT_KINDS) | set(alert_counts))
-    metric("reassigner_alerts_total", "counter", "Alerts on the alerts topic, by kind.",
-           [(f'{{kind="{_label(k)}"}}', alert_counts.get(k, 0)) for k in kinds])
-    metric("reassigner_executor_errors_total", "counter",
-           "Command results with ok=false on the command-results topic.",
-           [("", sum(errors_by_code.values()))])
-    metric("reassigner_executor_errors_by_code_total", "counter", "Executor errors by Kafka error code.",
-           [(f'{{error_code="{_label(c)}"}}', n) for c, n in sorted(errors_by_code.items())])
+def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, int],
+                           errors_by_code: Mapping[str, int]) -> dict[str, list[tuple[tuple[str, ...], float]]]:
+    """The status server's samples (`reassigner.metrics.STATUS_METRICS`: name → (label values,
+    value)); a gauge whose value is unknown is left out."""
+    samples: dict[str, list[tuple[tuple[str, ...], float]]] = {
+        "reassigner_steps_in_flight": [((), len(view.in_flight) if view else 0)],
+        "reassigner_reassignments_active": [((), len(view.reassignments) if view else 0)],
+        "reassigner_progress_ratio": [((), (view.overall_progress or 0.0) if view else 0.0)],
+        "reassigner_bytes_to_move": [((), view.bytes_to_move if view else 0)],
+        "reassigner_bytes_left": [((), view.bytes_left if view else 0)],
+        "reassigner_pipeline_last_batch": [((), view.last_batch if view else -1)],
+        "reassigner_alerts": [((kind,), alert_counts.get(kind, 0))
+                              for kind in sorted(set(ALERT_KINDS) | set(alert_counts))],
+        "reassigner_executor_errors": [((), sum(errors_by_code.values()))],
+        "reassigner_executor_errors_by_code": [((code,), n) for code, n in sorted(errors_by_code.items())],
+    }
+    if view and view.replication_rate is not None:
+        samples["reassigner_replication_rate_bytes_per_second"] = [((), view.replication_rate)]
+    if view and view.time_left_seconds is not None:
+        samples["reassigner_time_left_seconds"] = [((), view.time_left_seconds)]
     if view:
         alive = sum(1 for b in view.brokers if b.alive)
-        metric("reassigner_brokers", "gauge", "Brokers by state.",
-               [('{state="alive"}', alive), ('{state="down"}', len(view.brokers) - alive),
-                ('{state="draining"}', sum(1 for b in view.brokers if b.draining))])
-        metric("reassigner_under_replicated_partitions", "gauge", "Partitions with ISR < replicas.",
-               [("", len(view.under_replicated))])
-        metric("reassigner_under_min_isr_partitions", "gauge", "Partitions with ISR < min.insync.replicas.",
-               [("", len(view.under_min_isr))])
-        metric("reassigner_offline_partitions", "gauge", "Partitions without a leader.",
-               [("", len(view.offline))])
-        metric("reassigner_log_dir_moves", "gauge", "Intra-broker log-dir moves the controller owns, by state.",
-               [(f'{{state="{state}"}}', sum(1 for m in view.log_dir_moves if m.state == state))
-                for state in ("waiting", "copying", "cancelling")])
-        metric("reassigner_log_dir_move_bytes", "gauge", "Bytes of the log-dir moves not finished yet.",
-               [("", sum(m.size_bytes for m in view.log_dir_moves))])
-        metric("reassigner_log_dir_bytes", "gauge",
-               "Bytes of the replicas in each online log dir, as describe-log-dirs last told.",
-               [(f'{{broker="{b.id}",dir="{_label(path)}"}}', size) for b in view.brokers
-                for path, _count, size in b.dirs if size is not None])
-    return "\n".join(lines) + "\n"
+        samples["reassigner_brokers"] = [(("alive",), alive), (("down",), len(view.brokers) - alive),
+                                         (("draining",), sum(1 for b in view.brokers if b.draining))]
+        samples["reassigner_under_replicated_partitions"] = [((), len(view.under_replicated))]
+        samples["reassigner_under_min_isr_partitions"] = [((), len(view.under_min_isr))]
+        samples["reassigner_offline_partitions"] = [((), len(view.offline))]
+        samples["reassigner_log_dir_moves"] = [((state,), sum(1 for m in view.log_dir_moves if m.state == state))
+                                               for state in ("waiting", "copying", "cancelling")]
+        samples["reassigner_log_dir_move_bytes"] = [((), sum(m.size_bytes for m in view.log_dir_moves))]
+        samples["reassigner_log_dir_bytes"] = [((str(b.id), path), size) for b in view.brokers
+                                               for path, _count, size in b.dirs if size is not None]
+    return samples
 
 
 def compute_status_document(view: StatusView | None, recent_alerts: list[dict[str, Any]],
@@ -228,14 +152,6 @@ def compute_status_document(view: StatusView | None, recent_alerts: list[dict[st
     """The body of /api/status."""
     return {"cluster_name": cluster_name, "generated_at": now, "state_error": state_error,
             "status": status_to_json(view) if view else None, "alerts": recent_alerts}
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
-
-
-def _label(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 # --- the shell ----------------------------------------------------------------------------------
@@ -361,8 +277,7 @@ class StatusServer:
         self.cluster_name, self.cache, self.book, self.clock = cluster_name, cache, book, clock
         self.default_replica_movements = default_replica_movements
         self.policy = policy  # the static settings: the page shows the topic selection in force
-        self.tracker = ProgressTracker()
-        self._tracker_lock = threading.Lock()
+        self.metrics = build_status_registry(self.metric_samples)
         self._watch = watch
         self._stop = threading.Event()
         self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -373,10 +288,11 @@ class StatusServer:
         now = self.clock()
         state = self.cache.get()
         view = compute_status(state, self.default_replica_movements, now, self.policy) if state else None
-        if view:
-            with self._tracker_lock:
-                self.tracker.observe(view, time.monotonic())
         return view, now
+
+    def metric_samples(self) -> dict[str, list[tuple[tuple[str, ...], float]]]:
+        counts, errors, _results = self.book.counts()
+        return compute_metric_samples(self.current_view()[0], counts, errors)
 
     def start(self) -> "StatusServer":
         if self._watch:
@@ -412,11 +328,7 @@ class StatusServer:
                 return _json(400, {"error": "limit must be an integer"})
             return _json(200, {"alerts": self.book.recent(limit)})
         if path == "/metrics":
-            view, now = self.current_view()
-            counts, errors, _results = self.book.counts()
-            with self._tracker_lock:
-                text = render_metrics(view, self.tracker, counts, errors, time.monotonic())
-            return 200, "text/plain; version=0.0.4; charset=utf-8", text.encode()
+            return 200, METRICS_CONTENT_TYPE, render_registry(self.metrics)
         return _json(404, {"error": f"no route {path}",
                            "routes": ["/", "/api/status", "/api/reassignments", "/api/alerts", "/metrics"]})
 

@@ -535,3 +535,43 @@ def test_an_executor_without_the_key_refuses_to_start_while_the_pipeline_signs(c
         keyless.run(threading.Event())
     assert read_signing_announcements(client, settings.cluster_name)["executor"] \
         == signed_executor.signing_key.fingerprint, "the refused executor recorded nothing"
+
+
+def test_the_executor_counts_what_it_applied_and_refused_on_its_metrics_endpoint(cluster, commands):
+    """Issue 19 item 6: counted once each result is published, served by `reassigner.metrics`
+    (the endpoint `execute --metrics-port` starts): a step applied, its duplicate, a stale one."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from reassigner.metrics import serve_metrics
+
+    local, state, admin = cluster
+    server, port = serve_metrics("127.0.0.1", 0)
+
+    def value(name: str, **labels: str) -> float:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        return sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
+                   if s.name == name and labels.items() <= s.labels.items())
+
+    try:
+        applied = ("reassigner_executor_commands_total", {"kind": "ReassignmentStep", "outcome": "ok"})
+        stale = ("reassigner_executor_refused_commands_total", {"reason": "STALE_EPOCH"})
+        duplicate = ("reassigner_executor_duplicate_commands_total", {})
+        before = {name: value(name, **labels) for name, labels in (applied, stale, duplicate)}
+        create_topic(state, "counted", [1, 2])
+        fields = {"topic": "counted", "partition": 0, "target_replicas": [2, 3], "adding": [3], "removing": [1]}
+        command_id = commands.send("ReassignmentStep", fields)
+        assert commands.result_of(command_id)["ok"] is True
+        eventually(lambda: value(applied[0], **applied[1]) == before[applied[0]] + 1, 30, what="the step counted")
+        commands.send("ReassignmentStep", fields, command_id=command_id)
+        commands.results_of(command_id, 2)
+        eventually(lambda: value(duplicate[0]) == before[duplicate[0]] + 1, 30, what="the duplicate counted")
+        assert commands.result_of(commands.send("ReassignmentStep", fields, epoch=99))["error_code"] == "STALE_EPOCH"
+        eventually(lambda: value(stale[0], **stale[1]) == before[stale[0]] + 1, 30, what="the refusal counted")
+        assert value(applied[0], **applied[1]) == before[applied[0]] + 1  # neither was applied
+        assert value("reassigner_executor_apply_duration_seconds_count", kind="ReassignmentStep") >= 1
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,4 +1,5 @@
-"""Prometheus metrics and the progress estimates of the status server, from hand-built states."""
+"""Prometheus metrics of the status server (gauges of the state as it is when scraped, counters of
+the alerts and results read), from hand-built states."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from state.model import ControllerState
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.reassignment import Reassignment, StepInFlight
 from planning.movement.partition_steps import Step
-from reassigner.operator.status_server import AlertBook, ProgressTracker, StateCache, render_metrics
+from reassigner.metrics import build_status_registry, render_registry
+from reassigner.operator.status_server import AlertBook, StateCache, compute_metric_samples
 from reassigner.operator.views import compute_status
 
 TP = TopicPartition("orders", 0)
@@ -22,23 +24,34 @@ def state(replicas, adding=(), in_flight=True, steps_done=0, last_batch=5, prese
                            last_batch=last_batch)
 
 
-def test_metrics_text_format_and_counters_survive_a_finished_reassignment():
-    tracker = ProgressTracker()
-    running = compute_status(state((1, 2, 3, 4), adding=(4,)), 1)
-    tracker.observe(running, now=10.0)
-    text = render_metrics(running, tracker, {"DiskFailed": 2}, {"REASSIGNMENT_IN_PROGRESS": 1}, now=12.5)
-    lines = text.splitlines()
-    assert "reassigner_steps_in_flight 1" in lines and "reassigner_steps_completed_total 0" in lines
-    assert 'reassigner_alerts_total{kind="DiskFailed"} 2' in lines and 'reassigner_alerts_total{kind="BadEvent"} 0' in lines
-    assert "reassigner_executor_errors_total 1" in lines and "reassigner_pipeline_lag_seconds 2.5" in lines
-    assert all(line.startswith("#") or len(line.split(" ")) == 2 for line in lines)
+def scrape(view, alert_counts=None, errors_by_code=None) -> list[str]:
+    """The lines of /metrics as the status server renders them (prometheus-client)."""
+    registry = build_status_registry(lambda: compute_metric_samples(view, alert_counts or {}, errors_by_code or {}))
+    return render_registry(registry).decode().splitlines()
 
+
+def test_metrics_text_format_gauges_of_the_state_and_counters_of_the_topics():
+    running = compute_status(state((1, 2, 3, 4), adding=(4,)), 1)
+    lines = scrape(running, {"DiskFailed": 2}, {"REASSIGNMENT_IN_PROGRESS": 1})
+    assert "reassigner_steps_in_flight 1.0" in lines and "reassigner_reassignments_active 1.0" in lines
+    assert 'reassigner_alerts_total{kind="DiskFailed"} 2.0' in lines and 'reassigner_alerts_total{kind="BadEvent"} 0.0' in lines
+    assert "reassigner_executor_errors_total 1.0" in lines and "reassigner_pipeline_last_batch 5.0" in lines
+    assert "# TYPE reassigner_alerts_total counter" in lines and "# TYPE reassigner_steps_in_flight gauge" in lines
+    assert all(line.startswith("#") or len(line.rsplit(" ", 1)) == 2 for line in lines)
+
+
+def test_the_status_server_counts_nothing_from_the_pages_it_serves():
+    """Regression (issue 19): steps and bytes were estimated from the states seen at each request
+    (8 steps reported against 31 executed). They are the pipeline's counters now; scraping the
+    status server twice around a finished reassignment exports no such counter and changes no value."""
+    running = compute_status(state((1, 2, 3, 4), adding=(4,)), 1)
     done = compute_status(state((2, 3, 4), present=False, last_batch=6), 1)
-    tracker.observe(done, now=20.0)
-    text = render_metrics(done, tracker, {}, {}, now=20.0)
-    assert "reassigner_steps_completed_total 1" in text.splitlines()
-    assert "reassigner_bytes_moved_total 1000" in text.splitlines()  # one replica of a 1000-byte partition
-    assert "reassigner_pipeline_lag_seconds 0" in text.splitlines()
+    first, second, again = scrape(running), scrape(done), scrape(done)
+    assert second == again
+    for lines in (first, second):
+        assert not any(line.startswith(("reassigner_steps_completed", "reassigner_bytes_moved",
+                                         "reassigner_pipeline_lag_seconds")) for line in lines)
+    assert "reassigner_steps_in_flight 0.0" in second and "reassigner_reassignments_active 0.0" in second
 
 
 def test_alert_book_keeps_the_last_alerts_and_counts_all():
@@ -89,19 +102,19 @@ def test_log_dir_moves_and_dir_usage_are_shown_and_measured():
         ("copying", True, "/d/a", 30.0)
     assert [m.state for m in view.log_dir_moves] == ["copying", "waiting"]
     assert view.brokers[0].dirs == (("/d/a", 3, 3000), ("/d/b", 0, 0))
-    lines = render_metrics(view, ProgressTracker(), {}, {}, now=1.0).splitlines()
-    assert 'reassigner_log_dir_moves{state="copying"} 1' in lines and 'reassigner_log_dir_moves{state="waiting"} 1' in lines
-    assert "reassigner_log_dir_move_bytes 1500" in lines
-    assert 'reassigner_log_dir_bytes{broker="1",dir="/d/a"} 3000' in lines
+    lines = scrape(view)
+    assert 'reassigner_log_dir_moves{state="copying"} 1.0' in lines and 'reassigner_log_dir_moves{state="waiting"} 1.0' in lines
+    assert "reassigner_log_dir_move_bytes 1500.0" in lines
+    assert 'reassigner_log_dir_bytes{broker="1",dir="/d/a"} 3000.0' in lines
 
 
 def test_bytes_rate_and_time_left_are_exported_once_measured():
     from planning.movement.eta import ReplicationMeter
 
     running = state((1, 2, 3, 4), adding=(4,))
-    lines = render_metrics(compute_status(running, 1, now_seconds=10.0), ProgressTracker(), {}, {}, now=1.0).splitlines()
-    assert "reassigner_bytes_to_move 1000" in lines and "reassigner_bytes_left 1000" in lines
+    lines = scrape(compute_status(running, 1, now_seconds=10.0))
+    assert "reassigner_bytes_to_move 1000.0" in lines and "reassigner_bytes_left 1000.0" in lines
     assert not any(line.startswith("reassigner_replication_rate_bytes_per_second ") for line in lines)  # unknown yet
     measured = running.with_changes(replication_meter=ReplicationMeter(0, 500))
-    lines = render_metrics(compute_status(measured, 1, now_seconds=10.0), ProgressTracker(), {}, {}, now=1.0).splitlines()
-    assert "reassigner_replication_rate_bytes_per_second 50" in lines and "reassigner_time_left_seconds 20" in lines
+    lines = scrape(compute_status(measured, 1, now_seconds=10.0))
+    assert "reassigner_replication_rate_bytes_per_second 50.0" in lines and "reassigner_time_left_seconds 20.0" in lines

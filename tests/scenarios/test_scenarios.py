@@ -215,6 +215,57 @@ def test_added_brokers_get_an_even_share_in_rolling_batches(world):
     world.check(marks, len(steps) > P, f"{len(steps)} steps: not batched (P = {P})")
 
 
+def scrape(port: int) -> dict[tuple[str, tuple], float]:
+    """A process's /metrics: (sample name, sorted labels) → value."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+def total(samples: dict[tuple[str, tuple], float], name: str, **labels: str) -> float:
+    return sum(value for (sample, sample_labels), value in samples.items()
+               if sample == name and set(labels.items()) <= set(sample_labels))
+
+
+def test_the_processes_count_the_steps_they_ran(world):
+    """Issue 19 item 6: each process counts where things happen, on its own /metrics. After the
+    rebalance of scene 1 (the first movement of this world's product), the pipeline counted one
+    started step per ReassignmentStep command on the topic, and as completed every one the
+    executor applied without error; the executor counted each command once (regression: the
+    status server counted 8 steps of 31, from the states it saw when pages were asked)."""
+    ports = world.metrics_ports
+    issued = {c["id"] for c in world.commands.of_kind("ReassignmentStep")}
+    assert issued, "scene 1 ran no step"
+    eventually(lambda: total(scrape(ports["pipeline"]), "reassigner_steps_in_flight") == 0, 120,
+               what="no step in flight")
+
+    def executor_caught_up():
+        samples = scrape(ports["executor"])
+        return samples if total(samples, "reassigner_executor_commands_total", kind="ReassignmentStep") >= len(issued) \
+            else None
+
+    executor = eventually(executor_caught_up, 60, what="every step applied")
+    pipeline = scrape(ports["pipeline"])
+    applied = total(executor, "reassigner_executor_commands_total", kind="ReassignmentStep")
+    failed = applied - total(executor, "reassigner_executor_commands_total", kind="ReassignmentStep", outcome="ok")
+    assert total(pipeline, "reassigner_steps_started_total") == len(issued) == applied
+    assert total(pipeline, "reassigner_pipeline_commands_total", kind="ReassignmentStep") == len(issued)
+    assert total(pipeline, "reassigner_steps_completed_total") == len(issued) - failed
+    assert total(pipeline, "reassigner_bytes_moved_total") > 0
+    assert total(pipeline, "reassigner_pipeline_batches_total") > 0
+    assert total(pipeline, "reassigner_pipeline_batch_duration_seconds_count", phase="total") > 0
+    assert total(executor, "reassigner_executor_apply_duration_seconds_count", kind="ReassignmentStep") == applied
+    watcher = scrape(ports["watcher"])
+    assert total(watcher, "reassigner_watcher_polls_total", outcome="ok") > 0
+    assert total(watcher, "reassigner_watcher_events_total", type="PartitionState") > 0
+    assert total(watcher, "reassigner_watcher_snapshot_duration_seconds_count") >= 1
+
+
 # --- 2. mode approve ----------------------------------------------------------------------------
 
 

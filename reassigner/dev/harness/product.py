@@ -37,6 +37,7 @@ class ProductProcesses:
     stack_dir: Path
     environment: dict[str, str]
     status_port: int | None = None
+    metrics_ports: dict[str, int] = field(default_factory=dict)  # component → its --metrics-port (first start)
     pids: dict[str, int] = field(default_factory=dict)
     handles: dict[str, subprocess.Popen] = field(default_factory=dict)
 
@@ -46,7 +47,9 @@ class ProductProcesses:
 
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        commands = dict(COMPONENTS)
+        commands = {name: [*arguments, *(("--metrics-port", str(self.metrics_ports[name]))
+                                         if name in self.metrics_ports else ())]
+                    for name, arguments in COMPONENTS.items()}
         if self.status_port is not None:
             commands["status-server"] = ["status-server", "--port", str(self.status_port)]
         for name, arguments in commands.items():

@@ -130,6 +130,7 @@ class World:
                             "REASSIGNER_CHECKPOINT_DIR": str(self.stack_dir / "checkpoints"),
                             "PYSPARK_PYTHON": sys.executable}
         self.status_port = free_port()
+        self.metrics_ports = {name: free_port() for name in ("pipeline", "watcher", "executor")}
 
     # --- narration and waiting -----------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -214,7 +215,8 @@ class World:
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS, client=self.client).start()
         self.say(f"  topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())}: RF 3, "
                  f"min.insync.replicas {MIN_INSYNC_REPLICAS}; sequenced traffic running")
-        self.product = ProductProcesses(self.stack_dir, self.environment, self.status_port)
+        self.product = ProductProcesses(self.stack_dir, self.environment, self.status_port,
+                                        metrics_ports=self.metrics_ports)
         self.product.start()
         self.alerts = TopicCollector(self.bootstrap, "reassigner.alerts", "Alert", self.client)
         self.commands = TopicCollector(self.bootstrap, "reassigner.commands", "Command", self.client)
