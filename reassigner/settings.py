@@ -68,6 +68,11 @@ class Settings(BaseSettings):
         None, description="The token every request to the status server must carry (`Authorization: "
         "Bearer <token>`, or as basic auth's password); `status-server --token-file` wins over it. "
         "None: the server listens on loopback only, unless `--allow-unauthenticated`.")
+    status_write_token: SecretStr | None = Field(
+        None, description="The token the status server's write API (POST /api/...: requests, approve, "
+        "reject, cancel, pause, resume) requires, as `Authorization: Bearer <token>` only, on loopback "
+        "too; another secret than `status_token`; `status-server --write-token-file` wins over it. "
+        "None: the write API is off.")
     cluster_name: str = Field("local", description="Names the Redis hash tag of this cluster's keys.")
     topic_prefix: str = Field("reassigner", description="Prefix of the product's topics.")
 
