@@ -83,9 +83,13 @@ from reassigner.operator.status_page import STATUS_PAGE_HTML
 from reassigner.redaction import redact
 from handlers.policy import Policy
 from reassigner.operator.views import (
+    Movement,
     ReassignmentRow,
     StatusView,
+    advance_movement,
+    compute_overall_progress,
     compute_status,
+    overall_progress_to_json,
     reassignment_row_to_json,
     status_to_json,
 )
@@ -143,8 +147,10 @@ class ProgressTracker:
     last_seen: dict[str, ReassignmentRow] = field(default_factory=dict)
     last_batch: int | None = None
     last_batch_seen_at: float | None = None
+    movement: Movement = field(default_factory=Movement)  # the page's overall bar (views.advance_movement)
 
     def observe(self, view: StatusView, now: float) -> None:
+        self.movement = advance_movement(self.movement, view.reassignments)
         current = {row.reassignment_id: row for row in view.reassignments}
         for rid, row in current.items():
             self.steps[rid] = max(self.steps.get(rid, 0), row.steps_done)
@@ -242,10 +248,12 @@ def render_metrics(view: StatusView | None, tracker: ProgressTracker, alert_coun
 
 
 def compute_status_document(view: StatusView | None, recent_alerts: list[dict[str, Any]],
-                            cluster_name: str, state_error: str | None, now: float) -> dict[str, Any]:
-    """The body of /api/status."""
+                            cluster_name: str, state_error: str | None, now: float,
+                            movement: Movement | None = None) -> dict[str, Any]:
+    """The body of /api/status; `movement`: the overall progress, finished partitions included."""
     return {"cluster_name": cluster_name, "generated_at": now, "state_error": state_error,
-            "status": status_to_json(view) if view else None, "alerts": recent_alerts}
+            "status": status_to_json(view) if view else None, "alerts": recent_alerts,
+            "movement": overall_progress_to_json(compute_overall_progress(movement or Movement()))}
 
 
 def _number(value: float) -> str:
@@ -462,7 +470,10 @@ class StatusServer:
             return 200, "text/plain; charset=utf-8", b"ok\n"
         if path == "/api/status":
             view, now = self.current_view()
-            body = compute_status_document(view, self.book.recent(20), self.cluster_name, self.cache.error, now)
+            with self._tracker_lock:
+                movement = self.tracker.movement
+            body = compute_status_document(view, self.book.recent(20), self.cluster_name, self.cache.error, now,
+                                           movement)
             return _json(200, body)
         if path == "/api/reassignments":
             view, now = self.current_view()
