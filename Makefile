@@ -1,8 +1,9 @@
 # kafka-reassigner — everything installs itself, idempotently, into project-local dirs:
 #   .venv/   Python packages (PyPI), the exact versions of requirements.lock (with their hashes)
 #   .cache/jars/   Kafka + Spark connector jars (Maven Central)
-#   python3, python3-venv, redis-server, Java, Maven and promtool (package prometheus: the alert
-#   rules' test) come from Debian's packages when missing.
+#   python3, python3-venv, redis-server, Java, Maven, promtool (package prometheus: the alert
+#   rules' test) and chromium (the status page's browser test) come from Debian's packages when
+#   missing.
 # The one prerequisite is make itself (it runs this file): apt-get install -y make
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -40,6 +41,7 @@ system-packages:
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	if command -v docker >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1; then \
 	  command -v docker-compose >/dev/null 2>&1 || missing="$$missing docker-compose"; fi; \
 	if [ -n "$$missing" ]; then \

@@ -78,6 +78,11 @@ class Settings(BaseSettings):
     metrics_allow_remote: bool = Field(
         False, description="Serve the metrics endpoint on a non-loopback `metrics_host` "
         "(`--allow-remote-metrics`): the network in front is trusted to read it.")
+    status_write_token: SecretStr | None = Field(
+        None, description="The token the status server's write API (POST /api/...: requests, approve, "
+        "reject, cancel, pause, resume) requires, as `Authorization: Bearer <token>` only, on loopback "
+        "too; another secret than `status_token`; `status-server --write-token-file` wins over it. "
+        "None: the write API is off.")
     cluster_name: str = Field("local", description="Names the Redis hash tag of this cluster's keys.")
     topic_prefix: str = Field("reassigner", description="Prefix of the product's topics.")
 

@@ -121,34 +121,40 @@ def _cluster_now(ctx: _Context):
         return compute_cluster(admin.observe())
 
 
-def _publish(ctx: _Context, build: Callable[..., dict], *args: Any, wait: bool = True, timeout: float = 60.0,
-             check: bool = True, **kwargs: Any) -> None:
-    """Build the request, check it against the cluster's metadata (`check`), publish it, and
-    (unless `wait` is False) wait for the pipeline's verdict: accepted exits 0, rejected
-    EXIT_REJECTED, no verdict within `timeout` EXIT_TIMED_OUT."""
+def _request_channel(ctx: _Context, client_id: str):
+    """The deployment's `RequestChannel`: the CLI's `request ...` and the status server's write API."""
     from reassigner.clients.kafka_producer import build_producer, producer_config
-    from reassigner.operator.requests import (await_verdict, current_requester, describe_request,
-                                              publish_request, request_kind, validate_locally, verdict_to_json)
+    from reassigner.operator.requests import RequestChannel
+
+    return RequestChannel(ctx.bootstrap, ctx.client_config, ctx.topic("requests"), ctx.topic("alerts"),
+                          build_producer(producer_config(ctx.bootstrap, ctx.client_config, client_id)),
+                          lambda: _cluster_now(ctx))
+
+
+def _publish(ctx: _Context, build: Callable[..., dict], *args: Any, wait: bool = True, timeout: float = 60.0,
+             **kwargs: Any) -> None:
+    """Build the request, check it against the cluster's metadata (when `validate_locally` has
+    anything to judge), publish it, and (unless `wait` is False) wait for the pipeline's verdict:
+    accepted exits 0, rejected EXIT_REJECTED, no verdict within `timeout` EXIT_TIMED_OUT."""
+    from reassigner.operator.requests import (current_requester, describe_request, request_kind,
+                                              verdict_to_json)
 
     request = build(*args, request_id=str(uuid.uuid4()), now_ms=int(time.time() * 1000),
                     requested_by=current_requester(), **kwargs)
-    if check:
-        validate_locally(request, _cluster_now(ctx))
+    channel = _request_channel(ctx, "reassigner-cli")
+    channel.check(request)
     ctx.ensure_topics("requests", "alerts")
-    producer = build_producer(producer_config(ctx.bootstrap, ctx.client_config, "reassigner-cli"))
     kind, request_id = request_kind(request), request["id"]
 
-    def publish() -> None:
-        publish_request(producer, ctx.topic("requests"), request)
+    def published() -> None:
         err_console.print(f"[green]{kind} request {request_id} published[/] to {ctx.topic('requests')}"
                           + ("" if wait else "; follow it with `reassigner alerts --follow`"))
 
     if not wait:
-        publish()
+        channel.submit(request, None, on_published=published)
         print(json.dumps(describe_request(request)))
         return
-    verdict = await_verdict(ctx.bootstrap, ctx.client_config, ctx.topic("alerts"), request_id, timeout, publish,
-                            stop=_stop_on_signals())
+    verdict = channel.submit(request, timeout, on_published=published, stop=_stop_on_signals())
     print(json.dumps({**describe_request(request), **verdict_to_json(verdict, request_id, timeout)}))
     if verdict is None:
         print(redact(f"error: [REQUEST_TIMED_OUT] no verdict on {kind} request {request_id} within {timeout:g} s; "
@@ -267,7 +273,7 @@ def request_approve(
 
     build_approve_request(proposal_id, request_id="check", now_ms=0, requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_approve_request, proposal_id, wait=not no_wait, timeout=timeout, check=False)
+    _publish(ctx, build_approve_request, proposal_id, wait=not no_wait, timeout=timeout)
 
 
 @request_app.command("reject")
@@ -283,7 +289,7 @@ def request_reject(
 
     build_reject_request(proposal_id, request_id="check", now_ms=0, requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_reject_request, proposal_id, wait=not no_wait, timeout=timeout, check=False)
+    _publish(ctx, build_reject_request, proposal_id, wait=not no_wait, timeout=timeout)
 
 
 @request_app.command("show")
@@ -350,7 +356,7 @@ def request_pause(
     from reassigner.operator.requests import build_pause_request
 
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_pause_request, True, wait=not no_wait, timeout=timeout, check=False)
+    _publish(ctx, build_pause_request, True, wait=not no_wait, timeout=timeout)
 
 
 @request_app.command("resume")
@@ -364,7 +370,7 @@ def request_resume(
     from reassigner.operator.requests import build_pause_request
 
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_pause_request, False, wait=not no_wait, timeout=timeout, check=False)
+    _publish(ctx, build_pause_request, False, wait=not no_wait, timeout=timeout)
 
 
 # --- config set / get ---------------------------------------------------------------------------
@@ -383,7 +389,7 @@ def config_set(
 
     build_set_config_request(assignment, request_id="check", now_ms=0, requested_by="check")
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, False)
-    _publish(ctx, build_set_config_request, assignment, wait=not no_wait, timeout=timeout, check=False)
+    _publish(ctx, build_set_config_request, assignment, wait=not no_wait, timeout=timeout)
 
 
 @config_app.command("get")
@@ -674,6 +680,9 @@ def status_server(
                              "needs a token (or --allow-unauthenticated)."),
     token_file: Optional[Path] = typer.Option(None, "--token-file", help="A file holding the token every "
                                               "request must carry (default: REASSIGNER_STATUS_TOKEN)."),
+    write_token_file: Optional[Path] = typer.Option(None, "--write-token-file", help="A file holding the "
+                                                    "token of the write API (POST /api/...; default: "
+                                                    "REASSIGNER_STATUS_WRITE_TOKEN; none: writes are off)."),
     allow_unauthenticated: bool = typer.Option(False, "--allow-unauthenticated",
                                                help="Serve without a token on a non-loopback --host "
                                                "(a trusted network or an authenticating proxy in front)."),
@@ -685,7 +694,7 @@ def status_server(
 ) -> None:
     """Serve the status page (/), the JSON API (/api/...) and Prometheus metrics (/metrics)."""
     from reassigner.clients.redis_io import controller_state_loader
-    from reassigner.operator.status_server import (AlertBook, StateCache, StatusServer,
+    from reassigner.operator.status_server import (AlertBook, StateCache, StatusServer, require_distinct_tokens,
                                                    require_token_off_loopback, watch_alert_topics)
     from reassigner.settings import compute_policy
 
@@ -695,8 +704,13 @@ def status_server(
     if token is None and ctx.settings.status_token is not None:
         token = ctx.settings.status_token.get_secret_value().strip() or None
     register_secret(token)
+    write_token = _read_token(write_token_file, "--write-token-file") if write_token_file is not None else None
+    if write_token is None and ctx.settings.status_write_token is not None:
+        write_token = ctx.settings.status_write_token.get_secret_value().strip() or None
+    register_secret(write_token)
+    require_distinct_tokens(token, write_token)  # before connecting
     warning = require_token_off_loopback(host, token is not None, allow_unauthenticated)  # before connecting
-    ctx.ensure_topics("alerts", "command-results")
+    ctx.ensure_topics("alerts", "command-results", *(("requests",) if write_token else ()))
     book = AlertBook(alert_capacity)
     alerts_topic, results_topic = ctx.topic("alerts"), ctx.topic("command-results")
     server = StatusServer(
@@ -705,14 +719,16 @@ def status_server(
                                                  ctx.settings.redis_socket_timeout_seconds,
                                                  ctx.settings.redis_connect_timeout_seconds)),
         book=book, default_replica_movements=ctx.settings.max_replica_movements,
-        policy=compute_policy(ctx.settings), token=token,
+        policy=compute_policy(ctx.settings), token=token, write_token=write_token,
+        requests=_request_channel(ctx, "reassigner-status-server") if write_token else None,
         watch=lambda stop: watch_alert_topics(ctx.bootstrap, ctx.client_config, alerts_topic, results_topic,
                                               book, stop),
     ).start()
     if warning:
         logging.getLogger(__name__).warning(warning)
         err_console.print(f"[yellow]warning: {warning}[/]")
-    access = "token required" if token else "no token"
+    access = ("token required" if token else "no token") + (
+        "; write API on (POST /api/..., write token)" if write_token else "; write API off")
     err_console.print(f"status page on http://{host}:{server.port}/ (API /api/status, metrics /metrics; "
                       f"{access}); Ctrl-C stops")
     print(json.dumps({"url": f"http://{host}:{server.port}/", "port": server.port}), flush=True)
@@ -721,13 +737,13 @@ def status_server(
     server.stop()
 
 
-def _read_token(path: Path) -> str:
+def _read_token(path: Path, flag: str = "--token-file") -> str:
     try:
         token = path.read_text().strip()
     except OSError as error:
-        raise InvalidInputError(f"--token-file {path}: cannot read it: {error.strerror or error}") from None
+        raise InvalidInputError(f"{flag} {path}: cannot read it: {error.strerror or error}") from None
     if not token:
-        raise InvalidInputError(f"--token-file {path}: the file is empty; put the token in it")
+        raise InvalidInputError(f"{flag} {path}: the file is empty; put the token in it")
     return token
 
 

@@ -32,7 +32,10 @@ no randomness); `key` is `<topic>-<partition>` for a request about one partition
 request id; `requested_by` is `user@host`; `event_time` is epoch milliseconds.
 
 `publish_request` and `await_verdict` are the only I/O here: one idempotent produce (acks=all),
-flushed and checked; a read of the alerts topic from its end.
+flushed and checked; a read of the alerts topic from its end. `RequestChannel` puts them together
+with the local checks, in the one order both doors use (the CLI's `request ...` and the status
+server's write API): check (`needs_local_check`: only the kinds `validate_locally` judges poll
+the cluster), publish, then wait for the verdict if asked to.
 """
 
 from __future__ import annotations
@@ -237,6 +240,18 @@ def validate_locally(request: Mapping[str, Any], cluster: Cluster) -> None:
             require_known_partition(cluster, TopicPartition(fields["topic"], fields["partition"]))
 
 
+LOCALLY_CHECKED_KINDS = frozenset({"Reassign", "Decommission", "Recommission", "Rebalance", "Cancel"})
+
+
+def needs_local_check(request: Mapping[str, Any]) -> bool:
+    """Whether `validate_locally` has anything to judge in `request` (else no cluster poll is
+    worth making): a cancel of everything, an approve, a reject, a pause or a setting has not."""
+    kind = request_kind(request)
+    if kind == "Cancel":
+        return request["payload"][1].get("topic") is not None
+    return kind in LOCALLY_CHECKED_KINDS
+
+
 # --- the verdict ----------------------------------------------------------------------------------
 
 VERDICT_KINDS = ("RequestAccepted", "RequestRejected")
@@ -319,3 +334,38 @@ def publish_request(producer, topic: str, request: Request, timeout_seconds: flo
     publish_and_wait(producer, topic, request["key"].encode(), encode("Request", request),
                      version_headers(), timeout_seconds)
     log.info("published %s request %s to %s", request_kind(request), request["id"], topic)
+
+
+class RequestChannel:
+    """The requests and alerts topics of one deployment: check a request against the cluster's
+    metadata, publish it, wait for the pipeline's verdict. `observe_cluster` polls Kafka's
+    metadata (the planning model); `producer` is the product's idempotent producer, shared by
+    the threads of a server (confluent-kafka's producer is thread-safe)."""
+
+    def __init__(self, bootstrap_servers: str, client_config, requests_topic: str, alerts_topic: str,
+                 producer, observe_cluster: Callable[[], Cluster]) -> None:
+        self.bootstrap_servers, self.client_config = bootstrap_servers, client_config
+        self.requests_topic, self.alerts_topic = requests_topic, alerts_topic
+        self.producer, self.observe_cluster = producer, observe_cluster
+
+    def check(self, request: Request) -> None:
+        """`validate_locally` against a fresh poll of the cluster, when it has anything to judge."""
+        if needs_local_check(request):
+            validate_locally(request, self.observe_cluster())
+
+    def submit(self, request: Request, wait_seconds: float | None,
+               on_published: Callable[[], None] | None = None,
+               stop: threading.Event | None = None) -> Verdict | None:
+        """Publish `request`; with `wait_seconds`, wait that long for its verdict (None: timed
+        out, or not waited for)."""
+
+        def publish() -> None:
+            publish_request(self.producer, self.requests_topic, request)
+            if on_published is not None:
+                on_published()
+
+        if not wait_seconds:
+            publish()
+            return None
+        return await_verdict(self.bootstrap_servers, self.client_config, self.alerts_topic, request["id"],
+                             wait_seconds, publish, stop=stop)

@@ -1,6 +1,15 @@
 """The status page: one self-contained HTML document (no external assets, so it works offline
 and behind a proxy). Its script fetches /api/status every 2 s and re-renders; every value from
-the API is inserted escaped."""
+the API is inserted escaped.
+
+The overall bar is the movement's (`doc.movement`: finished reassignments counted, see
+`views.advance_movement`). The proposals' Approve / Reject buttons POST to the write API with the
+write token typed into the page's token field; the token lives in that field only (no storage,
+never in the HTML the server sends). Long texts wrap (the grid's columns may shrink below their
+content, alert messages break anywhere, wide tables scroll inside their section), so nothing is
+wider than the window at 1400 px; after each render the page writes the document's scroll width
+and the window's width into `<body data-scroll-width data-window-width>` (the browser test reads
+them)."""
 
 from __future__ import annotations
 
@@ -12,8 +21,8 @@ STATUS_PAGE_HTML = """<!doctype html>
  body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#f4f6f8;color:#1d2733}
  header{background:#1d2733;color:#fff;padding:12px 24px;display:flex;gap:24px;align-items:baseline;flex-wrap:wrap}
  header h1{font-size:20px;margin:0} header span{opacity:.85;font-size:14px}
- main{padding:16px 24px;display:grid;grid-template-columns:1fr 1fr;gap:16px}
- section{background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12);padding:12px 16px}
+ main{padding:16px 24px;display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:16px}
+ section{background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12);padding:12px 16px;min-width:0;overflow-x:auto}
  section.wide{grid-column:1 / -1}
  h2{font-size:15px;margin:0 0 8px;text-transform:uppercase;letter-spacing:.04em;color:#4a5a6a}
  table{border-collapse:collapse;width:100%;font-size:13px}
@@ -27,6 +36,16 @@ STATUS_PAGE_HTML = """<!doctype html>
  .empty{color:#8795a1;font-style:italic;font-size:13px}
  #banner{display:none;background:#c62828;color:#fff;padding:8px 24px}
  .pill{display:inline-block;border-radius:10px;padding:1px 8px;font-size:12px;background:#e5e9ee}
+ td.wrap,#alerts td,#banner,.proposal-head{white-space:normal;overflow-wrap:anywhere;word-break:break-word}
+ #alerts table{table-layout:fixed} #alerts th:nth-child(1){width:190px} #alerts th:nth-child(2){width:80px}
+ #alerts th:nth-child(3){width:170px} #alerts th:nth-child(4){width:200px}
+ header .big{white-space:normal;max-width:100%} header span span{opacity:1}
+ .proposal{border-top:1px solid #e5e9ee;padding:8px 0}
+ .proposal button{margin-left:8px;padding:3px 12px;border-radius:4px;border:1px solid #8795a1;background:#fff;cursor:pointer}
+ .proposal button.approve{border-color:#1b7f3b;color:#1b7f3b} .proposal button.reject{border-color:#c62828;color:#c62828}
+ #write-token{width:260px} #write-result{font-size:13px;margin-top:6px;white-space:normal;overflow-wrap:anywhere}
+ .disk{display:inline-block;width:120px;height:10px;background:#e5e9ee;border-radius:3px;vertical-align:middle;overflow:hidden}
+ .disk>div{height:100%;background:#2e7dd7} .disk.full>div{background:#c62828}
 </style></head>
 <body>
 <header><h1>kafka-reassigner</h1><span id="cluster"></span><span id="epoch"></span>
@@ -35,8 +54,13 @@ STATUS_PAGE_HTML = """<!doctype html>
 <main>
  <section id="health"><h2>Cluster health</h2><div id="health-body"></div></section>
  <section id="brokers"><h2>Brokers</h2><div id="brokers-body"></div></section>
+ <section class="wide" id="proposals"><h2>Proposals awaiting approval</h2>
+  <label>write token <input type="password" id="write-token" autocomplete="off"
+   placeholder="for Approve / Reject (kept in this field only)"></label>
+  <div id="proposals-body"></div><div id="write-result"></div></section>
  <section class="wide" id="reassignments"><h2>Ongoing reassignments</h2><div id="reassignments-body"></div></section>
  <section class="wide" id="inflight"><h2>Batch in flight</h2><div id="inflight-body"></div></section>
+ <section class="wide" id="disks"><h2>Disk usage per broker and log dir</h2><div id="disks-body"></div></section>
  <section class="wide" id="logdirs"><h2>Log-dir moves</h2><div id="logdirs-body"></div></section>
  <section class="wide" id="alerts"><h2>Recent alerts</h2><div id="alerts-body"></div></section>
 </main>
@@ -66,11 +90,12 @@ function render(doc) {
     const duration = v => v === null || v === undefined ? "?" :
       (v >= 3600 ? Math.floor(v / 3600) + " h " + Math.round((v % 3600) / 60) + " min" :
        v >= 60 ? Math.floor(v / 60) + " min " + Math.round(v % 60) + " s" : Math.round(v) + " s");
-    const p = s.progress;
+    const p = s.progress, m = doc.movement || {};
     document.getElementById("overall").innerHTML = s.reassignments.length ?
-      `overall ${bar(p.fraction)} (${p.steps_done}/${p.steps_estimated} steps; ${size(p.bytes_moved)} of ` +
-      `${size(p.bytes_to_move)}; ${p.replication_rate_bytes_per_second === null ? "rate not measured yet" :
-        size(p.replication_rate_bytes_per_second) + "/s"}; ${duration(p.time_left_seconds)} left)` : "";
+      `overall ${bar(m.fraction)} (${esc(m.partitions_done)} of ${esc(m.partitions_total)} partitions done; ` +
+      `${esc(m.steps_done)}/${esc(m.steps_estimated)} steps; <span id="overall-bytes">${size(m.bytes_moved)} of ` +
+      `${size(m.bytes_to_move)}</span> moved; ${p.replication_rate_bytes_per_second === null ? "rate not measured yet" :
+        size(p.replication_rate_bytes_per_second) + "/s"}; ETA <span id="overall-eta">${duration(p.time_left_seconds)}</span>)` : "";
     const alive = s.brokers.filter(b => b.alive).length;
     const cls = (n, bad) => n ? (bad ? "bad" : "warn") : "ok";
     document.getElementById("health-body").innerHTML = table(["", ""], [
@@ -95,11 +120,33 @@ function render(doc) {
           (d[2] === null ? "?" : d[2].toLocaleString())).join("  "))]), "no brokers observed yet");
     document.getElementById("reassignments-body").innerHTML = table(
       ["partition", "state", "current", "adding", "removing", "final target", "step", "progress",
-       "bytes moved / to move", "time left", "reason"],
+       "bytes moved / to move", "rate", "ETA", "waits for"],
       s.reassignments.map(r => [esc(r.topic + "-" + r.partition), `<span class="pill">${esc(r.state)}</span>`,
         esc(list(r.current_replicas)), esc(list(r.adding)), esc(list(r.removing)), esc(list(r.final_target)),
         esc(r.step_label), bar(r.progress), esc(size(r.bytes_moved) + " / " + size(r.bytes_to_move)),
-        esc(duration(r.time_left_seconds)), esc(r.reason)]), "no reassignment in progress");
+        r.rate_bytes_per_second === null || r.rate_bytes_per_second === undefined ? "–" : esc(size(r.rate_bytes_per_second) + "/s"),
+        esc(duration(r.time_left_seconds)), `<span class="wrap">${esc(r.waiting || r.reason || "")}</span>`]),
+      "no reassignment in progress");
+    document.querySelectorAll("#reassignments td:last-child").forEach(td => td.classList.add("wrap"));
+    document.getElementById("disks-body").innerHTML = table(
+      ["broker", "log dir", "state", "replicas", "replica bytes", "volume used", "volume size"],
+      (s.disks || []).map(d => [esc(d.broker_id), esc(d.path),
+        d.online ? '<span class="ok">online</span>' : '<span class="bad">offline</span>',
+        esc(d.replicas), esc(size(d.replica_bytes)),
+        d.used_fraction === null ? "?" : `<span class="disk${d.used_fraction > 0.85 ? " full" : ""}">` +
+          `<div style="width:${Math.round(d.used_fraction * 100)}%"></div></span> ${Math.round(d.used_fraction * 100)}%`,
+        esc(size(d.total_bytes))]), "no log dirs reported yet");
+    const proposals = s.proposal_details || [];
+    document.getElementById("proposals").style.display = proposals.length ? "" : "none";
+    document.getElementById("proposals-body").innerHTML = proposals.map(v =>
+      `<div class="proposal"><div class="proposal-head"><b>${esc(v.proposal_id)}</b>: ${esc(v.reason)} ` +
+      `(${esc(v.moves.length)} partitions, ${esc(v.replica_moves)} replica moves` +
+      (v.expires_at_ms ? `, expires ${esc(new Date(v.expires_at_ms).toLocaleString())}` : "") + ")" +
+      `<button class="approve" data-proposal="${esc(v.proposal_id)}" data-verb="approve">Approve</button>` +
+      `<button class="reject" data-proposal="${esc(v.proposal_id)}" data-verb="reject">Reject</button></div>` +
+      table(["partition", "current", "target", "adding", "removing", "size"],
+        v.moves.map(m => [esc(m.topic + "-" + m.partition), esc(list(m.current_replicas)), esc(list(m.target)),
+          esc(list(m.adding)), esc(list(m.removing)), esc(size(m.size_bytes))]), "no moves") + "</div>").join("");
     document.getElementById("inflight-body").innerHTML = table(
       ["partition", "step", "target", "adding", "removing", "leader move", "running for"],
       s.in_flight.map(f => [esc(f.topic + "-" + f.partition), esc(f.step), esc(list(f.target)),
@@ -117,10 +164,32 @@ function render(doc) {
     doc.alerts.slice().reverse().map(a => [esc(a.time), `<span class="sev-${esc(a.severity)}">${esc(a.severity)}</span>`,
       esc(a.kind), esc(a.subject), esc(a.message)]), "no alerts");
 }
+async function decide(proposal, verb) {
+  const token = document.getElementById("write-token").value.trim();
+  const out = document.getElementById("write-result");
+  if (!token) { out.textContent = "type the write token first"; return; }
+  out.textContent = `${verb} ${proposal}: waiting for the pipeline's verdict…`;
+  try {
+    const answer = await fetch(`/api/proposals/${encodeURIComponent(proposal)}/${verb}?wait=30`,
+      {method: "POST", cache: "no-store", headers: {"Authorization": "Bearer " + token}});
+    const body = await answer.json();
+    out.textContent = `${verb} ${proposal}: ${answer.status} ` + (body.verdict ? body.verdict +
+      (body.error_code ? " [" + body.error_code + "]" : "") + (body.message ? ": " + body.message : "") : body.error);
+  } catch (error) { out.textContent = `${verb} ${proposal}: ${error}`; }
+}
+document.getElementById("proposals-body").addEventListener("click", event => {
+  const button = event.target.closest("button[data-proposal]");
+  if (button) decide(button.dataset.proposal, button.dataset.verb);
+});
+function measure() {
+  document.body.dataset.scrollWidth = document.documentElement.scrollWidth;
+  document.body.dataset.windowWidth = window.innerWidth;
+}
 async function refresh() {
   try {
     const answer = await fetch("/api/status", {cache: "no-store"});
     render(await answer.json());
+    measure();
   } catch (error) {
     const banner = document.getElementById("banner");
     banner.style.display = "block"; banner.textContent = "status server unreachable: " + error;

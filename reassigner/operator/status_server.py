@@ -1,10 +1,10 @@
 """`reassigner status-server`: a status page, a JSON API and Prometheus metrics, standard library
 only (`http.server.ThreadingHTTPServer`).
 
-Why no web framework: four read-only GET routes, a single static page and a text format need
-no routing, templating or async server; the standard library serves them with no new dependency
-and no second event loop next to the Kafka consumer thread. (For TLS, put a reverse proxy in
-front.)
+Why no web framework: a few GET routes, six POST routes of fixed shapes, a single static page
+and a text format need no routing, templating or async server; the standard library serves them
+with no new dependency and no second event loop next to the Kafka consumer thread. (For TLS, put a
+reverse proxy in front.)
 
 Access: with a token (setting `status_token`, `REASSIGNER_STATUS_TOKEN`, or `--token-file`) every
 route but /healthz asks for it, as `Authorization: Bearer <token>` (scripts, Prometheus'
@@ -14,13 +14,25 @@ it once and sends it with the page's own API calls); compared in constant time
 `require_token_off_loopback` refuses another address unless `--allow-unauthenticated` says that
 the network in front is trusted (then it warns).
 
-Routes (every one but /healthz behind the token, when there is one):
+Writes (`reassigner.operator.write_api`: POST /api/requests, /api/proposals/{id}/approve|reject,
+/api/cancel, /api/pause, /api/resume) need the WRITE token (setting `status_write_token`,
+`REASSIGNER_STATUS_WRITE_TOKEN`, or `--write-token-file`), always, loopback too, and only as
+`Authorization: Bearer <write token>` — never basic auth, which a browser replays by itself on a
+form another site posts (no CSRF that way: a page of another origin cannot set the header without
+a CORS preflight, which this server does not grant). Without a write token the write API is off
+(403). The write token is another secret than the read token (`require_distinct_tokens`): what
+scrapes /metrics must not be able to cancel; a write token opens the read routes too. No header
+is logged; a refusal is 401 without the header, 403 with a wrong one (`compute_write_refusal`).
+
+Routes (every GET but /healthz behind the read token, when there is one):
     GET /                  the page (HTML + JS; refreshes itself every 2 s from /api/status)
     GET /api/status        cluster health, reassignments, batch in flight, recent alerts, progress
     GET /api/reassignments the rows of `reassigner list`, and the batch in flight
     GET /api/alerts?limit=N  the last N alerts (newest last), N ≤ `alert_capacity`
+    GET /api/openapi.yaml  the OpenAPI 3 description of every route (docs/openapi.yaml)
     GET /metrics           Prometheus text format 0.0.4 (see METRICS)
     GET /healthz           "ok" (never asks for the token: liveness probes)
+    POST /api/...          the write API (above)
 
 Sources, and how fresh they are:
 - the ControllerState, loaded from Redis with `ControllerStore.load()` at most once a second
@@ -36,6 +48,9 @@ counters of what the background reader took from the alerts and command-results 
 counter is derived from the pages served: steps completed, bytes moved and the pipeline's lag
 are counted by the pipeline where they happen (`reassigner_steps_completed_total`,
 `reassigner_bytes_moved_total`, `reassigner_pipeline_lag_seconds` on its own `/metrics`).
+
+The overall progress of a movement (`views.Movement`, finished partitions included) is followed
+from the states this server has seen (`advance_movement`), from its start.
 """
 
 from __future__ import annotations
@@ -50,20 +65,30 @@ import threading
 import time
 from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping
+import uuid
+from importlib.resources import files
+from typing import Any, Callable, Mapping, Protocol
 from urllib.parse import parse_qs, urlparse
 
 from reassigner.clients.client_config import ClientConfig
 from reassigner.clients.kafka_consumer import Start, TopicReader
 from reassigner.operator.alerts_follow import alert_to_json
-from reassigner.errors import InvalidConfigError
+from reassigner.errors import InvalidConfigError, InvalidInputError, ReassignerError
 from reassigner.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, build_status_registry, render_registry
+from reassigner.operator.requests import Request, Verdict, request_kind
+from reassigner.operator.write_api import (MAX_BODY_BYTES, WRITE_ROUTES, compute_answer, compute_api_request,
+                                           compute_refusal_status, compute_requester, compute_route_template,
+                                           parse_wait)
 from reassigner.operator.status_page import STATUS_PAGE_HTML
 from reassigner.redaction import redact
 from handlers.policy import Policy
 from reassigner.operator.views import (
+    Movement,
     StatusView,
+    advance_movement,
+    compute_overall_progress,
     compute_status,
+    overall_progress_to_json,
     reassignment_row_to_json,
     status_to_json,
 )
@@ -148,10 +173,12 @@ def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, i
 
 
 def compute_status_document(view: StatusView | None, recent_alerts: list[dict[str, Any]],
-                            cluster_name: str, state_error: str | None, now: float) -> dict[str, Any]:
-    """The body of /api/status."""
+                            cluster_name: str, state_error: str | None, now: float,
+                            movement: Movement | None = None) -> dict[str, Any]:
+    """The body of /api/status; `movement`: the overall progress, finished partitions included."""
     return {"cluster_name": cluster_name, "generated_at": now, "state_error": state_error,
-            "status": status_to_json(view) if view else None, "alerts": recent_alerts}
+            "status": status_to_json(view) if view else None, "alerts": recent_alerts,
+            "movement": overall_progress_to_json(compute_overall_progress(movement or Movement()))}
 
 
 # --- the shell ----------------------------------------------------------------------------------
@@ -265,18 +292,67 @@ def is_authorized(authorization: str | None, token: str | None) -> bool:
     return hmac.compare_digest(credentials.encode("utf-8"), token.encode("utf-8"))
 
 
+def compute_write_refusal(authorization: str | None, write_token: str | None) -> tuple[int, str] | None:
+    """Why a write is refused (status, one line), or None when `authorization` carries the write
+    token as a Bearer token (constant-time compare). No write token configured: the API is off."""
+    if not write_token:
+        return 403, ("the write API is off: start the status server with a write token "
+                     "(REASSIGNER_STATUS_WRITE_TOKEN or --write-token-file)")
+    if not authorization or not authorization.strip():
+        return 401, "a write needs the write token: Authorization: Bearer <write token>"
+    scheme, _, _credentials = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not is_authorized(authorization, write_token):
+        return 403, "the write token is wrong (writes take it as Authorization: Bearer <write token>)"
+    return None
+
+
+def require_distinct_tokens(token: str | None, write_token: str | None) -> None:
+    """The write token must not be the read token (see the module docstring)."""
+    if token and write_token and hmac.compare_digest(token.encode(), write_token.encode()):
+        raise InvalidConfigError("the status server's write token is its read token: give writes a token "
+                                 "of their own (REASSIGNER_STATUS_WRITE_TOKEN / --write-token-file), so that "
+                                 "what reads the status or scrapes /metrics cannot cancel or approve")
+
+
+class RequestSink(Protocol):
+    """Where the write API's requests go: `reassigner.operator.requests.RequestChannel`."""
+
+    def check(self, request: Request) -> None: ...
+
+    def submit(self, request: Request, wait_seconds: float | None) -> Verdict | None: ...
+
+
+OPENAPI_RESOURCE = "openapi.yaml"  # in this package; docs/openapi.yaml links to it
+
+
+def read_openapi() -> bytes:
+    return files("reassigner.operator").joinpath(OPENAPI_RESOURCE).read_bytes()
+
+
+READ_ROUTES = ("/", "/api/status", "/api/reassignments", "/api/alerts", "/api/openapi.yaml", "/metrics",
+               "/healthz")
+"""The GET routes (the OpenAPI description names each of them, and `WRITE_ROUTES`)."""
+
+
 class StatusServer:
     """The HTTP server and its background consumer; `start()` returns once it listens. With a
-    `token`, every route but /healthz requires it (see `is_authorized`)."""
+    `token`, every GET route but /healthz requires it (see `is_authorized`); with a
+    `write_token` and `requests`, the write API is on (`compute_write_refusal`)."""
 
     def __init__(self, *, host: str, port: int, cluster_name: str, cache: StateCache, book: AlertBook,
                  default_replica_movements: int, watch: Callable[[threading.Event], None] | None = None,
                  clock: Callable[[], float] = time.time, policy: Policy | None = None,
-                 token: str | None = None) -> None:
+                 token: str | None = None, write_token: str | None = None,
+                 requests: RequestSink | None = None) -> None:
+        require_distinct_tokens(token, write_token)
         self.token = token or None
+        self.write_token = write_token or None
+        self.requests = requests
         self.cluster_name, self.cache, self.book, self.clock = cluster_name, cache, book, clock
         self.default_replica_movements = default_replica_movements
         self.policy = policy  # the static settings: the page shows the topic selection in force
+        self.movement = Movement()  # the page's overall bar (views.advance_movement)
+        self._movement_lock = threading.Lock()
         self.metrics = build_status_registry(self.metric_samples)
         self._watch = watch
         self._stop = threading.Event()
@@ -288,6 +364,9 @@ class StatusServer:
         now = self.clock()
         state = self.cache.get()
         view = compute_status(state, self.default_replica_movements, now, self.policy) if state else None
+        if view:
+            with self._movement_lock:
+                self.movement = advance_movement(self.movement, view.reassignments)
         return view, now
 
     def metric_samples(self) -> dict[str, list[tuple[tuple[str, ...], float]]]:
@@ -313,7 +392,10 @@ class StatusServer:
             return 200, "text/plain; charset=utf-8", b"ok\n"
         if path == "/api/status":
             view, now = self.current_view()
-            body = compute_status_document(view, self.book.recent(20), self.cluster_name, self.cache.error, now)
+            with self._movement_lock:
+                movement = self.movement
+            body = compute_status_document(view, self.book.recent(20), self.cluster_name, self.cache.error, now,
+                                           movement)
             return _json(200, body)
         if path == "/api/reassignments":
             view, now = self.current_view()
@@ -327,32 +409,109 @@ class StatusServer:
             except ValueError:
                 return _json(400, {"error": "limit must be an integer"})
             return _json(200, {"alerts": self.book.recent(limit)})
+        if path == "/api/openapi.yaml":
+            return 200, "application/yaml; charset=utf-8", read_openapi()
         if path == "/metrics":
             return 200, METRICS_CONTENT_TYPE, render_registry(self.metrics)
-        return _json(404, {"error": f"no route {path}",
-                           "routes": ["/", "/api/status", "/api/reassignments", "/api/alerts", "/metrics"]})
+        return _json(404, {"error": f"no route GET {path}", "routes": list(READ_ROUTES),
+                           "post_routes": list(WRITE_ROUTES)})
+
+    def route_write(self, path: str, query: Mapping[str, list[str]], body: bytes,
+                    requested_by: str) -> tuple[int, str, bytes]:
+        """A POST (already authorized): build the request as the CLI does, check it, publish it,
+        wait for its verdict if `?wait=` asks to (see `reassigner.operator.write_api`)."""
+        if compute_route_template(path) is None:
+            return _json(404, {"error": f"no route POST {path}", "post_routes": list(WRITE_ROUTES)})
+        if self.requests is None:
+            return _json(503, {"error": "this status server has no Kafka producer for requests"})
+        try:
+            wait = parse_wait(query)
+            request = compute_api_request(path, body, {"request_id": str(uuid.uuid4()),
+                                                       "now_ms": int(self.clock() * 1000),
+                                                       "requested_by": requested_by})
+        except InvalidInputError as error:
+            return _json(400, {"error": _one_line(str(error)), "error_code": error.code})
+        kind = request_kind(request)
+        try:
+            self.requests.check(request)
+        except InvalidInputError as error:  # what the pipeline would refuse: answered as its verdict would be
+            log.info("POST %s: %s request refused before publishing [%s]", path, kind, error.code)
+            return _json(compute_refusal_status(error.code),
+                         {"request_id": request["id"], "kind": kind, "verdict": "rejected",
+                          "error_code": error.code, "message": _one_line(str(error)), "published": False})
+        except ReassignerError as error:  # Kafka unreachable for the metadata poll
+            return _json(503, {"error": _one_line(redact(str(error))), "error_code": error.code})
+        try:
+            verdict = self.requests.submit(request, wait)
+        except ReassignerError as error:
+            log.warning("POST %s: publishing %s request %s failed: %s", path, kind, request["id"], error)
+            return _json(503, {"request_id": request["id"], "error": _one_line(redact(str(error))),
+                               "error_code": error.code})
+        status, answer = compute_answer(request, verdict, wait)
+        log.info("POST %s by %s: %s request %s published; %s", path, requested_by, kind, request["id"],
+                 answer["verdict"] if wait else "not waited for")
+        return _json(status, answer)
 
 
 def _json(status: int, body: Any) -> tuple[int, str, bytes]:
     return status, "application/json", json.dumps(body).encode()
 
 
+def _one_line(text: str) -> str:
+    return " ".join(redact(text).split())
+
+
 def _handler_for(server: StatusServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the http.server API
             url = urlparse(self.path)
-            if url.path not in OPEN_PATHS and not is_authorized(self.headers.get("Authorization"), server.token):
+            authorization = self.headers.get("Authorization")
+            readable = is_authorized(authorization, server.token) or (
+                server.write_token is not None and is_authorized(authorization, server.write_token))
+            if url.path not in OPEN_PATHS and not readable:
                 status, content_type, body = _json(401, {"error": "this status server needs its token: "
                                                          "Authorization: Bearer <token>"})
-                self.send_response(status)
-                self.send_header("WWW-Authenticate", 'Basic realm="reassigner status", charset="UTF-8"')
-            else:
-                try:
-                    status, content_type, body = server.route(url.path, parse_qs(url.query))
-                except Exception as error:  # one bad request must not take the server down
-                    log.exception("GET %s failed", url.path)
-                    status, content_type, body = _json(500, {"error": redact(f"{type(error).__name__}: {error}")})
-                self.send_response(status)
+                self._answer(status, content_type, body,
+                             {"WWW-Authenticate": 'Basic realm="reassigner status", charset="UTF-8"'})
+                return
+            try:
+                status, content_type, body = server.route(url.path, parse_qs(url.query))
+            except Exception as error:  # one bad request must not take the server down
+                log.exception("GET %s failed", url.path)
+                status, content_type, body = _json(500, {"error": redact(f"{type(error).__name__}: {error}")})
+            self._answer(status, content_type, body)
+
+        def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            url = urlparse(self.path)
+            refusal = compute_write_refusal(self.headers.get("Authorization"), server.write_token)
+            if refusal is not None:
+                log.info("POST %s from %s refused (%d)", url.path, self.client_address[0], refusal[0])
+                status, content_type, body = _json(refusal[0], {"error": refusal[1]})
+                self._answer(status, content_type, body,
+                             {"WWW-Authenticate": 'Bearer realm="reassigner writes"'} if refusal[0] == 401 else {})
+                return
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0 or length > MAX_BODY_BYTES:
+                self.close_connection = True
+                self._answer(*_json(413 if length > 0 else 400,
+                                    {"error": f"the body must have a Content-Length of 0 to {MAX_BODY_BYTES} bytes"}))
+                return
+            body = self.rfile.read(length) if length else b""
+            requester = compute_requester(self.client_address[0], self.headers.get("X-Reassigner-Requested-By"))
+            try:
+                status, content_type, answer = server.route_write(url.path, parse_qs(url.query), body, requester)
+            except Exception as error:  # one bad request must not take the server down
+                log.error("POST %s failed: %s", url.path, redact(f"{type(error).__name__}: {error}"))
+                status, content_type, answer = _json(500, {"error": _one_line(f"{type(error).__name__}: {error}")})
+            self._answer(status, content_type, answer)
+
+        def _answer(self, status: int, content_type: str, body: bytes, headers: Mapping[str, str] = {}) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")

@@ -16,6 +16,14 @@ Bytes and time left (`planning.movement.eta`): per reassignment the bytes its fi
 those already in sync, and the time left at its share of the observed replication rate; overall
 the sums and the time left at the whole rate.
 
+Overall progress over a MOVEMENT (`advance_movement`, `compute_overall_progress`): a finished
+reassignment leaves the state, so the state alone cannot say "12 of 15 done" (regression: the
+page's overall bar read 0 % with 12 of 15 partitions finished, the 3 left not started). A
+`Movement` remembers every reassignment seen since the movement began (a state with some
+reassignment after one with none); one that left the state counts as finished: all its steps
+and bytes done. It begins when whoever folds the states (the status server) first sees one, so a
+server started mid-movement counts from there.
+
 Invariants: nothing here reads a clock (`now_seconds` is an argument) or does I/O; a state that
 is inconsistent (a reassignment for a partition the cluster does not show) is shown as it is,
 with unknown fields as None, never an exception.
@@ -23,7 +31,7 @@ with unknown fields as None, never an exception.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
 from handlers.policy import (Policy, compute_excluded_pattern, compute_excluded_topics, effective_limits,
@@ -68,6 +76,9 @@ class ReassignmentRow:
     time_left_seconds: float | None = None
     # Why no step of it is in flight (`compute_waiting_reason`); None while one is.
     waiting: str | None = None
+    # Its share of the observed replication rate while a step of it is in flight (rate / steps
+    # in flight, as its time left assumes); None otherwise or while the rate is unknown.
+    rate_bytes_per_second: float | None = None
 
     @property
     def bytes_left(self) -> int:
@@ -130,6 +141,26 @@ class BrokerRow:
 
 
 @dataclass(frozen=True)
+class DiskRow:
+    """One log dir of one broker: what describe-log-dirs last told (None = not reported)."""
+
+    broker_id: int
+    path: str
+    online: bool
+    replicas: int | None
+    replica_bytes: int | None
+    total_bytes: int | None  # the volume's size (KIP-827, Kafka 3.3+)
+    usable_bytes: int | None
+
+    @property
+    def used_fraction(self) -> float | None:
+        """Share of the volume in use (anything on it, not only Kafka's replicas)."""
+        if not self.total_bytes or self.usable_bytes is None:
+            return None
+        return min(1.0, max(0.0, (self.total_bytes - self.usable_bytes) / self.total_bytes))
+
+
+@dataclass(frozen=True)
 class PartitionProblem:
     topic: str
     partition: int
@@ -166,6 +197,8 @@ class StatusView:
     replication_rate: float | None = None  # bytes per second observed since the movement began
     time_left_seconds: float | None = None  # all reassignments, at that rate
     paused: bool = False  # `reassignment.paused` in force (`request pause`); False without a policy
+    disks: tuple[DiskRow, ...] = ()  # every log dir of every broker, by (broker, path)
+    proposal_views: tuple["ProposalView", ...] = ()  # the proposals with their moves
 
     @property
     def bytes_left(self) -> int:
@@ -188,7 +221,8 @@ def compute_reassignment_rows(state: ControllerState, default_replica_movements:
     share = sum(1 for r in state.reassignments.values() if r.in_flight is not None)
     flying = [PlannedStep(tp, r.in_flight.step) for tp, r in state.reassignments.items() if r.in_flight is not None]
     return tuple(replace(_row(state, r, movements, rate, share),
-                         waiting=compute_waiting_reason(state, r, policy, flying, now_seconds))
+                         waiting=compute_waiting_reason(state, r, policy, flying, now_seconds),
+                         rate_bytes_per_second=rate / max(1, share) if rate and r.in_flight is not None else None)
                  for _tp, r in sorted(state.reassignments.items()))
 
 
@@ -316,7 +350,81 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         replication_rate=rate,
         time_left_seconds=compute_time_left(left, rate) if rows else None,
         paused=policy is not None and effective_policy(policy, state.config).paused,
+        disks=compute_disk_rows(cluster),
+        proposal_views=tuple(compute_proposal_view(state, pid, policy) for pid in sorted(state.proposals)),
     )
+
+
+def compute_disk_rows(cluster) -> tuple[DiskRow, ...]:
+    """Disk usage per broker and log dir (offline dirs too: they show as such)."""
+    return tuple(DiskRow(b.id, d.path, d.online, d.replica_count, d.replica_bytes, d.total_bytes, d.usable_bytes)
+                 for b in sorted(cluster.brokers, key=lambda b: b.id) for d in b.log_dirs)
+
+
+# --- overall progress over a movement ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MovementEntry:
+    """One reassignment of the movement: as last seen, or finished (it left the state)."""
+
+    steps_done: int
+    steps_estimated: int
+    bytes_to_move: int
+    bytes_moved: int
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class Movement:
+    """The reassignments seen since the movement began, by reassignment id."""
+
+    entries: Mapping[str, MovementEntry] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OverallProgress:
+    partitions_total: int
+    partitions_done: int
+    steps_done: int
+    steps_estimated: int
+    bytes_to_move: int
+    bytes_moved: int
+
+    @property
+    def fraction(self) -> float | None:
+        """Steps done / steps estimated, finished reassignments included; None when nothing moves."""
+        if not self.steps_estimated:
+            return None
+        return min(1.0, self.steps_done / self.steps_estimated)
+
+
+def advance_movement(movement: Movement, rows: tuple[ReassignmentRow, ...]) -> Movement:
+    """The movement after a state whose reassignments are `rows` (see the module docstring)."""
+    if not rows:
+        return Movement()
+    current = {r.reassignment_id: MovementEntry(r.steps_done, max(r.steps_estimated or 0, r.steps_done, 1),
+                                                r.bytes_to_move, min(r.bytes_moved, r.bytes_to_move))
+               for r in rows}
+    finished = {rid: replace(e, steps_done=e.steps_estimated, bytes_moved=e.bytes_to_move, finished=True)
+                for rid, e in movement.entries.items() if rid not in current}
+    return Movement({**finished, **current})
+
+
+def compute_overall_progress(movement: Movement) -> OverallProgress:
+    entries = movement.entries.values()
+    return OverallProgress(
+        partitions_total=len(movement.entries),
+        partitions_done=sum(1 for e in entries if e.finished),
+        steps_done=sum(e.steps_done for e in entries),
+        steps_estimated=sum(e.steps_estimated for e in entries),
+        bytes_to_move=sum(e.bytes_to_move for e in entries),
+        bytes_moved=sum(e.bytes_moved for e in entries),
+    )
+
+
+def overall_progress_to_json(progress: OverallProgress) -> dict[str, Any]:
+    return {**asdict(progress), "fraction": progress.fraction}
 
 
 def _topic_selection(state: ControllerState, policy: Policy | None) -> dict[str, Any]:
@@ -364,6 +472,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "topic_selection": {"include": view.topics_include, "exclude": view.topics_exclude,
                             "excluded_topics": list(view.excluded_topics)},
         "log_dir_moves": [_plain(asdict(m)) for m in view.log_dir_moves],
+        "disks": [{**_plain(asdict(d)), "used_fraction": d.used_fraction} for d in view.disks],
+        "proposal_details": [proposal_to_json(p) for p in view.proposal_views],
     }
 
 
