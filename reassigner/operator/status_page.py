@@ -36,6 +36,7 @@ STATUS_PAGE_HTML = """<!doctype html>
  <section id="health"><h2>Cluster health</h2><div id="health-body"></div></section>
  <section id="brokers"><h2>Brokers</h2><div id="brokers-body"></div></section>
  <section class="wide" id="reassignments"><h2>Ongoing reassignments</h2><div id="reassignments-body"></div></section>
+ <section class="wide" id="external"><h2>Moved by another tool (external)</h2><div id="external-body"></div></section>
  <section class="wide" id="inflight"><h2>Batch in flight</h2><div id="inflight-body"></div></section>
  <section class="wide" id="logdirs"><h2>Log-dir moves</h2><div id="logdirs-body"></div></section>
  <section class="wide" id="alerts"><h2>Recent alerts</h2><div id="alerts-body"></div></section>
@@ -82,6 +83,7 @@ function render(doc) {
       ["offline", `<span class="${cls(s.offline.length, 1)}">${s.offline.length}</span> ` +
         esc(s.offline.slice(0, 8).map(p => p.topic + "-" + p.partition).join(" "))],
       ["reassignments / steps in flight", `${s.reassignments.length} / ${s.in_flight.length}`],
+      ["moved by another tool", `<span class="${cls((s.external || []).length)}">${(s.external || []).length}</span>`],
       ["proposals awaiting approval", esc(s.proposals.join(", ") || "none")],
     ], "");
     document.getElementById("brokers-body").innerHTML = table(
@@ -99,7 +101,13 @@ function render(doc) {
       s.reassignments.map(r => [esc(r.topic + "-" + r.partition), `<span class="pill">${esc(r.state)}</span>`,
         esc(list(r.current_replicas)), esc(list(r.adding)), esc(list(r.removing)), esc(list(r.final_target)),
         esc(r.step_label), bar(r.progress), esc(size(r.bytes_moved) + " / " + size(r.bytes_to_move)),
-        esc(duration(r.time_left_seconds)), esc(r.reason)]), "no reassignment in progress");
+        esc(duration(r.time_left_seconds)), esc(r.reason)]),
+      (s.external || []).length ? "no reassignment of the product in progress" : "no reassignment in progress");
+    document.getElementById("external-body").innerHTML = table(
+      ["partition", "kind", "replicas", "adding", "removing", "seen for", "our reassignment waiting"],
+      (s.external || []).map(e => [esc(e.topic + "-" + e.partition), `<span class="pill">${esc(e.kind)}</span>`,
+        esc(list(e.replicas)), esc(list(e.adding)), esc(list(e.removing)), esc(duration(e.age_seconds)),
+        esc(e.held_by)]), "no other tool moves a partition");
     document.getElementById("inflight-body").innerHTML = table(
       ["partition", "step", "target", "adding", "removing", "leader move", "running for"],
       s.in_flight.map(f => [esc(f.topic + "-" + f.partition), esc(f.step), esc(list(f.target)),
