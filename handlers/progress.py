@@ -24,8 +24,12 @@ ORDER (the code follows it):
      reassignment is cancelled (revert once Kafka shows the step cancelled);
    - DONE → `ReassignmentCompleted`, or `ReassignmentCancelled` (back at the original replicas,
      or stopped where it is with `keep`); nothing when its topic was deleted.
+   - another tool cancelled or replaced its step → `ReassignmentInterrupted`; the step has
+     ended and the next one is decided from what Kafka shows (`handlers.external`).
    "Once per step" is a marker in `state.open_alerts` (`ElectLeader:<id>:<step>`,
    `ReassignmentStalled:<id>:<step>`), dropped when the step is no longer in flight.
+   Then the moves of other tools (`state.external_moves`) are brought up to date for the
+   partitions that changed, with their `ExternalReassignment` alerts (`handlers.external`).
 3. each step started → a `ReassignmentStep` command (`<id>:<step>:ReassignmentStep`); the state
    keeps the active reassignments only, and the replication meter counts the bytes of the steps
    that completed (`planning.movement.eta`: the observed rate and the time left).
@@ -44,6 +48,7 @@ import json
 
 from handlers.outbox import INFO, WARNING, reassignment_step_fields, tp_key
 from handlers.context import BatchContext
+from handlers.external import handle_external_moves, report_interrupted
 from handlers.policy import effective_limits
 from handlers.waiting import compute_waiting
 from planning.model import TopicPartition
@@ -58,11 +63,12 @@ ONCE_PER_STEP = ("ElectLeader:", "ReassignmentStalled:")
 def handle_progress(context: BatchContext) -> None:
     state = context.state
     observe = context.policy.mode == "observe"
+    changed = state.compute_stepping_changes()
     decision = compute_stepping(  # 1
         state.reassignments, state.cluster, effective_limits(context.base_policy, state.config),
         context.now_s, context.policy.step_stall_timeout_seconds,
         start_steps=not observe and not context.policy.paused,
-        memo=state.stepping_memo, changed=state.compute_stepping_changes())
+        memo=state.stepping_memo, changed=changed)
     decided = decision.reassignments
     patch: dict[TopicPartition, Reassignment | None] = {tp: decided[tp] for tp in decision.replaced}
     elections = set(decision.elections)
@@ -78,6 +84,8 @@ def handle_progress(context: BatchContext) -> None:
                 patch[tp] = cancelled
         elif tp in finished:
             _announce_finished(context, record, finished[tp])
+    for tp, message in decision.interrupted:
+        report_interrupted(context, decided[tp], message, tp)
     for planned in decision.started:  # 3
         record = decided[planned.tp]
         number = record.in_flight.number
@@ -98,6 +106,7 @@ def handle_progress(context: BatchContext) -> None:
         replication_meter=meter, waiting=compute_waiting(decision.deferred, after.reassignments),
     ).with_stepping(decision.memo, (tp for tp, record in patch.items() if record is not decided.get(tp)))
     _forget_finished_steps(context)
+    handle_external_moves(context, None if changed is None else set(changed) | set(patch))
     if not observe:
         handle_throttles(context, started=bool(decision.started))  # 4
 

@@ -90,9 +90,12 @@ ALERT_KINDS = (
     "ProposalRejected",
     "ProposalExpired",
     "BrokerRecommissioned",
+    "ExternalReassignment",
+    "ReassignmentInterrupted",
 )
 """Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged, SnapshotReconciled, ClockSkew and the
-log-dir balance's four, and the request verdicts and proposal ends of schema version 4). `Alert.kind` is a string: readers
+log-dir balance's four, the request verdicts and proposal ends of schema version 4, and the moves of
+other tools: ExternalReassignment, ReassignmentInterrupted). `Alert.kind` is a string: readers
 must accept kinds not listed here."""
 
 __all__ = [

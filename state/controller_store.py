@@ -16,7 +16,8 @@ may touch them all, on one Redis or on Redis Cluster alike):
     reassigner:{c}:logdir_moves   HASH  "broker:topic:partition" → the active LogDirTask (JSON)
     reassigner:{c}:meta           HASH  epoch, last_batch, command_sequence, the replication
                                         meter and the small mappings of ControllerState (JSON each:
-                                        config, proposals, open alerts, waiting reasons...)
+                                        config, proposals, open alerts, waiting reasons,
+                                        external moves...)
     reassigner:{c}:outbox         HASH  batch id → JSON list of messages not yet confirmed as
                                         published
     reassigner:{c}:offsets        HASH  "topic:partition" of an input topic → the greatest offset
@@ -61,6 +62,7 @@ from typing import Any, Iterable, Mapping
 from state.model import ControllerState, ObservationTimes, OutboundMessage, Proposal
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.eta import ReplicationMeter
+from planning.movement.external import ExternalMove
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.movement.partition_steps import Step
@@ -290,7 +292,20 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "open_alerts": json.dumps(sorted(state.open_alerts)),
         "replication_meter": json.dumps([state.replication_meter.since_ms, state.replication_meter.bytes_copied]),
         "waiting": json.dumps([[tp.topic, tp.partition, why] for tp, why in sorted(state.waiting.items())]),
+        "external_moves": json.dumps([external_move_to_storage(tp, move)
+                                      for tp, move in sorted(state.external_moves.items())]),
     }
+
+
+def external_move_to_storage(tp: TopicPartition, move: ExternalMove) -> list:
+    return [tp.topic, tp.partition, list(move.replicas), list(move.adding), list(move.removing),
+            move.since_ms, move.held]
+
+
+def external_move_from_storage(stored: list) -> tuple[TopicPartition, ExternalMove]:
+    topic, partition, replicas, adding, removing, since_ms, held = stored
+    return TopicPartition(topic, partition), ExternalMove(tuple(replicas), tuple(adding), tuple(removing),
+                                                          since_ms, held)
 
 
 def message_to_storage(message: OutboundMessage) -> list:
@@ -385,6 +400,7 @@ class ControllerStore:
             observed_at=observed_at,
             replication_meter=ReplicationMeter(*meta_json("replication_meter", [None, 0])),
             waiting={TopicPartition(t, p): why for t, p, why in meta_json("waiting", [])},
+            external_moves=dict(external_move_from_storage(m) for m in meta_json("external_moves", [])),
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
                                                        for f, v in raw["logdir_moves"].items())},
         )

@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 from planning.model import Cluster, TopicPartition, compute_replaced_partitions
 from planning.movement.advance import SteppingMemo
 from planning.movement.eta import ReplicationMeter
+from planning.movement.external import ExternalMove
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import Reassignment
 
@@ -159,6 +160,10 @@ class ControllerState:
         (`planning.movement.batches`' refusal: a limit, the ISR, a broker, Kafka reassigning
         it), by partition; at most `MAX_WAITING_REASONS` (`handlers.waiting`), empty when no
         step could start (paused, mode observe); for `list` and `status`.
+    external_moves: the partitions Kafka shows reassigning with no step of ours in flight: moved
+        by another tool (`planning.movement.external`), with what Kafka showed and since when;
+        kept incrementally by `handlers.external`; for `list`, `status` and the batch rule's
+        "moved by another tool".
     stepping_memo: what the last decision computed for the reassignments waiting for a step
         (`planning.movement.advance.SteppingMemo`): derived data that makes the next decision
         cost what changed; never stored, never compared, rebuilt after a restart.
@@ -180,6 +185,7 @@ class ControllerState:
     log_dir_moves: Mapping[tuple[int, TopicPartition], LogDirTask] = field(default_factory=dict)
     replication_meter: ReplicationMeter = field(default_factory=ReplicationMeter)
     waiting: Mapping[TopicPartition, str] = field(default_factory=dict)
+    external_moves: Mapping[TopicPartition, ExternalMove] = field(default_factory=dict)
     stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
     change_log: ChangeLog = field(default_factory=ChangeLog, compare=False, repr=False)
 

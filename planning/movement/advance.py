@@ -9,13 +9,18 @@ view in, new records and what to do out; `now` is passed in.
 ORDER (the code follows it):
 1. For every active record, in (topic, partition) order, read its partition from the cluster:
    - gone (topic deleted) → DONE, ending DELETED;
-   - a step in flight the view shows (reassigning, or at the step's target) is marked seen;
+   - a step in flight the view shows (reassigning to the step's target, or at it:
+     `completion.shows_step`) is marked seen;
    - CANCELLING and Kafka no longer shows a reassignment, in a view that can be trusted (seen,
      at the step's target, or the cancel confirmed by the executor) → revert, keep (DONE,
      ending STOPPED) or resume (`planning.movement.cancel.compute_cancel_observed`);
    - step in flight complete (completion.py) → count it; Kafka finished but TR[0] does not lead
-     → ask for a preferred-leader election; still running past the stall timeout → report it
-     (every decision while it lasts: signalling once is the caller's business);
+     → ask for a preferred-leader election; seen before and not shown any more (another tool
+     cancelled or replaced it: `completion.is_step_interrupted`) → it ends (`interrupt_step`)
+     and the partition is stepped again from the replicas Kafka shows, in this decision (held
+     by the batch rule while Kafka shows another tool's reassignment); still running past the
+     stall timeout → report it (every decision while it lasts: signalling once is the
+     caller's business);
    - nothing in flight and replicas == final target → DONE, ending COMPLETED (or REVERTED for a
      cancelled reassignment back at its original replicas); else its next step is a candidate
      (`compute_reachable_step`: the SPEC 5.1 step, shedding offline leaving replicas).
@@ -59,10 +64,13 @@ import immutables
 from planning.movement.batches import Deferral, Limits, PlannedStep, compute_priority, compute_split_batch_decision
 from planning.movement.cancel import compute_cancel_observed
 from planning.movement.completion import (
+    describe_interruption,
     describe_stall,
     is_step_complete,
+    is_step_interrupted,
     is_step_stalled,
     needs_leader_election,
+    shows_step,
 )
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.sorted_chunks import SortedChunks
@@ -71,6 +79,7 @@ from planning.movement.reassignment import (
     ReassignmentState,
     complete_step,
     finish,
+    interrupt_step,
     mark_step_seen,
     start_step,
 )
@@ -130,6 +139,7 @@ class SteppingDecision:
     elections: partitions whose finished step needs TR[0] elected (ElectLeader commands).
     finished: (partition, ending) of the reassignments that became DONE in this decision.
     stalled: (partition, message) for steps running longer than the stall timeout.
+    interrupted: (partition, message) for steps another tool cancelled or replaced (ended).
     deferred: candidates examined that wait, with the reason (none once P is reached).
     """
 
@@ -142,6 +152,7 @@ class SteppingDecision:
     memo: SteppingMemo | None = None  # for the next decision
     completed: tuple[TopicPartition, ...] = ()  # partitions whose step in flight completed
     replaced: frozenset[TopicPartition] = frozenset()  # partitions whose record this decision replaced
+    interrupted: tuple[tuple[TopicPartition, str], ...] = ()
 
 
 def compute_stepping(
@@ -164,6 +175,7 @@ def compute_stepping(
     elections: list[TopicPartition] = []
     finished: list[tuple[TopicPartition, Ending]] = []
     stalled: list[tuple[TopicPartition, str]] = []
+    interrupted: list[tuple[TopicPartition, str]] = []
     if memo is not None and memo.broker_objects is cluster.brokers:
         signature = memo.brokers
     else:
@@ -216,8 +228,7 @@ def compute_stepping(
             updated[tp] = finish(record)
             finished.append((tp, Ending.DELETED))
             continue
-        if record.in_flight is not None and (
-                partition.reassigning or set(partition.replicas) == set(record.in_flight.step.target)):
+        if record.in_flight is not None and shows_step(partition, record.in_flight.step):
             record = mark_step_seen(record)
         flight = record.in_flight
         record = compute_cancel_observed(
@@ -233,6 +244,9 @@ def compute_stepping(
                 completed.append(tp)
             elif needs_leader_election(partition, flight.step):
                 elections.append(tp)
+            elif is_step_interrupted(partition, flight.step, flight.seen_in_kafka):
+                interrupted.append((tp, describe_interruption(partition, flight.step, flight.number)))
+                record = interrupt_step(record)
             elif is_step_stalled(flight.started_at, now, stall_timeout):
                 stalled.append((tp, describe_stall(partition, flight.step, flight.started_at, now)))
         if record.wants_next_step:
@@ -283,6 +297,7 @@ def compute_stepping(
                           frozenset(unsettled), cluster.brokers),
         completed=tuple(completed),
         replaced=replaced,
+        interrupted=tuple(interrupted),
     )
 
 

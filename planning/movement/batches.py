@@ -15,7 +15,9 @@ CONSTRAINTS (a candidate that would break one is deferred, with the reason):
 - steps in flight never exceed P (partitions), L (leader movements), and per broker B (steps
   adding a replica to, or dropping one from, that broker; each step counts once per broker);
 - never two steps in flight for one partition, and never a step while Kafka shows the partition
-  reassigning for another reason;
+  reassigning for another reason: a candidate has no step of ours in flight, so such a
+  partition is moved by another tool (`kafka-reassign-partitions.sh`, Cruise Control, ...) and
+  waits, "moved by another tool", until Kafka shows that move ended (`planning.movement.external`);
 - a step adds at most R and drops at most R replicas; only a step restoring min ISR may add more
   (up to the deficit) — and it still counts against P. Dropping a replica that is offline and
   out of sync is free (`count_replica_drops`): it costs no redundancy, and a partition that lost
@@ -284,8 +286,8 @@ def _refusal_by_limits(step: Step, counters: _Counters, limits: Limits) -> str |
 
 def _refuses_concurrent_kafka_reassignment(planned, partition, cluster, limits) -> str | None:
     if partition.reassigning:
-        return (f"Kafka shows the partition reassigning (adding {list(partition.adding)}, "
-                f"removing {list(partition.removing)})")
+        return (f"moved by another tool: Kafka shows the partition reassigning (adding {list(partition.adding)}, "
+                f"removing {list(partition.removing)}) with no step of ours in flight")
     return None
 
 

@@ -12,6 +12,15 @@ issues the preferred-leader election.
 
 (A log-dir move's completion is `planning.movement.log_dirs`'.)
 
+SHOWN. What Kafka shows a partition moving to (`compute_shown_target`): its replicas less the
+removing ones while it reassigns (KIP-455: a reassigning partition lists the target's replicas
+and the old ones being removed), else its replicas. A step is shown (`shows_step`) when that set is
+its target's: Kafka runs it, or ran it. A step in flight that was shown once and is not any more
+was cancelled or replaced by someone else (`kafka-reassign-partitions.sh --cancel`, another
+tool's `--execute`): it is interrupted (`is_step_interrupted`). One that was never shown proves
+nothing: the view may predate the step (the watcher polled before the executor applied it),
+and the stall timeout is then what ends the wait.
+
 A step is stalled when it has not completed `stall_timeout` seconds after it started. Times, and
 the timeout itself (`step.stall.timeout`, whose one default is in `reassigner.settings`), are
 plain numbers (seconds) passed in by the caller: nothing here reads a clock or a setting.
@@ -95,6 +104,34 @@ def is_step_complete(partition: PartitionState, step: Step) -> bool:
 def needs_leader_election(partition: PartitionState, step: Step) -> bool:
     """Kafka has finished the step and every TR member is in sync, but TR[0] does not lead yet."""
     return compute_step_progress(partition, step).phase is StepPhase.AWAITING_ELECTION
+
+
+def compute_shown_target(partition: PartitionState) -> frozenset[int]:
+    """The replicas Kafka shows `partition` moving to (SHOWN), or holding when it does not move."""
+    if partition.reassigning:
+        return frozenset(partition.replicas) - frozenset(partition.removing)
+    return frozenset(partition.replicas)
+
+
+def shows_step(partition: PartitionState, step: Step) -> bool:
+    """Kafka runs `step` (reassigning to its target) or has run it (at its target), as a set."""
+    return compute_shown_target(partition) == frozenset(step.target)
+
+
+def is_step_interrupted(partition: PartitionState, step: Step, seen_in_kafka: bool) -> bool:
+    """A step Kafka showed (`seen_in_kafka`) that it shows no more: cancelled or replaced (SHOWN)."""
+    return seen_in_kafka and not shows_step(partition, step)
+
+
+def describe_interruption(partition: PartitionState, step: Step, number: int) -> str:
+    """What a `ReassignmentInterrupted` alert says: the step, and what Kafka shows instead."""
+    if partition.reassigning:
+        shown = (f"Kafka shows another reassignment (adding {list(partition.adding)}, removing "
+                 f"{list(partition.removing)}) of replicas {list(partition.replicas)}: replaced by another tool")
+    else:
+        shown = (f"Kafka shows no reassignment and replicas {list(partition.replicas)}: cancelled "
+                 "by another tool")
+    return f"{partition.tp}: step {number} to {list(step.target)} was interrupted; {shown}"
 
 
 def is_step_stalled(started_at: float, now: float, stall_timeout: float) -> bool:

@@ -186,6 +186,16 @@ def fail_step(reassignment: Reassignment, now: float, error: str) -> Reassignmen
                    last_error=error)
 
 
+def interrupt_step(reassignment: Reassignment) -> Reassignment:
+    """Someone else cancelled or replaced the step in flight (`completion.is_step_interrupted`):
+    it has ended and used its number; the next step is computed from the replicas Kafka shows
+    now, at once (no retry delay: nothing failed on our side)."""
+    if reassignment.in_flight is None:
+        return reassignment
+    return replace(reassignment, in_flight=None, steps_done=reassignment.steps_done + 1,
+                   retry_at=None)
+
+
 def finish(reassignment: Reassignment) -> Reassignment:
     return replace(reassignment, in_flight=None, state=ReassignmentState.DONE)
 

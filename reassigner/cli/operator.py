@@ -440,10 +440,11 @@ def list_reassignments(
     stack_dir: Optional[Path] = StackDir, cluster_name: Optional[str] = ClusterName,
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
 ) -> None:
-    """Ongoing reassignments (current, adding, removing, final target, step n of m) and the
-    batch in flight."""
-    from reassigner.operator.views import (compute_in_flight, compute_log_dir_move_rows,
-                                           compute_reassignment_rows, reassignment_row_to_json, step_label)
+    """Ongoing reassignments (current, adding, removing, final target, step n of m), the
+    batch in flight, and the moves of other tools (external)."""
+    from reassigner.operator.views import (compute_external_rows, compute_in_flight, compute_log_dir_move_rows,
+                                           compute_reassignment_rows, external_row_to_json,
+                                           reassignment_row_to_json, step_label)
 
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
@@ -454,12 +455,14 @@ def list_reassignments(
                                      compute_policy(ctx.settings))
     in_flight = compute_in_flight(state, time.time())
     dir_moves = compute_log_dir_move_rows(state, time.time())
+    external = compute_external_rows(state, time.time())
     if as_json:
         from dataclasses import asdict
 
         print(json.dumps({"reassignments": [reassignment_row_to_json(r) for r in rows],
                           "in_flight": [json.loads(json.dumps(asdict(f))) for f in in_flight],
-                          "log_dir_moves": [json.loads(json.dumps(asdict(m))) for m in dir_moves]}, indent=2))
+                          "log_dir_moves": [json.loads(json.dumps(asdict(m))) for m in dir_moves],
+                          "external": [external_row_to_json(e) for e in external]}, indent=2))
         return
     table = Table(title=f"ongoing reassignments ({len(rows)})")
     for column in ("partition", "state", "current", "adding", "removing", "final target", "step", "progress",
@@ -470,7 +473,7 @@ def list_reassignments(
                       _ids(r.removing), _ids(r.final_target), step_label(r), _bar(r.progress),
                       f"{_size(r.bytes_moved)} / {_size(r.bytes_to_move)}", _duration(r.time_left_seconds),
                       r.waiting or "-")
-    console.print(table if rows else "no reassignment in progress")
+    console.print(table if rows else _nothing_of_ours(external))
     batch = Table(title=f"batch in flight ({len(in_flight)} steps)")
     for column in ("partition", "step", "target", "adding", "removing", "leader move", "running for"):
         batch.add_column(column)
@@ -480,8 +483,29 @@ def list_reassignments(
                       "-" if f.age_seconds is None else f"{f.age_seconds:.0f} s")
     if in_flight:
         console.print(batch)
+    _print_external(external)
     _print_log_dir_moves(dir_moves)
     _print_proposals(state)
+
+
+def _nothing_of_ours(external) -> str:
+    """The line for no reassignment of ours: none at all only when no other tool moves one either."""
+    if not external:
+        return "no reassignment in progress"
+    return f"no reassignment of the product in progress; {len(external)} by another tool (external, below)"
+
+
+def _print_external(external) -> None:
+    """The moves of other tools Kafka shows (`external`): respected, never stepped."""
+    if not external:
+        return
+    table = Table(title=f"moved by another tool ({len(external)}, external: no step of ours starts on them)")
+    for column in ("partition", "kind", "replicas", "adding", "removing", "seen for", "our reassignment waiting"):
+        table.add_column(column)
+    for e in external:
+        table.add_row(f"{e.topic}-{e.partition}", e.kind, _ids(e.replicas), _ids(e.adding), _ids(e.removing),
+                      _duration(e.age_seconds), e.held_by or "-")
+    console.print(table)
 
 
 def _print_proposals(state) -> None:
@@ -585,7 +609,8 @@ def status(
                       f"({_size(view.bytes_left)} left); observed rate {rate}; "
                       f"time left {_duration(view.time_left_seconds)}")
     else:
-        console.print("no reassignment in progress")
+        console.print(_nothing_of_ours(view.external))
+    _print_external(view.external)
     _print_log_dir_moves(view.log_dir_moves)
 
 

@@ -59,6 +59,7 @@ STATUS_PAGE_HTML = """<!doctype html>
    placeholder="for Approve / Reject (kept in this field only)"></label>
   <div id="proposals-body"></div><div id="write-result"></div></section>
  <section class="wide" id="reassignments"><h2>Ongoing reassignments</h2><div id="reassignments-body"></div></section>
+ <section class="wide" id="external"><h2>Moved by another tool (external)</h2><div id="external-body"></div></section>
  <section class="wide" id="inflight"><h2>Batch in flight</h2><div id="inflight-body"></div></section>
  <section class="wide" id="disks"><h2>Disk usage per broker and log dir</h2><div id="disks-body"></div></section>
  <section class="wide" id="logdirs"><h2>Log-dir moves</h2><div id="logdirs-body"></div></section>
@@ -107,6 +108,7 @@ function render(doc) {
       ["offline", `<span class="${cls(s.offline.length, 1)}">${s.offline.length}</span> ` +
         esc(s.offline.slice(0, 8).map(p => p.topic + "-" + p.partition).join(" "))],
       ["reassignments / steps in flight", `${s.reassignments.length} / ${s.in_flight.length}`],
+      ["moved by another tool", `<span class="${cls((s.external || []).length)}">${(s.external || []).length}</span>`],
       ["proposals awaiting approval", esc(s.proposals.join(", ") || "none")],
     ], "");
     document.getElementById("brokers-body").innerHTML = table(
@@ -126,7 +128,7 @@ function render(doc) {
         esc(r.step_label), bar(r.progress), esc(size(r.bytes_moved) + " / " + size(r.bytes_to_move)),
         r.rate_bytes_per_second === null || r.rate_bytes_per_second === undefined ? "–" : esc(size(r.rate_bytes_per_second) + "/s"),
         esc(duration(r.time_left_seconds)), `<span class="wrap">${esc(r.waiting || r.reason || "")}</span>`]),
-      "no reassignment in progress");
+      (s.external || []).length ? "no reassignment of the product in progress" : "no reassignment in progress");
     document.querySelectorAll("#reassignments td:last-child").forEach(td => td.classList.add("wrap"));
     document.getElementById("disks-body").innerHTML = table(
       ["broker", "log dir", "state", "replicas", "replica bytes", "volume used", "volume size"],
@@ -147,6 +149,11 @@ function render(doc) {
       table(["partition", "current", "target", "adding", "removing", "size"],
         v.moves.map(m => [esc(m.topic + "-" + m.partition), esc(list(m.current_replicas)), esc(list(m.target)),
           esc(list(m.adding)), esc(list(m.removing)), esc(size(m.size_bytes))]), "no moves") + "</div>").join("");
+    document.getElementById("external-body").innerHTML = table(
+      ["partition", "kind", "replicas", "adding", "removing", "seen for", "our reassignment waiting"],
+      (s.external || []).map(e => [esc(e.topic + "-" + e.partition), `<span class="pill">${esc(e.kind)}</span>`,
+        esc(list(e.replicas)), esc(list(e.adding)), esc(list(e.removing)), esc(duration(e.age_seconds)),
+        esc(e.held_by)]), "no other tool moves a partition");
     document.getElementById("inflight-body").innerHTML = table(
       ["partition", "step", "target", "adding", "removing", "leader move", "running for"],
       s.in_flight.map(f => [esc(f.topic + "-" + f.partition), esc(f.step), esc(list(f.target)),

@@ -27,7 +27,7 @@ is logged; a refusal is 401 without the header, 403 with a wrong one (`compute_w
 Routes (every GET but /healthz behind the read token, when there is one):
     GET /                  the page (HTML + JS; refreshes itself every 2 s from /api/status)
     GET /api/status        cluster health, reassignments, batch in flight, recent alerts, progress
-    GET /api/reassignments the rows of `reassigner list`, and the batch in flight
+    GET /api/reassignments the rows of `reassigner list`, the batch in flight, the moves of other tools
     GET /api/alerts?limit=N  the last N alerts (newest last), N ≤ `alert_capacity`
     GET /api/openapi.yaml  the OpenAPI 3 description of every route (docs/openapi.yaml)
     GET /metrics           Prometheus text format 0.0.4 (see METRICS)
@@ -402,6 +402,7 @@ class StatusServer:
             return _json(200, {
                 "reassignments": [reassignment_row_to_json(r) for r in view.reassignments] if view else [],
                 "in_flight": status_to_json(view)["in_flight"] if view else [],
+                "external": status_to_json(view)["external"] if view else [],
                 "state_error": self.cache.error})
         if path == "/api/alerts":
             try:

@@ -12,6 +12,10 @@ min ISR takes bigger steps), so m can move while a reassignment runs; progress i
 Why a reassignment waits (`compute_waiting_reason`): the pipeline's own words stored with the
 state, else what the state shows (paused, mode, a retry, the ISR, a limit).
 
+Moves of other tools (`compute_external_rows`): the partitions Kafka shows reassigning with no
+step of ours in flight (`state.external_moves`), marked `external`, with the reassignment of
+ours that waits on each, if any.
+
 Bytes and time left (`planning.movement.eta`): per reassignment the bytes its final target adds,
 those already in sync, and the time left at its share of the observed replication rate; overall
 the sums and the time left at the whole rate.
@@ -107,6 +111,22 @@ class InFlightRow:
 
 
 @dataclass(frozen=True)
+class ExternalRow:
+    """A partition another tool moves (`state.external_moves`): marked `external` in `list` and
+    `status`. `held_by`: the reassignment of ours that waits on it, if any."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    since_ms: int
+    age_seconds: float | None
+    held_by: str | None
+    kind: str = "external"
+
+
+@dataclass(frozen=True)
 class LogDirMoveRow:
     """One intra-broker move the controller owns: waiting for a slot, copying, or moving back."""
 
@@ -199,6 +219,7 @@ class StatusView:
     paused: bool = False  # `reassignment.paused` in force (`request pause`); False without a policy
     disks: tuple[DiskRow, ...] = ()  # every log dir of every broker, by (broker, path)
     proposal_views: tuple["ProposalView", ...] = ()  # the proposals with their moves
+    external: tuple[ExternalRow, ...] = ()  # moves of other tools Kafka shows
 
     @property
     def bytes_left(self) -> int:
@@ -237,9 +258,14 @@ def compute_waiting_reason(state: ControllerState, record: Reassignment, policy:
     5. a limit (P, L, B) with the steps in flight now (the walk passes such candidates over
        unexamined, so the reason is computed here with the batch rule's own function);
     6. else: planned, its step starts at the next decision.
+    Before all: moved by another tool (`state.external_moves`), in the batch rule's words.
     None when a step is in flight. Without `policy` the limits and mode are unknown: 1, 3, 6."""
     if record.in_flight is not None:
         return None
+    external = state.external_moves.get(record.tp)
+    if external is not None:
+        return (f"moved by another tool: Kafka shows the partition reassigning (adding {list(external.adding)}, "
+                f"removing {list(external.removing)}) with no step of ours in flight")
     stored = state.waiting.get(record.tp)
     if stored is not None:
         return stored
@@ -277,6 +303,22 @@ def compute_in_flight(state: ControllerState, now_seconds: float | None = None) 
         rows.append(InFlightRow(tp.topic, tp.partition, r.in_flight.number, tuple(step.target),
                                 tuple(step.adding), tuple(step.removing), step.leader_movement, age))
     return tuple(sorted(rows, key=lambda row: (-(row.age_seconds or 0.0), row.topic, row.partition)))
+
+
+def compute_external_rows(state: ControllerState, now_seconds: float | None = None) -> tuple[ExternalRow, ...]:
+    """The moves of other tools, by (topic, partition); with `now_seconds`, how long they were seen."""
+    rows = []
+    for tp, move in sorted(state.external_moves.items()):
+        record = state.reassignments.get(tp)
+        rows.append(ExternalRow(
+            tp.topic, tp.partition, tuple(move.replicas), tuple(move.adding), tuple(move.removing), move.since_ms,
+            None if now_seconds is None else max(0.0, now_seconds - move.since_ms / 1000.0),
+            record.reassignment_id if record is not None else None))
+    return tuple(rows)
+
+
+def external_row_to_json(row: ExternalRow) -> dict[str, Any]:
+    return _plain(asdict(row))
 
 
 def compute_log_dir_move_rows(state: ControllerState, now_seconds: float | None = None) -> tuple[LogDirMoveRow, ...]:
@@ -352,6 +394,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         paused=policy is not None and effective_policy(policy, state.config).paused,
         disks=compute_disk_rows(cluster),
         proposal_views=tuple(compute_proposal_view(state, pid, policy) for pid in sorted(state.proposals)),
+        external=compute_external_rows(state, now_seconds),
     )
 
 
@@ -474,6 +517,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "log_dir_moves": [_plain(asdict(m)) for m in view.log_dir_moves],
         "disks": [{**_plain(asdict(d)), "used_fraction": d.used_fraction} for d in view.disks],
         "proposal_details": [proposal_to_json(p) for p in view.proposal_views],
+        "external": [external_row_to_json(e) for e in view.external],
     }
 
 

@@ -283,3 +283,14 @@ def test_the_waiting_reasons_load_back_and_state_written_before_them_loads_witho
     assert store.load().waiting == waiting
     redis_client.hdel(store.keys["meta"], "waiting")  # a state written before issue 19
     assert store.load().waiting == {}
+
+
+def test_the_moves_of_other_tools_load_back_and_state_written_before_them_loads_without(store, redis_client):
+    from planning.model import TopicPartition
+    from planning.movement.external import ExternalMove
+
+    moves = {TopicPartition("orders", 1): ExternalMove((1, 2, 3, 4), (4,), (3,), 1_800_000_000_000, True)}
+    assert store.commit(0, ControllerState(), ControllerState(external_moves=moves), [])
+    assert store.load().external_moves == moves
+    redis_client.hdel(store.keys["meta"], "external_moves")  # a state written before issue 19 item 2
+    assert store.load().external_moves == {}

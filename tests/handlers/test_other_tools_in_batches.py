@@ -1,0 +1,119 @@
+"""Moves of other tools through whole micro-batches (issue 19 item 2): the state keeps them, the
+alerts say so once per move, `list`/`status` show them, and a step of ours another tool cancelled
+is re-planned at the next observation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from handler_builders import T0, alerts, cluster_events, commands, partition_event, reassign, simple_cluster, tick
+
+from handlers.decide import decide
+from handlers.micro_batch import BatchInputs
+from planning.model import TopicPartition
+from planning.movement.external import compute_external_moves
+from reassigner.operator.views import compute_external_rows, compute_reassignment_rows, compute_status, status_to_json
+from state.controller_store import external_move_from_storage, meta_to_storage
+from state.model import ControllerState
+from tests.settings_defaults import default_policy
+
+A, B = TopicPartition("t", 0), TopicPartition("t", 1)
+POLICY = default_policy(max_partition_movements=10, max_movements_per_broker=10, max_leader_movements=10)
+
+
+class Run:
+    """Batches in a row, each checked: the external moves kept from the changes are those found
+    from nothing."""
+
+    def __init__(self):
+        self.cluster = simple_cluster(6, {"t": (2, 3)})  # t-0 (0, 1, 2), t-1 (1, 2, 3)
+        self.batch = 0
+        self.decision = None
+        self.state = ControllerState()
+        self.step(cluster_events(self.cluster, T0))
+
+    def step(self, events=(), requests=(), at=None):
+        at = at if at is not None else T0 + 1000 * self.batch
+        self.decision = decide(self.state, BatchInputs(self.batch, at, tuple(events), requests=tuple(requests)),
+                               POLICY)
+        self.batch += 1
+        self.state = self.decision.state
+        full = compute_external_moves({}, self.state.cluster, self.state.reassignments, 0, None).moves
+        assert set(self.state.external_moves) == set(full)
+        return self.decision
+
+    def show(self, tp, at=None, **fields):
+        """A PartitionState event of `tp` with `fields` changed (the epoch bumped)."""
+        old = self.state.cluster.partition(tp)
+        new = replace(old, leader_epoch=old.leader_epoch + 1, **fields)
+        return self.step([partition_event(new, at if at is not None else T0 + 1000 * self.batch)], at=at)
+
+
+def test_a_move_of_another_tool_is_shown_alerted_once_and_a_plan_waits_on_it():
+    run = Run()
+    moving = run.show(A, replicas=(0, 1, 2, 4), adding=(4,), removing=(2,))  # kafka-reassign-partitions.sh
+    (alert,) = alerts(moving, "ExternalReassignment")
+    assert alert["severity"] == "INFO" and alert["subject"] == "t-0" and "another tool" in alert["message"]
+    since = run.state.external_moves[A].since_ms
+    assert run.step(requests=[tick(T0 + 1000 * run.batch)]) and not alerts(run.decision, "ExternalReassignment")
+    planned = run.step(requests=[reassign({A: (3, 4, 5), B: (4, 5, 1)}, T0 + 1000 * run.batch, "r1")])
+    assert [c["payload"][1]["partition"] for c in commands(planned, "ReassignmentStep")] == [1], "t-0 is held"
+    (held,) = alerts(planned, "ExternalReassignment")
+    assert held["severity"] == "WARNING" and "r1/t-0" in held["message"]
+    assert run.state.waiting[A].startswith("moved by another tool")
+    rows = {(r.topic, r.partition): r for r in compute_reassignment_rows(run.state, 1, None, POLICY)}
+    assert rows[("t", 0)].waiting.startswith("moved by another tool")
+    (row,) = compute_external_rows(run.state, now_seconds=since / 1000 + 30)
+    assert (row.kind, row.adding, row.removing, row.held_by, row.age_seconds) == ("external", (4,), (2,), "r1/t-0", 30)
+    assert status_to_json(compute_status(run.state, 1, None, POLICY))["external"][0]["partition"] == 0
+    run.step(requests=[tick(T0 + 1000 * run.batch)])
+    assert not alerts(run.decision, "ExternalReassignment"), "once per move"
+    stored = json.loads(meta_to_storage(run.state)["external_moves"])
+    assert dict(external_move_from_storage(m) for m in stored) == run.state.external_moves
+    done = run.show(A, replicas=(0, 1, 4), isr=(0, 1, 4), adding=(), removing=())  # the other tool's move ends
+    assert not run.state.external_moves
+    assert [c["payload"][1]["partition"] for c in commands(done, "ReassignmentStep")] == [0], \
+        "then the plan steps t-0 from where the other tool left it"
+
+
+def started_run():
+    run = Run()
+    run.step(requests=[reassign({A: (0, 1, 3)}, T0 + 1000 * run.batch, "r1")])
+    assert [c["id"] for c in commands(run.decision, "ReassignmentStep")] == ["r1/t-0:1:ReassignmentStep"]
+    return run
+
+
+def test_a_step_cancelled_by_another_tool_is_re_planned_at_the_next_observation():
+    run = started_run()
+    run.show(A, replicas=(0, 1, 2, 3), adding=(3,), removing=(2,))  # Kafka runs our step
+    assert not run.state.external_moves and run.state.reassignments[A].in_flight.seen_in_kafka
+    cancelled = run.show(A, replicas=(0, 1, 2), adding=(), removing=())  # kafka-reassign-partitions.sh --cancel
+    (alert,) = alerts(cancelled, "ReassignmentInterrupted")
+    assert alert["severity"] == "WARNING" and "cancelled by another tool" in alert["message"]
+    assert alert["details"]["replicas"] == "[0, 1, 2]"
+    assert [c["id"] for c in commands(cancelled, "ReassignmentStep")] == ["r1/t-0:2:ReassignmentStep"]
+    assert not alerts(cancelled, "ReassignmentStalled")
+
+
+def test_a_step_replaced_by_another_tool_waits_for_that_move():
+    run = started_run()
+    run.show(A, replicas=(0, 1, 2, 3), adding=(3,), removing=(2,))
+    replaced = run.show(A, replicas=(0, 1, 2, 5), adding=(5,), removing=(2,))  # another tool's --execute
+    assert alerts(replaced, "ReassignmentInterrupted") and not commands(replaced, "ReassignmentStep")
+    (external,) = alerts(replaced, "ExternalReassignment")
+    assert external["severity"] == "WARNING" and A in run.state.external_moves
+
+
+def test_a_view_polled_before_our_step_reached_kafka_is_not_a_cancel():
+    """The pre-submit race: the watcher polled after the decision (its event time is later than
+    the step's start) but before the executor applied the step, and saw another tool's move,
+    which our step then replaces in Kafka. Only a view that showed our step can tell that it
+    ended; until then the step stays in flight."""
+    run = started_run()
+    step_at = run.state.reassignments[A].in_flight.started_at
+    older = run.show(A, at=int(step_at * 1000) + 1, replicas=(0, 1, 2, 5), adding=(5,), removing=(2,))
+    assert not alerts(older, "ReassignmentInterrupted") and not alerts(older, "ExternalReassignment")
+    assert run.state.reassignments[A].in_flight.number == 1 and not run.state.external_moves
+    ours = run.show(A, replicas=(0, 1, 2, 3), adding=(3,), removing=(2,))
+    assert not alerts(ours, "ReassignmentInterrupted") and run.state.reassignments[A].in_flight.seen_in_kafka
