@@ -71,6 +71,8 @@ from reassigner.clients.kafka_fast_reads import (
 )
 from reassigner.clients.cluster_answers import (
     EMPTY,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_REPLICAS,
     KAFKA_STORAGE_ERROR,
     BrokerObservation,
     ClusterObservation,
@@ -98,11 +100,6 @@ T = TypeVar("T")
 # A client that cannot be created is not tried again before this backoff has passed.
 CONNECT_BACKOFF = Backoff(first_seconds=0.5, most_seconds=10.0)
 
-LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
-FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
-LOG_DIR_THROTTLED_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
-LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 # Kafka's own spelling where kafka-python differs (by errno).

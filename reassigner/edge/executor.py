@@ -66,12 +66,12 @@ import time
 import uuid
 from typing import Callable, Mapping, TypeVar
 
-from reassigner.clients.kafka_admin import (
+from reassigner.clients.cluster_answers import (
     FOLLOWER_THROTTLED_RATE,
     LEADER_THROTTLED_RATE,
     LOG_DIR_THROTTLED_RATE,
-    ClusterAdmin,
 )
+from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.kafka_consumer import build_consumer, is_end_of_partition
 from reassigner.clients.kafka_producer import build_producer, publish_and_wait
