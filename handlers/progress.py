@@ -94,7 +94,7 @@ def handle_progress(context: BatchContext) -> None:
             number, f"{record.reason}: step {number} to {list(step.target)}", "ReassignmentStep",
             reassignment_step_fields(planned.tp, step.target, step.adding, step.removing,
                                      step.elect_leader, dict(planned.target_log_dirs))
-            | compute_step_throttle_fields(context))
+            | compute_step_throttle_fields(context, planned.tp, step.adding))
     for tp in finished:  # the state holds active records only: drop the ones that ended
         patch[tp] = None
     copied = compute_completed_step_bytes(state.reassignments, decision.completed, state.cluster)
@@ -170,13 +170,19 @@ def _forget_finished_steps(context: BatchContext) -> None:
                          if k.startswith(ONCE_PER_STEP) and k not in live)
 
 
-def compute_step_throttle_fields(context: BatchContext) -> dict:
-    """The throttle fields of a ReassignmentStep issued now (none without a throttle rate)."""
+def compute_step_throttle_fields(context: BatchContext, tp: TopicPartition, adding) -> dict:
+    """The throttle fields of a ReassignmentStep issued now (none without a throttle rate):
+    leader throttle on the current replicas of live brokers, follower throttle on the added ones."""
     rate = context.policy.throttle_bytes_per_sec
     if not rate:
         return {}
+    cluster = context.state.cluster
+    partition = cluster.partition(tp)
+    current = partition.replicas if partition is not None else ()
+    live = [b for b in current if b not in adding and (broker := cluster.broker(b)) is not None and broker.alive]
     return {"throttle_rate_bytes_per_sec": rate,
             "throttle_log_dir_rate_bytes_per_sec": context.policy.logdir_throttle_bytes_per_sec,
+            "throttle_leader_broker_ids": live, "throttle_follower_broker_ids": list(adding),
             "throttle_sequence": context.state.command_sequence}
 
 

@@ -7,10 +7,11 @@ by construction: a separate SetThrottle command was keyed `throttle` while steps
 their partition, so the two landed on different partitions of the commands topic and the executor
 could apply the step first (an operator saw a ~10 MB move at 100,000 B/s take ≤ 5 s instead of
 Kafka's 67 s). The other design — issue the step only once the SetThrottle's CommandResult says
-ok — costs a round trip and a pipeline state per step for the same guarantee. The brokers and
-replicas are derived from the step itself, as Kafka's reassignment tool derives them: leader
-throttle on the partition's current replicas (target minus adding, plus removing), follower
-throttle on the replicas it adds; the rates on all of those brokers.
+ok — costs a round trip and a pipeline state per step for the same guarantee. The step names
+the brokers, as Kafka's reassignment tool chooses them: leader throttle on the partition's
+current replicas, follower throttle on the replicas it adds; the rates on all of those. The
+pipeline leaves out dead brokers (a heal moves replicas off them): their configs cannot be read
+or written, and they copy nothing.
 A replayed or re-applied command computes the same configs from what Kafka and the ownership
 record hold, so applying it again changes nothing (idempotent).
 
@@ -102,12 +103,11 @@ def compute_step_throttle(fields: Mapping) -> ThrottleWanted | None:
     rate = fields.get("throttle_rate_bytes_per_sec")
     if rate is None:
         return None
-    adding = [b for b in fields.get("adding") or []]
-    current = [b for b in fields["target_replicas"] if b not in adding]
-    current += [b for b in fields.get("removing") or [] if b not in current]
+    leaders = list(fields.get("throttle_leader_broker_ids") or [])
+    followers = list(fields.get("throttle_follower_broker_ids") or [])
     partition = {"topic": fields["topic"], "partition": fields["partition"],
-                 "leader_broker_ids": current, "follower_broker_ids": adding}
-    return compute_wanted(sorted(set(current) | set(adding)), rate,
+                 "leader_broker_ids": leaders, "follower_broker_ids": followers}
+    return compute_wanted(sorted(set(leaders) | set(followers)), rate,
                           fields.get("throttle_log_dir_rate_bytes_per_sec"), [partition],
                           int(fields.get("throttle_sequence") or 0))
 

@@ -62,7 +62,10 @@ def step(rate=100_000, sequence=3, **overrides):
     fields = {"topic": "t", "partition": 0, "target_replicas": [4, 1, 2], "adding": [4], "removing": [3],
               "elect_leader": True, "target_log_dirs": [], "throttle_rate_bytes_per_sec": rate,
               "throttle_log_dir_rate_bytes_per_sec": None, "throttle_sequence": sequence}
-    return fields | overrides
+    fields |= overrides
+    adding = fields["adding"]
+    current = [b for b in fields["target_replicas"] if b not in adding] + list(fields["removing"])
+    return {"throttle_leader_broker_ids": current, "throttle_follower_broker_ids": list(adding)} | fields
 
 
 def test_a_step_throttles_its_current_replicas_as_leaders_and_its_new_ones_as_followers():

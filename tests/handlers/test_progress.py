@@ -280,6 +280,9 @@ def test_each_step_carries_its_throttle_and_one_clear_follows_once_nothing_moves
         (s["payload"][1]["throttle_rate_bytes_per_sec"], s["payload"][1]["throttle_log_dir_rate_bytes_per_sec"])
         == (10_000_000, 5_000_000) for s in steps)
     issued_at = {s["payload"][1]["throttle_sequence"] for s in steps}
+    step_a = next(s["payload"][1] for s in steps if s["key"] == "t-0")
+    assert (step_a["throttle_leader_broker_ids"], step_a["throttle_follower_broker_ids"]) == ([0, 1, 2], [3]), \
+        "leader throttle on the current replicas, follower throttle on the added one"
     done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1, log_dirs=())
     moving_b = replace(cluster.partition(B), replicas=(4, 1, 2, 3), adding=(4,), leader_epoch=1, log_dirs=())
     second = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(done_a, T0 + 2000),
@@ -304,6 +307,19 @@ def test_each_step_carries_its_throttle_and_one_clear_follows_once_nothing_moves
     (later,) = commands(again, "ReassignmentStep")
     assert later["payload"][1]["throttle_sequence"] >= fields["throttle_sequence"], \
         "a step issued after the clear is not removed by it, whichever the executor reads first"
+
+
+def test_a_dead_broker_is_not_throttled():
+    """A heal moves replicas off a dead broker: its configs can be neither read nor written."""
+    policy = replace(POLICY, throttle_bytes_per_sec=10_000_000)
+    cluster = simple_cluster(6, {"t": (2, 3)})
+    dead = cluster_events(cluster, T0)
+    state = decide(ControllerState(), BatchInputs(0, T0, dead), policy).state
+    state = state.with_cluster(replace(state.cluster, brokers=tuple(
+        replace(b, alive=False) if b.id == 2 else b for b in state.cluster.brokers)))
+    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({A: (0, 1, 3)}, T0 + 1000, "r1"),)), policy)
+    (step,) = [c["payload"][1] for c in commands(decision, "ReassignmentStep")]
+    assert (step["throttle_leader_broker_ids"], step["throttle_follower_broker_ids"]) == ([0, 1], [3])
 
 
 def test_steps_carry_no_throttle_without_a_rate_and_no_clear_follows():

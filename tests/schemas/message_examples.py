@@ -199,6 +199,8 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
                 "elect_leader": True,
                 "target_log_dirs": ["/data/0", "any", "any", "any", "any", "any"],
                 "throttle_rate_bytes_per_sec": 100_000,
+                "throttle_leader_broker_ids": [0, 1, 2, 3, 4],
+                "throttle_follower_broker_ids": [5],
                 "throttle_log_dir_rate_bytes_per_sec": None,
                 "throttle_sequence": 41,
             },
