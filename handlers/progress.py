@@ -32,9 +32,16 @@ ORDER (the code follows it):
    partitions that changed, with their `ExternalReassignment` alerts (`handlers.external`).
 3. each step started → a `ReassignmentStep` command (`<id>:<step>:ReassignmentStep`); the state
    keeps the active reassignments only, and the replication meter counts the bytes of the steps
-   that completed (`planning.movement.eta`: the observed rate and the time left).
-4. throttles: with `throttle_bytes_per_sec` set, a `SetThrottle` covering every step in flight
-   whenever steps start, and one `ClearThrottle` once nothing is in flight.
+   that completed (`planning.movement.eta`: the observed rate and the time left). With
+   `throttle_bytes_per_sec` set the step carries its throttle (the rate, the log-dir rate, and
+   `throttle_sequence` = `command_sequence` now), which the executor sets on the step's brokers
+   and replicas before it submits the step (`reassigner.edge.throttles`): no step starts
+   unthrottled, whatever order the executor reads the commands topic's partitions in.
+4. throttles: the `Throttle:` marker in `open_alerts` accumulates the brokers and partitions of
+   the steps started while any is in flight; once nothing is in flight, one `ClearThrottle` over
+   them, numbered `throttle_sequence` = the sequence it takes, so it removes the throttles of the
+   steps issued before it and never those of a later step read before it. The executor removes
+   only what it set itself (others' throttles are preserved).
 
 SAFETY (SPEC 6) is the batch rule's (`planning.movement.batches`): never more steps in flight than
 P/L/B, never two for one partition, never |TR| < min ISR, never a replica added to a
@@ -94,7 +101,8 @@ def handle_progress(context: BatchContext) -> None:
             record.command_id("ReassignmentStep", number), tp_key(planned.tp), record.reassignment_id,
             number, f"{record.reason}: step {number} to {list(step.target)}", "ReassignmentStep",
             reassignment_step_fields(planned.tp, step.target, step.adding, step.removing,
-                                     step.elect_leader, dict(planned.target_log_dirs)))
+                                     step.elect_leader, dict(planned.target_log_dirs))
+            | compute_step_throttle_fields(context, planned.tp, step.adding))
     for tp in finished:  # the state holds active records only: drop the ones that ended
         patch[tp] = None
     copied = compute_completed_step_bytes(state.reassignments, decision.completed, state.cluster)
@@ -171,40 +179,47 @@ def _forget_finished_steps(context: BatchContext) -> None:
                          if k.startswith(ONCE_PER_STEP) and k not in live)
 
 
+def compute_step_throttle_fields(context: BatchContext, tp: TopicPartition, adding) -> dict:
+    """The throttle fields of a ReassignmentStep issued now (none without a throttle rate):
+    leader throttle on the current replicas of live brokers, follower throttle on the added ones."""
+    rate = context.policy.throttle_bytes_per_sec
+    if not rate:
+        return {}
+    cluster = context.state.cluster
+    partition = cluster.partition(tp)
+    current = partition.replicas if partition is not None else ()
+    live = [b for b in current if b not in adding and (broker := cluster.broker(b)) is not None and broker.alive]
+    return {"throttle_rate_bytes_per_sec": rate,
+            "throttle_log_dir_rate_bytes_per_sec": context.policy.logdir_throttle_bytes_per_sec,
+            "throttle_leader_broker_ids": live, "throttle_follower_broker_ids": list(adding),
+            "throttle_sequence": context.state.command_sequence}
+
+
 def handle_throttles(context: BatchContext, started: bool) -> None:
-    """SetThrottle over every step in flight when steps start; ClearThrottle once none is."""
+    """The marker grows with every throttled step started; ClearThrottle once none is in flight."""
     state = context.state
     marker = next((k for k in sorted(state.open_alerts) if k.startswith(THROTTLE_MARKER)), None)
     flying = {tp: r.in_flight.step for tp, r in state.reassignments.items() if r.in_flight is not None}
-    rate = context.policy.throttle_bytes_per_sec
-    if started and rate:
-        partitions = []
-        brokers: set[int] = set()
-        for tp in sorted(flying):
-            step = flying[tp]
-            partition = state.cluster.partition(tp)
-            leaders = tuple(b for b in partition.replicas if b not in step.adding)
-            brokers |= set(partition.replicas) | set(step.target)
-            partitions.append({"topic": tp.topic, "partition": tp.partition,
-                               "leader_broker_ids": list(leaders), "follower_broker_ids": list(step.adding)})
+    if started and context.policy.throttle_bytes_per_sec:
         before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
-        issue_throttle_command(context, "SetThrottle", f"throttle {len(flying)} steps in flight",
-                               {"broker_ids": sorted(brokers), "rate_bytes_per_sec": rate,
-                                "logdir_rate_bytes_per_sec": context.policy.logdir_throttle_bytes_per_sec,
-                                "partitions": partitions})
+        brokers = set(before["brokers"])
+        for tp, step in flying.items():
+            brokers |= set(state.cluster.partition(tp).replicas) | set(step.target)
         new_marker = THROTTLE_MARKER + json.dumps(
-            {"brokers": sorted(brokers | set(before["brokers"])),
-             "partitions": sorted({(p["topic"], p["partition"]) for p in partitions}
+            {"brokers": sorted(brokers),
+             "partitions": sorted({(tp.topic, tp.partition) for tp in flying}
                                   | {tuple(tp) for tp in before["partitions"]})},
             separators=(",", ":"))
-        context.close_alerts([marker] if marker else [])
-        context.open_alert(new_marker)
+        if new_marker != marker:
+            context.close_alerts([marker] if marker else [])
+            context.open_alert(new_marker)
     elif marker is not None and not flying:
         throttled = json.loads(marker[len(THROTTLE_MARKER):])
         issue_throttle_command(context, "ClearThrottle", "nothing moves any more",
                                {"broker_ids": throttled["brokers"],
                                 "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [],
-                                                "follower_broker_ids": []} for t, p in throttled["partitions"]]})
+                                                "follower_broker_ids": []} for t, p in throttled["partitions"]],
+                                "throttle_sequence": context.state.command_sequence + 1})
         context.close_alerts([marker])
 
 

@@ -33,7 +33,7 @@ from typing import Any
 from reassigner.errors import SchemaError
 
 NAMESPACE = "io.reassigner.v1"
-CURRENT_SCHEMA_VERSION = 4
+CURRENT_SCHEMA_VERSION = 5
 """Version of the schema set in `schemas/*.avsc`; written in every message and in its header."""
 
 PRIMITIVE_TYPES = frozenset(

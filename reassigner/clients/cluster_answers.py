@@ -44,6 +44,12 @@ from operator import ne
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
+# Kafka's replication throttle configs (broker rates, topic replica lists), named once here.
+LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
+FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
+LOG_DIR_THROTTLED_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 
 PartitionKey = tuple[str, int]
 LogDirKey = tuple[int, str]

@@ -71,6 +71,8 @@ from reassigner.clients.kafka_fast_reads import (
 )
 from reassigner.clients.cluster_answers import (
     EMPTY,
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_REPLICAS,
     KAFKA_STORAGE_ERROR,
     BrokerObservation,
     ClusterObservation,
@@ -98,11 +100,6 @@ T = TypeVar("T")
 # A client that cannot be created is not tried again before this backoff has passed.
 CONNECT_BACKOFF = Backoff(first_seconds=0.5, most_seconds=10.0)
 
-LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
-FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
-LOG_DIR_THROTTLED_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
-LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 # Kafka's own spelling where kafka-python differs (by errno).
@@ -504,6 +501,30 @@ class ClusterAdmin:
             config_filter="all"))
         found = answer.get("topic", {}).get(topic, {})
         return {n: found.get(n, {}).get("value") for n in names}
+
+    def describe_dynamic_configs(self, broker_ids: Iterable[int], topics: Iterable[str],
+                                 names: Sequence[str]) -> dict[tuple[int | str, str], str | None]:
+        """The values of `names` set on each broker itself (source DYNAMIC_BROKER_CONFIG: not a
+        cluster-wide default, not a static one) and on each topic (DYNAMIC_TOPIC_CONFIG), keyed
+        (broker id or topic, name); None where not set there. One DescribeConfigs call."""
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        brokers, topic_list = sorted(set(broker_ids)), sorted(set(topics))
+        resources = ([ConfigResource(ConfigResourceType.BROKER, str(b), {n: None for n in names}) for b in brokers]
+                     + [ConfigResource(ConfigResourceType.TOPIC, t, {n: None for n in names}) for t in topic_list])
+        if not resources:
+            return {}
+        answer = self._call(f"describe configs {list(names)} of brokers {brokers} and topics {topic_list}",
+                            lambda c: c.describe_configs(resources, config_filter="all"))
+        found: dict[tuple[int | str, str], str | None] = {}
+        for kind, source, keys in (("broker", "DYNAMIC_BROKER_CONFIG", brokers),
+                                   ("topic", "DYNAMIC_TOPIC_CONFIG", topic_list)):
+            for key in keys:
+                configs = answer.get(kind, {}).get(str(key), {})
+                for name in names:
+                    entry = configs.get(name) or {}
+                    found[(key, name)] = entry.get("value") if entry.get("config_source") == source else None
+        return found
 
     def ensure_topics(self, names: Iterable[str], partitions: int,
                       replication_factor: int | None = None) -> list[str]:

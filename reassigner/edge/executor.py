@@ -55,7 +55,9 @@ a replica it does not host yet — and again after, until the replica is there),
 CancelReassignment (the same call with None), ElectLeader (preferred election), LogDirMove
 (its log-dir throttle on the broker when it carries one, then AlterReplicaLogDirs until the
 broker hosts the replica), SetThrottle / ClearThrottle (`log_dir_only`: that one rate)
-(IncrementalAlterConfigs on brokers and topics). A command for a deleted topic or a dead broker
+(IncrementalAlterConfigs on brokers and topics). A ReassignmentStep that carries a throttle has
+it set before the reassignment is submitted; throttles are merged with others' and only the
+executor's own are cleared (`reassigner.edge.throttles`, records in the ledger). A command for a deleted topic or a dead broker
 ends as an error result, never as a crash.
 """
 
@@ -68,15 +70,12 @@ import uuid
 from functools import partial
 from typing import Callable, Mapping, TypeVar
 
-from reassigner.clients.kafka_admin import (
+from reassigner.clients.cluster_answers import (
     FOLLOWER_THROTTLED_RATE,
-    FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLED_RATE,
-    LEADER_THROTTLED_REPLICAS,
     LOG_DIR_THROTTLED_RATE,
-    ClusterAdmin,
-    group_throttled_replicas,
 )
+from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.kafka_consumer import build_consumer, is_end_of_partition
 from reassigner.clients.kafka_producer import build_producer, publish_and_wait
@@ -90,6 +89,15 @@ from schemas.codec import decode, encode, topic_name, version_headers, writer_ve
 from schemas.loader import CURRENT_SCHEMA_VERSION
 from schemas.signing import UNSIGNED, SigningKey, compute_signature_problem, compute_signing_mismatch
 from reassigner.edge.ledger import REPLAY_WINDOW_SECONDS, CommandLedger, Outcome
+from reassigner.edge.throttles import (
+    REPLICA_LISTS,
+    ThrottleChanges,
+    ThrottleWanted,
+    compute_step_throttle,
+    compute_throttle_clear,
+    compute_throttle_set,
+    compute_wanted,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -350,6 +358,11 @@ class Executor:
                         self._stop, log)
 
     def apply_reassignment_step(self, fields: Mapping) -> None:
+        """The step's throttle first (when it carries one: `reassigner.edge.throttles`), its log
+        dirs, then the reassignment itself."""
+        wanted = compute_step_throttle(fields)
+        if wanted is not None:
+            self.apply_throttle(wanted)
         target = list(fields["target_replicas"])
         dirs = list(fields.get("target_log_dirs") or [])
         named_dirs = [(broker, path) for broker, path in zip(target, dirs)
@@ -390,22 +403,49 @@ class Executor:
                         log, retry_if=lambda error: error.code in REPLICA_NOT_THERE_YET)
 
     def apply_set_throttle(self, fields: Mapping) -> None:
-        rate = str(fields["rate_bytes_per_sec"])
-        configs: dict[str, str | None] = {LEADER_THROTTLED_RATE: rate, FOLLOWER_THROTTLED_RATE: rate}
-        if fields.get("logdir_rate_bytes_per_sec") is not None:
-            configs[LOG_DIR_THROTTLED_RATE] = str(fields["logdir_rate_bytes_per_sec"])
-        self.admin.alter_broker_configs(fields["broker_ids"], configs)
-        self.admin.alter_topic_configs(group_throttled_replicas(fields.get("partitions") or []))
+        """A SetThrottle (pipelines of schema sets 1-4; newer ones put the throttle in the step):
+        under the same ownership rules as a step's throttle."""
+        self.apply_throttle(compute_wanted(fields["broker_ids"], fields["rate_bytes_per_sec"],
+                                           fields.get("logdir_rate_bytes_per_sec"),
+                                           fields.get("partitions") or [], 0))
+
+    def apply_throttle(self, wanted: ThrottleWanted) -> None:
+        """Put `wanted` in force, merged with what others set; our part recorded first."""
+        current = self._read_throttles(wanted.brokers, wanted.topics)
+        owned = retry_redis(self.ledger.read_throttles, "reading the executor's throttles", OUTAGE, self._stop)
+        changes = compute_throttle_set(wanted, *current, owned)
+        for kept in changes.kept:
+            log.info("throttle left as someone else set it: %s", kept)
+        self._write_throttles(changes)
 
     def apply_clear_throttle(self, fields: Mapping) -> None:
+        """Remove the throttles the executor set (`reassigner.edge.throttles`), nothing else."""
         if fields.get("log_dir_only"):  # log-dir moves are over; inter-broker throttles stay
             self.admin.alter_broker_configs(fields["broker_ids"], {LOG_DIR_THROTTLED_RATE: None})
             return
-        self.admin.alter_broker_configs(fields["broker_ids"], {
-            LEADER_THROTTLED_RATE: None, FOLLOWER_THROTTLED_RATE: None, LOG_DIR_THROTTLED_RATE: None})
+        brokers = list(fields["broker_ids"])
         topics = sorted({p["topic"] for p in fields.get("partitions") or []})
-        self.admin.alter_topic_configs({t: {LEADER_THROTTLED_REPLICAS: None,
-                                            FOLLOWER_THROTTLED_REPLICAS: None} for t in topics})
+        current = self._read_throttles(brokers, topics)
+        owned = retry_redis(self.ledger.read_throttles, "reading the executor's throttles", OUTAGE, self._stop)
+        self._write_throttles(compute_throttle_clear(brokers, topics, fields.get("throttle_sequence"),
+                                                     *current, owned))
+
+    def _read_throttles(self, brokers: list[int], topics: list[str]):
+        """(broker, rate name) → value and (topic, list name) → value, as Kafka holds them."""
+        names = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE, LOG_DIR_THROTTLED_RATE, *REPLICA_LISTS)
+        found = self.admin.describe_dynamic_configs(brokers, topics, names)
+        rates = {(b, n): found.get((b, n)) for b in brokers for n in names[:3]}
+        lists = {(t, n): found.get((t, n)) for t in topics for n in REPLICA_LISTS}
+        return rates, lists
+
+    def _write_throttles(self, changes: ThrottleChanges) -> None:
+        retry_redis(lambda: self.ledger.store_throttles(changes.record), "recording the executor's throttles",
+                    OUTAGE, self._stop)
+        for broker_id, configs in sorted(changes.broker_configs.items()):
+            self.admin.alter_broker_configs([broker_id], configs)
+        self.admin.alter_topic_configs(changes.topic_configs)
+        retry_redis(lambda: self.ledger.forget_throttles(changes.forget), "forgetting cleared throttles",
+                    OUTAGE, self._stop)
 
     # --- publishing -----------------------------------------------------------------------------
     def _publish_result(self, command: Mapping, kind: str, outcome: Outcome) -> None:

@@ -5,7 +5,11 @@ KEYS (hash tag `{<cluster_name>}` as in `state.controller_store`, so one script 
 - `reassigner:{c}:executor:epoch` — highest planner epoch seen (integer text);
 - `reassigner:{c}:executor:command:<id>` — `APPLYING:<token of the claiming attempt>`, then the
   JSON of the published outcome (kept 7 days: the pipeline re-publishes an outbox within
-  minutes, not weeks).
+  minutes, not weeks);
+- `reassigner:{c}:executor:throttles` — HASH of the replication throttles the executor set
+  (`reassigner.edge.throttles`: field `broker:<id>:<config>` or `topic:<topic>:<list>:<entry>`,
+  value the JSON of what it set, what was there before and the step sequence it serves), so
+  that a clear removes only those. No expiry: a record is dropped when its throttle is cleared.
 
 RULES (`claim` is one Lua script, atomic):
 - an id seen before is not applied again: DUPLICATE with what is stored — unless the stored
@@ -103,6 +107,26 @@ class CommandLedger:
     def highest_epoch(self) -> int:
         value = self.client.get(f"{self.prefix}:epoch")
         return int(value) if value is not None else -1
+
+    def _throttles_key(self) -> str:
+        return f"{self.prefix}:throttles"
+
+    def read_throttles(self) -> dict[str, dict]:
+        """The throttles the executor set and has not cleared: field → record."""
+        as_text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
+        return {as_text(k): json.loads(v) for k, v in self.client.hgetall(self._throttles_key()).items()}
+
+    def store_throttles(self, records: dict[str, dict]) -> None:
+        """Record throttles as the executor's own (before it writes them to Kafka)."""
+        if records:
+            self.client.hset(self._throttles_key(), mapping={
+                k: json.dumps(v, sort_keys=True, separators=(",", ":")) for k, v in records.items()})
+
+    def forget_throttles(self, fields) -> None:
+        """Drop the records of throttles that were cleared (after Kafka took the clear)."""
+        fields = list(fields)
+        if fields:
+            self.client.hdel(self._throttles_key(), *fields)
 
     def read_signing(self) -> dict[str, str]:
         """The command signing the pipeline and the executor recorded as they started."""

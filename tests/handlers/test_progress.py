@@ -269,24 +269,64 @@ def test_a_completed_step_forgets_earlier_failures():
     assert (done.failed_attempts, done.retry_at, done.last_error) == (0, None, "")
 
 
-def test_throttles_are_set_while_steps_move_and_cleared_after():
-    policy = replace(POLICY, throttle_bytes_per_sec=10_000_000)
+def test_each_step_carries_its_throttle_and_one_clear_follows_once_nothing_moves():
+    """Issue 19 item 1: no SetThrottle racing the steps on another partition of the commands
+    topic; each step carries the rate, and the clear is numbered after every step it ends."""
+    policy = replace(POLICY, throttle_bytes_per_sec=10_000_000, logdir_throttle_bytes_per_sec=5_000_000)
     cluster, first = started(policy)
-    sets = commands(first, "SetThrottle")
-    assert len(sets) == 1 and sets[0]["payload"][1]["rate_bytes_per_sec"] == 10_000_000
+    assert not commands(first, "SetThrottle")
+    steps = commands(first, "ReassignmentStep")
+    assert len(steps) == 2 and all(
+        (s["payload"][1]["throttle_rate_bytes_per_sec"], s["payload"][1]["throttle_log_dir_rate_bytes_per_sec"])
+        == (10_000_000, 5_000_000) for s in steps)
+    issued_at = {s["payload"][1]["throttle_sequence"] for s in steps}
+    step_a = next(s["payload"][1] for s in steps if s["key"] == "t-0")
+    assert (step_a["throttle_leader_broker_ids"], step_a["throttle_follower_broker_ids"]) == ([0, 1, 2], [3]), \
+        "leader throttle on the current replicas, follower throttle on the added one"
     done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1, log_dirs=())
     moving_b = replace(cluster.partition(B), replicas=(4, 1, 2, 3), adding=(4,), leader_epoch=1, log_dirs=())
-    state = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(done_a, T0 + 2000),
-                                                            partition_event(moving_b, T0 + 2000))), policy).state
-    assert not any(k.startswith("Throttle:") for k in state.open_alerts) is False
+    second = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(done_a, T0 + 2000),
+                                                             partition_event(moving_b, T0 + 2000))), policy)
+    assert not commands(second, "ClearThrottle"), "t-1 still moves"
+    assert any(k.startswith("Throttle:") for k in second.state.open_alerts)
     cancel = {"schema_version": 1, "event_time": T0 + 3000, "id": "c", "key": "c", "requested_by": None,
               "payload": ("Cancel", {"topic": "t", "partition": 1, "keep": True})}
-    state = decide(state, BatchInputs(3, T0 + 3000, requests=(cancel,)), policy).state
+    state = decide(second.state, BatchInputs(3, T0 + 3000, requests=(cancel,)), policy).state
     back = replace(cluster.partition(B), leader_epoch=2)
     last = decide(state, BatchInputs(4, T0 + 4000, (partition_event(back, T0 + 4000),)), policy)
-    clears = commands(last, "ClearThrottle")
-    assert len(clears) == 1 and {p["partition"] for p in clears[0]["payload"][1]["partitions"]} == {0, 1}
+    (clear,) = commands(last, "ClearThrottle")
+    fields = clear["payload"][1]
+    assert {p["partition"] for p in fields["partitions"]} == {0, 1}
+    assert set(fields["broker_ids"]) == {0, 1, 2, 3, 4}  # t-0 (0,1,2)->(0,1,3), t-1 first step (4,1,2,3)
+    assert fields["throttle_sequence"] > max(issued_at)
+    assert clear["id"] == f"throttle-{fields['throttle_sequence']}:0:ClearThrottle"
+    assert not any(k.startswith("Throttle:") for k in last.state.open_alerts)
     assert_encodes(last.outbox)
+    again = decide(last.state, BatchInputs(5, T0 + 5000, requests=(
+        reassign({A: (0, 1, 2)}, T0 + 5000, "r2"),)), policy)
+    (later,) = commands(again, "ReassignmentStep")
+    assert later["payload"][1]["throttle_sequence"] >= fields["throttle_sequence"], \
+        "a step issued after the clear is not removed by it, whichever the executor reads first"
+
+
+def test_a_dead_broker_is_not_throttled():
+    """A heal moves replicas off a dead broker: its configs can be neither read nor written."""
+    policy = replace(POLICY, throttle_bytes_per_sec=10_000_000)
+    cluster = simple_cluster(6, {"t": (2, 3)})
+    dead = cluster_events(cluster, T0)
+    state = decide(ControllerState(), BatchInputs(0, T0, dead), policy).state
+    state = state.with_cluster(replace(state.cluster, brokers=tuple(
+        replace(b, alive=False) if b.id == 2 else b for b in state.cluster.brokers)))
+    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({A: (0, 1, 3)}, T0 + 1000, "r1"),)), policy)
+    (step,) = [c["payload"][1] for c in commands(decision, "ReassignmentStep")]
+    assert (step["throttle_leader_broker_ids"], step["throttle_follower_broker_ids"]) == ([0, 1], [3])
+
+
+def test_steps_carry_no_throttle_without_a_rate_and_no_clear_follows():
+    cluster, first = started()
+    assert all(s["payload"][1].get("throttle_rate_bytes_per_sec") is None for s in commands(first, "ReassignmentStep"))
+    assert not any(k.startswith("Throttle:") for k in first.state.open_alerts)
+    assert_encodes(first.outbox)
 
 
 def test_an_ok_cancel_result_lets_the_unchanged_view_count_as_reverted():

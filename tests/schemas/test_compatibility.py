@@ -20,6 +20,7 @@ FROZEN_DIGESTS = {
     2: "11af5d9884d9e203e8bb08193971f277f095a8849d070a457e849f1819b2dce8",  # SnapshotMarker inventory
     3: "5d3b42bd0aa1804ff0f2d54c2e6691f45b3fd87aca577e559a2ead2f936519ba",  # Rebalance log_dirs/broker_ids, LogDirMove throttle, ClearThrottle log_dir_only
     4: "09f3271d56a586d52fe1b02cfef4bf14877d8dd7c17cd9da56e70b7c7bc73a3c",  # Request action (RequestAction: Reject, Recommission)
+    5: "573beee2e83658eeed7e34582693c247530c001ac4daa50b628da816c8f89b78",  # ReassignmentStep throttle_*, ClearThrottle throttle_sequence
 }
 """sha256 over (file name, content) of each released `history/v<N>`: released sets never change."""
 
