@@ -238,8 +238,8 @@ def test_the_processes_count_the_steps_they_ran(world):
     started step per ReassignmentStep command on the topic, and as completed every one the
     executor applied without error; the executor counted each command once (regression: the
     status server counted 8 steps of 31, from the states it saw when pages were asked)."""
-    ports = world.metrics_ports
-    issued = {c["id"] for c in world.commands.of_kind("ReassignmentStep")}
+    ports = world.demo.metrics_ports
+    issued = {c["id"] for c in world.demo.commands.of_kind("ReassignmentStep")}
     assert issued, "scene 1 ran no step"
     eventually(lambda: total(scrape(ports["pipeline"]), "reassigner_steps_in_flight") == 0, 120,
                what="no step in flight")
