@@ -28,7 +28,7 @@ from handler_builders import (Loop, alerts, changed_events, commands, partition_
                               topic_event)
 
 import handlers.progress as progress
-from handlers.decide import decide
+from handlers.decide import compute_latest_time_ms, decide
 from handlers.micro_batch import BatchInputs
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 from planning.movement.advance import compute_stepping
@@ -118,6 +118,7 @@ class TwinLoop(Loop):
         self.seen = view
         inputs = BatchInputs(self.batch, self.now_ms, events, tuple(requests) or (tick(self.now_ms),),
                              tuple(results))
+        assert compute_latest_time_ms(self.state) == compute_latest_time_ms(without_log(self.state))
         blind = decide(without_log(self.state), inputs, self.policy)
         decision = decide(self.state, inputs, self.policy)
         assert decision.outbox == blind.outbox
