@@ -210,6 +210,9 @@ class World:
         self.client = state.admin_client_config()
         self.probe = ClusterProbe(self.bootstrap, self.client)
         self.say(f"  cluster up: {self.bootstrap}; racks {', '.join(self.racks)}")
+        if state.security != "none":
+            self.say(f"  secured: SASL_SSL (SCRAM-SHA-512) with ACLs, the product as User:reassigner (not a "
+                     f"super user), Redis over TLS with an ACL user; client settings {state.client_properties}")
         create_topics(self.bootstrap, {**TOPICS, BULK_TOPIC: BULK_PARTITIONS}, MIN_INSYNC_REPLICAS,
                       client=self.client)
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS, client=self.client).start()
