@@ -184,16 +184,8 @@ def compute_trusted_times(inputs: BatchInputs) -> tuple[BatchInputs, list[int]]:
 
 
 def compute_latest_time_ms(state: ControllerState) -> int:
-    """The latest event time the state holds (step starts, downs, additions, proposals). The
-    steps in flight are those of the last stepping decision (`SteppingMemo.in_flight`) and the
-    records changed since, when the change log vouches for them; every record otherwise."""
-    changed = state.compute_stepping_changes()
-    if changed is not None and state.stepping_memo is not None:
-        records = state.reassignments
-        flying = (records.get(tp) for tp in state.stepping_memo.in_flight | changed)
-        times = [int(r.in_flight.started_at * 1000) for r in flying if r is not None and r.in_flight]
-    else:
-        times = [int(r.in_flight.started_at * 1000) for r in state.reassignments.values() if r.in_flight]
+    """The latest event time the state holds (step starts, downs, additions, proposals)."""
+    times = [int(r.in_flight.started_at * 1000) for r in state.compute_records_in_flight().values()]
     times += list(state.broker_down_since_ms.values()) + list(state.broker_added_at_ms.values())
     times += [p.created_at_ms for p in state.proposals.values()]
     return max(times, default=0)

@@ -199,7 +199,7 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
     """The marker grows with every throttled step started; ClearThrottle once none is in flight."""
     state = context.state
     marker = next((k for k in sorted(state.open_alerts) if k.startswith(THROTTLE_MARKER)), None)
-    flying = {tp: r.in_flight.step for tp, r in state.reassignments.items() if r.in_flight is not None}
+    flying = {tp: r.in_flight.step for tp, r in state.compute_records_in_flight().items()}
     if started and context.policy.throttle_bytes_per_sec:
         before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
         brokers = set(before["brokers"])

@@ -238,6 +238,17 @@ class ControllerState:
             return None
         return log.since_stepping
 
+    def compute_records_in_flight(self) -> dict[TopicPartition, Reassignment]:
+        """The records with a step in flight: among the last stepping decision's
+        (`SteppingMemo.in_flight`) and the records changed since, when the change log vouches for
+        them (O(in flight + changed)); among every record otherwise."""
+        changed = self.compute_stepping_changes()
+        if changed is not None and self.stepping_memo is not None:
+            records = self.reassignments
+            found = ((tp, records.get(tp)) for tp in self.stepping_memo.in_flight | changed)
+            return {tp: r for tp, r in found if r is not None and r.in_flight is not None}
+        return {tp: r for tp, r in self.reassignments.items() if r.in_flight is not None}
+
     def compute_batch_changes(self, before: "ControllerState") -> frozenset[TopicPartition] | None:
         """The partitions whose record may differ between `before` and this state, or None when
         the log cannot vouch for it (not the same batch, or a write around the setters)."""

@@ -118,6 +118,7 @@ class TwinLoop(Loop):
         self.seen = view
         inputs = BatchInputs(self.batch, self.now_ms, events, tuple(requests) or (tick(self.now_ms),),
                              tuple(results))
+        assert self.state.compute_records_in_flight() == without_log(self.state).compute_records_in_flight()
         assert compute_latest_time_ms(self.state) == compute_latest_time_ms(without_log(self.state))
         blind = decide(without_log(self.state), inputs, self.policy)
         decision = decide(self.state, inputs, self.policy)
