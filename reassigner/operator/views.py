@@ -482,7 +482,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         # the active reassignments' (their rows summed); "movement": finished ones included
         "progress": {"steps_done": view.steps_done, "steps_estimated": view.steps_estimated,
                      "fraction": OverallProgress(steps_done=view.steps_done,
-                                                 steps_estimated=view.steps_estimated).fraction, "bytes_to_move": view.bytes_to_move,
+                                                 steps_estimated=view.steps_estimated).fraction,
+                     "bytes_to_move": view.bytes_to_move,
                      "bytes_moved": view.bytes_moved, "bytes_left": view.bytes_left,
                      "replication_rate_bytes_per_second": view.replication_rate,
                      "time_left_seconds": view.time_left_seconds},

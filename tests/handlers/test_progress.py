@@ -399,8 +399,8 @@ def test_a_reassignment_dropped_with_its_topic_counts_as_ended_while_others_move
     moving = decide(state, BatchInputs(1, T0 + 1000, requests=(
         reassign({A: (0, 1, 3), tu: (3, 4, 5)}, T0 + 1000, "r1"),)), POLICY)
     assert set(moving.state.reassignments) == {A, tu}
-    gone = decide(moving.state, BatchInputs(2, T0 + 2000, (topic_event(cluster.topics_by_name["u"], T0 + 2000, deleted=True),)),
-                  POLICY)
+    deleted = topic_event(cluster.topics_by_name["u"], T0 + 2000, deleted=True)
+    gone = decide(moving.state, BatchInputs(2, T0 + 2000, (deleted,)), POLICY)
     assert set(gone.state.reassignments) == {A}
     meter = gone.state.replication_meter
     assert (meter.finished, meter.finished_steps) == (1, 0) and meter.since_ms == T0 + 1000

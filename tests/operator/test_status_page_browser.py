@@ -1,10 +1,10 @@
 """The status page in headless Chromium at 1400 × 1000 (issue 19 item 7), over the real status
 server fed a hand-built state (no Kafka, no Redis: what the store would load): 15 partitions
 moving, 12 of them finished (counted in the state's replication meter); a proposal; an alert
-with a long unbroken message. Checks the screenshot was made, the rendered DOM shows the overall bar counting the finished
-partitions, bytes, the ETA and the proposal's buttons, and that nothing is wider than the window.
-`make install` installs chromium (Debian's package); without it the test is skipped. Marked
-slow: a real browser, about 10 s."""
+with a long unbroken message. Checks the screenshot was made, the rendered DOM shows the
+overall bar counting the finished partitions, bytes, the ETA and the proposal's buttons, and
+that nothing is wider than the window. `make install` installs chromium (Debian's package);
+without it the test is skipped. Marked slow: a real browser, about 10 s."""
 
 from __future__ import annotations
 

@@ -118,7 +118,8 @@ def test_overall_progress_is_a_fraction_counting_the_finished_ones_done(entries,
     assert 0 <= progress.bytes_moved <= progress.bytes_to_move
     assert progress.partitions_done == meter.finished
     assert progress.partitions_total == meter.finished + len(entries)
-    assert progress.bytes_to_move - progress.bytes_moved == sum(max(0, to_move - moved) for _d, _e, to_move, moved in entries)
+    left = sum(max(0, to_move - moved) for _done, _estimated, to_move, moved in entries)
+    assert progress.bytes_to_move - progress.bytes_moved == left
     if entries:
         assert progress.fraction is not None  # an active reassignment counts at least one step
 
