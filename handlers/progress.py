@@ -32,7 +32,8 @@ ORDER (the code follows it):
    partitions that changed, with their `ExternalReassignment` alerts (`handlers.external`).
 3. each step started → a `ReassignmentStep` command (`<id>:<step>:ReassignmentStep`); the state
    keeps the active reassignments only, and the replication meter counts the bytes of the steps
-   that completed (`planning.movement.eta`: the observed rate and the time left). With
+   that completed (`planning.movement.eta`: the observed rate and the time left) and the
+   reassignments that ended, with their steps and bytes (the movement's overall progress). With
    `throttle_bytes_per_sec` set the step carries its throttle (the rate, the log-dir rate, and
    `throttle_sequence` = `command_sequence` now), which the executor sets on the step's brokers
    and replicas before it submits the step (`reassigner.edge.throttles`): no step starts
@@ -61,7 +62,7 @@ from handlers.waiting import compute_waiting
 from planning.model import TopicPartition
 from planning.movement.reassignment import Reassignment, begin_cancel
 from planning.movement.advance import Ending, compute_stepping
-from planning.movement.eta import advance_meter, compute_completed_step_bytes
+from planning.movement.eta import advance_meter, compute_completed_step_bytes, compute_finished_work
 
 THROTTLE_MARKER = "Throttle:"
 ONCE_PER_STEP = ("ElectLeader:", "ReassignmentStalled:")
@@ -107,7 +108,8 @@ def handle_progress(context: BatchContext) -> None:
         patch[tp] = None
     copied = compute_completed_step_bytes(state.reassignments, decision.completed, state.cluster)
     after = context.state.with_records(patch)
-    meter = advance_meter(state.replication_meter, copied, bool(after.reassignments), context.now_ms)
+    ended = compute_finished_work((decided[tp] for tp in sorted(finished)), state.cluster)
+    meter = advance_meter(state.replication_meter, copied, bool(after.reassignments), context.now_ms, ended)
     # The memo is exact for the records the decision returned: the stall cancels and the
     # dropped records are what differs from them now.
     context.state = after.with_changes(

@@ -47,6 +47,7 @@ from typing import Any, Mapping
 from handlers.outbox import ERROR, WARNING, tp_key
 from handlers.context import BatchContext
 from handlers.log_dirs import handle_log_dir_result
+from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.movement.reassignment import confirm_cancel, fail_step
 
 # The error codes of CommandResult as the executor writes them (Kafka's names; librdkafka's local
@@ -142,7 +143,9 @@ def _step_failed(context: BatchContext, tp, record, code: str, detail: str, deta
                              f"{step} failed: {detail}; retry {retried.failed_attempts} of {limit} "
                              f"in {wait:.0f} s", {**details, "retry": str(retried.failed_attempts)})
         return
-    context.state = context.state.with_records({tp: None})
+    ended = compute_finished_work((record,), context.state.cluster)
+    context.state = context.state.with_records({tp: None}).with_changes(
+        replication_meter=add_finished_work(context.state.replication_meter, ended))
     if code in RETRIED_STEP_ERRORS:
         context.outbox.alert("ReassignmentStalled", ERROR, tp_key(tp),
                              f"{step} failed {record.failed_attempts + 1} times in a row, last: {detail}; "

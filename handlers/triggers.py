@@ -58,6 +58,7 @@ from handlers.outbox import CRITICAL, ERROR, INFO, WARNING, broker_subject, summ
 from handlers.context import BatchContext
 from handlers.events import EventEffects
 from handlers.plans import compute_plan, handle_plan
+from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.placement.placer import Goal
 from reassigner.errors import ReassignerError
 
@@ -96,7 +97,9 @@ def handle_topic_deletions(context: BatchContext, effects: EventEffects) -> None
         dropped = sorted(tp for tp in state.reassignments if tp.topic == topic)
         proposals = {pid: replace(p, targets={tp: t for tp, t in p.targets.items() if tp.topic != topic})
                      for pid, p in state.proposals.items()}
-        context.state = state.with_records(dict.fromkeys(dropped)).with_changes(proposals=proposals)
+        ended = compute_finished_work((state.reassignments[tp] for tp in dropped), state.cluster)
+        context.state = state.with_records(dict.fromkeys(dropped)).with_changes(
+            proposals=proposals, replication_meter=add_finished_work(state.replication_meter, ended))
         context.close_alerts(k for k in state.open_alerts
                              if k.split(":", 1)[-1].rsplit("-", 1)[0] == topic)
         what = "deleted and re-created (a new topic id)" if topic in recreated else "deleted"

@@ -130,7 +130,8 @@ for _reason in REFUSAL_REASONS:
 STATUS_METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "reassigner_steps_in_flight": ("gauge", STEPS_IN_FLIGHT_HELP, ()),
     "reassigner_reassignments_active": ("gauge", REASSIGNMENTS_ACTIVE_HELP, ()),
-    "reassigner_progress_ratio": ("gauge", "Steps done / steps estimated over all reassignments.", ()),
+    "reassigner_progress_ratio": ("gauge", "Steps done / steps estimated over the movement, finished "
+                                  "reassignments included.", ()),
     "reassigner_bytes_to_move": ("gauge", "Bytes the ongoing reassignments copy in all (replicas their final "
                                  "targets add).", ()),
     "reassigner_bytes_left": ("gauge", "Bytes the ongoing reassignments have still to copy.", ()),

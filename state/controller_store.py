@@ -290,11 +290,22 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "config": json.dumps(dict(state.config), sort_keys=True),
         "proposals": json.dumps([proposal_to_storage(p) for p in state.proposals.values()]),
         "open_alerts": json.dumps(sorted(state.open_alerts)),
-        "replication_meter": json.dumps([state.replication_meter.since_ms, state.replication_meter.bytes_copied]),
+        "replication_meter": json.dumps(meter_to_storage(state.replication_meter)),
         "waiting": json.dumps([[tp.topic, tp.partition, why] for tp, why in sorted(state.waiting.items())]),
         "external_moves": json.dumps([external_move_to_storage(tp, move)
                                       for tp, move in sorted(state.external_moves.items())]),
     }
+
+
+def meter_to_storage(meter: ReplicationMeter) -> list:
+    """[since_ms, bytes_copied, finished, finished_steps, finished_bytes]."""
+    return [meter.since_ms, meter.bytes_copied, meter.finished, meter.finished_steps, meter.finished_bytes]
+
+
+def meter_from_storage(stored: list) -> ReplicationMeter:
+    """A meter written before the finished fields (`[since_ms, bytes_copied]`), or none at all,
+    loads with zeros for what it lacks."""
+    return ReplicationMeter(*stored[:5])
 
 
 def external_move_to_storage(tp: TopicPartition, move: ExternalMove) -> list:
@@ -398,7 +409,7 @@ class ControllerStore:
             open_alerts=frozenset(meta_json("open_alerts", [])),
             command_sequence=int(meta.get("command_sequence", 0)),
             observed_at=observed_at,
-            replication_meter=ReplicationMeter(*meta_json("replication_meter", [None, 0])),
+            replication_meter=meter_from_storage(meta_json("replication_meter", [])),
             waiting={TopicPartition(t, p): why for t, p, why in meta_json("waiting", [])},
             external_moves=dict(external_move_from_storage(m) for m in meta_json("external_moves", [])),
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)

@@ -155,7 +155,8 @@ class ControllerState:
     log_dir_moves: the active intra-broker moves, by (broker, partition) (`LogDirTask`: waiting
         for a slot or in flight); at most one per replica.
     replication_meter: bytes the completed steps copied since the current movement began, for
-        the observed replication rate and the time left (`planning.movement.eta`).
+        the observed replication rate and the time left, and the reassignments of the movement
+        that ended, with their steps and bytes, for its overall progress (`planning.movement.eta`).
     waiting: why each reassignment the last decision examined did not start its next step
         (`planning.movement.batches`' refusal: a limit, the ISR, a broker, Kafka reassigning
         it), by partition; at most `MAX_WAITING_REASONS` (`handlers.waiting`), empty when no

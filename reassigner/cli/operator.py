@@ -601,11 +601,13 @@ def status(
             progress.add_column(column)
         for r in view.reassignments:
             progress.add_row(f"{r.topic}-{r.partition}", r.state, step_label(r), _bar(r.progress), r.waiting or "-")
-        progress.add_row("all", "", f"{view.steps_done} of {view.steps_estimated}", _bar(view.overall_progress), "")
+        movement = view.movement  # finished reassignments included
+        progress.add_row("all", f"{movement.partitions_done} of {movement.partitions_total} done",
+                         f"{movement.steps_done} of {movement.steps_estimated}", _bar(view.overall_progress), "")
         console.print(progress)
         rate = "not measured yet (no step completed)" if view.replication_rate is None else \
             f"{_size(view.replication_rate)}/s"
-        console.print(f"bytes moved {_size(view.bytes_moved)} of {_size(view.bytes_to_move)} "
+        console.print(f"bytes moved {_size(movement.bytes_moved)} of {_size(movement.bytes_to_move)} "
                       f"({_size(view.bytes_left)} left); observed rate {rate}; "
                       f"time left {_duration(view.time_left_seconds)}")
     else:

@@ -3,7 +3,7 @@ and behind a proxy). Its script fetches /api/status every 2 s and re-renders; ev
 the API is inserted escaped.
 
 The overall bar is the movement's (`doc.movement`: finished reassignments counted, see
-`views.advance_movement`). The proposals' Approve / Reject buttons POST to the write API with the
+`views.compute_overall_progress`). The proposals' Approve / Reject buttons POST to the write API with the
 write token typed into the page's token field; the token lives in that field only (no storage,
 never in the HTML the server sends). Long texts wrap (the grid's columns may shrink below their
 content, alert messages break anywhere, wide tables scroll inside their section), so nothing is

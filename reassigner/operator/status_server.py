@@ -49,8 +49,9 @@ counter is derived from the pages served: steps completed, bytes moved and the p
 are counted by the pipeline where they happen (`reassigner_steps_completed_total`,
 `reassigner_bytes_moved_total`, `reassigner_pipeline_lag_seconds` on its own `/metrics`).
 
-The overall progress of a movement (`views.Movement`, finished partitions included) is followed
-from the states this server has seen (`advance_movement`), from its start.
+The overall progress of a movement (finished partitions included) is the state's
+(`views.compute_overall_progress` over the replication meter the pipeline keeps): this server
+follows nothing itself, so a server started mid-movement shows it whole.
 """
 
 from __future__ import annotations
@@ -83,10 +84,8 @@ from reassigner.operator.status_page import STATUS_PAGE_HTML
 from reassigner.redaction import redact
 from handlers.policy import Policy
 from reassigner.operator.views import (
-    Movement,
     StatusView,
-    advance_movement,
-    compute_overall_progress,
+    OverallProgress,
     compute_status,
     overall_progress_to_json,
     reassignment_row_to_json,
@@ -173,12 +172,12 @@ def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, i
 
 
 def compute_status_document(view: StatusView | None, recent_alerts: list[dict[str, Any]],
-                            cluster_name: str, state_error: str | None, now: float,
-                            movement: Movement | None = None) -> dict[str, Any]:
-    """The body of /api/status; `movement`: the overall progress, finished partitions included."""
+                            cluster_name: str, state_error: str | None, now: float) -> dict[str, Any]:
+    """The body of /api/status; `movement`: the overall progress, finished partitions included
+    (the page's overall bar; also in `status`)."""
     return {"cluster_name": cluster_name, "generated_at": now, "state_error": state_error,
             "status": status_to_json(view) if view else None, "alerts": recent_alerts,
-            "movement": overall_progress_to_json(compute_overall_progress(movement or Movement()))}
+            "movement": overall_progress_to_json(view.movement if view else OverallProgress())}
 
 
 # --- the shell ----------------------------------------------------------------------------------
@@ -351,8 +350,6 @@ class StatusServer:
         self.cluster_name, self.cache, self.book, self.clock = cluster_name, cache, book, clock
         self.default_replica_movements = default_replica_movements
         self.policy = policy  # the static settings: the page shows the topic selection in force
-        self.movement = Movement()  # the page's overall bar (views.advance_movement)
-        self._movement_lock = threading.Lock()
         self.metrics = build_status_registry(self.metric_samples)
         self._watch = watch
         self._stop = threading.Event()
@@ -364,9 +361,6 @@ class StatusServer:
         now = self.clock()
         state = self.cache.get()
         view = compute_status(state, self.default_replica_movements, now, self.policy) if state else None
-        if view:
-            with self._movement_lock:
-                self.movement = advance_movement(self.movement, view.reassignments)
         return view, now
 
     def metric_samples(self) -> dict[str, list[tuple[tuple[str, ...], float]]]:
@@ -392,10 +386,7 @@ class StatusServer:
             return 200, "text/plain; charset=utf-8", b"ok\n"
         if path == "/api/status":
             view, now = self.current_view()
-            with self._movement_lock:
-                movement = self.movement
-            body = compute_status_document(view, self.book.recent(20), self.cluster_name, self.cache.error, now,
-                                           movement)
+            body = compute_status_document(view, self.book.recent(20), self.cluster_name, self.cache.error, now)
             return _json(200, body)
         if path == "/api/reassignments":
             view, now = self.current_view()

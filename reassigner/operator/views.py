@@ -20,13 +20,15 @@ Bytes and time left (`planning.movement.eta`): per reassignment the bytes its fi
 those already in sync, and the time left at its share of the observed replication rate; overall
 the sums and the time left at the whole rate.
 
-Overall progress over a MOVEMENT (`advance_movement`, `compute_overall_progress`): a finished
-reassignment leaves the state, so the state alone cannot say "12 of 15 done" (regression: the
-page's overall bar read 0 % with 12 of 15 partitions finished, the 3 left not started). A
-`Movement` remembers every reassignment seen since the movement began (a state with some
-reassignment after one with none); one that left the state counts as finished: all its steps
-and bytes done. It begins when whoever folds the states (the status server) first sees one, so a
-server started mid-movement counts from there.
+Overall progress over a MOVEMENT (`compute_overall_progress`, issue 19 item 7): a finished
+reassignment leaves the state, so its rows alone cannot say "12 of 15 done" (regression: the
+overall bar read 0 % with 12 of 15 partitions finished, the 3 left not started). The pipeline
+counts the reassignments of the current movement that ended, with their steps and bytes, in the
+state's replication meter (`planning.movement.eta`, FINISHED): partitions total = active +
+finished, done = finished, steps and bytes likewise, an ended one all done. So `status`, its
+`--json`, the page and /metrics show the same overall progress, from the state alone, whenever
+they are started. `StatusView.overall_progress` is that fraction (JSON: `movement`); `steps_done`
+and `steps_estimated` stay the active reassignments' sums (JSON: `progress`).
 
 Invariants: nothing here reads a clock (`now_seconds` is an argument) or does I/O; a state that
 is inconsistent (a reassignment for a partition the cluster does not show) is shown as it is,
@@ -35,7 +37,7 @@ with unknown fields as None, never an exception.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping
 
 from handlers.policy import (Policy, compute_excluded_pattern, compute_excluded_topics, effective_limits,
@@ -44,7 +46,7 @@ from state.model import ControllerState
 from planning.model import PartitionState
 from planning.movement.advance import compute_reachable_step
 from planning.movement.batches import PlannedStep, compute_limit_refusal
-from planning.movement.eta import compute_rate, compute_reassignment_bytes, compute_time_left
+from planning.movement.eta import ReplicationMeter, compute_rate, compute_reassignment_bytes, compute_time_left
 from planning.movement.reassignment import Reassignment
 from planning.movement.partition_steps import compute_step_sequence
 
@@ -191,6 +193,25 @@ class PartitionProblem:
 
 
 @dataclass(frozen=True)
+class OverallProgress:
+    """The movement's (module docstring: MOVEMENT): finished reassignments included."""
+
+    partitions_total: int = 0
+    partitions_done: int = 0
+    steps_done: int = 0
+    steps_estimated: int = 0
+    bytes_to_move: int = 0
+    bytes_moved: int = 0
+
+    @property
+    def fraction(self) -> float | None:
+        """Steps done / steps estimated, finished reassignments included; None when nothing moves."""
+        if not self.steps_estimated:
+            return None
+        return min(1.0, self.steps_done / self.steps_estimated)
+
+
+@dataclass(frozen=True)
 class StatusView:
     brokers: tuple[BrokerRow, ...]
     under_replicated: tuple[PartitionProblem, ...]
@@ -220,6 +241,7 @@ class StatusView:
     disks: tuple[DiskRow, ...] = ()  # every log dir of every broker, by (broker, path)
     proposal_views: tuple["ProposalView", ...] = ()  # the proposals with their moves
     external: tuple[ExternalRow, ...] = ()  # moves of other tools Kafka shows
+    movement: OverallProgress = OverallProgress()  # the movement's, finished reassignments included
 
     @property
     def bytes_left(self) -> int:
@@ -227,9 +249,8 @@ class StatusView:
 
     @property
     def overall_progress(self) -> float | None:
-        if not self.steps_estimated:
-            return None
-        return min(1.0, self.steps_done / self.steps_estimated)
+        """The movement's steps done / estimated, finished reassignments included (MOVEMENT)."""
+        return self.movement.fraction
 
 
 def compute_reassignment_rows(state: ControllerState, default_replica_movements: int,
@@ -395,6 +416,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         disks=compute_disk_rows(cluster),
         proposal_views=tuple(compute_proposal_view(state, pid, policy) for pid in sorted(state.proposals)),
         external=compute_external_rows(state, now_seconds),
+        movement=compute_overall_progress(state.replication_meter, rows),
     )
 
 
@@ -407,62 +429,17 @@ def compute_disk_rows(cluster) -> tuple[DiskRow, ...]:
 # --- overall progress over a movement ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class MovementEntry:
-    """One reassignment of the movement: as last seen, or finished (it left the state)."""
-
-    steps_done: int
-    steps_estimated: int
-    bytes_to_move: int
-    bytes_moved: int
-    finished: bool = False
-
-
-@dataclass(frozen=True)
-class Movement:
-    """The reassignments seen since the movement began, by reassignment id."""
-
-    entries: Mapping[str, MovementEntry] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class OverallProgress:
-    partitions_total: int
-    partitions_done: int
-    steps_done: int
-    steps_estimated: int
-    bytes_to_move: int
-    bytes_moved: int
-
-    @property
-    def fraction(self) -> float | None:
-        """Steps done / steps estimated, finished reassignments included; None when nothing moves."""
-        if not self.steps_estimated:
-            return None
-        return min(1.0, self.steps_done / self.steps_estimated)
-
-
-def advance_movement(movement: Movement, rows: tuple[ReassignmentRow, ...]) -> Movement:
-    """The movement after a state whose reassignments are `rows` (see the module docstring)."""
-    if not rows:
-        return Movement()
-    current = {r.reassignment_id: MovementEntry(r.steps_done, max(r.steps_estimated or 0, r.steps_done, 1),
-                                                r.bytes_to_move, min(r.bytes_moved, r.bytes_to_move))
-               for r in rows}
-    finished = {rid: replace(e, steps_done=e.steps_estimated, bytes_moved=e.bytes_to_move, finished=True)
-                for rid, e in movement.entries.items() if rid not in current}
-    return Movement({**finished, **current})
-
-
-def compute_overall_progress(movement: Movement) -> OverallProgress:
-    entries = movement.entries.values()
+def compute_overall_progress(meter: ReplicationMeter, rows: tuple[ReassignmentRow, ...]) -> OverallProgress:
+    """The movement's progress (MOVEMENT): the active reassignments `rows` as they are (an
+    unknown estimate counts at least the steps done, and 1), plus the ones the meter counted
+    finished, all done."""
     return OverallProgress(
-        partitions_total=len(movement.entries),
-        partitions_done=sum(1 for e in entries if e.finished),
-        steps_done=sum(e.steps_done for e in entries),
-        steps_estimated=sum(e.steps_estimated for e in entries),
-        bytes_to_move=sum(e.bytes_to_move for e in entries),
-        bytes_moved=sum(e.bytes_moved for e in entries),
+        partitions_total=len(rows) + meter.finished,
+        partitions_done=meter.finished,
+        steps_done=sum(r.steps_done for r in rows) + meter.finished_steps,
+        steps_estimated=sum(max(r.steps_estimated or 0, r.steps_done, 1) for r in rows) + meter.finished_steps,
+        bytes_to_move=sum(r.bytes_to_move for r in rows) + meter.finished_bytes,
+        bytes_moved=sum(min(r.bytes_moved, r.bytes_to_move) for r in rows) + meter.finished_bytes,
     )
 
 
@@ -502,8 +479,11 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "in_flight": [_plain(asdict(s)) for s in view.in_flight],
         "topics": view.topics,
         "partitions": view.partitions,
+        # the active reassignments' (their rows summed); "movement": finished ones included
         "progress": {"steps_done": view.steps_done, "steps_estimated": view.steps_estimated,
-                     "fraction": view.overall_progress, "bytes_to_move": view.bytes_to_move,
+                     "fraction": OverallProgress(steps_done=view.steps_done,
+                                                 steps_estimated=view.steps_estimated).fraction,
+                     "bytes_to_move": view.bytes_to_move,
                      "bytes_moved": view.bytes_moved, "bytes_left": view.bytes_left,
                      "replication_rate_bytes_per_second": view.replication_rate,
                      "time_left_seconds": view.time_left_seconds},
@@ -518,6 +498,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "disks": [{**_plain(asdict(d)), "used_fraction": d.used_fraction} for d in view.disks],
         "proposal_details": [proposal_to_json(p) for p in view.proposal_views],
         "external": [external_row_to_json(e) for e in view.external],
+        "movement": overall_progress_to_json(view.movement),
     }
 
 

@@ -17,6 +17,7 @@ from handler_builders import (
     reassign,
     request,
     simple_cluster,
+    topic_event,
 )
 
 from handlers.micro_batch import BadRecord, BatchInputs
@@ -24,6 +25,7 @@ from handlers.decide import decide
 from tests.settings_defaults import default_policy
 from state.model import ControllerState
 from planning.model import TopicPartition
+from planning.movement.eta import ReplicationMeter
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 POLICY = default_policy(max_partition_movements=10, max_movements_per_broker=10, max_leader_movements=10)
@@ -366,3 +368,39 @@ def test_the_replication_meter_counts_completed_steps_and_the_views_give_bytes_a
     assert (row.bytes_to_move, row.bytes_moved) == (2 * size, 0)
     assert row.time_left_seconds == 2 * size / (size / 10)  # alone in flight: the whole rate
     assert view.time_left_seconds == 20.0 and view.bytes_left == 2 * size
+
+
+def test_the_meter_counts_the_reassignments_that_ended_and_resets_when_the_movement_ends():
+    """Issue 19 item 7: t-0 completes and leaves the state; the meter keeps it (1 step, its
+    bytes), so the overall progress is the state's alone; the movement's end resets it."""
+    from reassigner.operator.views import compute_status, status_to_json
+
+    cluster, first = started()
+    size = cluster.partition(A).size_bytes
+    done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1, log_dirs=())
+    second = decide(first.state, BatchInputs(2, T0 + 11_000, (partition_event(done_a, T0 + 11_000),)), POLICY)
+    assert A not in second.state.reassignments
+    meter = second.state.replication_meter
+    assert (meter.finished, meter.finished_steps, meter.finished_bytes) == (1, 1, size)
+    movement = status_to_json(compute_status(second.state, 1, now_seconds=(T0 + 11_000) / 1000))["movement"]
+    assert (movement["partitions_done"], movement["partitions_total"]) == (1, 2)
+    assert movement["bytes_moved"] == size and movement["bytes_to_move"] == 3 * size  # t-1 adds two
+    assert 0 < movement["fraction"] < 1
+    topic = cluster.topics_by_name["t"]
+    gone = decide(second.state, BatchInputs(3, T0 + 12_000, (topic_event(topic, T0 + 12_000, deleted=True),)), POLICY)
+    assert not gone.state.reassignments  # t-1 dropped with its topic: the movement is over
+    assert gone.state.replication_meter == ReplicationMeter()
+
+
+def test_a_reassignment_dropped_with_its_topic_counts_as_ended_while_others_move():
+    cluster = simple_cluster(6, {"t": (1, 3), "u": (1, 3)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), POLICY).state
+    tu = TopicPartition("u", 0)
+    moving = decide(state, BatchInputs(1, T0 + 1000, requests=(
+        reassign({A: (0, 1, 3), tu: (3, 4, 5)}, T0 + 1000, "r1"),)), POLICY)
+    assert set(moving.state.reassignments) == {A, tu}
+    deleted = topic_event(cluster.topics_by_name["u"], T0 + 2000, deleted=True)
+    gone = decide(moving.state, BatchInputs(2, T0 + 2000, (deleted,)), POLICY)
+    assert set(gone.state.reassignments) == {A}
+    meter = gone.state.replication_meter
+    assert (meter.finished, meter.finished_steps) == (1, 0) and meter.since_ms == T0 + 1000

@@ -145,6 +145,23 @@ def test_list_and_status_read_the_state_committed_in_redis(redis_url, redis_clie
 
 
 @pytest.mark.stack
+def test_status_counts_the_finished_reassignments_of_the_movement_from_the_state(redis_url, redis_client):
+    """Issue 19 item 7: 12 of 15 finished (in the committed meter), the 3 left not started: the
+    one-shot `status` reads 80 %, not 0 %."""
+    from test_status_progress import finished_state
+
+    name = f"ops-{uuid.uuid4().hex[:8]}"
+    assert ControllerStore(redis_client, name).commit(0, ControllerState(), finished_state(15, 12), [])
+    flags = ("--redis-url", redis_url, "--cluster-name", name)
+    status = run_cli("status", "--json", *flags)
+    assert status.returncode == 0, status.stderr
+    movement = json.loads(status.stdout)["movement"]
+    assert (movement["partitions_done"], movement["partitions_total"]) == (12, 15)
+    assert movement["fraction"] == pytest.approx(0.8)
+    assert run_cli("status", *flags).returncode == 0  # the table renders the movement's row too
+
+
+@pytest.mark.stack
 @pytest.mark.slow
 def test_alerts_follow_prints_new_alerts_at_or_above_the_severity(local_stack):
     prefix = unique_prefix("follow")

@@ -1,23 +1,25 @@
 """The status page in headless Chromium at 1400 × 1000 (issue 19 item 7), over the real status
-server fed hand-built states (no Kafka, no Redis: the states are what the store would load): 15
-partitions moving, then 12 of them finished; a proposal; an alert with a long unbroken message.
-Checks the screenshot was made, the rendered DOM shows the overall bar counting the finished
-partitions, bytes, the ETA and the proposal's buttons, and that nothing is wider than the window.
-`make install` installs chromium (Debian's package); without it the test is skipped. Marked
-slow: a real browser, about 10 s."""
+server fed a hand-built state (no Kafka, no Redis: what the store would load): 15 partitions
+moving, 12 of them finished (counted in the state's replication meter); a proposal; an alert
+with a long unbroken message. Checks the screenshot was made, the rendered DOM shows the
+overall bar counting the finished partitions, bytes, the ETA and the proposal's buttons, and
+that nothing is wider than the window. `make install` installs chromium (Debian's package);
+without it the test is skipped. Marked slow: a real browser, about 10 s."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from planning.model import TopicPartition
-from planning.movement.eta import ReplicationMeter
+from planning.movement.eta import ReplicationMeter, add_finished_work, compute_finished_work
 from reassigner.operator.status_server import AlertBook, StateCache, StatusServer
+from reassigner.operator.views import compute_status
 from state.model import ControllerState, Proposal
 from test_status_progress import movement_state
 
@@ -25,30 +27,28 @@ SCREENSHOT = Path("/tmp/reassigner-operator-screenshots/status-page-1400.png")
 LONG = "log dir /var/lib/kafka/" + "x" * 300 + " of broker 3 is offline; " + "details " * 60
 
 
-def states() -> list[ControllerState]:
-    meter = ReplicationMeter(since_ms=0, bytes_copied=120 << 20)
-    moving = movement_state(15, in_flight=2, meter=meter)
-    rest = ControllerState(
+def state() -> ControllerState:
+    """15 partitions moving, 12 of them finished (counted in the meter, as the pipeline does),
+    2 of the 3 left mid-step."""
+    moving = movement_state(15, in_flight=2)
+    steps = compute_status(moving, 1).reassignments[-1].steps_estimated
+    ended = [replace(r, steps_done=steps) for tp, r in moving.reassignments.items() if tp.partition not in (0, 1, 14)]
+    meter = add_finished_work(ReplicationMeter(since_ms=0, bytes_copied=120 << 20),
+                              compute_finished_work(ended, moving.cluster))
+    return ControllerState(
         cluster=moving.cluster, replication_meter=meter,
         reassignments={tp: r for tp, r in moving.reassignments.items() if tp.partition in (0, 1, 14)},
         proposals={"p-42": Proposal("p-42", {TopicPartition("orders", 5): (4, 2, 3)}, "broker 4 added", 0)})
-    return [moving, rest]
 
 
 @pytest.fixture()
 def site():
-    sequence = states()
-
-    def load() -> ControllerState:
-        return sequence.pop(0) if len(sequence) > 1 else sequence[0]
-
     book = AlertBook()
     book.add_alert({"id": "a-1", "event_time": 0, "severity": "CRITICAL", "kind": "DiskFailed",
                     "subject": "broker-3", "message": LONG, "details": {}})
-    server = StatusServer(host="127.0.0.1", port=0, cluster_name="c", cache=StateCache(load, ttl=0.0),
+    server = StatusServer(host="127.0.0.1", port=0, cluster_name="c", cache=StateCache(state, ttl=0.0),
                           book=book, default_replica_movements=1, clock=lambda: 60.0).start()
-    server.current_view()  # the server sees the 15 first, as it would have a second earlier
-    yield f"http://127.0.0.1:{server.port}/"
+    yield f"http://127.0.0.1:{server.port}/"  # started mid-movement: the state alone has it whole
     server.stop()
 
 

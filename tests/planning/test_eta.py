@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from planning.model import Cluster, PartitionState, Topic, TopicPartition
+from hypothesis import given, strategies as st
+
 from planning.movement.eta import (
+    FinishedWork,
     ReplicationMeter,
+    add_finished_work,
     advance_meter,
     compute_completed_step_bytes,
+    compute_finished_work,
     compute_rate,
     compute_reassignment_bytes,
     compute_time_left,
@@ -52,3 +57,44 @@ def test_time_left_is_bytes_over_the_rate_or_over_a_share_of_it():
     assert compute_time_left(1_000, 100.0, share=4) == 40.0
     assert compute_time_left(0, None) == 0.0
     assert compute_time_left(1_000, None) is None
+
+
+def test_ended_reassignments_count_with_their_steps_and_bytes_to_move():
+    """Issue 19 item 7: what the movement's overall progress needs once they left the state."""
+    at_target = PartitionState("t", 0, (4, 5, 3), (4, 5, 3), 4, size_bytes=100)
+    cluster = Cluster((), (Topic("t", (at_target,)),))
+    completed = Reassignment("r", TP, (1, 2, 3), (4, 5, 3), steps_done=2)
+    deleted = Reassignment("d", TopicPartition("gone", 0), (1, 2, 3), (4, 2, 3), steps_done=1)
+    assert compute_finished_work([completed, deleted], cluster) == FinishedWork(2, 3, 200)  # gone weighs nothing
+    assert compute_finished_work([], cluster) == FinishedWork()
+
+
+def test_a_meter_stored_before_the_finished_fields_loads_with_zeros():
+    assert ReplicationMeter(*[5, 100]) == ReplicationMeter(5, 100, 0, 0, 0)
+
+
+DECISION = st.tuples(st.integers(0, 10**6), st.booleans(), st.integers(0, 3), st.integers(0, 9), st.integers(0, 10**6))
+
+
+@given(st.lists(DECISION, max_size=30), st.lists(st.integers(0, 2), max_size=30))
+def test_the_meter_counts_what_ended_since_the_movement_began_and_resets_with_it(decisions, given_up):
+    """A sequence of decisions (copied, moving, ended: count, steps, bytes), some preceded in the
+    same batch by reassignments ended elsewhere (a step given up): the meter holds the sums since
+    the last decision with nothing moving, and its start is that movement's first decision."""
+    meter = ReplicationMeter()
+    expected = [0, 0, 0, 0]
+    began = None
+    for i, (copied, moving, count, steps, size) in enumerate(decisions):
+        elsewhere = given_up[i] if i < len(given_up) else 0
+        meter = add_finished_work(meter, FinishedWork(elsewhere, elsewhere, elsewhere * 10))
+        ended = FinishedWork(count, steps, size) if count else FinishedWork()
+        meter = advance_meter(meter, copied, moving, i * 1_000, ended)
+        if not moving:
+            expected, began = [0, 0, 0, 0], None
+            assert meter == ReplicationMeter()
+            continue
+        began = i * 1_000 if began is None else began
+        expected = [expected[0] + copied, expected[1] + ended.reassignments + elsewhere,
+                    expected[2] + ended.steps + elsewhere, expected[3] + ended.bytes + elsewhere * 10]
+        assert meter.since_ms == began
+        assert [meter.bytes_copied, meter.finished, meter.finished_steps, meter.finished_bytes] == expected

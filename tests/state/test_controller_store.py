@@ -294,3 +294,13 @@ def test_the_moves_of_other_tools_load_back_and_state_written_before_them_loads_
     assert store.load().external_moves == moves
     redis_client.hdel(store.keys["meta"], "external_moves")  # a state written before issue 19 item 2
     assert store.load().external_moves == {}
+
+
+def test_the_meter_keeps_the_ended_reassignments_and_one_written_before_them_loads_with_zeros(store, redis_client):
+    from planning.movement.eta import ReplicationMeter
+
+    meter = ReplicationMeter(1_800_000_000_000, 5 << 20, 12, 24, 120 << 20)
+    assert store.commit(0, ControllerState(), ControllerState(replication_meter=meter), [])
+    assert store.load().replication_meter == meter
+    redis_client.hset(store.keys["meta"], "replication_meter", json.dumps([1_800_000_000_000, 5 << 20]))  # before
+    assert store.load().replication_meter == ReplicationMeter(1_800_000_000_000, 5 << 20)
