@@ -199,6 +199,16 @@ def test_unknown_routes_and_huge_bodies(api):
     assert status == 413
 
 
+def test_a_refused_body_is_read_so_the_client_gets_the_answer_not_a_broken_pipe(api):
+    """Regression (CI, 2026-11-24): the server answered 413 (or 401) and closed while the client
+    was still sending a large body, which then saw `BrokenPipeError` instead of the answer."""
+    url, sink = api
+    for _ in range(3):
+        assert post(url + "/api/requests", b"x" * (8 << 20))[0] == 413
+        assert post(url + "/api/requests", b"x" * (4 << 20), token=None)[0] == 401
+    assert sink.published == []
+
+
 def test_no_token_reaches_an_answer_or_a_log_line(api, caplog):
     url, _ = api
     with caplog.at_level(logging.DEBUG):
