@@ -29,5 +29,6 @@ RUN useradd --create-home --uid 10001 reassigner \
 USER reassigner
 WORKDIR /var/lib/reassigner
 
+EXPOSE 9400
 ENTRYPOINT ["reassigner"]
 CMD ["--help"]

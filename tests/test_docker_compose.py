@@ -137,3 +137,8 @@ def test_reassigner_services_run_their_command_against_the_compose_cluster(compo
             f"{broker}:19092" for broker in EXPECTED_RACKS
         }
         assert environment["REASSIGNER_REDIS_URL"].startswith("redis://redis:")
+        # metrics inside the container on 9400, published on the host's loopback only
+        assert environment["REASSIGNER_METRICS_PORT"] == "9400"
+        assert environment["REASSIGNER_METRICS_ALLOW_REMOTE"] == "true"
+        published = [str(p) for p in service["ports"]]
+        assert len(published) == 1 and published[0].startswith("127.0.0.1:") and published[0].endswith(":9400")

@@ -66,7 +66,8 @@ def start_metrics_endpoint(settings) -> int | None:
     except OSError as error:
         raise InvalidConfigError(f"--metrics-port {settings.metrics_port} on {host}: cannot listen "
                                  f"({error.strerror or error})") from None
-    typer.echo(f"metrics on http://{host}:{port}/metrics", err=True)
+    shown = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL is bracketed
+    typer.echo(f"metrics on http://{shown}:{port}/metrics", err=True)
     return port
 
 
