@@ -164,6 +164,20 @@ class _WorkingCluster:
         for broker_id in self.unregistered:
             if broker_id not in held and broker_id in self.brokers and not self.brokers[broker_id].alive:
                 del self.brokers[broker_id]
+        # Every topic event (a deletion aside) goes through `topic_partitions`: with none, every
+        # topic is the original one, and a Tick or a broker-only batch walks no topic.
+        topics = self._build_topics() if self.partitions or self.deleted else self.original.topics
+        for broker_id, broker in list(self.brokers.items()):
+            if broker.cannot_host and all(d.online for d in broker.log_dirs):
+                self.brokers[broker_id] = replace(broker, cannot_host=frozenset())
+        brokers = tuple(self.brokers[b] for b in sorted(self.brokers))
+        if brokers == self.original.brokers and topics == self.original.topics:
+            return self.original
+        touched = set(self.partitions) | self.deleted
+        touched |= {t.name for t in topics if t is not self.original.topics_by_name.get(t.name)}
+        return self.original.with_topics(brokers, topics, touched)
+
+    def _build_topics(self) -> tuple[Topic, ...]:
         topics = []
         for name in sorted(set(self.topics) | set(self.partitions)):
             if name in self.deleted:
@@ -177,15 +191,7 @@ class _WorkingCluster:
                 if (old.min_insync_replicas, old.topic_id) != (self.min_isr[name], self.topic_ids.get(name)):
                     old = replace(old, min_insync_replicas=self.min_isr[name], topic_id=self.topic_ids.get(name))
                 topics.append(old)
-        for broker_id, broker in list(self.brokers.items()):
-            if broker.cannot_host and all(d.online for d in broker.log_dirs):
-                self.brokers[broker_id] = replace(broker, cannot_host=frozenset())
-        brokers = tuple(self.brokers[b] for b in sorted(self.brokers))
-        if brokers == self.original.brokers and tuple(topics) == self.original.topics:
-            return self.original
-        touched = set(self.partitions) | self.deleted
-        touched |= {t.name for t in topics if t is not self.original.topics_by_name.get(t.name)}
-        return self.original.with_topics(brokers, tuple(topics), touched)
+        return tuple(topics)
 
     def _all_partitions(self) -> Iterable[Iterable[PartitionState]]:
         for name, topic in self.topics.items():

@@ -98,8 +98,10 @@ class Broker:
             return (f"<no-rack:{self.id}>",)
         return tuple(level for level in self.rack.strip().split("/") if level)
 
-    @property
+    @cached_property
     def online_log_dirs(self) -> tuple[LogDir, ...]:
+        # Cached: read for every broker in every batch (the log-dir balance trigger); a broker
+        # is immutable and carried unchanged from batch to batch.
         return tuple(d for d in self.log_dirs if d.online)
 
     def has_future_replica(self, tp: TopicPartition) -> bool:

@@ -99,3 +99,15 @@ def test_the_waiting_reasons_are_stored_in_meta_only_when_they_change():
     assert "waiting" in changes["meta"]["set"]
     assert "meta" not in compute_changes(after, after.with_changes(waiting=dict(after.waiting)))
     assert meta_to_storage(after)["waiting"] == '[["t", 1, "broker 3 has 2 movements in flight, limit B = 2"]]'
+
+
+def test_a_batch_without_topic_events_carries_the_topics_tuple_and_a_broker_change_still_lands():
+    """Cost: a Tick or a broker-only batch walked every topic to rebuild the same tuple."""
+    before = cluster()
+    unchanged, _, _ = compute_cluster_after_events(before, [])
+    assert unchanged is before
+    event = ("BrokerMembership", {"event_time": 1, "id": "b", "key": "broker-2", "broker_id": 2,
+                                  "rack": "/r9", "state": "UNFENCED", "log_dirs": ["/d2/a", "/d2/b"]})
+    after, _, _ = compute_cluster_after_events(before, [event])
+    assert after.topics is before.topics
+    assert after.broker(2).rack == "/r9" and after.partitions_by_tp == before.partitions_by_tp
