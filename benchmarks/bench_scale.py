@@ -13,7 +13,10 @@ partitions, max(30, N / 1,000) brokers with 2 log dirs each), per batch kind:
 CPU time of this process (`time.process_time`, median of `--repeat` batches; the machine is
 shared, CPU time is what is comparable), and: the pipeline start (`ControllerStore.load`), the
 Redis server time of the first commit of the whole view and of the largest batch commit (SLOWLOG
-with threshold 0), and this process's peak RSS.
+with threshold 0), and this process's resident set while it holds the driver's state after the
+batches (`rss_mib`; the built and the loaded state are both alive then, so it is an upper bound)
+and its peak so far (`peak_rss_mib`: every earlier size and the watcher's synthetic snapshots
+count in it, so only the first run's is the driver's own).
 
 The watcher's own work per poll beyond the Admin API reads (`watcher_cpu_ms`), on a synthetic
 observation of the same size (`benchmarks/bench_watcher.synthetic_observation`, RF 3, 2 dirs a
@@ -224,8 +227,15 @@ def measure(partitions: int, repeat: int, redis_client, rebalancing: int = 0) ->
         "first_commit_redis_ms": round(first_commit_server_ms, 1),
         "largest_batch_commit_redis_ms": round(largest_batch_ms, 2),
         "redis_bytes_per_partition": round(used / partitions),
-        "rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "rss_mib": round(resident_bytes() / 2**20),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
+
+
+def resident_bytes() -> int:
+    """This process's resident set now (Linux `/proc/self/statm`)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def measure_watcher(partitions: int, repeat: int) -> dict:
