@@ -14,7 +14,9 @@ from handlers.micro_batch import BatchInputs
 from planning.model import TopicPartition
 from planning.movement.external import compute_external_moves
 from reassigner.operator.views import compute_external_rows, compute_reassignment_rows, compute_status, status_to_json
-from state.controller_store import external_move_from_storage, meta_to_storage
+from planning.movement.completion import APPLIED_VIEW_MARGIN_MS
+from state.controller_store import (external_move_from_storage, meta_to_storage, reassignment_from_storage,
+                                    reassignment_to_storage)
 from state.model import ControllerState
 from tests.settings_defaults import default_policy
 
@@ -42,6 +44,19 @@ class Run:
         full = compute_external_moves({}, self.state.cluster, self.state.reassignments, 0, None).moves
         assert set(self.state.external_moves) == set(full)
         return self.decision
+
+    def applied(self, at):
+        """The executor's ok CommandResult of the step in flight of t-0, stamped `at`."""
+        record = self.state.reassignments[A]
+        number = record.in_flight.number
+        result = {"schema_version": 1, "event_time": at, "id": f"res-{number}", "key": "t-0",
+                  "command_id": record.command_id("ReassignmentStep", number), "command_kind": "ReassignmentStep",
+                  "epoch": 0, "reassignment_id": record.reassignment_id, "step": number, "ok": True,
+                  "error_code": None, "message": ""}
+        decision = decide(self.state, BatchInputs(self.batch, at, command_results=(result,)), POLICY)
+        self.batch += 1
+        self.state, self.decision = decision.state, decision
+        return decision
 
     def show(self, tp, at=None, **fields):
         """A PartitionState event of `tp` with `fields` changed (the epoch bumped)."""
@@ -117,3 +132,72 @@ def test_a_view_polled_before_our_step_reached_kafka_is_not_a_cancel():
     assert run.state.reassignments[A].in_flight.number == 1 and not run.state.external_moves
     ours = run.show(A, replicas=(0, 1, 2, 3), adding=(3,), removing=(2,))
     assert not alerts(ours, "ReassignmentInterrupted") and run.state.reassignments[A].in_flight.seen_in_kafka
+
+
+# --- a step of ours cancelled or replaced before any poll showed it -----------------------------------
+
+
+def test_a_step_cancelled_before_any_poll_showed_it_is_re_planned_at_the_first_view_after_the_apply():
+    run = started_run()
+    applied_at = T0 + 1000 * run.batch
+    run.applied(applied_at)
+    # kafka-reassign-partitions.sh --cancel right after the apply: the watcher never saw the step;
+    # its next poll shows the replicas as before, with the epoch Kafka bumped for the cancel.
+    cancelled = run.show(A, at=applied_at + APPLIED_VIEW_MARGIN_MS + 500)
+    (alert,) = alerts(cancelled, "ReassignmentInterrupted")
+    assert "cancelled by another tool" in alert["message"] and alert["details"]["replicas"] == "[0, 1, 2]"
+    assert [c["id"] for c in commands(cancelled, "ReassignmentStep")] == ["r1/t-0:2:ReassignmentStep"]
+    assert not alerts(cancelled, "ReassignmentStalled") and not run.state.external_moves
+
+
+def test_the_view_may_come_before_the_executors_result():
+    """The watcher's events and the executor's results travel on different topics: the view read
+    after the apply may be decided in an earlier batch than the result that dates the apply."""
+    run = started_run()
+    applied_at = T0 + 1000 * run.batch
+    early = run.show(A, at=applied_at + 3000)
+    assert not alerts(early, "ReassignmentInterrupted") and run.state.reassignments[A].in_flight.number == 1
+    told = run.applied(applied_at)
+    assert alerts(told, "ReassignmentInterrupted")
+    assert [c["id"] for c in commands(told, "ReassignmentStep")] == ["r1/t-0:2:ReassignmentStep"]
+
+
+def test_a_poll_that_began_before_the_apply_is_no_view_of_the_step():
+    run = started_run()
+    applied_at = T0 + 1000 * run.batch + 5000
+    run.show(A, at=applied_at - 1)  # began reading before the apply, published after it
+    quiet = run.applied(applied_at)
+    assert not alerts(quiet, "ReassignmentInterrupted") and run.state.reassignments[A].in_flight.number == 1
+
+
+def test_a_step_replaced_before_any_poll_showed_it_waits_for_the_other_move():
+    run = started_run()
+    applied_at = T0 + 1000 * run.batch
+    run.applied(applied_at)
+    replaced = run.show(A, at=applied_at + 2000, replicas=(0, 1, 2, 5), adding=(5,), removing=(2,))
+    (alert,) = alerts(replaced, "ReassignmentInterrupted")
+    assert "replaced by another tool" in alert["message"] and not commands(replaced, "ReassignmentStep")
+    (external,) = alerts(replaced, "ExternalReassignment")
+    assert external["severity"] == "WARNING" and A in run.state.external_moves
+
+
+def test_a_step_completed_before_any_poll_showed_it_is_completed():
+    run = started_run()
+    applied_at = T0 + 1000 * run.batch
+    run.applied(applied_at)
+    done = run.show(A, at=applied_at + 2000, replicas=(0, 1, 3), isr=(0, 1, 3))
+    assert not alerts(done, "ReassignmentInterrupted") and alerts(done, "ReassignmentCompleted")
+
+
+def test_the_apply_and_view_times_are_stored_with_the_step():
+    run = started_run()
+    applied_at = T0 + 1000 * run.batch
+    run.show(A, at=applied_at - 10)
+    run.applied(applied_at)
+    record = run.state.reassignments[A]
+    assert (record.in_flight.applied_at_ms, record.in_flight.viewed_at_ms) == (applied_at, applied_at - 10)
+    assert reassignment_from_storage(A, reassignment_to_storage(record)) == record
+    older = json.loads(reassignment_to_storage(record))
+    older["in_flight"] = older["in_flight"][:5]  # a state written before these times were kept
+    loaded = reassignment_from_storage(A, json.dumps(older))
+    assert loaded.in_flight == replace(record.in_flight, applied_at_ms=None, viewed_at_ms=None)
