@@ -7,7 +7,14 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from handler_builders import T0, alerts, cluster_events, commands, partition_event, reassign, simple_cluster, tick
+from handler_builders import (T0, alerts, cluster_events, commands, partition_event, reassign, request,
+                              simple_cluster, tick)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from handlers.plans import compute_plan
+from planning.placement.placer import Goal
+from reassigner.errors import ReassignerError
 
 from handlers.decide import decide
 from handlers.micro_batch import BatchInputs
@@ -201,3 +208,61 @@ def test_the_apply_and_view_times_are_stored_with_the_step():
     older["in_flight"] = older["in_flight"][:5]  # a state written before these times were kept
     loaded = reassignment_from_storage(A, json.dumps(older))
     assert loaded.in_flight == replace(record.in_flight, applied_at_ms=None, viewed_at_ms=None)
+
+
+# --- a plan made while another tool moves a partition ------------------------------------------------
+
+
+def test_a_plan_made_while_another_tool_moves_a_partition_starts_from_that_moves_target_and_waits():
+    run = Run()
+    run.show(A, replicas=(0, 1, 2, 4), adding=(4,), removing=(2,))  # another tool: (0, 1, 2) -> (0, 1, 4)
+    planned = run.step(requests=[request("Decommission", {"broker_ids": [0]}, T0 + 1000 * run.batch, "d1")])
+    record = run.state.reassignments[A]
+    assert record.original_replicas == (0, 1, 4), "from where the other tool's move takes it"
+    assert len(record.final_target) == 3 and 0 not in record.final_target, \
+        f"{record.final_target}: planned from Kafka's combined list"
+    assert not [c for c in commands(planned, "ReassignmentStep") if c["key"] == "t-0"], "held"
+    assert run.state.waiting[A].startswith("moved by another tool")
+    (plan,) = alerts(planned, "PlanCreated")
+    assert plan["details"]["waiting_on_other_tools"] == "1" and "another tool is moving" in plan["message"]
+    (held,) = alerts(planned, "ExternalReassignment")
+    assert held["severity"] == "WARNING" and "d1/t-0" in held["message"]
+    done = run.show(A, replicas=(0, 1, 4), isr=(0, 1, 4), adding=(), removing=())  # the other tool's move ends
+    (step,) = [c for c in commands(done, "ReassignmentStep") if c["key"] == "t-0"]
+    assert set(step["payload"][1]["removing"]) <= {0, 1, 4}, "then it steps from where that move left it"
+
+
+def test_a_plan_that_leaves_the_partition_where_the_other_tool_takes_it_makes_no_reassignment():
+    run = Run()
+    run.show(A, replicas=(0, 1, 2, 3), adding=(3,), removing=(2,))  # another tool: (0, 1, 2) -> (0, 1, 3)
+    planned = run.step(requests=[reassign({A: (0, 1, 3)}, T0 + 1000 * run.batch, "r1")])
+    assert A not in run.state.reassignments and not commands(planned, "ReassignmentStep")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_plan_made_while_other_tools_move_partitions_is_the_plan_of_where_those_moves_end(data):
+    """Whatever other tools are moving, a plan (a drain, a rebalance) is the one made on the
+    cluster where their moves ended: never one planned from Kafka's combined replica lists."""
+    cluster = simple_cluster(6, {"t": (6, 3), "u": (4, 2)})
+    running, ended = [], []
+    for p in cluster.partitions():
+        rf = len(p.replicas)
+        target = data.draw(st.none() | st.permutations(range(6)).map(lambda order, rf=rf: tuple(order[:rf])))
+        if target is None or set(target) == set(p.replicas):
+            running.append(p)
+            ended.append(p)
+            continue
+        removing = tuple(b for b in p.replicas if b not in target)
+        adding = tuple(b for b in target if b not in p.replicas)
+        running.append(replace(p, replicas=target + removing, adding=adding, removing=removing))
+        ended.append(replace(p, replicas=target, isr=target, leader=target[0], log_dirs=("/d0",) * rf))
+    goal = data.draw(st.sampled_from([Goal(drain_brokers=frozenset({data.draw(st.integers(0, 5))}), heal=False,
+                                           rebalance=False), Goal()]))
+    try:
+        _, after, _ = compute_plan(ControllerState(cluster=cluster.with_partitions(ended)), POLICY, goal)
+    except ReassignerError:
+        return
+    _, during, _ = compute_plan(ControllerState(cluster=cluster.with_partitions(running)), POLICY, goal)
+    assert during == after
+    assert all(len(t) == len(cluster.partition(tp).replicas) for tp, t in during.items())
