@@ -39,7 +39,7 @@ Any other view proves nothing: it may predate the step (the watcher polled befor
 applied it), and the stall timeout is then what ends the wait. The view read after the apply
 comes with the first change the watcher sees in the partition (a cancel bumps the leader epoch;
 a replacement shows other adding/removing replicas), or at the latest with the next snapshot
-(`snapshot.interval`), which tells every partition again.
+(`snapshot_interval_seconds`), which tells every partition again.
 
 A step is stalled when it has not completed `stall_timeout` seconds after it started. Times, and
 the timeout itself (`step.stall.timeout`, whose one default is in `reassigner.settings`), are
