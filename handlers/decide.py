@@ -8,8 +8,10 @@ THE ORDER (the code below follows it):
 1. bad records  → a DeadLetter (raw bytes + reason) and a `BadEvent` alert each; the batch goes on;
 2. events       → the cluster model and its observation times (`handlers.events`), a snapshot's
                   inventory reconciling what lost events left behind; events that cannot be
-                  applied raise `BadEvent` too;
-3. command results → failures alert and may end a reassignment (`handlers.results`);
+                  applied raise `BadEvent` too; the poll time of each partition viewed goes to
+                  its step in flight, if unseen (`handlers.external.handle_step_views`);
+3. command results → failures alert and may end a reassignment; a step applied keeps the time
+                  the executor applied it (`handlers.results`);
 4. requests     → reassign, cancel, decommission, rebalance, approve, reject, recommission,
                   config, tick (`handlers.requests`), one verdict alert each; then proposals
                   older than `proposal.expiry` are dropped (`handlers.proposals`);
@@ -46,6 +48,7 @@ from handlers.outbox import WARNING, Outbox
 from handlers.micro_batch import BadRecord, BatchInputs, Decision
 from handlers.context import BatchContext
 from handlers.events import EventEffects, compute_cluster_after_events
+from handlers.external import handle_step_views
 from handlers.log_dirs import handle_log_dir_balance, handle_log_dir_progress
 from handlers.policy import Policy
 from handlers.progress import handle_progress
@@ -79,6 +82,7 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
         context.state.cluster, inputs.events, context.state.observed_at)
     context.state = context.state.with_cluster(cluster).with_changes(observed_at=observed_at)
     handle_rejected_events(context, effects)
+    handle_step_views(context, effects.viewed)
     handle_command_results(context, inputs.command_results)  # 3
     handle_requests(context, inputs.requests)  # 4
     handle_proposal_expiry(context)

@@ -28,7 +28,10 @@ RULES:
   pointing at it, which is what makes their replicas offline.
 - PartitionState: replaces the partition, unless it is stale (a leader epoch lower than the one
   stored). An event without log dirs keeps the dirs known per broker. A partition of an unknown
-  topic creates the topic (min ISR 1 until a TopicState says otherwise).
+  topic creates the topic (min ISR 1 until a TopicState says otherwise). Every one applied,
+  whether it changed the partition or not (a snapshot tells it again), is a view of the
+  partition polled at its event time (`EventEffects.viewed`: whether a step in flight can be
+  judged from it, `planning.movement.completion` INTERRUPTED).
 - Observation times (`ControllerState.observed_at`): every applied event raises the time of
   what it is about to its event time (TopicState and PartitionState → the topic; BrokerMembership
   and LogDirState → the broker). A snapshot's own events carry its poll time.
@@ -100,6 +103,8 @@ class EventEffects:
     first_view: the cluster knew no broker before this batch (the controller's first view).
     reconciled: what snapshot inventories removed in this batch (their deletions are also in
         `topics_deleted` / `went_down` like those of explicit events).
+    viewed: partition -> the latest event time (the watcher's poll time) of the PartitionState
+        events applied for it, changed or not.
     """
 
     came_up: dict[int, int] = field(default_factory=dict)
@@ -114,6 +119,7 @@ class EventEffects:
     stale: int = 0
     first_view: bool = False
     reconciled: list[Reconciliation] = field(default_factory=list)
+    viewed: dict[TopicPartition, int] = field(default_factory=dict)
 
 
 class _WorkingCluster:
@@ -349,6 +355,8 @@ def _apply_topic(work: _WorkingCluster, record: Mapping[str, Any], effects: Even
         # Deleted and re-created between two polls: the old partitions and their epochs are gone.
         old = work.topic_partitions(name)
         effects.touched.difference_update(TopicPartition(name, n) for n in old)
+        for n in old:
+            effects.viewed.pop(TopicPartition(name, n), None)
         work.partitions[name] = {}
         work.min_isr[name] = 1
         effects.topics_recreated.append(name)
@@ -433,6 +441,9 @@ def _apply_partition(work: _WorkingCluster, record: Mapping[str, Any], effects: 
     if partition != old:
         work.topic_partitions(tp.topic)[tp.partition] = partition
         effects.touched.add(tp)
+    at = record.get("event_time")
+    if isinstance(at, int):
+        effects.viewed[tp] = max(at, effects.viewed.get(tp, at))
 
 
 def _dirs_by_broker(old: PartitionState | None, replicas: tuple[int, ...]) -> tuple[str | None, ...]:

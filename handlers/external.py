@@ -10,19 +10,24 @@ RULES:
   an existing move a reassignment of ours comes to wait on (a plan made while it runs) → one
   WARNING. Once per partition-move: the entry itself (its `since_ms`, `held`) is the marker;
 - a step of ours another tool cancelled or replaced → one `ReassignmentInterrupted` WARNING
-  naming what Kafka shows (the step has ended; the partition is stepped again from there).
+  naming what Kafka shows (the step has ended; the partition is stepped again from there);
+- what tells a step interrupted although no poll ever showed it running
+  (`planning.movement.completion` INTERRUPTED) is kept on its record as the batches bring it:
+  the poll time of each view of its partition read while it is in flight and unseen
+  (`handle_step_views`, after the events), and the time of the executor's ok result for it
+  (`handlers.results`). Either may come first; the decision compares them.
 Pure.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from handlers.context import BatchContext
 from handlers.outbox import INFO, WARNING, tp_key
 from planning.model import TopicPartition
 from planning.movement.external import compute_external_moves
-from planning.movement.reassignment import Reassignment
+from planning.movement.reassignment import Reassignment, note_step_viewed
 
 
 def handle_external_moves(context: BatchContext, looked_at: Iterable[TopicPartition] | None) -> None:
@@ -37,6 +42,22 @@ def handle_external_moves(context: BatchContext, looked_at: Iterable[TopicPartit
     for tp in update.held:
         _announce(context, tp, state.reassignments.get(tp), update.moves[tp], new=False)
     context.state = state.with_changes(external_moves=update.moves)
+
+
+def handle_step_views(context: BatchContext, viewed: Mapping[TopicPartition, int]) -> None:
+    """Each partition viewed in this batch (partition → poll time) whose reassignment has a step
+    in flight not seen yet keeps that view's time on the step (RULES). O(viewed)."""
+    records = context.state.reassignments
+    patch = {}
+    for tp, at_ms in viewed.items():
+        record = records.get(tp)
+        if record is None or record.in_flight is None:
+            continue
+        noted = note_step_viewed(record, at_ms)
+        if noted is not record:
+            patch[tp] = noted
+    if patch:
+        context.state = context.state.with_records(patch)
 
 
 def _announce(context: BatchContext, tp: TopicPartition, record: Reassignment | None, move, new: bool) -> None:

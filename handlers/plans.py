@@ -15,6 +15,15 @@ RULES:
 - Plans are computed on the **projected** cluster: every partition with a running reassignment
   is taken as already at its final target, so a new plan composes with the work in flight
   instead of planning from a half-moved state.
+- A partition Kafka shows reassigning that no running reassignment of ours projects (another
+  tool moves it) is taken as at the target of that move: Kafka's replicas less the removing ones,
+  in Kafka's order (`planning.movement.completion.compute_shown_replicas`), never the combined
+  list Kafka shows meanwhile (target plus the replicas being removed: one replica too many, on a
+  broker about to lose it). That is where it will be, and what the new reassignment starts from
+  (its original replicas); a plan that leaves it there makes no reassignment for it, and one
+  that moves it on makes one that waits until Kafka shows the other move ended (the batch rule's
+  "moved by another tool", and one `ExternalReassignment` WARNING saying so), then steps from
+  wherever that move left it. `PlanCreated` counts them (`waiting_on_other_tools`).
 - An automatic plan never touches a partition that is being cancelled or reverted (the
   operator's cancel wins); an explicit Reassign request does (it supersedes the revert).
 - Reassignment ids are `<plan id>/<topic>-<partition>`; plan ids are `b<batch>-<kind>-<n>` or
@@ -32,6 +41,7 @@ from handlers.policy import Policy, compute_excluded_topics
 from planning.movement.cancel import compute_reassign_request
 from state.model import ControllerState, Proposal
 from planning.model import Cluster, PartitionState, TopicPartition
+from planning.movement.completion import compute_shown_replicas
 from planning.placement.placer import Goal, PlacementPlan, plan_placement
 from planning.movement.reassignment import ReassignmentState
 
@@ -39,20 +49,31 @@ Targets = Mapping[TopicPartition, tuple[int, ...]]
 
 
 def compute_projected_cluster(state: ControllerState) -> Cluster:
-    """The cluster as it will be once every running reassignment reaches its final target."""
-    projected: list[PartitionState] = []
+    """The cluster as it will be once every running reassignment reaches its final target and
+    every other reassignment Kafka shows reaches its own (RULES)."""
+    projected: dict[TopicPartition, PartitionState] = {}
     for tp, record in state.reassignments.items():
         partition = state.cluster.partition(tp)
         if partition is None or record.state is not ReassignmentState.RUNNING:
             continue
-        target = record.final_target
-        dirs = dict(zip(partition.replicas, partition.log_dirs)) if partition.log_dirs else {}
-        projected.append(replace(
-            partition, replicas=target, isr=target, leader=target[0], adding=(), removing=(),
-            offline_replicas=(),
-            log_dirs=tuple(dirs.get(b) for b in target) if dirs else (),
-        ))
-    return state.cluster.with_partitions(projected)
+        projected[tp] = _at_target(partition, record.final_target)
+    for partition in state.cluster.partitions():
+        if partition.reassigning and partition.tp not in projected:
+            target = compute_shown_replicas(partition)
+            offline = frozenset(partition.offline_replicas)
+            projected[partition.tp] = replace(
+                _at_target(partition, target), offline_replicas=tuple(b for b in target if b in offline))
+    return state.cluster.with_partitions(projected.values())
+
+
+def _at_target(partition: PartitionState, target: tuple[int, ...]) -> PartitionState:
+    """`partition` once a reassignment to `target` completed: all in sync, `target[0]` leads."""
+    dirs = dict(zip(partition.replicas, partition.log_dirs)) if partition.log_dirs else {}
+    return replace(
+        partition, replicas=target, isr=target, leader=target[0], adding=(), removing=(),
+        offline_replicas=(),
+        log_dirs=tuple(dirs.get(b) for b in target) if dirs else (),
+    )
 
 
 def compute_plan(state: ControllerState, policy: Policy, goal: Goal,
@@ -83,7 +104,8 @@ def handle_plan(context: BatchContext, plan_id: str, targets: Targets, reason: s
     }
     if not targets:
         return False
-    moves = sum(len(set(t) - set(state.cluster.partition(tp).replicas)) for tp, t in targets.items())
+    current = {tp: compute_shown_replicas(state.cluster.partition(tp)) for tp in targets}
+    moves = sum(len(set(t) - set(current[tp])) for tp, t in targets.items())
     info = {"plan_id": plan_id, "partitions": len(targets), "replica_moves": moves,
             "targets": summarise([f"{tp}:{list(t)}" for tp, t in targets.items()], 10),
             **(details or {})}
@@ -101,20 +123,33 @@ def handle_plan(context: BatchContext, plan_id: str, targets: Targets, reason: s
                              f"{len(targets)} partitions; approve it to execute",
                              {**info, "executed": "false"})
         return False
-    current = {tp: state.cluster.partition(tp).replicas for tp in targets}
     dirs = {tp: tuple(d) for tp, d in (target_log_dirs or {}).items() if tp in targets}
     superseded = compute_superseded(state, targets)
     records = compute_reassign_request(state.reassignments, targets, current, request_id=plan_id,
                                        reason=reason, target_log_dirs=dirs)
-    context.state = state.with_records({tp: records[tp] for tp in targets
-                                        if tp in records and records[tp] is not state.reassignments.get(tp)})
+    made = {tp: records[tp] for tp in targets if tp in records and records[tp] is not state.reassignments.get(tp)}
+    context.state = state.with_records(made)
+    others = compute_waiting_on_other_tools(state, made)
     note = (f"; {len(superseded)} of them were already moving and take this new target "
             f"(superseded: the step in flight finishes first)" if superseded else "")
+    if others:
+        note += (f"; {len(others)} of them another tool is moving: planned from where that move takes "
+                 "them, they wait until Kafka shows it ended")
     context.outbox.alert("PlanCreated", INFO, subject,
                          f"{reason}: moving {moves} replicas over {len(targets)} partitions{note}",
                          {**info, "executed": "true", "superseded": len(superseded),
-                          "superseded_partitions": summarise([str(tp) for tp in superseded], 10)})
+                          "superseded_partitions": summarise([str(tp) for tp in superseded], 10),
+                          "waiting_on_other_tools": len(others),
+                          "waiting_on_other_tools_partitions": summarise([str(tp) for tp in others], 10)})
     return True
+
+
+def compute_waiting_on_other_tools(state: ControllerState, made: Targets) -> list[TopicPartition]:
+    """The partitions of `made` (new or changed records) that Kafka shows another tool moving:
+    reassigning with no step of ours in flight."""
+    return [tp for tp in sorted(made)
+            if (partition := state.cluster.partition(tp)) is not None and partition.reassigning
+            and ((record := state.reassignments.get(tp)) is None or record.in_flight is None)]
 
 
 def compute_superseded(state: ControllerState, targets: Targets) -> list[TopicPartition]:

@@ -2,9 +2,16 @@
 
 RULES:
 - `ok` results change nothing — completion is judged from the cluster (partition events), never
-  from the executor's word — but one: an ok `CancelReassignment` of the step in flight confirms
-  that Kafka reverted it, so the view of the replicas from before the step can be trusted even
-  if it never showed the step (`planning.movement.cancel.compute_cancel_observed`).
+  from the executor's word — but two:
+  - an ok `CancelReassignment` of the step in flight confirms that Kafka reverted it, so the
+    view of the replicas from before the step can be trusted even if it never showed the step
+    (`planning.movement.cancel.compute_cancel_observed`);
+  - an ok `ReassignmentStep` of the step in flight keeps its event time on the step
+    (`applied_at_ms`, the first such result's): a view of the partition polled after it can
+    tell whether Kafka still runs the step, so a step another tool cancelled or replaced before
+    any poll showed it is noticed then (`planning.movement.completion` INTERRUPTED). The record
+    is found by the result's key (`<topic>-<partition>`, the command's) and its reassignment id
+    and step number must match: O(1) per result.
 - A failed `ReassignmentStep` that is the step in flight of an active reassignment (same
   reassignment id and step number):
   - with an error worth retrying (`RETRIED_STEP_ERRORS`: timeouts, no controller, leader not
@@ -48,7 +55,8 @@ from handlers.outbox import ERROR, WARNING, tp_key
 from handlers.context import BatchContext
 from handlers.log_dirs import handle_log_dir_result
 from planning.movement.eta import add_finished_work, compute_finished_work
-from planning.movement.reassignment import confirm_cancel, fail_step
+from planning.model import TopicPartition
+from planning.movement.reassignment import confirm_cancel, fail_step, note_step_applied
 
 # The error codes of CommandResult as the executor writes them (Kafka's names; librdkafka's local
 # ones without their leading underscore: `reassigner.clients.kafka_admin.kafka_error_name`).
@@ -93,6 +101,8 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
         if result.get("ok", True):
             if result.get("command_kind") == "CancelReassignment":
                 _confirm_cancel(context, result)
+            elif result.get("command_kind") == "ReassignmentStep":
+                _note_applied(context, result)
             continue
         code = result.get("error_code") or "UNKNOWN_SERVER_ERROR"
         kind = str(result.get("command_kind", ""))
@@ -165,3 +175,18 @@ def _confirm_cancel(context: BatchContext, result: Mapping[str, Any]) -> None:
             if confirmed is not record:
                 context.state = context.state.with_records({tp: confirmed})
             return
+
+
+def _note_applied(context: BatchContext, result: Mapping[str, Any]) -> None:
+    """An ok ReassignmentStep: its step in flight keeps the time it was applied (RULES)."""
+    topic, _, partition = str(result.get("key", "")).rpartition("-")
+    at_ms, step = result.get("event_time"), result.get("step")
+    if not topic or not partition.isdigit() or not isinstance(at_ms, int) or not isinstance(step, int):
+        return
+    tp = TopicPartition(topic, int(partition))
+    record = context.state.reassignments.get(tp)
+    if record is None or record.reassignment_id != result.get("reassignment_id"):
+        return
+    noted = note_step_applied(record, step, at_ms)
+    if noted is not record:
+        context.state = context.state.with_records({tp: noted})

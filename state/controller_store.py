@@ -218,7 +218,7 @@ def reassignment_to_storage(reassignment: Reassignment) -> str:
         "dirs": list(reassignment.target_log_dirs),
         "in_flight": None if in_flight is None else
         [step_to_storage(in_flight.step), in_flight.number, in_flight.started_at,
-         in_flight.seen_in_kafka, in_flight.cancel_confirmed],
+         in_flight.seen_in_kafka, in_flight.cancel_confirmed, in_flight.applied_at_ms, in_flight.viewed_at_ms],
         "done": reassignment.steps_done,
         "state": reassignment.state.value,
         "reason": reassignment.reason,
@@ -232,8 +232,8 @@ def reassignment_from_storage(tp: TopicPartition, stored: str) -> Reassignment:
     data = json.loads(stored)
     in_flight = None
     if data["in_flight"] is not None:
-        step, number, started_at, *flags = data["in_flight"]  # flags: absent in older state
-        in_flight = StepInFlight(step_from_storage(step), number, started_at, *map(bool, flags))
+        step, number, started_at, *flags = data["in_flight"]  # flags, times: absent in older state
+        in_flight = StepInFlight(step_from_storage(step), number, started_at, *map(bool, flags[:2]), *flags[2:4])
     return Reassignment(
         reassignment_id=data["id"], tp=tp, original_replicas=tuple(data["original"]),
         final_target=tuple(data["final"]), target_log_dirs=tuple(data["dirs"]),

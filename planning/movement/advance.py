@@ -15,8 +15,9 @@ ORDER (the code follows it):
      at the step's target, or the cancel confirmed by the executor) → revert, keep (DONE,
      ending STOPPED) or resume (`planning.movement.cancel.compute_cancel_observed`);
    - step in flight complete (completion.py) → count it; Kafka finished but TR[0] does not lead
-     → ask for a preferred-leader election; seen before and not shown any more (another tool
-     cancelled or replaced it: `completion.is_step_interrupted`) → it ends (`interrupt_step`)
+     → ask for a preferred-leader election; not shown in a view that can tell — one that showed
+     it before, or one read after the executor applied it (another tool cancelled or replaced
+     it: `completion.is_step_interrupted`, `is_view_conclusive`) → it ends (`interrupt_step`)
      and the partition is stepped again from the replicas Kafka shows, in this decision (held
      by the batch rule while Kafka shows another tool's reassignment); still running past the
      stall timeout → report it (every decision while it lasts: signalling once is the
@@ -69,6 +70,7 @@ from planning.movement.completion import (
     is_step_complete,
     is_step_interrupted,
     is_step_stalled,
+    is_view_conclusive,
     needs_leader_election,
     shows_step,
 )
@@ -244,7 +246,7 @@ def compute_stepping(
                 completed.append(tp)
             elif needs_leader_election(partition, flight.step):
                 elections.append(tp)
-            elif is_step_interrupted(partition, flight.step, flight.seen_in_kafka):
+            elif is_step_interrupted(partition, flight.step, is_view_conclusive(flight)):
                 interrupted.append((tp, describe_interruption(partition, flight.step, flight.number)))
                 record = interrupt_step(record)
             elif is_step_stalled(flight.started_at, now, stall_timeout):

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from planning.model import PartitionState, TopicPartition
+from planning.movement.completion import is_view_conclusive
 from planning.movement.reassignment import (
     AfterCancel,
     Reassignment,
@@ -134,8 +135,9 @@ def compute_cancel_observed(reassignment: Reassignment, partition: PartitionStat
     from the replicas observed now, so it starts from wherever the partition is.
 
     A view that is not reassigning counts only if it can be trusted: it shows the step's target,
-    or the view has shown the step before (`seen_in_kafka`), or the executor confirmed the cancel
-    (`cancel_confirmed`). Otherwise it may predate the step: a step that only drops replicas
+    or it can tell whether Kafka runs the step (`completion.is_view_conclusive`: it showed the
+    step before, or it was read after the executor applied the step), or the executor confirmed
+    the cancel (`cancel_confirmed`). Otherwise it may predate the step: a step that only drops replicas
     completes at once in Kafka, and the stale view of the replicas from before it would pass
     for a reverted step — the revert would then end at once with Kafka one replica short.
     `stalled` (the step is older than the stall timeout) trusts the view anyway, so that a lost
@@ -144,7 +146,7 @@ def compute_cancel_observed(reassignment: Reassignment, partition: PartitionStat
     if reassignment.state is not ReassignmentState.CANCELLING or partition.reassigning:
         return reassignment
     flight = reassignment.in_flight
-    trusted = (flight is None or flight.seen_in_kafka or flight.cancel_confirmed or stalled
+    trusted = (flight is None or is_view_conclusive(flight) or flight.cancel_confirmed or stalled
                or set(partition.replicas) == set(flight.step.target))
     return cancel_observed(reassignment) if trusted else reassignment
 

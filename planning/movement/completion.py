@@ -12,14 +12,34 @@ issues the preferred-leader election.
 
 (A log-dir move's completion is `planning.movement.log_dirs`'.)
 
-SHOWN. What Kafka shows a partition moving to (`compute_shown_target`): its replicas less the
-removing ones while it reassigns (KIP-455: a reassigning partition lists the target's replicas
-and the old ones being removed), else its replicas. A step is shown (`shows_step`) when that set is
-its target's: Kafka runs it, or ran it. A step in flight that was shown once and is not any more
-was cancelled or replaced by someone else (`kafka-reassign-partitions.sh --cancel`, another
-tool's `--execute`): it is interrupted (`is_step_interrupted`). One that was never shown proves
-nothing: the view may predate the step (the watcher polled before the executor applied it),
-and the stall timeout is then what ends the wait.
+SHOWN. What Kafka shows a partition moving to (`compute_shown_replicas`, as a set
+`compute_shown_target`): its replicas less the removing ones while it reassigns (KIP-455: a
+reassigning partition lists the target's replicas and the old ones being removed), else its
+replicas. It is where the partition will be once the reassignment Kafka runs ends: what a plan
+takes as its placement (`handlers.plans`), never the combined list. A step is shown
+(`shows_step`) when that set is its target's: Kafka runs it, or ran it.
+
+INTERRUPTED. A step in flight that Kafka does not show, in a view that can tell, was cancelled or
+replaced by someone else (`kafka-reassign-partitions.sh --cancel`, another tool's `--execute`):
+it is interrupted (`is_step_interrupted`). Completion and a pending election are judged first,
+so a step that completed before any poll showed it running is complete, not interrupted. A view
+can tell (`is_view_conclusive`) when
+- it showed the step once (`seen_in_kafka`): Kafka ran it, and now shows something else; or
+- it was read after the executor applied the step: its poll began reading at least
+  `APPLIED_VIEW_MARGIN_MS` after the time of the executor's ok CommandResult
+  (`viewed_at_ms >= applied_at_ms + APPLIED_VIEW_MARGIN_MS`). The executor stamps its result
+  once Kafka has accepted the step, and the watcher stamps a poll's events with the time the
+  poll began reading, so a poll that began before the apply and ended after it does not count.
+  The margin covers what these two clocks cannot: the metadata a broker serves lagging the
+  controller that accepted the step (the reassignment list and the replicas come from
+  different brokers), and the clocks of the executor's and the watcher's hosts differing.
+  Such a view shows the step running, or at its target (completed), or it was cancelled or
+  replaced before any poll showed it.
+Any other view proves nothing: it may predate the step (the watcher polled before the executor
+applied it), and the stall timeout is then what ends the wait. The view read after the apply
+comes with the first change the watcher sees in the partition (a cancel bumps the leader epoch;
+a replacement shows other adding/removing replicas), or at the latest with the next snapshot
+(`snapshot_interval_seconds`), which tells every partition again.
 
 A step is stalled when it has not completed `stall_timeout` seconds after it started. Times, and
 the timeout itself (`step.stall.timeout`, whose one default is in `reassigner.settings`), are
@@ -33,6 +53,12 @@ from enum import Enum
 
 from planning.model import PartitionState
 from planning.movement.partition_steps import Step
+from planning.movement.reassignment import StepInFlight
+
+APPLIED_VIEW_MARGIN_MS = 1000
+"""How long after the executor's report of a step applied a poll must begin to count as a view
+read after the apply (INTERRUPTED)."""
+
 
 class StepPhase(str, Enum):
     """Where one step is, as the cluster shows it."""
@@ -106,11 +132,18 @@ def needs_leader_election(partition: PartitionState, step: Step) -> bool:
     return compute_step_progress(partition, step).phase is StepPhase.AWAITING_ELECTION
 
 
+def compute_shown_replicas(partition: PartitionState) -> tuple[int, ...]:
+    """The replicas Kafka shows `partition` moving to, in Kafka's order (SHOWN), or holding when
+    it does not move."""
+    if partition.reassigning:
+        removing = frozenset(partition.removing)
+        return tuple(b for b in partition.replicas if b not in removing)
+    return partition.replicas
+
+
 def compute_shown_target(partition: PartitionState) -> frozenset[int]:
     """The replicas Kafka shows `partition` moving to (SHOWN), or holding when it does not move."""
-    if partition.reassigning:
-        return frozenset(partition.replicas) - frozenset(partition.removing)
-    return frozenset(partition.replicas)
+    return frozenset(compute_shown_replicas(partition))
 
 
 def shows_step(partition: PartitionState, step: Step) -> bool:
@@ -118,9 +151,19 @@ def shows_step(partition: PartitionState, step: Step) -> bool:
     return compute_shown_target(partition) == frozenset(step.target)
 
 
-def is_step_interrupted(partition: PartitionState, step: Step, seen_in_kafka: bool) -> bool:
-    """A step Kafka showed (`seen_in_kafka`) that it shows no more: cancelled or replaced (SHOWN)."""
-    return seen_in_kafka and not shows_step(partition, step)
+def is_view_conclusive(flight: StepInFlight) -> bool:
+    """The view of the partition can tell whether Kafka runs the step in flight (INTERRUPTED):
+    it showed the step once, or it was read after the executor applied the step."""
+    if flight.seen_in_kafka:
+        return True
+    return (flight.applied_at_ms is not None and flight.viewed_at_ms is not None
+            and flight.viewed_at_ms >= flight.applied_at_ms + APPLIED_VIEW_MARGIN_MS)
+
+
+def is_step_interrupted(partition: PartitionState, step: Step, conclusive: bool) -> bool:
+    """A step Kafka does not show in a view that can tell (`conclusive`, `is_view_conclusive`):
+    cancelled or replaced (INTERRUPTED). The caller judges completion first."""
+    return conclusive and not shows_step(partition, step)
 
 
 def describe_interruption(partition: PartitionState, step: Step, number: int) -> str:

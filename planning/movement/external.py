@@ -8,9 +8,13 @@ status page and `/api/status` show them (marked `external`), and they are respec
 - no step of ours starts on such a partition: the batch rule refuses a candidate whose partition
   Kafka shows reassigning (`planning.movement.batches`, "moved by another tool"), so a plan of
   ours that includes it waits, with that reason, until Kafka shows the move ended;
-- a step of ours that another tool cancels or replaces is noticed at the next observation
-  (`planning.movement.completion.is_step_interrupted`), ended, and the partition is stepped
-  again from where Kafka has it (`planning.movement.advance.compute_stepping`).
+- a plan made while such a move runs takes the partition as at that move's target, never as
+  Kafka's combined replica list (`handlers.plans`, `completion.compute_shown_replicas`);
+- a step of ours that another tool cancels or replaces is noticed at the next observation that
+  can tell (`planning.movement.completion` INTERRUPTED: one that showed the step, or the first
+  one read after the executor applied it, so also when no poll ever showed it running), ended,
+  and the partition is stepped again from where Kafka has it
+  (`planning.movement.advance.compute_stepping`).
 
 RULES (`compute_external_moves`):
 - an entry keeps what Kafka showed (replicas, adding, removing) and since when (the event time

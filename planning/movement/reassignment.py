@@ -53,6 +53,13 @@ class StepInFlight:
         step that only drops replicas completes in Kafka before the next poll shows anything).
     cancel_confirmed: the executor reported this step's CancelReassignment applied, so Kafka
         reverted it: the replicas from before the step are then the truth, seen or not.
+    applied_at_ms: when the executor reported this step applied (the event time of its ok
+        CommandResult, stamped once Kafka had accepted it); None until that result is read.
+    viewed_at_ms: the poll time of the latest view of the partition read while this step was in
+        flight and not yet seen (the event time of the PartitionState, which the watcher stamps
+        with the time its poll began reading); None before the first. Together with
+        `applied_at_ms` it tells whether the view can be older than the step
+        (`completion.is_view_conclusive`).
     """
 
     step: Step
@@ -60,6 +67,8 @@ class StepInFlight:
     started_at: float  # seconds, as passed in by the caller; stall detection measures from here
     seen_in_kafka: bool = False
     cancel_confirmed: bool = False
+    applied_at_ms: int | None = None
+    viewed_at_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +156,24 @@ def mark_step_seen(reassignment: Reassignment) -> Reassignment:
     if flight is None or flight.seen_in_kafka:
         return reassignment
     return replace(reassignment, in_flight=replace(flight, seen_in_kafka=True))
+
+
+def note_step_applied(reassignment: Reassignment, step_number: int, at_ms: int) -> Reassignment:
+    """The executor reported step `step_number` applied at `at_ms` (a no-op for any other step,
+    and for a second report: the first, earliest, time is kept)."""
+    flight = reassignment.in_flight
+    if flight is None or flight.number != step_number or flight.applied_at_ms is not None:
+        return reassignment
+    return replace(reassignment, in_flight=replace(flight, applied_at_ms=at_ms))
+
+
+def note_step_viewed(reassignment: Reassignment, at_ms: int) -> Reassignment:
+    """A view of the partition polled at `at_ms` was read while the step is in flight. Kept only
+    while it can matter: the step not seen yet, and a later poll than the one kept."""
+    flight = reassignment.in_flight
+    if flight is None or flight.seen_in_kafka or (flight.viewed_at_ms is not None and at_ms <= flight.viewed_at_ms):
+        return reassignment
+    return replace(reassignment, in_flight=replace(flight, viewed_at_ms=at_ms))
 
 
 def confirm_cancel(reassignment: Reassignment, step_number: int) -> Reassignment:

@@ -18,6 +18,12 @@ ONE POLL, in this order:
 A poll that fails anywhere leaves the view as it was, so the next successful poll publishes the
 changes again (state-carrying events make a repeat harmless) — nothing is lost in an outage.
 
+TIMES. Every event of a poll carries the poll's time: when it began reading the cluster, not
+when the answers were in. What it read is Kafka's state at that time or later, so a view stamped
+after a moment (the executor's report that it applied a step) was read after it, also when the
+poll took long (`planning.movement.completion` INTERRUPTED). Polls do not overlap, so the events
+of a later poll carry a later time.
+
 INVARIANTS
 - The clock is read here (`clock()`, default `time.time`), never in `observation.py`.
 - A poll never runs more often than every `poll_interval_seconds`; after a failure the wait
@@ -114,7 +120,7 @@ class Watcher:
         current = self.admin.observe(self.view, log_dirs_due=log_dirs_due)
         observed = time.monotonic()
         now = self.clock()
-        now_ms = int(now * 1000)
+        now_ms = int(polled_at * 1000)  # the poll's time: when it began reading (TIMES)
         snapshot = self._snapshot
         slice_size = self.settings.snapshot_slice_partitions
         if snapshot_due and len(current.partitions) <= slice_size:

@@ -213,3 +213,29 @@ def test_a_big_clusters_snapshot_is_spread_over_polls_and_a_failed_poll_repeats_
     change = [r for _s, _k, r in publisher.polls[2] if r.get("snapshot_id") is None]
     assert [(r["partition"], r["isr"]) for r in change] == [(9, [1])]  # the poll's own change, told too
     assert watcher.poll_once().snapshot_id is None  # the next snapshot waits for its interval
+
+
+def test_a_polls_events_carry_the_time_it_began_reading():
+    """A poll that began before the executor applied a step and ended after it must not pass for
+    a view read after the apply (`planning.movement.completion` INTERRUPTED): its events carry
+    the time the poll began reading, not the time the answers were in."""
+    from reassigner.clients.cluster_answers import PartitionObservation, compute_observation
+
+    before = compute_observation(BROKERS, [PartitionObservation("t", 0, (1, 2), (1, 2), 1, 3)], {"t": "id"}, {},
+                                 [], {"t": 1})
+    after = replace(before, partitions={("t", 0): replace(before.partitions[("t", 0)], leader_epoch=4)})
+    now = [1000.0]
+
+    class SlowAdmin(ObservingAdmin):
+        def observe(self, previous=None, log_dirs_due=True):
+            now[0] += 2.5  # the answers take 2.5 s to come in
+            return super().observe(previous, log_dirs_due)
+
+    publisher = CollectingPublisher()
+    watcher = Watcher(SlowAdmin([before, after]), publisher, load_settings(snapshot_interval_seconds=600),
+                      clock=lambda: now[0])
+    watcher.poll_once()  # the snapshot, read from 1000.0 s on
+    now[0] = 1010.0
+    watcher.poll_once()  # the change, read from 1010.0 s on
+    assert {r["event_time"] for _s, _k, r in publisher.polls[0]} == {1_000_000}
+    assert [(r["event_time"], r["leader_epoch"]) for _s, _k, r in publisher.polls[1]] == [(1_010_000, 4)]

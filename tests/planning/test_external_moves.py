@@ -16,10 +16,16 @@ from hypothesis import strategies as st
 
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.advance import compute_stepping
-from planning.movement.completion import compute_shown_target, is_step_interrupted, shows_step
+from planning.movement.completion import (
+    APPLIED_VIEW_MARGIN_MS,
+    compute_shown_target,
+    is_step_interrupted,
+    is_view_conclusive,
+    shows_step,
+)
 from planning.movement.external import ExternalMove, compute_external_moves
 from planning.movement.partition_steps import Step
-from planning.movement.reassignment import start_reassignment, start_step
+from planning.movement.reassignment import note_step_applied, note_step_viewed, start_reassignment, start_step
 from planning.simulation.simulator import SimulatedCluster, SimulationParams
 from tests.settings_defaults import STALL_TIMEOUT, default_limits
 
@@ -190,6 +196,127 @@ def test_only_a_step_once_shown_and_shown_no_more_is_interrupted(data):
     if not was_seen:
         assert after.reassignments[tp(0)].in_flight is not None, "an unseen step stays in flight (stall timeout)"
     assert not ({p.tp for p in after.started} & {p.tp for p in view.partitions() if p.reassigning})
+
+
+# --- interrupted before any poll showed it ---------------------------------------------------------
+
+APPLIED_MS = 100_400  # when the executor reported step 1 applied (its CommandResult's event time)
+
+
+def submitted(sim: SimulatedCluster, target=(1, 2, 4)):
+    """A reassignment of t-0 whose first step was decided at 100 s and applied in Kafka by the
+    executor, which reported it at `APPLIED_MS`; no view has shown it yet."""
+    records = {tp(0): start_reassignment("r/0", tp(0), sim.partition(tp(0)).replicas, target)}
+    first = decide(records, sim.snapshot(), now=100.0)
+    (planned,) = first.started
+    sim.submit_step(tp(0), planned.step.target)
+    return {tp(0): note_step_applied(first.reassignments[tp(0)], 1, APPLIED_MS)}, planned
+
+
+def viewed(records, at_ms: int):
+    return {t: note_step_viewed(r, at_ms) for t, r in records.items()}
+
+
+def test_a_step_cancelled_before_any_poll_showed_it_is_noticed_at_the_first_view_read_after_the_apply():
+    sim = SimulatedCluster(cluster_of([(1, 2, 3)]), SimulationParams(bytes_per_sec=1))
+    records, planned = submitted(sim)
+    sim.cancel(tp(0))  # kafka-reassign-partitions.sh --cancel, before the watcher polled
+    view = sim.snapshot()
+    assert not view.partition(tp(0)).reassigning and not shows_step(view.partition(tp(0)), planned.step)
+    # A poll that began before the apply (it may have ended after it) proves nothing.
+    early = decide(viewed(records, APPLIED_MS - 1), view, now=100.5)
+    assert not early.interrupted and early.reassignments[tp(0)].in_flight.number == 1
+    # The first poll that began reading after the apply tells it.
+    after = decide(viewed(early.reassignments, APPLIED_MS + APPLIED_VIEW_MARGIN_MS), view, now=101.5)
+    assert [t for t, _ in after.interrupted] == [tp(0)] and not after.stalled
+    assert "cancelled by another tool" in after.interrupted[0][1]
+    record = after.reassignments[tp(0)]
+    assert record.steps_done == 1 and record.in_flight.number == 2, "re-planned at once, with a new number"
+    assert after.started[0].step.target == planned.step.target
+
+
+def test_a_step_replaced_before_any_poll_showed_it_ends_and_the_partition_waits_for_that_move():
+    sim = SimulatedCluster(cluster_of([(1, 2, 3)]), SimulationParams(bytes_per_sec=1))
+    records, _ = submitted(sim)
+    sim.submit_step(tp(0), (5, 6, 3))  # another tool's --execute, before the watcher polled
+    after = decide(viewed(records, APPLIED_MS + 5000), sim.snapshot(), now=105.0)
+    assert [t for t, _ in after.interrupted] == [tp(0)] and "replaced by another tool" in after.interrupted[0][1]
+    assert not after.started and after.deferred[0].reason.startswith(HELD)
+
+
+def test_a_step_completed_before_any_poll_showed_it_is_complete_not_interrupted():
+    sim = SimulatedCluster(cluster_of([(1, 2, 3)]), SimulationParams(bytes_per_sec=1_000_000))
+    records, planned = submitted(sim, target=(1, 2, 4))
+    sim.tick(10.0)  # the copy is done before the watcher polls
+    assert sim.partition(tp(0)).replicas == planned.step.target
+    after = decide(viewed(records, APPLIED_MS + 5000), sim.snapshot(), now=105.0)
+    assert not after.interrupted and after.completed == (tp(0),)
+
+
+def test_a_view_read_within_the_margin_after_the_apply_proves_nothing_yet():
+    """The replicas come from a broker's metadata, which may lag the controller that accepted
+    the step, and the executor's and the watcher's clocks may differ a little."""
+    sim = SimulatedCluster(cluster_of([(1, 2, 3)]), SimulationParams(bytes_per_sec=1))
+    records, _ = submitted(sim)
+    stale = cluster_of([(1, 2, 3)])  # a broker that has not heard of the step yet
+    soon = decide(viewed(records, APPLIED_MS + APPLIED_VIEW_MARGIN_MS - 1), stale, now=100.5)
+    assert not soon.interrupted and soon.reassignments[tp(0)].in_flight.number == 1
+
+
+def test_the_view_and_the_apply_may_be_told_in_either_order():
+    sim = SimulatedCluster(cluster_of([(1, 2, 3)]), SimulationParams(bytes_per_sec=1))
+    records = {tp(0): start_reassignment("r/0", tp(0), (1, 2, 3), (1, 2, 4))}
+    first = decide(records, sim.snapshot(), now=100.0)
+    record = first.reassignments[tp(0)]
+    view_first = note_step_applied(note_step_viewed(record, APPLIED_MS + 2000), 1, APPLIED_MS)
+    apply_first = note_step_viewed(note_step_applied(record, 1, APPLIED_MS), APPLIED_MS + 2000)
+    assert view_first == apply_first and is_view_conclusive(view_first.in_flight)
+    assert note_step_applied(record, 2, APPLIED_MS) is record, "another step's result changes nothing"
+    assert note_step_applied(apply_first, 1, APPLIED_MS + 9) is apply_first, "the first report is kept"
+    assert note_step_viewed(apply_first, APPLIED_MS + 1000) is apply_first, "an older view is not kept"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_view_read_after_the_apply_ends_a_step_exactly_when_kafka_no_longer_runs_it(data):
+    """Kafka applies our step at a (ms), the executor reports it at a + d, another tool may act
+    at a + c (cancel, replace) or the step completes; the watcher's poll begins at v and shows
+    Kafka as it was then. The step is interrupted exactly when that view was read after the
+    report (plus the margin) and shows neither our step running nor its target; never on a view
+    of the step running or done, or of the time before it."""
+    current, target = data.draw(replica_sets), data.draw(replica_sets)
+    if set(target) == set(current):
+        return
+    sim = SimulatedCluster(cluster_of([current]), SimulationParams(bytes_per_sec=1))
+    first = decide({tp(0): start_reassignment("r/0", tp(0), current, target)}, sim.snapshot(), now=100.0)
+    if not first.started:
+        return
+    step = first.started[0].step
+    applied = 100_100
+    reported = applied + data.draw(st.integers(0, 3000))
+    acted = applied + data.draw(st.integers(0, 3000))
+    polled = applied + data.draw(st.integers(-3000, 6000))
+    action = data.draw(st.sampled_from(["nothing", "cancel", "replace", "complete"]))
+    before_step = sim.snapshot()
+    sim.submit_step(tp(0), step.target)
+    running = sim.snapshot()
+    if action == "cancel":
+        sim.cancel(tp(0))
+    elif action == "replace":
+        sim.submit_step(tp(0), other_target(tuple(step.target), data))
+    elif action == "complete":
+        sim.tick(10_000.0)
+    view = before_step if polled < applied else running if polled < acted else sim.snapshot()
+    record = note_step_viewed(note_step_applied(first.reassignments[tp(0)], 1, reported), polled)
+    after = decide({tp(0): record}, view, now=101.0)
+    partition = view.partition(tp(0))
+    gone = action in ("cancel", "replace") and view is not running and view is not before_step
+    expected = gone and polled >= reported + APPLIED_VIEW_MARGIN_MS and not shows_step(partition, step)
+    assert bool(after.interrupted) == expected
+    if view is running or (view is not before_step and action in ("nothing", "complete")):
+        assert not after.interrupted, "Kafka runs or ran our step"
+    if not expected and tp(0) not in after.completed:
+        assert after.reassignments[tp(0)].in_flight.number == 1, "it stays in flight"
 
 
 # --- kept incrementally ---------------------------------------------------------------------------------

@@ -15,6 +15,11 @@ quotas so that a move stays in progress until the test lifts them). In file orde
   2. a step of ours on outside-1 is cancelled with  → `ReassignmentInterrupted` within a few
      Kafka's tool (`--cancel`)                        observation intervals (not the stall
                                                      timeout), the partition stepped again
+                                                     (step 2), and it completes;
+  3. a step of ours on outside-1 is cancelled with  → `ReassignmentInterrupted` at the first poll
+     Kafka's tool right after the executor applied    after the apply (the watcher, stopped
+     it, before any poll showed it running             meanwhile, starts again with a snapshot),
+                                                     not the stall timeout; stepped again
                                                      (step 2), and it completes.
 Every outcome is read from Kafka (Admin API), the product's alerts and commands, and its CLI.
 """
@@ -33,6 +38,7 @@ from reassigner.clients.jars import kafka_classpath
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.cluster_tools import SlowReplication, create_topics, write_bulk
 from reassigner.dev.harness.world import MIN_INSYNC_REPLICAS
+from reassigner.dev.local.processes import stop
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.scenario]
 
@@ -162,3 +168,48 @@ def test_a_step_cancelled_with_kafkas_tool_is_noticed_and_stepped_again(world, c
     done = demo.alerts.wait_for("ReassignmentCompleted", alerts, 180, where=lambda a: a["subject"] == f"{TOPIC}-1")
     assert done["details"]["replicas"] == "[1, 3]", done
     assert kafka_partition(demo, 1)["replicas"] == [1, 3]
+
+
+def test_a_step_cancelled_before_any_poll_showed_it_is_noticed_at_the_first_poll_after_the_apply(world, cache_dir):
+    """The watcher is stopped, so no poll can show our step running: the executor applies it, Kafka's
+    tool cancels it, and only then does the watcher poll again (its snapshot on start). That first
+    view read after the apply shows the replicas from before the step: interrupted, not stalled."""
+    demo = world
+    alerts, commands = demo.alerts.mark(), demo.commands.mark()
+    current = kafka_partition(demo, 1)["replicas"]
+    target = [current[0], *sorted({1, 2, 3} - set(current))]
+    watcher = demo.product.handles.pop("watcher")  # stopped on purpose: not a crash for `check_alive`
+    stop(watcher.pid, timeout_seconds=20)
+    watcher.poll()
+    restarted = False
+    try:
+        with SlowReplication(demo.bootstrap, TOPIC, [1, 2, 3], SLOW_BYTES_PER_SEC, client=demo.client) as slow:
+            request = product_plan(demo, "ours-unseen-1.json", {1: target})
+            demo.commands.wait_for("ReassignmentStep", commands, 90, where=lambda c: (
+                c["payload"][1]["topic"] == TOPIC and c["payload"][1]["partition"] == 1))
+            demo.wait("the executor applied our step: Kafka runs it", lambda: kafka_partition(demo, 1)["reassigning"], 60)
+            kafka_reassign(demo, cache_dir, "cancel", {1: target})
+            cancelled_at = demo.alerts.mark()
+            demo.wait("Kafka shows the step cancelled", lambda: not kafka_partition(demo, 1)["reassigning"], 60)
+            demo.wait("the pipeline read the executor's result", lambda: (
+                (record := demo.controller_state().reassignments.get(_tp(1))) is not None
+                and record.in_flight is not None and record.in_flight.applied_at_ms is not None), OBSERVATIONS)
+            unseen = demo.controller_state().reassignments[_tp(1)].in_flight
+            assert unseen.number == 1 and not unseen.seen_in_kafka, f"a poll showed the step: {unseen}"
+            demo.product.start_one("watcher", log_name="watcher-2")
+            restarted = True
+            interrupted = demo.alerts.wait_for("ReassignmentInterrupted", alerts, OBSERVATIONS + 30,
+                                               where=lambda a: a["subject"] == f"{TOPIC}-1")
+            assert "cancelled by another tool" in interrupted["message"], interrupted
+            assert interrupted["details"]["reassignment_id"] == f"{request}/{TOPIC}-1"
+            demo.wait("the partition is stepped again", lambda: len(steps_for(demo, 1, commands)) >= 2, OBSERVATIONS)
+            again = steps_for(demo, 1, commands)[1]
+            assert again["id"] == f"{request}/{TOPIC}-1:2:ReassignmentStep", again["id"]
+            assert not demo.alerts.of_kind("ReassignmentStalled", cancelled_at)
+            slow.lift()
+    finally:
+        if not restarted:
+            demo.product.start_one("watcher", log_name="watcher-2")
+    done = demo.alerts.wait_for("ReassignmentCompleted", alerts, 180, where=lambda a: a["subject"] == f"{TOPIC}-1")
+    assert done["details"]["replicas"] == str(target), done
+    assert kafka_partition(demo, 1)["replicas"] == target
