@@ -538,8 +538,9 @@ def compute_changed_reassignments(before: ControllerState, after: ControllerStat
     changed = sorted(((tp, r) for tp, r in candidates if (old := old_moves.get(tp)) is not r and old != r),
                      key=lambda item: item[0])
     moves = {tp_field(tp): reassignment_to_storage(r) for tp, r in changed}
-    gone = old_moves if logged is None else logged
-    finished = [tp_field(tp) for tp in sorted(tp for tp in gone if tp in old_moves and tp not in new_moves)]
+    gone = (tp for tp in old_moves if tp not in new_moves) if logged is None else \
+        (tp for tp in logged if tp in old_moves and tp not in new_moves)
+    finished = [tp_field(tp) for tp in sorted(gone)]
     return moves, finished
 
 
