@@ -173,7 +173,7 @@ def handle_log_dir_progress(context: BatchContext) -> None:
     tasks = state.log_dir_moves
     if not tasks and not any(k.startswith(THROTTLE_MARKER) for k in state.open_alerts):
         return
-    busy = {tp for tp, r in state.reassignments.items() if r.in_flight is not None}
+    busy = set(state.compute_records_in_flight())
     busy |= {t.tp for t in tasks.values()
              if (p := state.cluster.partition(t.tp)) is not None and p.reassigning}
     progress = compute_log_dir_progress(

@@ -175,7 +175,7 @@ def _forget_finished_steps(context: BatchContext) -> None:
     if not any(k.startswith(ONCE_PER_STEP) for k in context.state.open_alerts):
         return
     live = {f"{prefix}{r.reassignment_id}:{r.in_flight.number}"
-            for r in context.state.reassignments.values() if r.in_flight is not None
+            for r in context.state.compute_records_in_flight().values()
             for prefix in ONCE_PER_STEP}
     context.close_alerts(k for k in context.state.open_alerts
                          if k.startswith(ONCE_PER_STEP) and k not in live)

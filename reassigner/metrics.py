@@ -218,8 +218,9 @@ class BatchCounts:
 
 
 def compute_in_flight(state: ControllerState) -> frozenset[TopicPartition]:
-    """The partitions whose reassignment has a step in flight."""
-    return frozenset(tp for tp, record in state.reassignments.items() if record.in_flight is not None)
+    """The partitions whose reassignment has a step in flight (`ControllerState.compute_records_in_flight`:
+    O(in flight + changed) when the state's change log vouches for them, a walk otherwise)."""
+    return frozenset(state.compute_records_in_flight())
 
 
 def compute_completed_steps(before: ControllerState, after: ControllerState,

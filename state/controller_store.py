@@ -529,15 +529,18 @@ def compute_changed_reassignments(before: ControllerState, after: ControllerStat
     """The reassignment rows to set (field → stored record) and the fields to delete. Only the
     partitions the batch's change log names are compared when it vouches for them
     (`ControllerState.compute_batch_changes`: the log of this very transition); otherwise every
-    record, by identity first."""
+    record, by identity first. Either way the rows come in partition order: the records are an
+    `immutables.Map`, whose iteration order follows hashes that vary from process to process."""
     old_moves, new_moves = before.reassignments, after.reassignments
     logged = after.compute_batch_changes(before)
     candidates = new_moves.items() if logged is None else \
-        ((tp, r) for tp in sorted(logged) if (r := new_moves.get(tp)) is not None)
-    moves = {tp_field(tp): reassignment_to_storage(r) for tp, r in candidates
-             if (old := old_moves.get(tp)) is not r and old != r}
-    gone = old_moves if logged is None else sorted(logged)
-    finished = [tp_field(tp) for tp in gone if tp in old_moves and tp not in new_moves]
+        ((tp, r) for tp in logged if (r := new_moves.get(tp)) is not None)
+    changed = sorted(((tp, r) for tp, r in candidates if (old := old_moves.get(tp)) is not r and old != r),
+                     key=lambda item: item[0])
+    moves = {tp_field(tp): reassignment_to_storage(r) for tp, r in changed}
+    gone = (tp for tp in old_moves if tp not in new_moves) if logged is None else \
+        (tp for tp in logged if tp in old_moves and tp not in new_moves)
+    finished = [tp_field(tp) for tp in sorted(gone)]
     return moves, finished
 
 

@@ -11,6 +11,11 @@ Invariants:
 - `last_batch` numbers the applied micro-batches (-1 before the first): the pipeline counts them
   itself (Spark's batch ids restart with a new checkpoint); alert and command ids derive from it;
 - times are epoch milliseconds taken from event times, never from a clock read here;
+- `reassignments` is an `immutables.Map` (a persistent map, as `Cluster.partitions_by_tp`), in
+  every state: the constructor takes any mapping and converts it once (a plain dict from a test or
+  `state.controller_store`'s load); `with_records` patches it in O(k log n) for k records, sharing
+  the rest, so that no batch copies the whole map (issue 17). Compare it with another mapping as
+  `dict(state.reassignments)`: a Map equals only a Map;
 - `reassignments`, `cluster` and `stepping_memo` are written only through `with_records`,
   `with_cluster` and `with_stepping` (`with_changes` refuses them), which keep `change_log`: what
   a batch changed, so that the stepping and the commit cost what changed (`ChangeLog`).
@@ -20,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
+
+import immutables
 
 from planning.model import Cluster, TopicPartition, compute_replaced_partitions
 from planning.movement.advance import SteppingMemo
@@ -136,7 +143,8 @@ class ControllerState:
 
     cluster: the latest observed cluster (brokers, topics, partitions), built from the watcher's
         state-carrying events; `Broker.draining` marks brokers being decommissioned.
-    reassignments: the active reassignments, by partition.
+    reassignments: the active reassignments, by partition; an `immutables.Map` (a plain mapping
+        given to the constructor is converted, see the module docstring).
     broker_added_at_ms: brokers seen registered and empty, waiting out `broker.add.grace`
         (several additions coalesce into one rebalance); cleared when the rebalance is planned.
     broker_down_since_ms: brokers fenced or unregistered, with the event time they went down;
@@ -172,7 +180,7 @@ class ControllerState:
     """
 
     cluster: Cluster = field(default_factory=Cluster)
-    reassignments: Mapping[TopicPartition, Reassignment] = field(default_factory=dict)
+    reassignments: Mapping[TopicPartition, Reassignment] = field(default_factory=immutables.Map)
     broker_added_at_ms: Mapping[int, int] = field(default_factory=dict)
     broker_down_since_ms: Mapping[int, int] = field(default_factory=dict)
     healed_brokers: frozenset[int] = frozenset()
@@ -190,6 +198,10 @@ class ControllerState:
     stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
     change_log: ChangeLog = field(default_factory=ChangeLog, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.reassignments, immutables.Map):  # once, at construction (see the invariants)
+            object.__setattr__(self, "reassignments", immutables.Map(self.reassignments))
+
     def with_changes(self, **changes: object) -> "ControllerState":
         """The state with other fields than the logged ones (see `LOGGED_FIELDS`)."""
         logged = LOGGED_FIELDS.intersection(changes)
@@ -202,12 +214,13 @@ class ControllerState:
         """The state with `patch` applied to `reassignments` (a record sets, None removes), logged."""
         if not patch:
             return self
-        records = dict(self.reassignments)
+        mutation = self.reassignments.mutate()
         for tp, record in patch.items():
             if record is None:
-                records.pop(tp, None)
+                mutation.pop(tp, None)
             else:
-                records[tp] = record
+                mutation[tp] = record
+        records = mutation.finish()
         return replace(self, reassignments=records,
                        change_log=self.change_log.with_records(self.reassignments, records, patch))
 

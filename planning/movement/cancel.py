@@ -16,12 +16,18 @@ RULES:
 Kafka's view of one step and of a cancel (KIP-455; R = replicas, I = ISR, AR/RR = adding/removing):
     R [1,2,3] I [1,2,3] -> target [4,3,2]:  R [1,4,3,2] AR [4] RR [1]  ... 4 joins I ...  R [4,3,2]
     R [1,2,3] -> target [3,4,5], cancelled while R [1,2,3,4,5] AR [4,5] RR [1,2]:  back to R [1,2,3]
+
+COST: the records after a request are the records given, patched (`compute_patched_records`): an
+`immutables.Map` (the controller state's) is updated in O(k log n) for k records touched, sharing
+the rest, never copied whole; a plain dict gives a new dict, as before.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Mapping
+
+import immutables
 
 from planning.model import PartitionState, TopicPartition
 from planning.movement.completion import is_view_conclusive
@@ -75,10 +81,15 @@ def compute_cancel(
     reason: str = "",
 ) -> CancelDecision:
     """Cancel every active reassignment in `scope`; see the module docstring."""
-    matching = sorted(tp for tp, r in reassignments.items() if r.active and scope.matches(tp))
+    if scope.partition is not None:  # one partition: looked up, not searched for
+        tp = TopicPartition(scope.topic, scope.partition)
+        record = reassignments.get(tp)
+        matching = [tp] if record is not None and record.active else []
+    else:
+        matching = sorted(tp for tp, r in reassignments.items() if r.active and scope.matches(tp))
     if not matching:
         raise NoReassignmentInProgressError(f"no reassignment in progress for {scope}")
-    updated = dict(reassignments)
+    updated: dict[TopicPartition, Reassignment] = {}
     cancel_in_kafka = []
     for tp in matching:
         record = reassignments[tp]
@@ -90,7 +101,16 @@ def compute_cancel(
         if record.in_flight is not None:
             cancel_in_kafka.append(tp)
         updated[tp] = begin_cancel(record, keep=keep, reason=reason or f"cancelled ({scope})")
-    return CancelDecision(updated, tuple(cancel_in_kafka), tuple(matching))
+    return CancelDecision(compute_patched_records(reassignments, updated), tuple(cancel_in_kafka), tuple(matching))
+
+
+def compute_patched_records(records: Mapping[TopicPartition, Reassignment],
+                            patch: Mapping[TopicPartition, Reassignment]) -> Mapping[TopicPartition, Reassignment]:
+    """`records` with `patch` set over them, of the same kind (see COST): an `immutables.Map` is
+    updated (O(len(patch) log n)), any other mapping copied into a new dict."""
+    if isinstance(records, immutables.Map):
+        return records.update(patch) if patch else records
+    return {**records, **patch}
 
 
 def compute_partition_after_cancel(partition: PartitionState) -> PartitionState:
@@ -158,14 +178,14 @@ def compute_reassign_request(
     request_id: str,
     reason: str = "",
     target_log_dirs: Mapping[TopicPartition, tuple[str | None, ...]] | None = None,
-) -> dict[TopicPartition, Reassignment]:
+) -> Mapping[TopicPartition, Reassignment]:
     """Records after a reassign request: new partitions join, moving ones are superseded.
 
     A partition already at its target (and not moving) gets no record. Records of partitions the
     request does not name are returned unchanged. Validation of the targets (live brokers, no
     duplicates, RF) happens before this, in `planning.validation`.
     """
-    updated = dict(reassignments)
+    updated: dict[TopicPartition, Reassignment] = {}
     log_dirs = target_log_dirs or {}
     for tp in sorted(targets):
         target = tuple(targets[tp])
@@ -180,4 +200,4 @@ def compute_reassign_request(
         if current == target:
             continue
         updated[tp] = start_reassignment(f"{request_id}/{tp}", tp, current, target, dirs, reason)
-    return updated
+    return compute_patched_records(reassignments, updated)

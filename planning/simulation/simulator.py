@@ -47,7 +47,13 @@ from typing import Iterable, Mapping, Union
 import immutables
 
 from planning.movement.batches import Limits, PlannedStep
-from planning.movement.cancel import CancelScope, compute_cancel, compute_partition_after_cancel, compute_reassign_request
+from planning.movement.cancel import (
+    CancelScope,
+    compute_cancel,
+    compute_partition_after_cancel,
+    compute_patched_records,
+    compute_reassign_request,
+)
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.reassignment import Reassignment, confirm_cancel
 from planning.movement.advance import SteppingDecision, compute_stepping
@@ -577,12 +583,13 @@ def _apply_event(sim: SimulatedCluster, records: Mapping, event: SimulationEvent
             decision = compute_cancel(records, event.scope, keep=event.keep)
         except NoReassignmentInProgressError:
             return records
-        updated = dict(decision.reassignments)
+        updated = decision.reassignments
+        confirmed = {}
         for tp in decision.cancel_in_kafka:
             if tp in sim.reassigning():
                 sim.cancel(tp)  # the executor's "ok" for the CancelReassignment
-                updated[tp] = confirm_cancel(updated[tp], updated[tp].in_flight.number)
-        return updated
+                confirmed[tp] = confirm_cancel(updated[tp], updated[tp].in_flight.number)
+        return compute_patched_records(updated, confirmed)
     return records
 
 

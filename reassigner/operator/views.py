@@ -261,7 +261,7 @@ def compute_reassignment_rows(state: ControllerState, default_replica_movements:
     movements = _replica_movements(state.config, default_replica_movements)
     rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
     share = sum(1 for r in state.reassignments.values() if r.in_flight is not None)
-    flying = [PlannedStep(tp, r.in_flight.step) for tp, r in state.reassignments.items() if r.in_flight is not None]
+    flying = [PlannedStep(tp, r.in_flight.step) for tp, r in sorted(state.compute_records_in_flight().items())]
     return tuple(replace(_row(state, r, movements, rate, share),
                          waiting=compute_waiting_reason(state, r, policy, flying, now_seconds),
                          rate_bytes_per_second=rate / max(1, share) if rate and r.in_flight is not None else None)

@@ -179,7 +179,7 @@ def test_a_cancel_yields_a_cancellation_and_the_revert(pipeline):
     # One alert when the cancel is accepted, one when the partition is back where it started.
     alerts = harness.read("alerts", lambda seen: len(alerts_of(seen, "ReassignmentCancelled")) >= 2)
     assert "back at its original replicas" in alerts_of(alerts, "ReassignmentCancelled")[-1]["message"]
-    assert runner.state.reassignments == {}
+    assert dict(runner.state.reassignments) == {}
 
 
 def test_an_invalid_request_is_rejected_and_nothing_else_changes(pipeline):
@@ -197,7 +197,7 @@ def test_an_invalid_request_is_rejected_and_nothing_else_changes(pipeline):
     assert any("99" in a["message"] for a in rejected)
     settle(runner, "the two rejected requests")  # the batch that rejected them
     assert all_steps(harness) == []
-    assert runner.state.reassignments == {}
+    assert dict(runner.state.reassignments) == {}
 
 
 def test_garbage_reaches_the_dead_letter_topic_and_the_next_event_is_still_handled(pipeline):
