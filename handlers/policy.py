@@ -137,7 +137,7 @@ def _parse_fraction(text: str) -> tuple[str, float]:
         raise ValueError(FRACTION.expected) from None
     if not 0 < value <= 1:  # also refuses NaN
         raise ValueError(FRACTION.expected)
-    return f"{value:g}", value
+    return _shortest_text(value), value
 
 
 def _parse_percent(text: str) -> tuple[str, float]:
@@ -147,7 +147,14 @@ def _parse_percent(text: str) -> tuple[str, float]:
         raise ValueError(PERCENT.expected) from None
     if not 0 < value <= 100:  # also refuses NaN
         raise ValueError(PERCENT.expected)
-    return f"{value:g}", value
+    return _shortest_text(value), value
+
+
+def _shortest_text(value: float) -> str:
+    """The shortest text that reads back as `value` ("10", "0.4", "10.00001"): `:g` kept six
+    digits, so 10.00001 was stored as "10" and a reloaded policy differed from the one applied."""
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _parse_boolean(text: str) -> tuple[str, bool]:

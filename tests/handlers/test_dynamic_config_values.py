@@ -48,3 +48,13 @@ def test_a_huge_stall_timeout_is_rejected_and_the_batch_goes_on():
     decision = decide(state, BatchInputs(1, T0 + 1000, requests=(forged,)), default_policy())
     [rejected] = alerts(decision, "RequestRejected")
     assert "INVALID_CONFIG" in str(rejected) and "step.stall.timeout" not in decision.state.config
+
+
+@pytest.mark.parametrize("key, text, canonical", [
+    ("disk.max.usage.percent", "10.00001", "10.00001"),  # hypothesis found it: `:g` stored "10"
+    ("disk.max.usage.percent", "85%", "85"),
+    ("logdir.imbalance.threshold", "0.4", "0.4"),
+])
+def test_a_fractional_value_is_stored_as_it_reads_back(key, text, canonical):
+    assert compute_config_text(key, text)[0] == canonical
+    assert compute_config_text(key, canonical) == compute_config_text(key, text)
