@@ -216,6 +216,7 @@ def topic_event(topic: TopicObservation, now_ms: int, deleted: bool = False,
 
 def log_dir_event(log_dir: LogDirObservation, now_ms: int, snapshot_id: str | None = None) -> Event:
     key = str(log_dir.broker_id)
+    replicas = log_dir.replica_list
     record = _header("disk-failures", f"{key}:{log_dir.path}", now_ms, snapshot_id) | {
         "key": key,
         "snapshot_id": snapshot_id,
@@ -226,9 +227,8 @@ def log_dir_event(log_dir: LogDirObservation, now_ms: int, snapshot_id: str | No
         "total_bytes": log_dir.total_bytes,
         "usable_bytes": log_dir.usable_bytes,
         "replicas": [
-            {"topic": r.topic, "partition": r.partition, "size_bytes": r.size_bytes,
-             "offset_lag": r.offset_lag, "is_future": r.is_future}
-            for r in log_dir.replicas
+            {"topic": topic, "partition": partition, "size_bytes": size, "offset_lag": lag, "is_future": is_future}
+            for (topic, partition, is_future), size, lag in zip(replicas.keys, replicas.sizes, replicas.lags)
         ],
     }
     return ("disk-failures", key, record)
