@@ -275,6 +275,9 @@ class MergeIndex:
     # each key sits), when it came as one; None otherwise.
     states: Sequence[PartitionState] | None = None
     positions: Mapping[PartitionKey, int] | None = None
+    # The dirs whose replicas (their keys) are those of the same dir in `base`: compared once,
+    # by the merge, not again by the diff (`compute_changed_log_dirs`).
+    same_dirs: frozenset = frozenset()
 
 
 def compute_changed_partitions(previous: ClusterObservation, current: ClusterObservation,
@@ -285,6 +288,24 @@ def compute_changed_partitions(previous: ClusterObservation, current: ClusterObs
     if before is None or after is None or after.base is not before.token:
         return None
     return after.changed
+
+
+def compute_changed_log_dirs(previous: ClusterObservation, current: ClusterObservation) -> list[LogDirKey]:
+    """The dirs of `current`, in order, that differ from `previous`'s (new ones included). When
+    `current` was merged from `previous`, a dir the merge found listing the same replicas is
+    compared by its state alone (online, error), not replica by replica again."""
+    before, after = previous.merge_index(), current.merge_index()
+    same = after.same_dirs if before is not None and after is not None and after.base is before.token else ()
+    old_dirs = previous.log_dirs
+    changed = []
+    for key, log_dir in current.log_dirs.items():
+        old = old_dirs.get(key)
+        if old is log_dir:
+            continue
+        if old is None or (old.online, old.error) != (log_dir.online, log_dir.error) or (
+                key not in same and old != log_dir):
+            changed.append(key)
+    return changed
 
 
 EMPTY = ClusterObservation()
@@ -308,7 +329,7 @@ def compute_observation(
     the `previous` poll's observation, what did not change is reused (COST in the module doc)."""
     dirs_by_key = {(d.broker_id, d.path): d for d in log_dirs}
     index = previous.merge_index() if previous is not None else None
-    hosted, fresh = _compute_hosted(dirs_by_key, previous.log_dirs if index is not None else {},
+    hosted, fresh, same_dirs = _compute_hosted(dirs_by_key, previous.log_dirs if index is not None else {},
                                     index.hosted if index is not None else None)
     paths_of_broker: dict[int, list[str]] = {}
     for broker_id, path in dirs_by_key:
@@ -394,7 +415,8 @@ def compute_observation(
         log_dirs=log_dirs_sorted,
         derived=MergeIndex(ordered, log_dirs_sorted, hosted, frozenset(reassigning), frozenset(changed),
                            index.token if index is not None else None,
-                           states=listed.states if listed is not None else None, positions=positions),
+                           states=listed.states if listed is not None else None, positions=positions,
+                           same_dirs=frozenset(same_dirs) if index is not None else frozenset()),
     )
 
 
@@ -413,14 +435,16 @@ def _merged_partition(p: PartitionObservation, adding: tuple[int, ...], removing
 
 def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], old_dirs: Mapping[LogDirKey, LogDirObservation],
                     old_hosted: Mapping[PartitionKey, Mapping[int, tuple[str, int]]] | None,
-                    ) -> tuple[dict[PartitionKey, dict[int, tuple[str, int]]], set[PartitionKey]]:
-    """The hosting index and the partitions whose entry is not the previous poll's (its dirs
-    `old_dirs`, its index `old_hosted`): patched for the dirs whose replica lists changed, or
-    built again when most of them did."""
+                    ) -> tuple[dict[PartitionKey, dict[int, tuple[str, int]]], set[PartitionKey], set[LogDirKey]]:
+    """The hosting index, the partitions whose entry is not the previous poll's (its dirs
+    `old_dirs`, its index `old_hosted`) and the dirs that list the same replicas as there: patched
+    for the dirs whose replica lists changed, or built again when most of them did."""
     # A dir read again that lists the same replicas (sizes aside) hosts the same: its entries
     # stay (their sizes are those of when its list last changed; snapshots tell fresh ones).
-    gone = [d for k, d in old_dirs.items() if not _hosts_the_same(d, dirs_by_key.get(k))]
-    came = [d for k, d in dirs_by_key.items() if not _hosts_the_same(old_dirs.get(k), d)]
+    # Each dir compared once (its keys in C: about 0.14 µs a replica, the most of a dirs read).
+    same = {k for k, d in dirs_by_key.items() if _hosts_the_same(old_dirs.get(k), d)}
+    gone = [d for k, d in old_dirs.items() if k not in same]
+    came = [d for k, d in dirs_by_key.items() if k not in same]
     if old_hosted is None or 2 * len(came) > max(1, len(dirs_by_key)):
         hosted: dict[PartitionKey, dict[int, tuple[str, int]]] = {}
         for (broker_id, path), log_dir in dirs_by_key.items():
@@ -428,9 +452,9 @@ def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], old_dirs
             for (topic, partition, is_future), size in zip(held.keys, held.sizes):
                 if not is_future:
                     hosted.setdefault((topic, partition), {})[broker_id] = (path, size)
-        return hosted, set(hosted) | set(old_hosted or ())
+        return hosted, set(hosted) | set(old_hosted or ()), same
     if not gone and not came:
-        return old_hosted, set()  # type: ignore[return-value]
+        return old_hosted, set(), same  # type: ignore[return-value]
     hosted = dict(old_hosted)
     fresh: set[PartitionKey] = set()  # entries copied for this poll: safe to change in place
 
@@ -454,7 +478,7 @@ def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], old_dirs
     for key in fresh:
         if not hosted[key]:
             del hosted[key]
-    return hosted, fresh
+    return hosted, fresh, same
 
 
 def _hosts_the_same(before: LogDirObservation | None, after: LogDirObservation | None) -> bool:

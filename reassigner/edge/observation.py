@@ -55,6 +55,7 @@ from reassigner.clients.cluster_answers import (
     LogDirObservation,
     PartitionObservation,
     TopicObservation,
+    compute_changed_log_dirs,
     compute_changed_partitions,
     compute_partition_sizes,
 )
@@ -106,11 +107,9 @@ def compute_events(previous: ClusterObservation, current: ClusterObservation, no
         else:
             events.append(topic_event(after, now_ms))
 
-    for key in sorted(previous.log_dirs.keys() | current.log_dirs.keys()):
-        after = current.log_dirs.get(key)
-        if after is None or previous.log_dirs.get(key) == after:
-            continue  # a vanished dir is told by its broker's event (unregistered or new dir list)
-        events.append(log_dir_event(after, now_ms))
+    # A vanished dir is told by its broker's event (unregistered or new dir list).
+    events.extend(log_dir_event(current.log_dirs[key], now_ms)
+                  for key in sorted(compute_changed_log_dirs(previous, current)))
 
     # A topic re-created between two polls (a new topic id) is a new topic: all its partitions
     # are told, also those that happen to look as the old incarnation's did.

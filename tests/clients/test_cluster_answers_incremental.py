@@ -15,6 +15,7 @@ from reassigner.clients.cluster_answers import (
     PartitionObservation,
     ReplicaInDir,
     ReplicaList,
+    compute_changed_log_dirs,
     compute_log_dirs_hint,
     compute_partition_sizes,
     compute_observation,
@@ -65,7 +66,8 @@ def answers(draw, previous: tuple | None = None) -> tuple:
             log_dirs += old_dirs[b]  # carried over: the same objects
         elif way == "sizes":  # read again: the same replicas, new objects with new sizes (the usual read)
             log_dirs += [replace(d, replicas=listing(replace(r, size_bytes=draw(st.integers(0, 3)), offset_lag=1)
-                                                     for r in d.replicas)) for d in old_dirs[b]]
+                                                     for r in d.replicas), online=draw(st.integers(0, 4)) > 0)
+                         for d in old_dirs[b]]
         else:
             held = [p for p in partitions if b in p.replicas]
             for number in range(2):
@@ -141,6 +143,10 @@ def test_the_merge_given_the_previous_poll_equals_the_merge_from_nothing(chain):
             1, len(listed)) and previous is not None else listed
         assert {key: p.size_bytes for key, p in merged.partitions.items()} == compute_partition_sizes(
             replace(merged, log_dirs=told), merged.partitions)
+        if previous is not None:  # the dirs the diff tells: those the merge found changed, as compared one by one
+            assert compute_changed_log_dirs(previous, merged) == compute_changed_log_dirs(
+                previous, compute_observation(*poll)) == [key for key, d in merged.log_dirs.items()
+                                                          if previous.log_dirs.get(key) != d]
         previous = merged
 
 
