@@ -26,6 +26,11 @@ INVARIANTS
   of the poll in which it or its dirs' replica lists last changed, and snapshots carry fresh
   ones (`compute_partition_sizes`). The result equals a merge from nothing but for those sizes
   (property-tested, tests/clients/test_cluster_answers_incremental.py).
+- A dir's replicas arrive as a `ReplicaList` (keys, sizes and lags as plain tuples, built where
+  the answer is decoded): a dir read again is compared with the last poll's by its keys, in C,
+  once; the merge records the dirs that list the same replicas (`MergeIndex.same_dirs`) and the
+  diff compares those by their state alone (`compute_changed_log_dirs`). Nothing reads a
+  replica's dataclass on a poll: what reads every replica zips the tuples.
 - The one pass over every partition a poll still makes is in C: the metadata answer arrives as a
   `PartitionList`, which carries each partition's key and compared state as plain tuples in
   the answer's order (built where the answer is decoded). The states are compared pairwise with
