@@ -242,7 +242,7 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     import random
 
     from bench_watcher import synthetic_observation
-    from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
+    from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, ReplicaList, compute_observation
     from reassigner.edge.observation import compute_events, compute_snapshot_events, compute_snapshot_slice
     from reassigner.settings import load_settings
     from schemas.codec import TOPICS
@@ -261,7 +261,10 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     whole = synthetic_observation(partitions, brokers=max(30, partitions // TOPIC_SIZE))
     raw = [PartitionObservation(p.topic, p.partition, p.replicas, p.isr, p.leader, p.leader_epoch)
            for p in whole.partitions.values()]
-    brokers, dirs = list(whole.brokers.values()), list(whole.log_dirs.values())
+    brokers = list(whole.brokers.values())
+    # As `ClusterAdmin.observe` hands them: each dir's replicas a ReplicaList, built while the
+    # answer is decoded (its cost, `replica_list_build`, is reported: it is added to the decoding).
+    dirs = [replace(d, replicas=ReplicaList.of(d.replicas)) for d in whole.log_dirs.values()]
     topic_ids = {t.name: t.topic_id for t in whole.topics.values()}
     min_isr = {name: 2 for name in topic_ids}
     # The next poll: every partition a new object with new tuples, as a decoded answer is; 10
@@ -275,9 +278,24 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     listed_raw, listed_churned = PartitionList.of(raw), PartitionList.of(churned)
     previous = compute_observation(brokers, listed_raw, topic_ids, {}, dirs, min_isr)
     current = compute_observation(brokers, listed_churned, topic_ids, {}, dirs, min_isr, previous)
-    # Read again: new objects, the same replicas with new sizes (what a DescribeLogDirs brings).
-    read_again = [replace(d, replicas=tuple(replace(r, size_bytes=r.size_bytes + 1) for r in d.replicas))
-                  for d in dirs]
+    # Read again: new objects, the same replicas with new sizes (what a DescribeLogDirs brings),
+    # new ones for each measurement (a dir caches what it derives from its replicas).
+    rows = [[(r.topic, r.partition, r.is_future, r.size_bytes + 1, r.offset_lag) for r in d.replicas] for d in dirs]
+
+    def read_again() -> list:
+        return [replace(d, replicas=ReplicaList.of_rows([(t.encode().decode(), p, f, size, lag) for t, p, f, size, lag in held]))
+                for d, held in zip(dirs, rows)]
+
+    def cpu_ms_read(action) -> float:  # `action` given fresh dirs read again, timed without making them
+        spent = []
+        for _ in range(repeat):
+            fresh = read_again()
+            started = time.process_time()
+            action(fresh)
+            spent.append(time.process_time() - started)
+        return round(statistics.median(spent) * 1000, 1)
+
+    read_merged = compute_observation(brokers, listed_churned, topic_ids, {}, read_again(), min_isr, previous)
     slice_size = load_settings().snapshot_slice_partitions
     keys = list(current.partitions)[:slice_size]
     return {
@@ -286,9 +304,11 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
         "merge_dirs_carried_plain_list": cpu_ms(lambda: compute_observation(brokers, churned, topic_ids, {}, dirs,
                                                                             min_isr, previous)),
         "partition_list_build": cpu_ms(lambda: PartitionList.of(churned)),  # upper bound: decoding appends from locals
-        "merge_dirs_read": cpu_ms(lambda: compute_observation(brokers, listed_churned, topic_ids, {}, read_again,
-                                                              min_isr, previous), 1),
+        "replica_list_build": cpu_ms(lambda: [ReplicaList.of_rows(held) for held in rows]),  # upper bound, as above
+        "merge_dirs_read": cpu_ms_read(lambda fresh: compute_observation(brokers, listed_churned, topic_ids, {}, fresh,
+                                                                         min_isr, previous)),
         "diff": cpu_ms(lambda: compute_events(previous, current, T0)),
+        "diff_dirs_read": cpu_ms(lambda: compute_events(previous, read_merged, T0)),
         "snapshot_whole": cpu_ms(lambda: encoded(compute_snapshot_events(current, "s", T0)), 1),
         "snapshot_slice": cpu_ms(lambda: encoded(compute_snapshot_slice(current, "s", keys, T0)), 1),
     }

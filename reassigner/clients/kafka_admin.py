@@ -54,6 +54,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from operator import itemgetter
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from reassigner.clients.backoff import Backoff
@@ -78,7 +79,7 @@ from reassigner.clients.cluster_answers import (
     ClusterObservation,
     LogDirObservation,
     PartitionList,
-    ReplicaInDir,
+    ReplicaList,
     compute_changed_partitions,
     compute_log_dirs_hint,
     compute_observation,
@@ -101,6 +102,7 @@ T = TypeVar("T")
 CONNECT_BACKOFF = Backoff(first_seconds=0.5, most_seconds=10.0)
 
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
+BY_REPLICA_KEY = itemgetter(0, 1, 2)  # of a replica row: (topic, partition, is_future)
 
 # Kafka's own spelling where kafka-python differs (by errno).
 KAFKA_NAMES_BY_ERRNO = {-1: "UNKNOWN_SERVER_ERROR", 6: "NOT_LEADER_OR_FOLLOWER",
@@ -635,14 +637,15 @@ def compute_log_dirs(broker_id: int, results: Iterable) -> list[LogDirObservatio
         if error_code:
             error = (KAFKA_STORAGE_ERROR if error_code == 56
                      else kafka_error_name(kafka_errors.for_code(error_code)()))
-        replicas = [ReplicaInDir(topic.name, part.partition_index, bool(part.is_future_key),
-                                 int(part.partition_size or 0), int(part.offset_lag or 0))
-                    for topic in entry.topics or () for part in topic.partitions]
-        replicas.sort(key=lambda r: (r.topic, r.partition, r.is_future))
+        # Plain rows, sorted by key, not a dataclass per replica (see `ReplicaList`).
+        rows = [(topic.name, part.partition_index, bool(part.is_future_key), int(part.partition_size or 0),
+                 int(part.offset_lag or 0))
+                for topic in entry.topics or () for part in topic.partitions]
+        rows.sort(key=BY_REPLICA_KEY)
         total, usable = entry.total_bytes, entry.usable_bytes
         dirs.append(LogDirObservation(
             broker_id=broker_id, path=entry.log_dir, online=error_code == 0, error=error,
-            replicas=tuple(replicas),
+            replicas=ReplicaList.of_rows(rows),
             total_bytes=total if total is not None and total >= 0 else None,
             usable_bytes=usable if usable is not None and usable >= 0 else None,
         ))

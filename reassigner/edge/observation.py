@@ -55,6 +55,7 @@ from reassigner.clients.cluster_answers import (
     LogDirObservation,
     PartitionObservation,
     TopicObservation,
+    compute_changed_log_dirs,
     compute_changed_partitions,
     compute_partition_sizes,
 )
@@ -106,11 +107,9 @@ def compute_events(previous: ClusterObservation, current: ClusterObservation, no
         else:
             events.append(topic_event(after, now_ms))
 
-    for key in sorted(previous.log_dirs.keys() | current.log_dirs.keys()):
-        after = current.log_dirs.get(key)
-        if after is None or previous.log_dirs.get(key) == after:
-            continue  # a vanished dir is told by its broker's event (unregistered or new dir list)
-        events.append(log_dir_event(after, now_ms))
+    # A vanished dir is told by its broker's event (unregistered or new dir list).
+    events.extend(log_dir_event(current.log_dirs[key], now_ms)
+                  for key in sorted(compute_changed_log_dirs(previous, current)))
 
     # A topic re-created between two polls (a new topic id) is a new topic: all its partitions
     # are told, also those that happen to look as the old incarnation's did.
@@ -216,6 +215,7 @@ def topic_event(topic: TopicObservation, now_ms: int, deleted: bool = False,
 
 def log_dir_event(log_dir: LogDirObservation, now_ms: int, snapshot_id: str | None = None) -> Event:
     key = str(log_dir.broker_id)
+    replicas = log_dir.replica_list
     record = _header("disk-failures", f"{key}:{log_dir.path}", now_ms, snapshot_id) | {
         "key": key,
         "snapshot_id": snapshot_id,
@@ -226,9 +226,8 @@ def log_dir_event(log_dir: LogDirObservation, now_ms: int, snapshot_id: str | No
         "total_bytes": log_dir.total_bytes,
         "usable_bytes": log_dir.usable_bytes,
         "replicas": [
-            {"topic": r.topic, "partition": r.partition, "size_bytes": r.size_bytes,
-             "offset_lag": r.offset_lag, "is_future": r.is_future}
-            for r in log_dir.replicas
+            {"topic": topic, "partition": partition, "size_bytes": size, "offset_lag": lag, "is_future": is_future}
+            for (topic, partition, is_future), size, lag in zip(replicas.keys, replicas.sizes, replicas.lags)
         ],
     }
     return ("disk-failures", key, record)

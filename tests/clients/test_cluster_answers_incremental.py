@@ -14,6 +14,8 @@ from reassigner.clients.cluster_answers import (
     PartitionList,
     PartitionObservation,
     ReplicaInDir,
+    ReplicaList,
+    compute_changed_log_dirs,
     compute_log_dirs_hint,
     compute_partition_sizes,
     compute_observation,
@@ -57,16 +59,23 @@ def answers(draw, previous: tuple | None = None) -> tuple:
         old_dirs[d.broker_id].append(d)
     log_dirs = []
     for b in BROKER_IDS:
-        if b in old_dirs and draw(st.booleans()):
+        way = draw(st.sampled_from(["carried", "sizes", "drawn"]) if b in old_dirs else st.just("drawn"))
+        # As the adapter decodes them (a ReplicaList) or as a plain tuple.
+        listing = draw(st.sampled_from([tuple, ReplicaList.of]))
+        if way == "carried":
             log_dirs += old_dirs[b]  # carried over: the same objects
-            continue
-        held = [p for p in partitions if b in p.replicas]
-        for number in range(2):
-            mine = [p for p in held if draw(st.booleans())]
-            held = [p for p in held if p not in mine]
-            log_dirs.append(LogDirObservation(b, f"/d{number}", True, None, tuple(sorted(
-                ReplicaInDir(p.topic, p.partition, draw(st.integers(0, 5)) == 0, draw(st.integers(0, 3)))
-                for p in mine))))
+        elif way == "sizes":  # read again: the same replicas, new objects with new sizes (the usual read)
+            log_dirs += [replace(d, replicas=listing(replace(r, size_bytes=draw(st.integers(0, 3)), offset_lag=1)
+                                                     for r in d.replicas), online=draw(st.integers(0, 4)) > 0)
+                         for d in old_dirs[b]]
+        else:
+            held = [p for p in partitions if b in p.replicas]
+            for number in range(2):
+                mine = [p for p in held if draw(st.booleans())]
+                held = [p for p in held if p not in mine]
+                log_dirs.append(LogDirObservation(b, f"/d{number}", True, None, listing(sorted(
+                    ReplicaInDir(p.topic, p.partition, draw(st.integers(0, 5)) == 0, draw(st.integers(0, 3)))
+                    for p in mine))))
     topic_ids = {name: f"id-{name}" for name in counts}
     if draw(st.booleans()):
         topic_ids["empty"] = "id-empty"  # a topic whose partitions are not described yet
@@ -96,21 +105,48 @@ def shape(observation: ClusterObservation) -> tuple:
     return (observation, list(observation.partitions), list(observation.topics.values()))
 
 
+def as_tuples(poll: tuple) -> tuple:
+    """The poll with every dir's replicas a plain tuple of `ReplicaInDir` (no `ReplicaList`)."""
+    dirs = [replace(d, replicas=tuple(d.replicas)) for d in poll[4]]
+    return (*poll[:4], dirs, poll[5])
+
+
+def sizes_of(observation: ClusterObservation) -> tuple:
+    """The volatile numbers the comparison leaves out: partition sizes, every replica's size and lag."""
+    return ({key: p.size_bytes for key, p in observation.partitions.items()},
+            {key: [(r.size_bytes, r.offset_lag) for r in d.replicas] for key, d in observation.log_dirs.items()})
+
+
 @settings(max_examples=300, deadline=None)
 @given(polls())
 def test_the_merge_given_the_previous_poll_equals_the_merge_from_nothing(chain):
-    previous = None
+    previous, told = None, {}
     for poll in chain:
         merged = compute_observation(*poll, previous)
         assert shape(merged) == shape(compute_observation(*poll))
+        # Whatever the dirs' replicas come in, a ReplicaList or a tuple, the merge is the same.
+        plain = compute_observation(*as_tuples(poll))
+        assert shape(merged) == shape(plain) and sizes_of(compute_observation(*poll)) == sizes_of(plain)
         paths = {key: {b: path for b, (path, _size) in held.items()} for key, held in merged.merge_index().hosted.items()}
         assert paths == {key: {b: path for b, (path, _size) in held.items()}
                          for key, held in compute_observation(*poll).merge_index().hosted.items()}
-        fresh = compute_observation(*poll)
+        fresh = plain
         assert compute_partition_sizes(merged, merged.partitions) == {
             key: p.size_bytes for key, p in fresh.partitions.items()}
         hint = compute_log_dirs_hint(merged, poll[0])
         assert hint == compute_log_dirs_hint(replace(merged, partitions=dict(merged.partitions)), poll[0])
+        # Each partition's size is the one its dirs told when their replica lists last changed
+        # (every dir's, when most of a poll's dirs changed: the index is built again).
+        listed = {(d.broker_id, d.path): d for d in poll[4]}
+        kept = {key: told[key] for key, d in listed.items() if key in told and told[key].replica_keys == d.replica_keys}
+        told = {key: kept.get(key, d) for key, d in listed.items()} if 2 * (len(listed) - len(kept)) <= max(
+            1, len(listed)) and previous is not None else listed
+        assert {key: p.size_bytes for key, p in merged.partitions.items()} == compute_partition_sizes(
+            replace(merged, log_dirs=told), merged.partitions)
+        if previous is not None:  # the dirs the diff tells: those the merge found changed, as compared one by one
+            assert compute_changed_log_dirs(previous, merged) == compute_changed_log_dirs(
+                previous, compute_observation(*poll)) == [key for key, d in merged.log_dirs.items()
+                                                          if previous.log_dirs.get(key) != d]
         previous = merged
 
 

@@ -16,6 +16,7 @@ from reassigner.clients.cluster_answers import (
     LogDirObservation,
     PartitionObservation,
     ReplicaInDir,
+    ReplicaList,
     compute_observation,
 )
 from reassigner.edge.observation import (
@@ -75,10 +76,12 @@ def observations(draw, previous: ClusterObservation | None = None) -> ClusterObs
         for d in range(draw(st.integers(1 if dirs_known else 0, 2))):
             online = draw(st.booleans())
             hosted = [p for p in partitions if b in p.replicas and online and draw(st.booleans())]
+            # As the adapter decodes them (a ReplicaList) or as a plain tuple: the same to the diff.
+            listing = draw(st.sampled_from([tuple, ReplicaList.of]))
             log_dirs.append(LogDirObservation(
                 b, f"/data/{b}/{d}", online, None if online else "KAFKA_STORAGE_ERROR",
-                tuple(sorted(ReplicaInDir(p.topic, p.partition, draw(st.booleans()),
-                                          draw(st.integers(0, 10**6))) for p in hosted)),
+                listing(sorted(ReplicaInDir(p.topic, p.partition, draw(st.booleans()),
+                                            draw(st.integers(0, 10**6)), draw(st.integers(0, 9))) for p in hosted)),
                 10**9, draw(st.integers(0, 10**9))))
     min_isr = {name: draw(st.sampled_from([None, 1, 2])) for name in topic_names}
     return compute_observation(brokers, partitions, topic_ids, reassignments, log_dirs, min_isr)
