@@ -156,14 +156,7 @@ def test_a_step_cancelled_with_kafkas_tool_is_noticed_and_stepped_again(world, c
         kafka_reassign(demo, cache_dir, "cancel", {1: [1, 3]})
         cancelled_at = demo.alerts.mark()
         demo.wait("Kafka shows the step cancelled", lambda: not kafka_partition(demo, 1)["reassigning"], 60)
-        interrupted = demo.alerts.wait_for("ReassignmentInterrupted", alerts, OBSERVATIONS,
-                                           where=lambda a: a["subject"] == f"{TOPIC}-1")
-        assert "cancelled by another tool" in interrupted["message"], interrupted
-        assert interrupted["details"]["reassignment_id"] == f"{request}/{TOPIC}-1"
-        demo.wait("the partition is stepped again", lambda: len(steps_for(demo, 1, commands)) >= 2, OBSERVATIONS)
-        again = steps_for(demo, 1, commands)[1]
-        assert again["id"] == f"{request}/{TOPIC}-1:2:ReassignmentStep", again["id"]
-        assert not demo.alerts.of_kind("ReassignmentStalled", cancelled_at)
+        assert_interrupted_then_stepped_again(demo, request, alerts, commands, cancelled_at, OBSERVATIONS)
         slow.lift()
     done = demo.alerts.wait_for("ReassignmentCompleted", alerts, 180, where=lambda a: a["subject"] == f"{TOPIC}-1")
     assert done["details"]["replicas"] == "[1, 3]", done
@@ -198,14 +191,7 @@ def test_a_step_cancelled_before_any_poll_showed_it_is_noticed_at_the_first_poll
             assert unseen.number == 1 and not unseen.seen_in_kafka, f"a poll showed the step: {unseen}"
             demo.product.start_one("watcher", log_name="watcher-2")
             restarted = True
-            interrupted = demo.alerts.wait_for("ReassignmentInterrupted", alerts, OBSERVATIONS + 30,
-                                               where=lambda a: a["subject"] == f"{TOPIC}-1")
-            assert "cancelled by another tool" in interrupted["message"], interrupted
-            assert interrupted["details"]["reassignment_id"] == f"{request}/{TOPIC}-1"
-            demo.wait("the partition is stepped again", lambda: len(steps_for(demo, 1, commands)) >= 2, OBSERVATIONS)
-            again = steps_for(demo, 1, commands)[1]
-            assert again["id"] == f"{request}/{TOPIC}-1:2:ReassignmentStep", again["id"]
-            assert not demo.alerts.of_kind("ReassignmentStalled", cancelled_at)
+            assert_interrupted_then_stepped_again(demo, request, alerts, commands, cancelled_at, OBSERVATIONS + 30)
             slow.lift()
     finally:
         if not restarted:
@@ -213,3 +199,16 @@ def test_a_step_cancelled_before_any_poll_showed_it_is_noticed_at_the_first_poll
     done = demo.alerts.wait_for("ReassignmentCompleted", alerts, 180, where=lambda a: a["subject"] == f"{TOPIC}-1")
     assert done["details"]["replicas"] == str(target), done
     assert kafka_partition(demo, 1)["replicas"] == target
+
+
+def assert_interrupted_then_stepped_again(demo, request, alerts, commands, cancelled_at, timeout) -> None:
+    """Partition 1's step was cancelled by Kafka's tool: one ReassignmentInterrupted naming our
+    reassignment (within `timeout`), then its second step, and no stall alert since the cancel."""
+    interrupted = demo.alerts.wait_for("ReassignmentInterrupted", alerts, timeout,
+                                       where=lambda a: a["subject"] == f"{TOPIC}-1")
+    assert "cancelled by another tool" in interrupted["message"], interrupted
+    assert interrupted["details"]["reassignment_id"] == f"{request}/{TOPIC}-1"
+    demo.wait("the partition is stepped again", lambda: len(steps_for(demo, 1, commands)) >= 2, OBSERVATIONS)
+    again = steps_for(demo, 1, commands)[1]
+    assert again["id"] == f"{request}/{TOPIC}-1:2:ReassignmentStep", again["id"]
+    assert not demo.alerts.of_kind("ReassignmentStalled", cancelled_at)
