@@ -28,7 +28,11 @@ broker):
                          walked in Python: the merge before `PartitionList`)
     partition_list_build `PartitionList.of` those observations (an upper bound of what the
                          decoding adds: it appends one tuple per partition from locals)
-    merge_dirs_read      the same with every dir read again (new objects, new sizes)
+    merge_dirs_read      the same with every dir read again (new objects, new sizes), as
+                         `compute_log_dirs` decodes them from answer structs
+    diff_dirs_read       `compute_events` after such a poll
+    log_dirs_decode      `compute_log_dirs` of every dir's answer structs (900k replicas at
+                         300k: the decoding's part beyond kafka-python's own, not in the merge)
     diff                 `compute_events` of the 10 changes
     snapshot_whole       a snapshot in one poll: its events and their Avro encoding
     snapshot_slice       one poll's share of a sliced snapshot (`snapshot.slice.partitions`
@@ -242,7 +246,10 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     import random
 
     from bench_watcher import synthetic_observation
-    from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, ReplicaList, compute_observation
+    from types import SimpleNamespace
+
+    from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
+    from reassigner.clients.kafka_admin import compute_log_dirs
     from reassigner.edge.observation import compute_events, compute_snapshot_events, compute_snapshot_slice
     from reassigner.settings import load_settings
     from schemas.codec import TOPICS
@@ -262,9 +269,33 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     raw = [PartitionObservation(p.topic, p.partition, p.replicas, p.isr, p.leader, p.leader_epoch)
            for p in whole.partitions.values()]
     brokers = list(whole.brokers.values())
-    # As `ClusterAdmin.observe` hands them: each dir's replicas a ReplicaList, built while the
-    # answer is decoded (its cost, `replica_list_build`, is reported: it is added to the decoding).
-    dirs = [replace(d, replicas=ReplicaList.of(d.replicas)) for d in whole.log_dirs.values()]
+    synthetic_dirs = list(whole.log_dirs.values())
+    # Read again: the same replicas with new sizes (what a DescribeLogDirs brings), as answer
+    # structs with a new string per topic entry and a new int per partition (as kafka-python
+    # decodes them), decoded by `compute_log_dirs` as the adapter does; new ones for each
+    # measurement (a dir caches what it derives from its replicas).
+    def answer_structs() -> list:
+        answers = []
+        for d in synthetic_dirs:
+            by_topic: dict[str, list] = {}
+            for r in d.replicas:
+                by_topic.setdefault(r.topic, []).append(SimpleNamespace(
+                    partition_index=int(str(r.partition)), is_future_key=r.is_future,
+                    partition_size=r.size_bytes + 1, offset_lag=r.offset_lag))
+            topics = [SimpleNamespace(name=name.encode().decode(), partitions=parts) for name, parts in by_topic.items()]
+            answers.append((d, SimpleNamespace(error_code=0, log_dir=d.path, total_bytes=d.total_bytes,
+                                               usable_bytes=d.usable_bytes, topics=topics)))
+        return answers
+
+    def decoded(answers) -> list:
+        return [compute_log_dirs(d.broker_id, [entry])[0] for d, entry in answers]
+
+    def read_again() -> list:
+        return decoded(answer_structs())
+
+    # As `ClusterAdmin.observe` hands them: decoded from the answer (its cost, `log_dirs_decode`,
+    # is reported: it is the decoding's, not the merge's).
+    dirs = read_again()
     topic_ids = {t.name: t.topic_id for t in whole.topics.values()}
     min_isr = {name: 2 for name in topic_ids}
     # The next poll: every partition a new object with new tuples, as a decoded answer is; 10
@@ -278,20 +309,21 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     listed_raw, listed_churned = PartitionList.of(raw), PartitionList.of(churned)
     previous = compute_observation(brokers, listed_raw, topic_ids, {}, dirs, min_isr)
     current = compute_observation(brokers, listed_churned, topic_ids, {}, dirs, min_isr, previous)
-    # Read again: new objects, the same replicas with new sizes (what a DescribeLogDirs brings),
-    # new ones for each measurement (a dir caches what it derives from its replicas).
-    rows = [[(r.topic, r.partition, r.is_future, r.size_bytes + 1, r.offset_lag) for r in d.replicas] for d in dirs]
-
-    def read_again() -> list:
-        return [replace(d, replicas=ReplicaList.of_rows([(t.encode().decode(), p, f, size, lag) for t, p, f, size, lag in held]))
-                for d, held in zip(dirs, rows)]
-
     def cpu_ms_read(action) -> float:  # `action` given fresh dirs read again, timed without making them
         spent = []
         for _ in range(repeat):
             fresh = read_again()
             started = time.process_time()
             action(fresh)
+            spent.append(time.process_time() - started)
+        return round(statistics.median(spent) * 1000, 1)
+
+    def cpu_ms_structs(action) -> float:  # `action` given fresh answer structs, timed without making them
+        spent = []
+        for _ in range(repeat):
+            answers = answer_structs()
+            started = time.process_time()
+            action(answers)
             spent.append(time.process_time() - started)
         return round(statistics.median(spent) * 1000, 1)
 
@@ -304,11 +336,11 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
         "merge_dirs_carried_plain_list": cpu_ms(lambda: compute_observation(brokers, churned, topic_ids, {}, dirs,
                                                                             min_isr, previous)),
         "partition_list_build": cpu_ms(lambda: PartitionList.of(churned)),  # upper bound: decoding appends from locals
-        "replica_list_build": cpu_ms(lambda: [ReplicaList.of_rows(held) for held in rows]),  # upper bound, as above
         "merge_dirs_read": cpu_ms_read(lambda fresh: compute_observation(brokers, listed_churned, topic_ids, {}, fresh,
                                                                          min_isr, previous)),
         "diff": cpu_ms(lambda: compute_events(previous, current, T0)),
         "diff_dirs_read": cpu_ms(lambda: compute_events(previous, read_merged, T0)),
+        "log_dirs_decode": cpu_ms_structs(decoded),
         "snapshot_whole": cpu_ms(lambda: encoded(compute_snapshot_events(current, "s", T0)), 1),
         "snapshot_slice": cpu_ms(lambda: encoded(compute_snapshot_slice(current, "s", keys, T0)), 1),
     }

@@ -637,10 +637,11 @@ def compute_log_dirs(broker_id: int, results: Iterable) -> list[LogDirObservatio
         if error_code:
             error = (KAFKA_STORAGE_ERROR if error_code == 56
                      else kafka_error_name(kafka_errors.for_code(error_code)()))
-        # Plain rows, sorted by key, not a dataclass per replica (see `ReplicaList`).
+        # Plain rows, sorted by key, not a dataclass per replica (see `ReplicaList`). The topic
+        # names are not interned: at 1-2 replicas per topic entry (many topics) `sys.intern`
+        # cost the decoding 330 ms a dirs read at 300k partitions to save the merge 17 ms.
         rows = [(topic.name, part.partition_index, bool(part.is_future_key), int(part.partition_size or 0),
-                 int(part.offset_lag or 0))
-                for topic in entry.topics or () for part in topic.partitions]
+                 int(part.offset_lag or 0)) for topic in entry.topics or () for part in topic.partitions]
         rows.sort(key=BY_REPLICA_KEY)
         total, usable = entry.total_bytes, entry.usable_bytes
         dirs.append(LogDirObservation(

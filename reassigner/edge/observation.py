@@ -227,7 +227,8 @@ def log_dir_event(log_dir: LogDirObservation, now_ms: int, snapshot_id: str | No
         "usable_bytes": log_dir.usable_bytes,
         "replicas": [
             {"topic": topic, "partition": partition, "size_bytes": size, "offset_lag": lag, "is_future": is_future}
-            for (topic, partition, is_future), size, lag in zip(replicas.keys, replicas.sizes, replicas.lags)
+            for topic, partition, is_future, size, lag in zip(replicas.topics, replicas.partitions, replicas.futures,
+                                                              replicas.sizes, replicas.lags)
         ],
     }
     return ("disk-failures", key, record)

@@ -1,5 +1,5 @@
-"""A dir's replicas as the adapter decodes them (`ReplicaList`: keys, sizes and lags as plain
-tuples) are the tuple of `ReplicaInDir`s they stand for: the same items, length, slices,
+"""A dir's replicas as the adapter decodes them (`ReplicaList`: topics, partitions, future
+flags, sizes and lags as plain columns) are the tuple of `ReplicaInDir`s they stand for: the same items, length, slices,
 equality (by key, sizes aside) and hash; a dir holding either compares the same; the decoding
 of a DescribeLogDirs answer (`compute_log_dirs`) gives them sorted by key."""
 
@@ -31,6 +31,9 @@ def test_a_replica_list_is_the_tuple_of_its_replicas(first, second, start, stop)
     assert exactly(listed[start:stop]) == exactly(plain[start:stop])
     assert all(exactly([listed[i]]) == exactly([plain[i]]) for i in range(-len(plain), len(plain)))
     assert listed == plain and plain == listed and listed == ReplicaList.of(plain) and hash(listed) == hash(plain)
+    assert listed.keys == tuple((r.topic, r.partition, r.is_future) for r in plain)
+    assert (listed.topics, listed.partitions, listed.futures) == (
+        tuple(r.topic for r in plain), tuple(r.partition for r in plain), tuple(r.is_future for r in plain))
     for against in (other, ReplicaList.of(other)):  # equal exactly when the keys are
         assert (listed == against) is (plain == other) and (against == listed) is (plain == other)
         assert (listed != against) is (plain != other)
@@ -60,3 +63,10 @@ def test_the_decoded_answer_lists_each_dirs_replicas_sorted_by_key(held, random)
     assert exactly(decoded.replicas) == exactly(sorted(held))
     assert decoded == LogDirObservation(7, "/d", True, None, tuple(sorted(held)))
     assert (decoded.total_bytes, decoded.usable_bytes) == (10, None)
+
+
+def test_columns_of_different_lengths_are_refused():
+    import pytest
+
+    with pytest.raises(ValueError, match="2 topics but 1 partitions"):
+        ReplicaList(("a", "b"), (0,), (False, False))
