@@ -177,8 +177,13 @@ class _WorkingCluster:
             if broker.cannot_host and all(d.online for d in broker.log_dirs):
                 self.brokers[broker_id] = replace(broker, cannot_host=frozenset())
         brokers = tuple(self.brokers[b] for b in sorted(self.brokers))
-        if brokers == self.original.brokers and topics == self.original.topics:
-            return self.original
+        if brokers == self.original.brokers:
+            # The same brokers (compared by identity first): the very same tuple, so what the
+            # cluster and the stepping memo derive from the brokers alone carries over (a batch
+            # of partition events otherwise re-derives it per broker, O(brokers) per batch).
+            brokers = self.original.brokers
+            if topics == self.original.topics:
+                return self.original
         touched = set(self.partitions) | self.deleted
         touched |= {t.name for t in topics if t is not self.original.topics_by_name.get(t.name)}
         return self.original.with_topics(brokers, topics, touched)

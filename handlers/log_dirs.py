@@ -43,7 +43,7 @@ from typing import Any, Iterable, Mapping
 from handlers.context import BatchContext
 from handlers.outbox import INFO, WARNING, broker_subject, summarise, tp_key
 from handlers.progress import issue_throttle_command
-from planning.model import Cluster, TopicPartition
+from planning.model import Broker, Cluster, TopicPartition
 from planning.movement.log_dirs import (
     LogDirEnding,
     LogDirPlan,
@@ -68,14 +68,15 @@ def handle_log_dir_balance(context: BatchContext, dirs_changed: Iterable[int]) -
     state = context.state
     context.close_alerts(f"{BALANCE_MARKER}{b}" for b in dirs_changed)
     threshold = context.policy.logdir_imbalance_threshold
+    # Judged once per brokers tuple, not broker by broker in every batch: a batch of partition
+    # events or a Tick carries the very same brokers (`Cluster.derive_from_brokers`).
+    unbalanced, balanced_markers = state.cluster.derive_from_brokers(
+        ("log dir imbalance", threshold), lambda brokers: compute_unbalanced_brokers(brokers, threshold))
+    context.close_alerts(balanced_markers)
     owners = {key[0] for key in state.log_dir_moves}
     involved: set[int] | None = None
-    for broker in state.cluster.brokers:
+    for broker, imbalance in unbalanced:
         marker = f"{BALANCE_MARKER}{broker.id}"
-        imbalance = compute_dir_imbalance(broker)
-        if imbalance is None or imbalance <= threshold:
-            context.close_alerts([marker])
-            continue
         if not broker.alive or broker.id in owners or marker in context.state.open_alerts:
             continue
         if involved is None:
@@ -90,6 +91,21 @@ def handle_log_dir_balance(context: BatchContext, dirs_changed: Iterable[int]) -
                        f"dirs of broker {broker.id} {imbalance:.0%} off their share")
         if execute:
             _own(context, plan, context.next_plan_id("dirs"), f"dirs of broker {broker.id} unbalanced")
+
+
+def compute_unbalanced_brokers(brokers: Iterable[Broker], threshold: float,
+                               ) -> tuple[tuple[tuple[Broker, float], ...], frozenset[str]]:
+    """(broker, imbalance) of each broker whose dirs are off their share by more than
+    `threshold`, in the brokers' order, and the balance markers of all the others (MEASURE)."""
+    unbalanced: list[tuple[Broker, float]] = []
+    balanced: list[str] = []
+    for broker in brokers:
+        imbalance = compute_dir_imbalance(broker)
+        if imbalance is None or imbalance <= threshold:
+            balanced.append(f"{BALANCE_MARKER}{broker.id}")
+        else:
+            unbalanced.append((broker, imbalance))
+    return tuple(unbalanced), frozenset(balanced)
 
 
 def handle_balance_dirs_request(context: BatchContext, request_id: str, broker_ids: Iterable[int]) -> None:

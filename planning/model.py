@@ -5,7 +5,8 @@ Invariants (checked where the model is built from outside input, see `planning.s
   preferred leader; `isr` and `adding`/`removing` are subsets of `replicas`;
 - `log_dirs`, when known, runs parallel to `replicas` (one entry per replica, `None` = unknown);
 - nothing here does I/O, reads a clock or holds mutable state: derived lookups are cached on
-  first use (`functools.cached_property`) and never change because the data cannot.
+  first use (`functools.cached_property`, `Cluster.derive_from_brokers`) and never change
+  because the data cannot.
 
 A rack id may be a path (`/dc1/rack2/host3`, KIP-879); `Broker.rack_path` splits it into levels.
 A broker without a rack is its own top-level domain, so it never shares a domain by accident.
@@ -17,7 +18,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import immutables
-from typing import Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, TypeVar
+
+T = TypeVar("T")
 
 
 class TopicPartition(NamedTuple):
@@ -212,6 +215,21 @@ class Cluster:
     def eligible_broker_ids(self) -> tuple[int, ...]:
         return tuple(sorted(b.id for b in self.brokers if b.eligible))
 
+    @cached_property
+    def _derived_from_brokers(self) -> dict[tuple, Any]:
+        return {}
+
+    def derive_from_brokers(self, key: tuple, compute: Callable[[tuple[Broker, ...]], T]) -> T:
+        """`compute(self.brokers)`, made once per brokers tuple: kept with the cluster and carried
+        to the next one when its brokers are the very same tuple (`with_topics`), as the other
+        views of the brokers are. For what a batch would otherwise derive broker by broker,
+        O(brokers) per batch. `key` names the computation and every argument it closes over;
+        `compute` must be a pure function of the brokers and those arguments."""
+        memo = self._derived_from_brokers
+        if key not in memo:
+            memo[key] = compute(self.brokers)
+        return memo[key]
+
     def broker(self, broker_id: int) -> Broker | None:
         return self.brokers_by_id.get(broker_id)
 
@@ -254,7 +272,8 @@ class Cluster:
         (the simulator's snapshot, whose topics never gain or lose a partition)."""
         cluster = Cluster(brokers=brokers, topics=topics)
         if brokers is self.brokers:  # what is derived from the brokers alone is carried over
-            for name in ("brokers_by_id", "eligible_broker_ids", "_cannot_host_index", "any_cannot_host"):
+            for name in ("brokers_by_id", "eligible_broker_ids", "_cannot_host_index", "any_cannot_host",
+                         "_derived_from_brokers"):
                 if name in self.__dict__:
                     cluster.__dict__[name] = self.__dict__[name]
         built = self.__dict__.get("partitions_by_tp")  # set by the cached property once built

@@ -590,9 +590,11 @@ def compute_changes(before: ControllerState, after: ControllerState) -> dict[str
     # its partitions, which are rewritten too (rare: a broker restarted with other dirs).
     changed, gone = compute_changed_partitions(before.cluster, after.cluster)
     brokers = after.cluster.brokers_by_id
-    renumbered = {b.id for b in after.cluster.brokers
-                  if (old := before.cluster.broker(b.id)) is not None
-                  and [d.path for d in old.log_dirs] != [d.path for d in b.log_dirs]}
+    old_brokers = before.cluster.brokers_by_id
+    renumbered = set() if after.cluster.brokers is before.cluster.brokers else {
+        b.id for b in after.cluster.brokers
+        if (old := old_brokers.get(b.id)) is not None and old is not b
+        and [d.path for d in old.log_dirs] != [d.path for d in b.log_dirs]}
     if renumbered:
         changed = {**{p.tp: p for p in after.cluster.partitions()
                       if p.log_dirs and renumbered.intersection(p.replicas)}, **changed}

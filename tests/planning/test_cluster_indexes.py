@@ -41,3 +41,23 @@ def test_the_carried_indexes_equal_fresh_ones(first, steps):
         fresh = Cluster(BROKERS, cluster.topics)
         assert cluster.replica_count_by_broker == fresh.replica_count_by_broker
         assert dict(cluster.partitions_by_tp) == dict(fresh.partitions_by_tp)
+
+
+def test_what_is_derived_from_the_brokers_is_made_once_per_brokers_tuple():
+    calls = []
+
+    def count_racks(brokers):
+        calls.append(len(brokers))
+        return sum(1 for b in brokers if b.rack)
+
+    cluster = Cluster(BROKERS, (topic("a", [(0, 1)]),))
+    assert cluster.derive_from_brokers(("racks",), count_racks) == 0
+    # A batch that changed a topic only: the very same brokers tuple, the memo carried.
+    moved = cluster.with_topics(BROKERS, (topic("a", [(2, 3)]),), {"a"})
+    assert moved.derive_from_brokers(("racks",), count_racks) == 0 and calls == [5]
+    # Other brokers (equal or not): made again, for them.
+    racked = moved.with_topics(tuple(Broker(b, rack="r1") for b in range(5)), moved.topics, ())
+    assert racked.derive_from_brokers(("racks",), count_racks) == 5 and calls == [5, 5]
+    assert moved.derive_from_brokers(("racks",), count_racks) == 0  # the earlier cluster's stays its own
+    # Another key is another computation.
+    assert racked.derive_from_brokers(("racks", "again"), lambda brokers: -1) == -1
