@@ -74,7 +74,7 @@ from schemas.codec import (
 from schemas.loader import CURRENT_SCHEMA_VERSION
 from schemas.signing import UNSIGNED, compute_signed_headers, compute_signing_mismatch
 from state.controller_store import ControllerStore, read_signing_announcements, store_signing_announcement
-from streams.heap import HeapKeeper
+from reassigner.heap import HeapKeeper
 from streams.offsets import (compute_advanced, compute_checkpoint_gap, compute_consumed,
                              compute_starting_offsets, compute_truncated, compute_unapplied,
                              read_checkpoint_positions)

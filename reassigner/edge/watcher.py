@@ -29,6 +29,9 @@ INVARIANTS
 - A poll never runs more often than every `poll_interval_seconds`; after a failure the wait
   doubles up to `watcher_max_backoff_seconds` and the log says "will retry in N s" — the loop
   never hot-loops against a dead cluster and never stops because of one.
+- The cycle collector runs only between polls, on what the poll made, and the surviving heap is
+  frozen (`reassigner.heap`): at 300,000 partitions CPython's own full collections over the
+  view and the answers cost more CPU than the polls' work.
 - INFO is logged only for real changes (a broker, topic or dir changing, a reassignment starting
   or ending); the partition-level churn of a busy cluster is DEBUG.
 """
@@ -49,6 +52,7 @@ from reassigner.edge.observation import (Event, compute_events, compute_snapshot
 from reassigner.clients.kafka_producer import EventPublisher
 from reassigner.clients.backoff import Backoff, compute_wait
 from reassigner.errors import ReassignerError, is_access_denied
+from reassigner.heap import HeapKeeper
 from reassigner.metrics import count_failed_poll, count_poll
 from reassigner.settings import Settings
 from schemas.codec import topic_name
@@ -168,6 +172,13 @@ class Watcher:
         from the poll interval doubling to `watcher_max_backoff_seconds`)."""
         interval = self.settings.poll_interval_seconds
         backoff = Backoff(interval, max(interval, self.settings.watcher_max_backoff_seconds))
+        heap = HeapKeeper(automatic_collection=False)  # a poll's answers are millions of objects (`reassigner.heap`)
+        try:
+            self._poll_until_stopped(stop, interval, backoff, heap)
+        finally:
+            heap.close()
+
+    def _poll_until_stopped(self, stop: threading.Event, interval: float, backoff: Backoff, heap: HeapKeeper) -> None:
         delays = backoff.delays()
         failing = False
         while not stop.is_set():
@@ -175,6 +186,7 @@ class Watcher:
             try:
                 self.poll_once()
             except ReassignerError as error:
+                heap.after_batch()
                 if is_access_denied(error):  # a missing ACL never comes back by itself
                     raise
                 wait = compute_wait(delays, error, backoff)
@@ -186,6 +198,7 @@ class Watcher:
                 log.info("the cluster answers again; polling every %.1f s", interval)
                 failing = False
             delays = backoff.delays()
+            heap.after_batch()  # no full collection walking the whole view every few polls
             stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
     @staticmethod

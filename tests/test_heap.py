@@ -1,4 +1,4 @@
-"""`streams.heap.HeapKeeper`: survivors of a batch are frozen (never walked by a collection
+"""`reassigner.heap.HeapKeeper`: survivors of a batch are frozen (never walked by a collection
 again), and a full collection every interval still frees a cycle dropped after it was frozen."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from streams.heap import HeapKeeper
+from reassigner.heap import HeapKeeper
 
 
 class Node:
@@ -32,3 +32,22 @@ def test_survivors_are_frozen_and_the_periodic_full_collection_frees_a_dropped_c
         assert gc.get_freeze_count() > 0  # frozen again after the full collection
     finally:
         gc.unfreeze()
+
+
+def test_without_automatic_collection_only_the_keeper_collects_and_close_turns_it_back_on():
+    assert gc.isenabled()
+    keeper = HeapKeeper(automatic_collection=False)
+    try:
+        assert not gc.isenabled()
+        node = Node()
+        alive = weakref.ref(node)
+        del node  # a cycle made during the poll: no automatic collection frees it
+        for _ in range(10_000):
+            [[] for _ in range(10)]  # allocations that would have triggered young collections
+        assert alive() is not None
+        keeper.after_batch()  # the young collection after the poll does
+        assert alive() is None
+    finally:
+        keeper.close()
+        gc.unfreeze()
+    assert gc.isenabled()

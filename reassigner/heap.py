@@ -1,0 +1,63 @@
+"""The garbage collection of a long-running process that holds a whole cluster: a young
+collection after every unit of work (the pipeline driver's micro-batch, the watcher's poll), a
+full one rarely.
+
+WHY. The driver holds the whole controller state — at a million replicas several million
+long-lived objects (partitions, reassignment records, the stepping memo) — and every batch
+replaces a few of them; the watcher holds its last view (every partition, every replica of
+every dir) and each poll replaces what changed. CPython's full (generation 2) collection walks
+every tracked object: at 100,000 partitions it took the driver 0.3 s each, 262 times in a run
+of 1,415 batches, 31 % of its CPU (benchmarks/bench_decision_path.py with gc callbacks); at
+300,000 partitions it took the watcher 1.0-1.2 s every few polls (BENCHMARKS.md). Both hold
+acyclic data (frozen dataclasses, tuples, maps): reference counting frees what a batch or a
+poll replaces, and the cycle collector finds nothing there.
+
+THE RULE. After each unit of work, `after_batch` collects the young generations (what it made:
+the short-lived cycles of exceptions and client libraries are freed there) and then freezes the
+survivors (`gc.freeze`: moved to the permanent generation, never walked again). Every
+`full_every_seconds` it unfreezes and runs one full collection, so that a cycle that became
+garbage after it was frozen is freed too: memory stays bounded, the pause is paid once in that
+interval instead of every few batches.
+
+WITHOUT AUTOMATIC COLLECTION (`automatic_collection=False`, the watcher). A poll allocates the
+decoded answers of the whole cluster (millions of objects at 300,000 partitions), which live
+until the next poll. With automatic collection on, they pass through the young generations into
+the old one during the poll, and a freeze leaves so few unfrozen old objects that every poll's
+survivors trigger full collections (208 in 24 polls, 21 s; 37 and 60 s with no freeze at all;
+benchmarks/bench_watcher_heap.py). So the keeper turns automatic collection off while it is in
+use: reference counting still frees every acyclic object the moment it is dropped, and the one
+young collection after each poll walks that poll's objects once and frees its cycles.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Callable
+
+
+class HeapKeeper:
+    """See the module docstring. `clock` gives seconds (monotonic). With
+    `automatic_collection=False` CPython's automatic collection is off from here until `close`
+    (which turns it back on if it was on)."""
+
+    def __init__(self, full_every_seconds: float = 600.0, clock: Callable[[], float] = time.monotonic,
+                 automatic_collection: bool = True) -> None:
+        self.full_every_seconds = full_every_seconds
+        self.clock = clock
+        self._last_full = clock()
+        self._was_enabled = gc.isenabled()
+        if not automatic_collection:
+            gc.disable()
+
+    def close(self) -> None:
+        if self._was_enabled:
+            gc.enable()
+
+    def after_batch(self) -> None:
+        gc.collect(1)
+        if self.clock() - self._last_full >= self.full_every_seconds:
+            gc.unfreeze()
+            gc.collect()
+            self._last_full = self.clock()
+        gc.freeze()
