@@ -33,6 +33,8 @@ broker):
     diff_dirs_read       `compute_events` after such a poll
     log_dirs_decode      `compute_log_dirs` of every dir's answer structs (900k replicas at
                          300k: the decoding's part beyond kafka-python's own, not in the merge)
+    collection_after_dirs_read  the young collection after such a poll (the watcher runs with
+                         `reassigner.heap`: no automatic collection, one after every poll)
     diff                 `compute_events` of the 10 changes
     snapshot_whole       a snapshot in one poll: its events and their Avro encoding
     snapshot_slice       one poll's share of a sliced snapshot (`snapshot.slice.partitions`
@@ -251,15 +253,30 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
     from reassigner.clients.kafka_admin import compute_log_dirs
     from reassigner.edge.observation import compute_events, compute_snapshot_events, compute_snapshot_slice
+    from reassigner.heap import HeapKeeper
     from reassigner.settings import load_settings
     from schemas.codec import TOPICS
 
-    def cpu_ms(action, times: int = repeat) -> float:
-        spent = []
+    # As the watcher runs (`reassigner.heap`): no automatic collection, one young collection and a
+    # freeze between polls (here between measurements, not timed; the one after a dirs-read merge
+    # is reported, `collection_after_dirs_read`).
+    keeper = HeapKeeper(automatic_collection=False)
+    collections: dict[str, float] = {}
+
+    def cpu_ms(action, given=lambda: None, times: int = repeat, name: str = "") -> float:
+        """Median CPU ms of `action(given())`; `given` made and the heap collected untimed."""
+        spent, collecting = [], []
         for _ in range(times):
+            keeper.after_batch()
+            argument = given()  # young, as a poll's decoded answer is when the merge runs
             started = time.process_time()
-            action()
+            result = action(argument)
             spent.append(time.process_time() - started)
+            started = time.process_time()
+            keeper.after_batch()  # what the action made survives it, as a poll's view does
+            collecting.append(time.process_time() - started)
+            del result, argument
+        collections[name] = round(statistics.median(collecting) * 1000, 1)
         return round(statistics.median(spent) * 1000, 1)
 
     def encoded(events) -> list:
@@ -309,41 +326,28 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     listed_raw, listed_churned = PartitionList.of(raw), PartitionList.of(churned)
     previous = compute_observation(brokers, listed_raw, topic_ids, {}, dirs, min_isr)
     current = compute_observation(brokers, listed_churned, topic_ids, {}, dirs, min_isr, previous)
-    def cpu_ms_read(action) -> float:  # `action` given fresh dirs read again, timed without making them
-        spent = []
-        for _ in range(repeat):
-            fresh = read_again()
-            started = time.process_time()
-            action(fresh)
-            spent.append(time.process_time() - started)
-        return round(statistics.median(spent) * 1000, 1)
-
-    def cpu_ms_structs(action) -> float:  # `action` given fresh answer structs, timed without making them
-        spent = []
-        for _ in range(repeat):
-            answers = answer_structs()
-            started = time.process_time()
-            action(answers)
-            spent.append(time.process_time() - started)
-        return round(statistics.median(spent) * 1000, 1)
-
     read_merged = compute_observation(brokers, listed_churned, topic_ids, {}, read_again(), min_isr, previous)
     slice_size = load_settings().snapshot_slice_partitions
     keys = list(current.partitions)[:slice_size]
-    return {
-        "merge_dirs_carried": cpu_ms(lambda: compute_observation(brokers, listed_churned, topic_ids, {}, dirs,
-                                                                 min_isr, previous)),
-        "merge_dirs_carried_plain_list": cpu_ms(lambda: compute_observation(brokers, churned, topic_ids, {}, dirs,
-                                                                            min_isr, previous)),
-        "partition_list_build": cpu_ms(lambda: PartitionList.of(churned)),  # upper bound: decoding appends from locals
-        "merge_dirs_read": cpu_ms_read(lambda fresh: compute_observation(brokers, listed_churned, topic_ids, {}, fresh,
-                                                                         min_isr, previous)),
-        "diff": cpu_ms(lambda: compute_events(previous, current, T0)),
-        "diff_dirs_read": cpu_ms(lambda: compute_events(previous, read_merged, T0)),
-        "log_dirs_decode": cpu_ms_structs(decoded),
-        "snapshot_whole": cpu_ms(lambda: encoded(compute_snapshot_events(current, "s", T0)), 1),
-        "snapshot_slice": cpu_ms(lambda: encoded(compute_snapshot_slice(current, "s", keys, T0)), 1),
-    }
+    try:
+        figures = {
+            "merge_dirs_carried": cpu_ms(lambda _: compute_observation(brokers, listed_churned, topic_ids, {}, dirs,
+                                                                       min_isr, previous)),
+            "merge_dirs_carried_plain_list": cpu_ms(lambda _: compute_observation(brokers, churned, topic_ids, {}, dirs,
+                                                                                  min_isr, previous)),
+            "partition_list_build": cpu_ms(lambda _: PartitionList.of(churned)),  # upper bound: decoding appends from locals
+            "merge_dirs_read": cpu_ms(lambda fresh: compute_observation(brokers, listed_churned, topic_ids, {}, fresh,
+                                                                        min_isr, previous), read_again, name="dirs_read"),
+            "diff": cpu_ms(lambda _: compute_events(previous, current, T0)),
+            "diff_dirs_read": cpu_ms(lambda _: compute_events(previous, read_merged, T0)),
+            "log_dirs_decode": cpu_ms(decoded, answer_structs),
+            "snapshot_whole": cpu_ms(lambda _: encoded(compute_snapshot_events(current, "s", T0)), times=1),
+            "snapshot_slice": cpu_ms(lambda _: encoded(compute_snapshot_slice(current, "s", keys, T0)), times=1),
+        }
+    finally:
+        keeper.close()
+    figures["collection_after_dirs_read"] = collections["dirs_read"]
+    return figures
 
 
 def main() -> None:
