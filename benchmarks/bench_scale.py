@@ -359,7 +359,7 @@ def main() -> None:
     parser.add_argument("--simulated", type=int, default=0, metavar="PARTITIONS",
                         help="Also run the product's decision path against the simulated cluster at this many "
                              "partitions, RF 3 (333334 = 1M replicas): add 20 brokers, drain 5, to the end "
-                             "(benchmarks/bench_decision_path.py; about 5 minutes at 1M replicas).")
+                             "(benchmarks/bench_decision_path.py; about 2-3 minutes at 1M replicas).")
     parser.add_argument("--rebalancing", type=int, default=0,
                         help="Also measure each size with this many reassignments under way (50 in flight).")
     arguments = parser.parse_args()
