@@ -38,8 +38,10 @@ from typing import Callable
 
 class HeapKeeper:
     """See the module docstring. `clock` gives seconds (monotonic). With
-    `automatic_collection=False` CPython's automatic collection is off from here until `close`
-    (which turns it back on if it was on)."""
+    `automatic_collection=False` CPython's automatic collection is off from here until `close`.
+    `close` gives the process its collection back as it was: the frozen objects back to the old
+    generation, automatic collection on if it was (a process that goes on after the keeper's
+    loop, a test run among others, must not keep a heap frozen behind its back)."""
 
     def __init__(self, full_every_seconds: float = 600.0, clock: Callable[[], float] = time.monotonic,
                  automatic_collection: bool = True) -> None:
@@ -51,6 +53,7 @@ class HeapKeeper:
             gc.disable()
 
     def close(self) -> None:
+        gc.unfreeze()
         if self._was_enabled:
             gc.enable()
 
