@@ -247,9 +247,7 @@ def resident_bytes() -> int:
 def measure_watcher(partitions: int, repeat: int) -> dict:
     import random
 
-    from bench_watcher import synthetic_observation
-    from types import SimpleNamespace
-
+    from bench_watcher import log_dirs_answer, synthetic_observation
     from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
     from reassigner.clients.kafka_admin import compute_log_dirs
     from reassigner.edge.observation import compute_events, compute_snapshot_events, compute_snapshot_slice
@@ -292,20 +290,10 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     # decodes them), decoded by `compute_log_dirs` as the adapter does; new ones for each
     # measurement (a dir caches what it derives from its replicas).
     def answer_structs() -> list:
-        answers = []
-        for d in synthetic_dirs:
-            by_topic: dict[str, list] = {}
-            for r in d.replicas:
-                by_topic.setdefault(r.topic, []).append(SimpleNamespace(
-                    partition_index=int(str(r.partition)), is_future_key=r.is_future,
-                    partition_size=r.size_bytes + 1, offset_lag=r.offset_lag))
-            topics = [SimpleNamespace(name=name.encode().decode(), partitions=parts) for name, parts in by_topic.items()]
-            answers.append((d, SimpleNamespace(error_code=0, log_dir=d.path, total_bytes=d.total_bytes,
-                                               usable_bytes=d.usable_bytes, topics=topics)))
-        return answers
+        return log_dirs_answer(synthetic_dirs, size_delta=1)
 
     def decoded(answers) -> list:
-        return [compute_log_dirs(d.broker_id, [entry])[0] for d, entry in answers]
+        return [compute_log_dirs(broker_id, [entry])[0] for broker_id, entry in answers]
 
     def read_again() -> list:
         return decoded(answer_structs())

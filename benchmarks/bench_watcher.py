@@ -53,6 +53,25 @@ def synthetic_observation(partitions: int, brokers: int = 30, dirs: int = 2, see
                                {t: 2 for t in topics})
 
 
+def log_dirs_answer(log_dirs, size_delta: int = 0) -> list:
+    """The DescribeLogDirs answer structs of `log_dirs`, as kafka-python hands them: per dir, a
+    new string per topic entry and a new int per partition; each replica's size + `size_delta`.
+    Pairs of (broker id, dir struct), for `compute_log_dirs`."""
+    from types import SimpleNamespace
+
+    answers = []
+    for d in log_dirs:
+        by_topic: dict[str, list] = {}
+        for r in d.replicas:
+            by_topic.setdefault(r.topic, []).append(SimpleNamespace(
+                partition_index=int(str(r.partition)), is_future_key=r.is_future,
+                partition_size=r.size_bytes + size_delta, offset_lag=r.offset_lag))
+        topics = [SimpleNamespace(name=name.encode().decode(), partitions=parts) for name, parts in by_topic.items()]
+        answers.append((d.broker_id, SimpleNamespace(error_code=0, log_dir=d.path, total_bytes=d.total_bytes,
+                                                     usable_bytes=d.usable_bytes, topics=topics)))
+    return answers
+
+
 def timed_ms(action) -> float:
     start = time.perf_counter()
     action()

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,7 +35,7 @@ T0 = 1_800_000_000_000
 
 
 def run_polls(partitions: int, polls: int, mode: str) -> dict:
-    from bench_watcher import synthetic_observation
+    from bench_watcher import log_dirs_answer, synthetic_observation
     from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
     from reassigner.clients.kafka_admin import compute_log_dirs
     from reassigner.edge.observation import compute_events, compute_snapshot_slice
@@ -51,18 +50,8 @@ def run_polls(partitions: int, polls: int, mode: str) -> dict:
     raw = [(p.topic, p.partition, p.replicas, p.isr, p.leader, p.leader_epoch) for p in whole.partitions.values()]
     synthetic_dirs = list(whole.log_dirs.values())
 
-    def dirs_read() -> list:  # as kafka-python hands the answer: a new string per topic entry, a new int per partition
-        answers = []
-        for d in synthetic_dirs:
-            by_topic: dict[str, list] = {}
-            for r in d.replicas:
-                by_topic.setdefault(r.topic, []).append(SimpleNamespace(
-                    partition_index=int(str(r.partition)), is_future_key=r.is_future,
-                    partition_size=r.size_bytes, offset_lag=r.offset_lag))
-            topics = [SimpleNamespace(name=name.encode().decode(), partitions=parts) for name, parts in by_topic.items()]
-            answers.append((d.broker_id, SimpleNamespace(error_code=0, log_dir=d.path, total_bytes=d.total_bytes,
-                                                         usable_bytes=d.usable_bytes, topics=topics)))
-        return [compute_log_dirs(broker_id, [entry])[0] for broker_id, entry in answers]
+    def dirs_read() -> list:
+        return [compute_log_dirs(broker_id, [entry])[0] for broker_id, entry in log_dirs_answer(synthetic_dirs)]
 
     def metadata_read(number: int) -> PartitionList:
         rng = random.Random(number)
