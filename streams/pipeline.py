@@ -372,6 +372,14 @@ class PipelineRunner:
         with self._lock:
             self.stopping = True
 
+    def close(self) -> None:
+        """After the query has stopped: give the process its garbage collection back
+        (`reassigner.heap`), so that a process going on after the pipeline (a test run, an
+        embedding tool) does not keep a frozen heap."""
+        with self._lock:
+            self.stopping = True
+            self.heap.close()
+
     # --- one micro-batch --------------------------------------------------------------------------
     def process_batch(self, batch, spark_batch_id: int) -> None:
         with self._lock:

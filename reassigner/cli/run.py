@@ -148,7 +148,8 @@ def run(
         stopping = [(offsets_reader.close, "closing the offsets reader"),
                     (lambda: producer.flush(10), "flushing the producer"),
                     (lambda: spark.sparkContext.setLogLevel("OFF"), "quieting Spark"),  # tasks cut short are no news
-                    (spark.stop, "stopping Spark")]
+                    (spark.stop, "stopping Spark"),
+                    (runner.close, "closing the pipeline runner")]
         for step, doing in stopping:
             try:
                 step()

@@ -58,6 +58,7 @@ def pipeline(local_stack, spark, redis_client, redis_url, tmp_path):
     harness = Harness(local_stack.bootstrap_servers, prefix, prefix)
     yield harness, runner
     query.stop()
+    runner.close()
     harness.close()
     producer.flush(10)
 
@@ -292,6 +293,7 @@ def test_a_new_checkpoint_dir_applies_what_is_new_and_reads_nothing_twice(pipeli
         assert successor.stats.input_rows == 1 and successor.stats.replayed == 0  # history not re-read
     finally:
         query.stop()
+        successor.close()
 
 
 def test_a_request_of_an_older_schema_set_is_decoded_by_its_header_and_answered(pipeline):
