@@ -11,7 +11,13 @@ Rules:
 - local mode by default (`local[2]`: this machine has 2 cores); `master` points it at a cluster;
 - the session's settings are `compute_spark_conf`'s: in local mode one shuffle partition and a
   parallelism of 2 (micro-batches are small, the machine is), on a cluster Spark's own defaults;
-  the operator's settings (`spark_conf`, `run --conf KEY=VALUE`) come last and win.
+  the operator's settings (`spark_conf`, `run --conf KEY=VALUE`) come last and win;
+- py4j's callback server (Spark calls the driver's `foreachBatch` through it) starts with the
+  session, not at the first query: it waits for connections with `select()`, which cannot watch a
+  descriptor numbered 1024 or above. Started late in a process holding many sockets, its accept
+  thread died at once while its socket kept listening, so Spark's first callback and then
+  `query.stop()` waited forever. Started here it gets one of the process's first descriptors; a
+  high one anyway is refused in one line (`compute_callback_server_problem`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from reassigner.clients.jars import ensure_jars
+from reassigner.errors import PermanentError
+
+SELECT_LIMIT = 1024  # FD_SETSIZE: select() watches descriptors below it only
 
 _VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
 
@@ -122,7 +131,29 @@ def build_spark_session(
     jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
         "org.apache.spark.sql.execution.streaming.ProcessingTimeExecutor",
         jvm.org.apache.logging.log4j.Level.ERROR)
+    start_callback_server(session)
     return session
+
+
+def start_callback_server(session) -> None:
+    """Start py4j's callback server now (see the module doc); PermanentError if its socket got a
+    descriptor `select()` cannot watch."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    gateway = session.sparkContext._gateway
+    ensure_callback_server_started(gateway)
+    problem = compute_callback_server_problem(gateway._callback_server.server_socket.fileno())
+    if problem is not None:
+        raise PermanentError(problem)
+
+
+def compute_callback_server_problem(descriptor: int) -> str | None:
+    """Why py4j's callback server cannot serve Spark on `descriptor`, or None."""
+    if descriptor < SELECT_LIMIT:
+        return None
+    return (f"Spark's callback server got file descriptor {descriptor}, which select() cannot watch "
+            f"(limit {SELECT_LIMIT}): this process holds too many open files or sockets; build the "
+            "Spark session before opening them, or find what leaks them")
 
 
 def kafka_client_options(bootstrap_servers: str, client_properties: dict[str, str]) -> dict[str, str]:

@@ -29,6 +29,9 @@ KAFKA-PYTHON QUIRKS handled here:
   which at 10,000 partitions costs more client CPU than decoding it: the Metadata and
   DescribeLogDirs requests are sent by `kafka_fast_reads` (the only module that touches
   kafka-python's private internals) and their answer structs read as they are;
+- a client whose bootstrap fails raises from its constructor with its network thread and
+  connections left running: it is made through `kafka_fast_reads.open_admin_client`, which
+  stops them (one thread and its sockets leaked per reconnect attempt before);
 - `describe_configs` answers {} for an unknown topic instead of an error; `alter_configs` answers
   error *strings*; `alter_partition_reassignments` answers an error class per partition.
 
@@ -63,6 +66,7 @@ from reassigner.clients.kafka_fast_reads import (
     Read,
     gather_reads,
     log_dir_reads,
+    open_admin_client,
     read_log_dirs,
     read_metadata,
     read_min_insync_replicas,
@@ -246,10 +250,8 @@ class ClusterAdmin:
             raise KafkaTransientError(
                 f"the cluster at {self.bootstrap_servers} was unreachable; next attempt in {wait:.1f} s",
                 "NO_BROKERS_AVAILABLE", retry_after_seconds=wait)
-        from kafka.admin import KafkaAdminClient
-
         try:
-            self._client = KafkaAdminClient(**compute_admin_options(
+            self._client = open_admin_client(**compute_admin_options(
                 self.bootstrap_servers, self.request_timeout_ms, self.client_config))
         except Exception as error:
             backoff = next(self._connect_delays)

@@ -1,4 +1,5 @@
-"""kafka-python's private internals, quarantined: the fast reads of one poll.
+"""kafka-python's private internals, quarantined: the fast reads of one poll, and a client that
+leaves nothing running when it cannot be made.
 
 kafka-python 3.x has public methods for every read the watcher needs, but they cost more than
 the answer is worth at 10,000+ partitions (a whole-cluster metadata fetch before DescribeLogDirs,
@@ -8,7 +9,9 @@ else in the product may use:
 - `client._manager.send / run / _net.call_soon_with_future` (the client's event loop);
 - `client._async_list_partition_reassignments`, `client._async_describe_configs`;
 - the protocol classes `MetadataRequest`, `DescribeLogDirsRequest`;
-- `kafka.admin._configs.AlterConfigOp` (IncrementalAlterConfigs' operation, not exported).
+- `kafka.admin._configs.AlterConfigOp` (IncrementalAlterConfigs' operation, not exported);
+- `client._metrics`, `client._client`, `client._net` of a client whose constructor failed
+  (`open_admin_client`).
 kafka-python is pinned to 3.x in pyproject.toml; an upgrade must re-check this list. A read that
 fails is done again by the caller through `ClusterAdmin`'s public path (same answers, same error
 translation), so the fast path never changes what an error looks like.
@@ -19,6 +22,39 @@ from __future__ import annotations
 from typing import Awaitable, Callable, Iterable, Mapping, Sequence
 
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
+
+
+def open_admin_client(**options):
+    """kafka-python's `KafkaAdminClient(**options)`, or its error with nothing of it left running.
+
+    Its constructor starts the client's network thread and then bootstraps; a bootstrap that
+    fails (cluster unreachable, wrong password) raises with that thread, its connections and
+    their sockets left alive for the life of the process. A watcher or executor retrying through
+    a Kafka outage leaked one thread and its sockets per attempt, and a test run reached 1,900
+    open descriptors (py4j's callback server, which waits with select(), then could not serve
+    Spark: see `streams.spark_session`). So the object is made first and its constructor run
+    second: whatever it started is stopped before the error goes on."""
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient.__new__(KafkaAdminClient)
+    try:
+        client.__init__(**options)
+    except BaseException:
+        release_half_made_client(client)
+        raise
+    return client
+
+
+def release_half_made_client(client) -> None:
+    """Stop what a failed `KafkaAdminClient.__init__` started, in its own `close` order (metrics,
+    connections, network thread); each part only if the constructor got that far."""
+    for part, stop in (("_metrics", "close"), ("_client", "close"), ("_net", "stop")):
+        started = getattr(client, part, None)
+        if started is not None:
+            try:
+                getattr(started, stop)()
+            except Exception:  # a half-made part may fail to stop: the others still must
+                pass
 
 Read = Callable[..., Awaitable[object]]
 """A read for `read_together`: a coroutine function taking kafka-python's admin client first."""

@@ -105,9 +105,9 @@ def topics_seen_by_librdkafka(bootstrap: str, config) -> set[str]:
 
 
 def topics_seen_by_kafka_python(bootstrap: str, config) -> set[str]:
-    from kafka.admin import KafkaAdminClient
+    from reassigner.clients.kafka_fast_reads import open_admin_client
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000, **config.kafka_python)
+    admin = open_admin_client(bootstrap_servers=bootstrap, request_timeout_ms=20000, **config.kafka_python)
     try:
         return set(admin.list_topics())
     finally:

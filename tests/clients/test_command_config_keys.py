@@ -7,7 +7,6 @@ its keyword arguments; no Kafka is started."""
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 
@@ -55,13 +54,6 @@ ssl.trustmanager.algorithm=PKIX
 ssl.secure.random.implementation=SHA1PRNG
 ssl.endpoint.identification.algorithm=https
 """
-
-
-@pytest.fixture
-def closed_port() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
 @pytest.fixture

@@ -59,6 +59,7 @@ def executor(cluster):
     yield executor
     stop.set()
     thread.join(30)
+    executor.admin.close()
     assert not thread.is_alive(), "the executor did not stop on request"
 
 
@@ -144,7 +145,8 @@ def create_topic(state, name: str, replicas: list[int]) -> None:
                                        replica_assignments={0: replicas})])
     finally:
         client.close()
-    eventually(lambda: (name, 0) in ClusterAdmin(state.bootstrap_servers).observe().partitions, 30)
+    with ClusterAdmin(state.bootstrap_servers) as admin:
+        eventually(lambda: (name, 0) in admin.observe().partitions, 30)
 
 
 def partition(admin: ClusterAdmin, topic: str):
@@ -448,6 +450,7 @@ def signed_executor(cluster, signing_key_file):
     yield executor
     stop.set()
     thread.join(30)
+    executor.admin.close()
     assert not thread.is_alive(), "the signed executor did not stop on request"
 
 
@@ -531,7 +534,8 @@ def test_an_executor_without_the_key_refuses_to_start_while_the_pipeline_signs(c
     # this test runs alone); the refused one wrote nothing over it.
     eventually(lambda: read_signing_announcements(client, settings.cluster_name).get("executor")
                == signed_executor.signing_key.fingerprint, 30, what="the signed executor's record")
-    with pytest.raises(InvalidConfigError, match="the pipeline signs its commands .* has no command_signing_key_file"):
+    with keyless.admin, pytest.raises(InvalidConfigError,
+                                      match="the pipeline signs its commands .* has no command_signing_key_file"):
         keyless.run(threading.Event())
     assert read_signing_announcements(client, settings.cluster_name)["executor"] \
         == signed_executor.signing_key.fingerprint, "the refused executor recorded nothing"

@@ -82,5 +82,6 @@ def test_commands_sent_while_redis_is_down_are_applied_once_when_it_is_back(loca
         stopping.set()
         thread.join(30)
         admin.close()
+        executor.admin.close()
         stop(redis_pid)
     assert not thread.is_alive(), "the executor did not stop on request"

@@ -9,7 +9,7 @@ from handler_builders import T0, alerts, broker_event, commands, envelope, parti
 
 from handlers.decide import decide
 from handlers.micro_batch import BatchInputs
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.model import Broker, LogDir, PartitionState, Topic, TopicPartition
 from state.model import ControllerState
 from tests.settings_defaults import default_policy
 

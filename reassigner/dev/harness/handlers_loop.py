@@ -79,6 +79,7 @@ class HandlersLoop:
         self._thread.join(30)
         self.results_consumer.close()
         self.admin.close()
+        self.executor.admin.close()
 
     def decide(self, requests: Iterable[Mapping] = ()) -> Decision:
         """One batch: poll, decide on the new events, the given requests and the results read."""

@@ -105,15 +105,15 @@ class InvariantMonitor:
             return self.series[-1] if self.series else None
 
     def _run(self) -> None:
-        from kafka.admin import KafkaAdminClient
+        from reassigner.clients.kafka_fast_reads import open_admin_client
 
         client = None
         while not self._stop.is_set():
             started = time.monotonic()
             try:
                 if client is None:
-                    client = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
-                                              request_timeout_ms=5000, **self.client.kafka_python)
+                    client = open_admin_client(bootstrap_servers=self.bootstrap_servers,
+                                               request_timeout_ms=5000, **self.client.kafka_python)
                 self.sample(client)
             except Exception as error:  # a broker being killed by the story: sample again next time
                 self.report.failed_samples += 1

@@ -189,10 +189,10 @@ class ClusterProbe:
         self.client = client
 
     def _client(self):
-        from kafka.admin import KafkaAdminClient
+        from reassigner.clients.kafka_fast_reads import open_admin_client
 
-        return KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=15000,
-                                **self.client.kafka_python)
+        return open_admin_client(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=15000,
+                                 **self.client.kafka_python)
 
     def partitions(self, topics: list[str] | None = None) -> dict[tuple[str, int], dict]:
         """Every partition of `topics` (all topics when None): replicas, ISR, leader, offline

@@ -91,10 +91,10 @@ def check_writes(bootstrap_servers: str, topic: str, replication_factor: int,
 def describe_log_dirs(bootstrap_servers: str, broker_id: int,
                       client: ClientConfig = PLAINTEXT) -> dict[str, dict]:
     """Per log dir of one broker: {"error_code": int, "partitions": [(topic, partition, size)]}."""
-    from kafka.admin import KafkaAdminClient
+    from reassigner.clients.kafka_fast_reads import open_admin_client
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10000,
-                             **client.kafka_python)
+    admin = open_admin_client(bootstrap_servers=bootstrap_servers, request_timeout_ms=10000,
+                              **client.kafka_python)
     try:
         response = admin.describe_log_dirs(brokers=[broker_id])
     finally:
