@@ -1,8 +1,12 @@
 """`reassigner run`: the pipeline — the Spark Structured Streaming job, the brain of the product.
 
 SIGTERM and Ctrl-C (SIGINT), exit 0 and no traceback either way:
-- while it starts (Redis, topics, the Spark session), nothing of its own is in flight: the
-  handler leaves at once (`options.StoppedBySignal`; `main` prints "stopped on SIGTERM");
+- while it starts (Redis, topics), nothing of its own is in flight: the handler leaves at once
+  (`options.StoppedBySignal`; `main` prints "stopped on SIGTERM");
+- while Spark's JVM is being launched the handler only flags the stop, and the session is
+  stopped as soon as it is up: leaving in the middle of pyspark's launch left the half-started
+  JVM running for good (it watches the driver's stdin only once it has handed its port over, and
+  the driver gone, it never does: an orphan holding a 1 GiB heap after every such stop);
 - once its query runs, the handler only flags the stop; another thread stops the query after
   the batch in progress (later batches are left for the next start), then the session is
   stopped. A step of that shutdown that fails (the JVM got the signal too and is gone) is
@@ -70,8 +74,10 @@ def run(
     configure_logging(verbose, logging.WARNING, logging.INFO)
     stop = threading.Event()
     started: list[bool] = []  # [True] once the query is being started: from then on, stops are graceful
+    launching: list[bool] = []  # [True] while Spark's JVM is launched: a stop waits for it (module doc)
     queries: list = []
     stoppers: list[threading.Thread] = []
+    stop_signals: list[int] = []
 
     def stop_query(query) -> None:
         runner.stop_taking_batches()  # no batch of ours is then interrupted midway
@@ -81,8 +87,11 @@ def run(
             log.debug("stopping the query: %s", error)
 
     def shut_down(signum, _frame) -> None:
+        stop_signals.append(signum)
         note_stop_signal(signum)
         stop.set()
+        if launching:  # `build_spark_session` returns, then the session is stopped
+            return
         if not started:  # still starting: nothing of ours is in flight, leave now
             raise StoppedBySignal(signum)
         # Only flag here: the main thread may be inside a py4j call (awaitTermination), and a
@@ -121,8 +130,16 @@ def run(
     producer = build_producer(producer_config(connections.bootstrap_servers, client, "reassigner-pipeline"))
     policy = compute_policy(settings)
     runner = PipelineRunner(settings, redis_client, producer, policy)
-    spark = build_spark_session(settings.cache_dir, master=settings.spark_master,
-                                spark_jars=settings.spark_jars, extra_conf={**settings.spark_conf, **spark_conf})
+    launching.append(True)
+    try:
+        spark = build_spark_session(settings.cache_dir, master=settings.spark_master,
+                                    spark_jars=settings.spark_jars,
+                                    extra_conf={**settings.spark_conf, **spark_conf})
+    finally:
+        launching.clear()
+    if stop.is_set():  # a stop came while Spark was launched
+        spark.stop()
+        raise StoppedBySignal(stop_signals[-1])
     offsets_reader = TopicReader(connections.bootstrap_servers, client, "reassigner-pipeline-offsets")
 
     def start_query():

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import eventually
+
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
 
 
@@ -67,3 +69,18 @@ def test_sigterm_while_spark_starts(local_stack, redis_url, tmp_path, cache_dir)
             os.killpg(process.pid, signal.SIGKILL)
     said = log_file.read_text(errors="replace")
     assert code == 0 and "Traceback" not in said and "stopped on SIGTERM" in said, said[-3000:]
+    # Regression: leaving in the middle of pyspark's launch left Spark's JVM running for good.
+    try:
+        eventually(lambda: not process_group_alive(process.pid), 60, 0.5,
+                   what="every process of the stopped run gone (Spark's JVM too)")
+    finally:
+        if process_group_alive(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def process_group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
