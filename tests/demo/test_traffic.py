@@ -47,3 +47,11 @@ def test_the_report_fails_on_an_unacknowledged_write_and_says_why():
     assert not report.clean
     assert "1 never acknowledged" in report.problems() and "orders-0 #2" in report.problems()
     assert TrafficReport(produced=1, acknowledged=1, read=1).clean
+
+
+def test_the_partitions_missing_a_record_are_named_for_the_evidence():
+    check = compare_sequences({ORDERS_0: 3, ("audit", 3): 2, ("audit", 1): 1},
+                              {ORDERS_0: {}, ("audit", 3): {1: 0}, ("audit", 1): {0: 0}},
+                              {ORDERS_0: [0, 1, 2], ("audit", 3): [1], ("audit", 1): []})
+    assert check.missing_partitions == (("audit", 1), ("audit", 3))
+    assert check.missing == ["audit-1 #0 (acknowledged at offset 0)", "audit-3 #0 (never acknowledged)"]

@@ -39,6 +39,9 @@ class TrafficReport:
     fatal_errors: list[str] = field(default_factory=list)
     retriable_errors: int = 0
     missing: list[str] = field(default_factory=list)  # the first few missing records, described
+    # For a partition with a missing record: its first delivery reports and the first sequences
+    # its log holds (the flake below is always at a partition's first records).
+    evidence: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -54,7 +57,12 @@ class TrafficReport:
             parts.append("missing: " + ", ".join(self.missing))
         if self.fatal_errors:
             parts.append(f"producer errors: {self.fatal_errors[:3]}")
+        if self.evidence:
+            parts.append("evidence: " + "; ".join(self.evidence))
         return "; ".join(parts)
+
+
+FIRST_REPORTS = 3
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class SequenceCheck:
     out_of_order: int
     duplicated: int
     missing: list[str]
+    missing_partitions: tuple[tuple[str, int], ...] = ()  # every partition missing a record
 
 
 def compare_sequences(produced: dict[tuple[str, int], int],
@@ -77,13 +86,17 @@ def compare_sequences(produced: dict[tuple[str, int], int],
     unacknowledged; the first `describe` of them are described."""
     read = lost = unacknowledged = out_of_order = duplicated = 0
     missing: list[str] = []
+    missing_partitions: list[tuple[str, int]] = []
     for key, count in sorted(produced.items()):
         sequences = seen.get(key, [])
         acked = acknowledged.get(key, {})
         read += len(sequences)
         duplicated += len(sequences) - len(set(sequences))
         out_of_order += sum(1 for a, b in zip(sequences, sequences[1:]) if b < a)
-        for sequence in sorted(set(range(count)) - set(sequences)):
+        absent = sorted(set(range(count)) - set(sequences))
+        if absent:
+            missing_partitions.append(key)
+        for sequence in absent:
             offset = acked.get(sequence)
             if offset is None:
                 unacknowledged += 1
@@ -92,7 +105,7 @@ def compare_sequences(produced: dict[tuple[str, int], int],
             if len(missing) < describe:
                 where = f"acknowledged at offset {offset}" if offset is not None else "never acknowledged"
                 missing.append(f"{key[0]}-{key[1]} #{sequence} ({where})")
-    return SequenceCheck(read, lost, unacknowledged, out_of_order, duplicated, missing)
+    return SequenceCheck(read, lost, unacknowledged, out_of_order, duplicated, missing, tuple(missing_partitions))
 
 
 class SequencedTraffic:
@@ -108,6 +121,8 @@ class SequencedTraffic:
         # sequence -> offset of every acknowledged record, per partition
         self.acknowledged: dict[tuple[str, int], dict[int, int]] = {
             key: {} for key in self.next_sequence}
+        # The first FIRST_REPORTS delivery reports of each partition, as they came (see `evidence`)
+        self.first_reports: dict[tuple[str, int], list[str]] = {key: [] for key in self.next_sequence}
         self.report = TrafficReport()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -123,6 +138,11 @@ class SequencedTraffic:
             self.report.retriable_errors += 1
 
     def _on_delivery(self, error, message) -> None:
+        reports = self.first_reports.get((message.topic(), message.partition()))
+        if reports is not None and len(reports) < FIRST_REPORTS:
+            value = message.value()
+            shown = value.decode(errors="replace") if isinstance(value, bytes) else repr(value)
+            reports.append(f"{shown}@{message.offset()}" + (f" ({error})" if error else ""))
         if error is not None:  # the record was not written: the check will show it lost
             self.report.fatal_errors.append(f"{message.topic()}-{message.partition()}: {error}")
             return
@@ -184,6 +204,10 @@ class SequencedTraffic:
         self.report.read, self.report.lost = check.read, check.lost
         self.report.unacknowledged, self.report.missing = check.unacknowledged, check.missing
         self.report.out_of_order, self.report.duplicated = check.out_of_order, check.duplicated
+        self.report.evidence = [
+            f"{t}-{p}: first delivery reports [{', '.join(self.first_reports[(t, p)])}], "
+            f"log starts {seen[(t, p)][:FIRST_REPORTS]}"
+            for t, p in check.missing_partitions[:5]]
         return self.report
 
 
