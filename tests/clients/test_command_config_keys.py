@@ -7,7 +7,6 @@ its keyword arguments; no Kafka is started."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from reassigner.clients.client_config import read_command_config

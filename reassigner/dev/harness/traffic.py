@@ -62,7 +62,8 @@ class TrafficReport:
         return "; ".join(parts)
 
 
-FIRST_REPORTS = 3
+FIRST_REPORTS = 3  # delivery reports kept per partition, and log sequences shown, as evidence
+EVIDENCE_PARTITIONS = 5  # partitions missing a record that the evidence describes
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,7 @@ class SequencedTraffic:
         self.report.evidence = [
             f"{t}-{p}: first delivery reports [{', '.join(self.first_reports[(t, p)])}], "
             f"log starts {seen[(t, p)][:FIRST_REPORTS]}"
-            for t, p in check.missing_partitions[:5]]
+            for t, p in check.missing_partitions[:EVIDENCE_PARTITIONS]]
         return self.report
 
 
