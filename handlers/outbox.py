@@ -7,7 +7,8 @@ IDS (deterministic, so a replayed batch decides byte-identical messages, SPEC 6)
 - a command serving a reassignment: `<reassignment id>:<step number>:<kind>`
   (`Reassignment.command_id`), e.g. `req-7/orders-3:2:ReassignmentStep`;
 - a throttle command: `throttle-<n>:0:<kind>`, n = `ControllerState.command_sequence`;
-- an alert: `alert-<batch id>-<index in the batch>`;
+- an alert: `alert-<batch id>-<index in the batch>`; the one the pipeline's shell raises when it
+  finds the state store lost (`StateStoreLost`): `alert-<batch id>-store-lost`;
 - a dead letter: its key, `<source topic>-<partition>-<offset>`.
 Every record carries `schema_version` (the current schema set's) and `event_time` = the batch's
 time (`now_ms`); commands carry the planner epoch. Records are shaped exactly as
@@ -53,20 +54,7 @@ class Outbox:
               details: Mapping[str, object] | None = None) -> None:
         alert_id = f"alert-{self.batch_id}-{self._alerts}"
         self._alerts += 1
-        subject = compute_bounded_text(subject, MAX_SUBJECT_CHARS)
-        record = {
-            "schema_version": CURRENT_SCHEMA_VERSION,
-            "event_time": self.now_ms,
-            "id": alert_id,
-            "key": subject,
-            "severity": severity,
-            "kind": kind,
-            "subject": subject,
-            "message": compute_bounded_text(message, MAX_TEXT_CHARS),
-            "details": {compute_bounded_text(str(k), MAX_SUBJECT_CHARS): compute_bounded_text(str(v), MAX_TEXT_CHARS)
-                        for k, v in sorted((details or {}).items())},
-        }
-        self.messages.append(OutboundMessage("alerts", subject, "Alert", record))
+        self.messages.append(build_alert(alert_id, self.now_ms, kind, severity, subject, message, details))
 
     def command(self, command_id: str, key: str, reassignment_id: str | None, step: int,
                 reason: str, kind: str, fields: Mapping[str, Any]) -> None:
@@ -102,6 +90,25 @@ class Outbox:
 
     def count(self, topic_suffix: str) -> int:
         return sum(1 for m in self.messages if m.topic_suffix == topic_suffix)
+
+
+def build_alert(alert_id: str, now_ms: int, kind: str, severity: str, subject: str, message: str,
+                details: Mapping[str, object] | None = None) -> OutboundMessage:
+    """One alert record (BOUNDS), keyed by its subject."""
+    subject = compute_bounded_text(subject, MAX_SUBJECT_CHARS)
+    record = {
+        "schema_version": CURRENT_SCHEMA_VERSION,
+        "event_time": now_ms,
+        "id": alert_id,
+        "key": subject,
+        "severity": severity,
+        "kind": kind,
+        "subject": subject,
+        "message": compute_bounded_text(message, MAX_TEXT_CHARS),
+        "details": {compute_bounded_text(str(k), MAX_SUBJECT_CHARS): compute_bounded_text(str(v), MAX_TEXT_CHARS)
+                    for k, v in sorted((details or {}).items())},
+    }
+    return OutboundMessage("alerts", subject, "Alert", record)
 
 
 def compute_restamped(messages: list[OutboundMessage] | tuple[OutboundMessage, ...],

@@ -23,6 +23,8 @@ Hierarchy::
     │                                     (REQUEST_TIMED_OUT, NOT_CONTROLLER, NODE_NOT_READY...)
     └── PermanentError                    give up and alert
         ├── FencedError                   FENCED_EPOCH: a newer pipeline instance took over
+        ├── StateStoreLostError           STATE_STORE_LOST: the Redis state is not the one this
+        │                                 process wrote (emptied, or restored from an older copy)
         └── KafkaPermanentError           a Kafka error retrying will not fix; code = its Kafka
                                           name (REASSIGNMENT_IN_PROGRESS, LOG_DIR_NOT_FOUND...)
 
@@ -156,6 +158,14 @@ class FencedError(PermanentError):
     and this one must stop without writing anything more."""
 
     code = "FENCED_EPOCH"
+
+
+class StateStoreLostError(PermanentError):
+    """The state store no longer holds what this process last wrote to it: it was emptied
+    (FLUSHALL, a restart without persistence, a failover to an empty replica) or rolled back (a
+    restore from an older backup). Nothing more is written over it; the writer rebuilds it."""
+
+    code = "STATE_STORE_LOST"
 
 
 class KafkaTransientError(TransientError):

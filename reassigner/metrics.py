@@ -58,6 +58,9 @@ REFUSAL_REASONS = ("STALE_EPOCH", "UNKNOWN_EPOCH", "BAD_SIGNATURE", "COMMAND_EXP
 PIPELINE_BATCHES = Counter("reassigner_pipeline_batches", "Micro-batches the pipeline applied and committed.")
 PIPELINE_REPLAYS = Counter("reassigner_pipeline_replayed_batches",
                            "Micro-batches whose records were all applied before (re-run after a restart).")
+PIPELINE_STORE_LOST = Counter("reassigner_pipeline_state_store_lost",
+                              "Times a commit found the Redis state not the one the pipeline wrote (emptied or "
+                              "rolled back) and the pipeline rewrote it whole.")
 PIPELINE_BATCH_SECONDS = Histogram("reassigner_pipeline_batch_duration_seconds",
                                    "Duration of a committed batch, by phase (total: the whole batch).",
                                    ["phase"], buckets=SECONDS)
@@ -336,6 +339,10 @@ def count_batch_phases(phases: Mapping[str, float]) -> None:
 
 def count_replayed_batch() -> None:
     PIPELINE_REPLAYS.inc()
+
+
+def count_state_store_lost() -> None:
+    PIPELINE_STORE_LOST.inc()
 
 
 def count_pipeline_state(reassignments_active: int, steps_in_flight: int) -> None:

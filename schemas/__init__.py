@@ -92,10 +92,12 @@ ALERT_KINDS = (
     "BrokerRecommissioned",
     "ExternalReassignment",
     "ReassignmentInterrupted",
+    "StateStoreLost",
 )
 """Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged, SnapshotReconciled, ClockSkew and the
 log-dir balance's four, the request verdicts and proposal ends of schema version 4, and the moves of
-other tools: ExternalReassignment, ReassignmentInterrupted). `Alert.kind` is a string: readers
+other tools: ExternalReassignment, ReassignmentInterrupted; StateStoreLost, raised by the pipeline
+when Redis no longer holds the state it wrote). `Alert.kind` is a string: readers
 must accept kinds not listed here."""
 
 __all__ = [

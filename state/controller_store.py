@@ -14,7 +14,7 @@ may touch them all, on one Redis or on Redis Cluster alike):
                                         adding, removing, offline, size_bytes, dir indexes]
     reassigner:{c}:reassignments  HASH  "topic:partition" → the active Reassignment record
     reassigner:{c}:logdir_moves   HASH  "broker:topic:partition" → the active LogDirTask (JSON)
-    reassigner:{c}:meta           HASH  epoch, last_batch, command_sequence, the replication
+    reassigner:{c}:meta           HASH  epoch, incarnation, last_batch, command_sequence, the replication
                                         meter and the small mappings of ControllerState (JSON each:
                                         config, proposals, open alerts, waiting reasons,
                                         external moves...)
@@ -40,6 +40,13 @@ Rules:
 - the same script refuses the commit of an instance whose epoch is older than the stored one
   (`FencedError`): once a newer pipeline instance has bumped the epoch, an older one still
   running can write nothing more — not its state, not an outbox, not its epoch over the new one;
+- VERIFIED, NOT TRUSTED: a pipeline instance takes the store over (`take_over`: a higher epoch
+  and a random `incarnation` token in meta) and each of its commits must find there its own
+  token and `last_batch` = the batch before (`StateStoreLostError` otherwise). A store emptied
+  (FLUSHALL, a restart without persistence, a failover to an empty replica) or restored from an
+  older copy is so caught at the next batch, before a delta is written over it — a delta over
+  the wrong base is a state nobody decided. The instance then rewrites its state whole
+  (`reseed`: staged and swapped in by one script, a new incarnation, an epoch above both);
 - only what changed between the state before and after the batch is written, so a batch of a
   few ISR events costs a few fields, not the cluster; finding them walks only the topics the
   batch touched (`compute_changed_partitions`) and, when the batch's change log vouches for
@@ -57,6 +64,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from typing import Any, Iterable, Mapping
 
 from state.model import ControllerState, ObservationTimes, OutboundMessage, Proposal
@@ -66,7 +74,7 @@ from planning.movement.external import ExternalMove
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.movement.partition_steps import Step
-from reassigner.errors import FencedError
+from reassigner.errors import FencedError, StateStoreLostError
 from schemas.codec import decode, encode
 
 COMMIT_BATCH = """
@@ -74,6 +82,13 @@ local current = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
 if tonumber(ARGV[4]) < current then return {-1, current} end
 local last = tonumber(redis.call('HGET', KEYS[1], 'last_batch') or '-1')
 local batch = tonumber(ARGV[1])
+if ARGV[7] ~= '' then
+  -- verified: the store must be the one this instance took over and advanced, batch by batch
+  local stored = redis.call('HGET', KEYS[1], 'incarnation') or ''
+  if stored ~= ARGV[7] then return {-2, current, last, stored} end
+  if batch == last then return {0, current} end
+  if last ~= batch - 1 then return {-3, current, last, stored} end
+end
 if batch <= last then return {0, current} end
 local changes = cjson.decode(ARGV[2])
 for i, key in ipairs(KEYS) do
@@ -105,6 +120,39 @@ local offsets = cjson.decode(ARGV[5])
 if #offsets > 0 then redis.call('HSET', KEYS[7], unpack(offsets)) end
 redis.call('HSET', KEYS[1], 'last_batch', ARGV[1])
 return {1, current}
+"""
+
+# Rewrite a lost or rolled-back store whole (`ControllerStore.reseed`): KEYS are the HASHES, then
+# a staged copy of each, in the same order (a copy that does not exist leaves its hash empty).
+# ARGV: the writer's epoch, the meta fields (flat JSON list), the new incarnation, last_batch.
+RESEED = """
+local current = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
+if tonumber(ARGV[1]) < current then return {-1, current} end
+local n = #KEYS / 2
+for i = 1, n do
+  redis.call('UNLINK', KEYS[i])
+  if redis.call('EXISTS', KEYS[n + i]) == 1 then
+    redis.call('RENAME', KEYS[n + i], KEYS[i])
+    redis.call('PERSIST', KEYS[i])
+  end
+end
+local epoch = math.max(current, tonumber(ARGV[1])) + 1
+local meta = cjson.decode(ARGV[2])
+if #meta > 0 then redis.call('HSET', KEYS[1], unpack(meta)) end
+redis.call('HSET', KEYS[1], 'epoch', epoch, 'incarnation', ARGV[3], 'last_batch', ARGV[4])
+return {1, epoch}
+"""
+
+# A new instance takes over: the epoch goes up (at least to ARGV[1]) and the store is marked
+# with the instance's incarnation, which every verified commit must find there.
+TAKE_OVER = """
+local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+if epoch < tonumber(ARGV[1]) then
+  epoch = tonumber(ARGV[1])
+  redis.call('HSET', KEYS[1], 'epoch', epoch)
+end
+redis.call('HSET', KEYS[1], 'incarnation', ARGV[2])
+return {epoch, tonumber(redis.call('HGET', KEYS[1], 'last_batch') or '-1')}
 """
 
 # The script reads meta, outbox and offsets as KEYS[1], KEYS[6] and KEYS[7], and the staged
@@ -331,6 +379,22 @@ def message_from_storage(stored: list) -> OutboundMessage:
     return OutboundMessage(topic_suffix, key, schema, decode(schema, base64.b64decode(value)))
 
 
+def compute_store_lost_reason(last_batch: int, stored_epoch: int, stored_last_batch: int,
+                              same_incarnation: bool) -> str:
+    """What a verified commit found instead of the store it advanced (one line)."""
+    if stored_epoch == 0 and stored_last_batch < 0:
+        found = "holds no state at all (emptied: a FLUSHALL, a restart without persistence or a failover " \
+                "to an empty replica)"
+    elif same_incarnation:
+        found = (f"went back from batch {last_batch} to batch {stored_last_batch} (restored from an older "
+                 "copy)" if stored_last_batch < last_batch else
+                 f"holds batch {stored_last_batch}, which this instance never wrote")
+    else:
+        found = (f"holds batch {stored_last_batch} of epoch {stored_epoch}, not written by this instance "
+                 f"(restored from an older copy, or replaced); this instance is at batch {last_batch}")
+    return f"the state store {found}"
+
+
 # --- the store ----------------------------------------------------------------------------------
 def key_prefix(cluster_name: str) -> str:
     """`reassigner:{<cluster>}`: every key of one Kafka cluster carries this hash tag."""
@@ -367,6 +431,11 @@ class ControllerStore:
         self.cluster_name = cluster_name
         self.keys = {name: f"{key_prefix(cluster_name)}:{name}" for name in HASHES}
         self._commit = client.register_script(COMMIT_BATCH)
+        self._take_over = client.register_script(TAKE_OVER)
+        self._reseed = client.register_script(RESEED)
+        # The token of this instance's take-over (`take_over`, `reseed`); None for a store object
+        # that never took over (a tool or a test seeding a state): its commits are not verified.
+        self.incarnation: str | None = None
 
     def load(self) -> ControllerState:
         raw = {name: {_text(k): _text(v) for k, v in self.client.hscan_iter(key, count=LOAD_SCAN_COUNT)}
@@ -425,9 +494,51 @@ class ControllerStore:
         """The hash holding the planner epoch (field `epoch`): the executor's ledger reads it."""
         return f"{key_prefix(cluster_name)}:meta"
 
-    def bump_epoch(self) -> int:
-        """A new pipeline instance takes over: its commands carry a higher epoch than any before."""
-        return int(self.client.hincrby(self.keys["meta"], "epoch", 1))
+    def take_over(self, epoch_floor: int = 0) -> int:
+        """A new pipeline instance takes over: the epoch goes up (its commands carry a higher one
+        than any before; at least `epoch_floor`) and the store is marked with this instance's
+        incarnation, which each of its commits then checks (VERIFIED). Returns the epoch."""
+        token = uuid.uuid4().hex
+        epoch, _last = self._take_over(keys=[self.keys["meta"]], args=[epoch_floor, token])
+        self.incarnation = token
+        return int(epoch)
+
+    def find_loss(self, last_batch: int) -> str | None:
+        """Why the store is not the one this instance took over and advanced to `last_batch`
+        (`compute_store_lost_reason`), or None when it is."""
+        epoch, stored_last, incarnation = self.client.hmget(self.keys["meta"], "epoch", "last_batch", "incarnation")
+        stored_last = int(stored_last) if stored_last is not None else -1
+        same = incarnation is not None and _text(incarnation) == self.incarnation
+        if same and stored_last == last_batch:
+            return None
+        return compute_store_lost_reason(last_batch, int(epoch or 0), stored_last, same)
+
+    def reseed(self, state: ControllerState, applied: Mapping[tuple[str, int], int]) -> int:
+        """Write `state` and the `applied` input offsets whole, replacing whatever the store holds
+        (a lost or rolled-back store: VERIFIED), under a new incarnation and an epoch above both
+        the stored one and `state.epoch`; returns that epoch. The rows are staged in chunks first
+        and swapped in by one script, so the store goes from what it held to `state` at once.
+        Raises `FencedError` if a newer instance holds the store."""
+        token = uuid.uuid4().hex
+        rows = [name for name in HASHES if name not in ("meta", "outbox")]
+        staged = {name: f"{self.keys[name]}:reseed:{token}" for name in HASHES}
+        try:
+            for name in rows:
+                if name == "offsets":
+                    self._stage(staged[name], ((tp_field(TopicPartition(topic, partition)), str(offset))
+                                               for (topic, partition), offset in sorted(applied.items())))
+                else:
+                    self._stage(staged[name], compute_stored_rows(name, state))
+            meta = [item for field, value in meta_to_storage(state).items() for item in (field, value)]
+            verdict, epoch = self._reseed(keys=[self.keys[n] for n in HASHES] + [staged[n] for n in HASHES],
+                                          args=[state.epoch, json.dumps(meta), token, state.last_batch])
+        finally:
+            self.client.unlink(*staged.values())
+        if int(verdict) < 0:
+            raise FencedError(f"pipeline epoch {state.epoch} was replaced by epoch {int(epoch)}: a newer "
+                              "instance runs on this cluster's state; this one stops without writing")
+        self.incarnation = token
+        return int(epoch)
 
     def applied_offsets(self) -> dict[tuple[str, int], int]:
         """(input topic, partition) → the greatest offset applied (`streams.offsets`)."""
@@ -462,15 +573,19 @@ class ControllerStore:
         flat_offsets = [item for (topic, partition), offset in sorted((offsets or {}).items())
                         for item in (tp_field(TopicPartition(topic, partition)), offset)]
         try:
-            verdict, current = self._commit(keys=keys, args=[batch_id, json.dumps(payload), outbox_json,
-                                                              after.epoch, json.dumps(flat_offsets),
-                                                              json.dumps([HASHES.index(n) + 1 for n in staged])])
+            verdict, current, *found = self._commit(
+                keys=keys, args=[batch_id, json.dumps(payload), outbox_json, after.epoch, json.dumps(flat_offsets),
+                                 json.dumps([HASHES.index(n) + 1 for n in staged]), self.incarnation or ""])
         finally:
             if staged:  # swapped in (then gone already), or refused: never left behind
                 self.client.unlink(*staged.values())
-        if int(verdict) < 0:
+        if int(verdict) == -1:
             raise FencedError(f"pipeline epoch {after.epoch} was replaced by epoch {int(current)}: a newer "
                               "instance runs on this cluster's state; this one stops without writing")
+        if int(verdict) < -1:
+            stored_last, stored_incarnation = int(found[0]), _text(found[1])
+            raise StateStoreLostError(compute_store_lost_reason(before.last_batch, int(current), stored_last,
+                                                                stored_incarnation == (self.incarnation or "")))
         return bool(verdict)
 
     def _stage(self, key: str, rows: Iterable[tuple[str, str]]) -> None:
@@ -545,13 +660,22 @@ def compute_changed_reassignments(before: ControllerState, after: ControllerStat
 
 
 def compute_stored_rows(name: str, state: ControllerState) -> Iterable[tuple[str, str]]:
-    """Every (field, value) of one of the STAGED_HASHES as `state` stores it."""
+    """Every (field, value) of one of the state's hashes (all HASHES but meta, outbox and
+    offsets) as `state` stores it."""
+    if name == "brokers":
+        times = state.observed_at.brokers
+        return ((str(b.id), broker_to_storage(b, times.get(b.id))) for b in state.cluster.brokers)
+    if name == "topics":
+        times = state.observed_at.topics
+        return ((t.name, topic_to_storage(t, times.get(t.name))) for t in state.cluster.topics)
+    if name == "logdir_moves":
+        return ((log_dir_task_field(t), log_dir_task_to_storage(t)) for t in state.log_dir_moves.values())
     if name == "partitions":
         brokers = state.cluster.brokers_by_id
         return ((tp_field(p.tp), partition_to_storage(p, brokers)) for p in state.cluster.partitions())
     if name == "reassignments":
         return ((tp_field(tp), reassignment_to_storage(r)) for tp, r in state.reassignments.items())
-    raise ValueError(f"{name} is not staged")
+    raise ValueError(f"{name} is not a hash of rows")
 
 
 def compute_changes(before: ControllerState, after: ControllerState) -> dict[str, dict[str, list]]:

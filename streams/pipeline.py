@@ -51,16 +51,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from handlers.micro_batch import BadRecord, BatchInputs
-from handlers.outbox import compute_restamped
+from handlers.outbox import ERROR, build_alert, compute_restamped
 from handlers.decide import decide_isolating
 from handlers.policy import Policy
 from state.model import ControllerState, OutboundMessage
 from reassigner.clients.backoff import Backoff, retry_transient
 from reassigner.clients.kafka_producer import publish_all_and_wait
 from reassigner.clients.redis_io import retry_redis
-from reassigner.errors import FencedError, TransientError
+from reassigner.errors import FencedError, StateStoreLostError, TransientError
 from reassigner.metrics import (compute_batch_counts, compute_in_flight, count_batch_phases, count_committed_batch,
-                                count_pipeline_state, count_replayed_batch)
+                                count_pipeline_state, count_replayed_batch, count_state_store_lost)
 from reassigner.settings import Settings, read_command_signing_key
 from schemas.codec import (
     TOPICS,
@@ -339,8 +339,14 @@ class PipelineRunner:
 
     # --- start ----------------------------------------------------------------------------------
     def start(self) -> ControllerState:
-        """Load the state, take over with a new epoch, re-publish outboxes left by a crash."""
-        epoch = with_redis_retry(self.store.bump_epoch, "bumping the planner epoch")
+        """Load the state, take over with a new epoch, re-publish outboxes left by a crash. When
+        the query starts again in this process, the store is first checked against what this
+        instance last committed, and rewritten from it if it was lost meanwhile."""
+        if self.store.incarnation is not None:
+            lost = with_redis_retry(lambda: self.store.find_loss(self.state.last_batch), "checking the state store")
+            if lost is not None:
+                self.rebuild_store(StateStoreLostError(lost), self.state.last_batch + 1)
+        epoch = with_redis_retry(lambda: self.store.take_over(self.state.epoch + 1), "taking the planner epoch")
         self.state = with_redis_retry(self.store.load, "loading the state").with_changes(epoch=epoch)
         self.applied = with_redis_retry(self.store.applied_offsets, "loading the applied offsets")
         count_pipeline_state(len(self.state.reassignments), len(self.in_flight()))
@@ -402,9 +408,11 @@ class PipelineRunner:
 
     def process_rows(self, rows: list, bad_rows: list,
                      consumed: Mapping[tuple[str, int], int] | None = None,
-                     phases: dict[str, float] | None = None, started: float | None = None) -> None:
+                     phases: dict[str, float] | None = None, started: float | None = None,
+                     rebuilt: bool = False) -> None:
         """Steps 1 and 3 to 7 for rows already reduced (also the entry point of tests and
-        benchmarks); `consumed` defaults to the greatest offsets among the rows."""
+        benchmarks); `consumed` defaults to the greatest offsets among the rows. A commit that
+        finds the store lost rewrites it (`rebuild_store`) and decides the batch again, once."""
         phases = {} if phases is None else phases
         started = time.perf_counter() if started is None else started
         if consumed is None:
@@ -435,6 +443,11 @@ class PipelineRunner:
             self.fenced = error
             log.error("stopping: %s", error)
             raise
+        except StateStoreLostError as error:
+            if rebuilt:  # lost again while rewriting it: the query fails and starts again
+                raise
+            self.rebuild_store(error, batch_id)  # then this batch is decided again on it
+            return self.process_rows(rows, bad_rows, consumed, phases, started, rebuilt=True)
         phases["persist"] = time.perf_counter() - mark
         if not committed and with_redis_retry(self.store.last_batch, "reading the batch id") == batch_id:
             committed = True  # our own commit, whose reply was lost when Redis went away
@@ -469,6 +482,28 @@ class PipelineRunner:
         if decision.outbox:
             log.info("batch %d: %d rows, %d messages out (%s)", batch_id, len(rows),
                      len(decision.outbox), ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in phases.items()))
+
+    def rebuild_store(self, error: StateStoreLostError, batch_id: int) -> None:
+        """The store is not the one this instance advanced (STORE LOST in the module doc): write
+        this instance's state whole in its place, under an epoch above any before, and say so
+        in one ERROR alert and one log line."""
+        state = self.state
+        log.error("%s: rewriting it whole from this pipeline's state (batch %d, epoch %d: %d brokers, %d "
+                  "partitions, %d reassignments)", error, state.last_batch, state.epoch, len(state.cluster.brokers),
+                  len(state.cluster.partitions_by_tp), len(state.reassignments))
+        epoch = with_redis_retry(lambda: self.store.reseed(state, self.applied), "rewriting the state store")
+        self.state = state.with_changes(epoch=epoch)
+        self._in_flight = (self.state, self._in_flight[1])
+        self.check_command_signing()  # its record went with the rest
+        count_state_store_lost()
+        self.publish([build_alert(
+            f"alert-{batch_id}-store-lost", int(self.clock() * 1000), "StateStoreLost", ERROR, "state-store",
+            f"{error}; the pipeline rewrote it from its own state (batch {state.last_batch}: "
+            f"{len(state.reassignments)} reassignments, {len(state.cluster.partitions_by_tp)} partitions) "
+            f"under epoch {epoch}. Check what happened to Redis (persistence, failover, a restore); the "
+            "executor re-records its throttles itself",
+            {"found": str(error), "last_batch": state.last_batch, "epoch": epoch,
+             "reassignments": len(state.reassignments)})])
 
     def republish_pending(self) -> None:
         """Outboxes committed but not confirmed published (a crash between 5 and 7): again."""

@@ -139,8 +139,8 @@ def test_a_topic_row_written_before_topic_ids_were_kept_loads_without_one(store,
 
 
 def test_epoch_only_grows(store):
-    first = store.bump_epoch()
-    assert store.bump_epoch() == first + 1
+    first = store.take_over()
+    assert store.take_over() == first + 1
 
 
 def test_redis_memory_per_partition_is_small(store, redis_client):
@@ -196,10 +196,10 @@ def test_a_replaced_instance_can_commit_nothing(store):
     epoch); the older one's state kept commands in flight that the executor had refused."""
     from reassigner.errors import FencedError
 
-    old_epoch = store.bump_epoch()
+    old_epoch = store.take_over()
     before = store.load()
     assert store.commit(0, before, sample_state().with_changes(epoch=old_epoch), [])
-    new_epoch = store.bump_epoch()
+    new_epoch = store.take_over()
     committed = store.load()
     stale = committed.with_changes(epoch=old_epoch, command_sequence=99)
     with pytest.raises(FencedError) as refused:
