@@ -32,6 +32,15 @@ the same state, giving the same commands with the same ids (same batch number); 
 re-published on start (the executor recognises command ids it has applied). On start the
 instance bumps the planner epoch; its commands carry it and the executor refuses older ones.
 
+STORE LOST: each commit is verified (`state.controller_store`, VERIFIED): a Redis emptied or
+restored from an older copy under the running pipeline is found at the next batch, before
+anything is written over it. This instance's state is then the truth the store lost — every
+batch it committed, fold by fold — so it is written back whole (`ControllerStore.reseed`) with
+the applied input offsets, under an epoch above any before (commands already published stay
+valid; the executor waits while the store holds no planner epoch), one `StateStoreLost` ERROR
+alert says what was found, and the batch is decided again on it. A query started again in this
+process checks the store against its last commit first (`start`).
+
 SIGNED COMMANDS: with `command_signing_key_file` set, every command published (step 6, and an
 outbox re-published on start) carries an HMAC-SHA256 signature header over its topic, key,
 schema version header and value (`schemas.signing`); the executor refuses commands without a
