@@ -15,8 +15,11 @@ ONE COMMAND MESSAGE, in this order:
    pipeline raises an alert from it;
 3. claim the command id in Redis (one Lua script, atomic): a command id seen before is not
    applied again — its stored result is published again instead; an epoch above the planner
-   epoch the state store holds is refused (UNKNOWN_EPOCH), one older than the highest seen too
-   (STALE_EPOCH); otherwise the highest epoch is raised and the id is marked APPLYING;
+   epoch the state store holds is refused (UNKNOWN_EPOCH, after `UNKNOWN_EPOCH_GRACE_SECONDS`
+   of asking again: a store restored from an older copy holds an older epoch until the
+   pipeline rewrites it), one older than the highest seen too (STALE_EPOCH); while the store
+   holds no planner epoch at all (emptied) the command waits; otherwise the highest epoch is
+   raised and the id is marked APPLYING;
 4. apply it through the Admin API, retrying transient errors under the one retry policy
    (`reassigner.clients.backoff`: 0.5 s doubling to 10 s) for at most `executor_retry_seconds`;
 5. store the outcome under the command id, publish a CommandResult (ok, or the Kafka error
@@ -105,6 +108,10 @@ T = TypeVar("T")
 EXECUTOR_TOPICS = ("commands", "command-results", "dead-letter")
 STALE_EPOCH = "STALE_EPOCH"
 UNKNOWN_EPOCH = "UNKNOWN_EPOCH"
+# How long a command whose epoch is above the store's planner epoch is asked about again before
+# it is refused, and the pause between two asks (`Executor.claim`).
+UNKNOWN_EPOCH_GRACE_SECONDS = 10.0
+PLANNER_WAIT_SECONDS = 0.5
 BAD_SIGNATURE = "BAD_SIGNATURE"
 COMMAND_EXPIRED = "COMMAND_EXPIRED"
 # Headers a producer may name itself by (self-declared: a hint for the operator, not a proof).
@@ -278,9 +285,7 @@ class Executor:
             self._publish_result(command, kind, outcome)
             count_refused_command(refused[0])
             return
-        token = uuid.uuid4().hex
-        verdict, detail = retry_redis(lambda: self.ledger.claim(command["id"], command["epoch"], token),
-                                      f"claiming command {command['id']}", OUTAGE, self._stop)
+        verdict, detail = self.claim(command, uuid.uuid4().hex)
         if verdict == "UNKNOWN":
             outcome = Outcome(False, UNKNOWN_EPOCH, f"command epoch {command['epoch']} is above the planner epoch "
                               f"{detail} that the state store holds: no pipeline issued it (forged, or written "
@@ -314,6 +319,30 @@ class Executor:
                     "" if outcome.ok else f" — {outcome.message}")
         self._publish_result(command, kind, outcome)
         count()  # once its result is published (`reassigner.metrics`)
+
+    def claim(self, command: Mapping, token: str) -> tuple[str, str]:
+        """Step 3, the ledger's claim, with a store that lost its data in mind: while it holds no
+        planner epoch at all (emptied; the pipeline's next batch writes it back) the command
+        waits; an epoch above the planner's is asked again for `UNKNOWN_EPOCH_GRACE_SECONDS`
+        before it is refused (a store restored from an older copy holds an older epoch until the
+        pipeline's next batch rewrites it). A stop while waiting leaves the command unconsumed."""
+        refuse_after = None
+        told = False
+        while True:
+            verdict, detail = retry_redis(lambda: self.ledger.claim(command["id"], command["epoch"], token),
+                                          f"claiming command {command['id']}", OUTAGE, self._stop)
+            if verdict == "UNKNOWN":
+                refuse_after = refuse_after or time.monotonic() + UNKNOWN_EPOCH_GRACE_SECONDS
+                if time.monotonic() >= refuse_after:
+                    return verdict, detail
+            elif verdict != "NO_PLANNER":
+                return verdict, detail
+            elif not told:
+                log.warning("the state store holds no planner epoch (emptied, or no pipeline has run on it yet): "
+                            "command %s waits until the pipeline writes it", command["id"])
+                told = True
+            if self._stop.wait(PLANNER_WAIT_SECONDS):
+                raise TransientError(f"stopped while command {command['id']} waited for the planner epoch")
 
     # --- applying -------------------------------------------------------------------------------
     def apply_command(self, kind: str, fields: Mapping) -> Outcome:

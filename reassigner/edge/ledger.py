@@ -9,7 +9,8 @@ KEYS (hash tag `{<cluster_name>}` as in `state.controller_store`, so one script 
 - `reassigner:{c}:executor:throttles` — HASH of the replication throttles the executor set
   (`reassigner.edge.throttles`: field `broker:<id>:<config>` or `topic:<topic>:<list>:<entry>`,
   value the JSON of what it set, what was there before and the step sequence it serves), so
-  that a clear removes only those. No expiry: a record is dropped when its throttle is cleared.
+  that a clear removes only those, and the mark of the last write (THROTTLE RECORDS). No
+  expiry: a record is dropped when its throttle is cleared.
 
 RULES (`claim` is one Lua script, atomic):
 - an id seen before is not applied again: DUPLICATE with what is stored — unless the stored
@@ -21,6 +22,18 @@ RULES (`claim` is one Lua script, atomic):
   command with epoch 1,000,000 stopped the product for good);
 - an epoch older than the highest seen is STALE; otherwise the highest is raised and the id is
   marked APPLYING with the token.
+
+NO PLANNER: a claim while the planner meta holds no epoch at all is NO_PLANNER (the store was
+emptied, or no pipeline has run on it yet): the executor waits for the pipeline to write it
+(`Executor.claim`) rather than refuse a genuine command.
+
+THROTTLE RECORDS are verified, not trusted: the executor keeps its own copy of the records
+(read from Redis the first time it needs them) and marks every write to the hash (field
+`~written` = this process's token and a write count; one Lua script checks the mark it last
+wrote and moves it on). A mark that is not its own means Redis lost the records or was
+restored from an older copy: the executor says so in one ERROR log line and writes its copy
+back whole — so a throttle it set is never forgotten and left behind, and one it cleared is
+never "restored" by a clear.
 
 REPLAYS: an id is remembered for `RESULT_TTL_SECONDS` after its outcome is stored, so a replay of
 a command inside that window is a DUPLICATE (its stored result is published again, nothing is
@@ -38,12 +51,18 @@ Redis errors reach the caller untranslated; the executor calls through
 from __future__ import annotations
 
 import json
+import logging
+import uuid
 from dataclasses import dataclass
 
 from state.controller_store import (ControllerStore, key_prefix, read_signing_announcements,
                                     store_signing_announcement)
 
+log = logging.getLogger(__name__)
+
 RESULT_TTL_SECONDS = 7 * 24 * 3600
+# The throttle records' hash carries this field: the mark of the executor's last write to it.
+THROTTLES_MARK = "~written"
 REPLAY_WINDOW_SECONDS = RESULT_TTL_SECONDS - 24 * 3600
 
 CLAIM_COMMAND = """
@@ -52,12 +71,28 @@ if existing == 'APPLYING:' .. ARGV[3] then return {'APPLY', redis.call('GET', KE
 if existing then return {'DUPLICATE', existing} end
 local highest = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local epoch = tonumber(ARGV[1])
-local planner = tonumber(redis.call('HGET', KEYS[3], 'epoch') or '0')
+local stored = redis.call('HGET', KEYS[3], 'epoch')
+if not stored then return {'NO_PLANNER', '0'} end
+local planner = tonumber(stored)
 if epoch > planner then return {'UNKNOWN', tostring(planner)} end
 if epoch < highest then return {'STALE', tostring(highest)} end
 if epoch > highest then redis.call('SET', KEYS[1], ARGV[1]) end
 redis.call('SET', KEYS[2], 'APPLYING:' .. ARGV[3], 'EX', ARGV[2])
 return {'APPLY', tostring(highest)}
+"""
+
+
+# A write to the throttle records that first checks the mark of the executor's last write
+# (ARGV[1]) and moves it on (ARGV[2]); ARGV[3] = JSON list of fields to delete, ARGV[4] = JSON
+# flat list of fields and values to set. 0 (nothing written) when the mark is not the one given.
+WRITE_THROTTLES = """
+if (redis.call('HGET', KEYS[1], ARGV[5]) or '') ~= ARGV[1] then return 0 end
+local gone = cjson.decode(ARGV[3])
+if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
+local set = cjson.decode(ARGV[4])
+if #set > 0 then redis.call('HSET', KEYS[1], unpack(set)) end
+redis.call('HSET', KEYS[1], ARGV[5], ARGV[2])
+return 1
 """
 
 
@@ -87,6 +122,11 @@ class CommandLedger:
         self.prefix = f"{key_prefix(cluster_name)}:executor"
         self.planner_epoch_key = ControllerStore.meta_key(cluster_name)
         self._claim = client.register_script(CLAIM_COMMAND)
+        self._write = client.register_script(WRITE_THROTTLES)
+        self._throttles: dict[str, str] | None = None  # this process's copy of the records (JSON each)
+        self._mark = ""  # the mark of the last write to them it saw or made
+        self._token = uuid.uuid4().hex[:12]
+        self._writes = 0
 
     def _command_key(self, command_id: str) -> str:
         return f"{self.prefix}:command:{command_id}"
@@ -112,21 +152,55 @@ class CommandLedger:
         return f"{self.prefix}:throttles"
 
     def read_throttles(self) -> dict[str, dict]:
-        """The throttles the executor set and has not cleared: field → record."""
-        as_text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
-        return {as_text(k): json.loads(v) for k, v in self.client.hgetall(self._throttles_key()).items()}
+        """The throttles the executor set and has not cleared: field → record (THROTTLE RECORDS:
+        from Redis the first time, then this process's own copy, Redis checked against it)."""
+        stored = {_text(k): _text(v) for k, v in self.client.hgetall(self._throttles_key()).items()}
+        mark = stored.pop(THROTTLES_MARK, "")
+        if self._throttles is None:  # the first read of this process: Redis is all there is
+            self._throttles = stored
+            self._mark = mark
+        elif mark != self._mark:
+            self._rewrite_throttles(f"its mark is {mark or 'gone'}, not {self._mark or 'absent'}")
+        return {field: json.loads(value) for field, value in self._throttles.items()}
 
     def store_throttles(self, records: dict[str, dict]) -> None:
         """Record throttles as the executor's own (before it writes them to Kafka)."""
         if records:
-            self.client.hset(self._throttles_key(), mapping={
-                k: json.dumps(v, sort_keys=True, separators=(",", ":")) for k, v in records.items()})
+            self._write_throttles({k: json.dumps(v, sort_keys=True, separators=(",", ":"))
+                                   for k, v in records.items()}, [])
 
     def forget_throttles(self, fields) -> None:
         """Drop the records of throttles that were cleared (after Kafka took the clear)."""
         fields = list(fields)
         if fields:
-            self.client.hdel(self._throttles_key(), *fields)
+            self._write_throttles({}, fields)
+
+    def _write_throttles(self, records: dict[str, str], gone: list[str]) -> None:
+        if self._throttles is None:
+            self.read_throttles()
+        mark = f"{self._token}:{self._writes + 1}"
+        written = self._write(keys=[self._throttles_key()], args=[
+            self._mark, mark, json.dumps(gone), json.dumps([x for kv in records.items() for x in kv]),
+            THROTTLES_MARK])
+        self._throttles = {**{k: v for k, v in self._throttles.items() if k not in gone}, **records}
+        self._writes += 1
+        if int(written):
+            self._mark = mark
+        else:
+            self._rewrite_throttles("its mark is not the one of the executor's last write")
+
+    def _rewrite_throttles(self, why: str) -> None:
+        """The records in Redis are not those this process wrote (emptied, or restored from an
+        older copy): write its own copy in their place, whole."""
+        log.error("the executor's throttle records in Redis are not the ones it wrote (%s: the store was emptied "
+                  "or restored from an older copy): rewriting its own %d records", why, len(self._throttles or {}))
+        self._writes += 1
+        mark = f"{self._token}:{self._writes}"
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(self._throttles_key())
+            pipe.hset(self._throttles_key(), mapping={**(self._throttles or {}), THROTTLES_MARK: mark})
+            pipe.execute()
+        self._mark = mark
 
     def read_signing(self) -> dict[str, str]:
         """The command signing the pipeline and the executor recorded as they started."""
@@ -135,3 +209,7 @@ class CommandLedger:
     def store_signing(self, announced: str) -> None:
         """Record this executor's command signing: a key fingerprint, or "unsigned"."""
         store_signing_announcement(self.client, self.cluster_name, "executor", announced)
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
