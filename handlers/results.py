@@ -15,14 +15,20 @@ RULES:
 - A failed `ReassignmentStep` that is the step in flight of an active reassignment (same
   reassignment id and step number):
   - with an error worth retrying (`RETRIED_STEP_ERRORS`: timeouts, no controller, leader not
-    available, another reassignment in progress — still failing after the executor's own
-    `executor_retry_seconds`), while fewer than `step.retry.max` steps of the partition failed in
-    a row: the step is given up and the next one waits 10 s doubling to 300 s
-    (`planning.movement.reassignment.fail_step`); it has a new number, so new command ids the
-    executor has not seen; `CommandFailed` (WARNING) says when it is retried;
-  - past `step.retry.max`: `ReassignmentStalled` (ERROR) with the last error, and the controller
-    **gives up on that partition** — the record is dropped and the partition stays wherever
-    Kafka has it (an operator may re-request it);
+    available, another reassignment in progress, a broker down or not answering —
+    BROKER_NOT_AVAILABLE, NODE_NOT_READY, KAFKA_CONNECTION, UNKNOWN_BROKER_ID, KAFKA_TIMEOUT,
+    CONNECTION_ERROR, whether the step's reassignment or the describe configs of its throttle
+    met it — still failing after the executor's own `executor_retry_seconds`), while fewer than
+    `step.retry.max` steps of the partition failed in a row: the step is given up and the next
+    one waits 10 s doubling to 300 s (`planning.movement.reassignment.fail_step`); it has a new
+    number, so new command ids the executor has not seen. **No alert**: a broker that is killed
+    or restarting fails every step touching it for a while, and most retries then succeed; the
+    executor's log has each attempt, the record its count and last error (`failed_attempts`,
+    `last_error`), `status` shows the partition waiting for its retry;
+  - past `step.retry.max`: `ReassignmentStalled` (ERROR) with the count and the last error —
+    the one alert of the partition's retries — and the controller **gives up on that
+    partition**: the record is dropped and the partition stays wherever Kafka has it (an
+    operator may re-request it);
   - any other error: `CommandFailed` (ERROR) naming what to do (`REMEDIES`), and the partition
     is given up the same way.
 - A failed `CancelReassignment` with `NO_REASSIGNMENT_IN_PROGRESS` is expected (the step
@@ -145,13 +151,8 @@ def _step_failed(context: BatchContext, tp, record, code: str, detail: str, deta
     """The step in flight failed: retried later, or the partition given up (module docstring)."""
     step = f"step {record.in_flight.number} of {tp} to {list(record.in_flight.step.target)}"
     limit = context.policy.step_retry_max
-    if code in RETRIED_STEP_ERRORS and record.failed_attempts < limit:
-        retried = fail_step(record, context.now_ms / 1000.0, detail)
-        context.state = context.state.with_records({tp: retried})
-        wait = retried.retry_at - context.now_ms / 1000.0
-        context.outbox.alert("CommandFailed", WARNING, tp_key(tp),
-                             f"{step} failed: {detail}; retry {retried.failed_attempts} of {limit} "
-                             f"in {wait:.0f} s", {**details, "retry": str(retried.failed_attempts)})
+    if code in RETRIED_STEP_ERRORS and record.failed_attempts < limit:  # retried quietly
+        context.state = context.state.with_records({tp: fail_step(record, context.now_ms / 1000.0, detail)})
         return
     ended = compute_finished_work((record,), context.state.cluster)
     context.state = context.state.with_records({tp: None}).with_changes(

@@ -11,7 +11,9 @@ ok — costs a round trip and a pipeline state per step for the same guarantee. 
 the brokers, as Kafka's reassignment tool chooses them: leader throttle on the partition's
 current replicas, follower throttle on the replicas it adds; the rates on all of those. The
 pipeline leaves out dead brokers (a heal moves replicas off them): their configs cannot be read
-or written, and they copy nothing.
+or written, and they copy nothing. A broker that dies after the step was decided fails it (the
+describe configs cannot reach it: KAFKA_CONNECTION, NODE_NOT_READY and the like, transient), and
+the pipeline retries the step without an alert (`handlers.results`).
 A replayed or re-applied command computes the same configs from what Kafka and the ownership
 record hold, so applying it again changes nothing (idempotent).
 

@@ -16,6 +16,13 @@ then the no-data-loss check and a summary table (per scene: replicas moved vs th
 bound, steps, peak partitions moving — as the product counts its steps in flight, and as Kafka
 showed them — and peak leader movements, time).
 
+A scene that fails is marked FAILED and the story goes on (`World.scene`). A wait that times out
+outside a scene (the setup, the read-back at the end), or a product process that exits there,
+stops the demo: the product's and Kafka's logs are copied out of the stack (which the teardown
+deletes) into `<stack dir>-failed-logs/`, and the demo ends in one `LocalStackError` naming what
+was waited for and where those logs are (`compute_stopped_line`), which the command line prints
+as its one error line (`reassigner.cli.printing`), never a traceback.
+
 The world and its scenes are the harness's (`reassigner.dev.harness.world`), shared with the
 scenario tests (tests/scenarios/test_scenarios.py); this module is the story: their order, the
 narration and the summary.
@@ -23,11 +30,14 @@ narration and the summary.
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 
 from rich.table import Table
 
 from reassigner.dev.harness.world import DEMO_SETTINGS, World
+from reassigner.errors import LocalStackError
 
 # Short names for the summary table, which must fit 80 columns.
 SCENE_LABELS = {"1. add two brokers": "1. add brokers", "2. decommission a broker": "2. decommission",
@@ -62,9 +72,21 @@ class Demo(World):
         except KeyboardInterrupt:
             self.say("\ninterrupted; shutting down")
             return False
+        except (TimeoutError, RuntimeError) as error:  # outside a scene (module doc)
+            raise LocalStackError(compute_stopped_line(error, self.keep_failed_logs())) from error
         finally:
             self.teardown()
 
+    def keep_failed_logs(self) -> Path | str:
+        """The logs copied out of the stack before the teardown deletes it: where they are, or
+        why they could not be kept."""
+        kept = self.stack_dir.with_name(f"{self.stack_dir.name}-failed-logs")
+        try:
+            shutil.rmtree(kept, ignore_errors=True)
+            self.keep_logs(kept)
+        except OSError as error:
+            return f"copying them out of {self.stack_dir} failed: {error}"
+        return kept
 
     def summary(self, report, total_seconds: float) -> None:
         partition_limit = DEMO_SETTINGS["REASSIGNER_MAX_PARTITION_MOVEMENTS"]
@@ -101,3 +123,16 @@ class Demo(World):
                     f"[red]{len(monitor.violations)} violations[/]: {monitor.violations[:3]}"))
         self.say(f"total {total_seconds:.0f} s; status page http://127.0.0.1:{self.status_port}/")
 
+
+def compute_stopped_line(error: BaseException, logs: Path | str) -> str:
+    """One line for what stopped the demo outside a scene: the wait's own words (what was awaited,
+    for how long) and where the logs to check are kept (`logs`: their dir, or why they could not be
+    kept). A message whose first line introduces lines that follow (a log's end, after a colon)
+    keeps only what comes before that."""
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0].strip()
+    if first.endswith(":"):
+        first = first[:-1].rpartition("; ")[0] or first[:-1]
+    if not isinstance(logs, Path):
+        return f"the demo stopped: {first}; its logs could not be kept ({logs})"
+    return (f"the demo stopped: {first}; check the logs kept in {logs} (product/pipeline.log, "
+            "product/watcher.log, product/executor.log; Kafka's in <node>/logs/server.log)")

@@ -137,11 +137,15 @@ class World:
         self.console.print(text)
 
     def cli(self, *arguments: str, check: bool = True) -> subprocess.CompletedProcess:
-        """Run the real `reassigner` CLI as a user would, against the demo stack."""
-        result = subprocess.run(
-            [sys.executable, "-m", "reassigner.cli", *arguments, "--stack-dir", str(self.stack_dir)],
-            capture_output=True, text=True, env={**os.environ, **self.environment}, timeout=300,
-        )
+        """Run the real `reassigner` CLI as a user would, against the demo stack; one that has
+        not ended after 300 s is killed and raises TimeoutError, as a wait does."""
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "reassigner.cli", *arguments, "--stack-dir", str(self.stack_dir)],
+                capture_output=True, text=True, env={**os.environ, **self.environment}, timeout=300,
+            )
+        except subprocess.TimeoutExpired as error:
+            raise TimeoutError(f"reassigner {' '.join(arguments)}: not done after {error.timeout:.0f} s") from None
         if check and result.returncode != 0:
             raise RuntimeError(f"reassigner {' '.join(arguments)} failed: {result.stderr.strip()}")
         return result

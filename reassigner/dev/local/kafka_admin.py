@@ -75,6 +75,9 @@ def check_writes(bootstrap_servers: str, topic: str, replication_factor: int,
     except KafkaException as error:
         if "TOPIC_ALREADY_EXISTS" not in str(error):
             raise LocalStackError(f"cannot create the readiness topic {topic}: {error}") from None
+    except TimeoutError:
+        raise LocalStackError(f"creating the readiness topic {topic}: no answer within 30 s; see the "
+                              "brokers' logs/server.log under the stack dir") from None
     producer = Producer(client_settings(bootstrap_servers, client, acks="all", log_level=3,
                                         **{"enable.idempotence": True,
                                            "message.timeout.ms": int(timeout * 1000)}))

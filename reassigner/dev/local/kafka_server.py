@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import base64
 import shutil
-import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from reassigner.errors import ProcessStartError
-from reassigner.dev.local.processes import spawn
+from reassigner.dev.local.processes import run_tool, spawn
 from reassigner.dev.local.security import (StackSecrets, compute_broker_settings,
                                            compute_controller_settings, compute_scram_format_arguments)
 
@@ -187,7 +186,7 @@ def format_storage(node: NodeSpec, classpath: str, cluster_id: str) -> None:
         *(compute_scram_format_arguments(node.secrets)
           if node.secrets is not None and node.role == "controller" else ()),
     )
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    result = run_tool(command, f"formatting the storage of node {node.node_id} (Kafka's StorageTool)", 120)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-10:])
         raise ProcessStartError(

@@ -1,4 +1,6 @@
-"""Server processes of the local stack: free ports, detached start, liveness, stop, log tails.
+"""Server processes of the local stack: free ports, detached start, liveness, stop, log tails,
+and the short-lived tools run to their end (`run_tool`: one that hangs is killed and ends in one
+`ProcessStartError` line, never a traceback).
 
 Processes are started in their own session (`start_new_session`) so that they outlive the CLI
 command that started them (`reassigner local up` returns while the cluster runs) and so that a
@@ -98,6 +100,16 @@ def stop(pid: int | None, timeout_seconds: float = 20.0, kill: bool = False) -> 
                 return
             deadline = time.monotonic() + 10
         time.sleep(0.1)
+
+
+def run_tool(command: Sequence[str], what: str, timeout_seconds: float) -> subprocess.CompletedProcess:
+    """Run a short-lived tool to its end, its output captured as text; one still running after
+    `timeout_seconds` is killed and raises `ProcessStartError` saying what did not finish."""
+    try:
+        return subprocess.run(list(command), capture_output=True, text=True, timeout=timeout_seconds)
+    except subprocess.TimeoutExpired:
+        raise ProcessStartError(f"{what}: not done after {timeout_seconds:.0f} s (killed); check the "
+                                "machine's load (`uptime`), then try again") from None
 
 
 def tail(path: Path, lines: int = 20) -> str:

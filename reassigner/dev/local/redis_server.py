@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from reassigner.errors import LocalStackError
-from reassigner.dev.local.processes import port_open, spawn, wait_until
+from reassigner.dev.local.processes import port_open, run_tool, spawn, wait_until
 from reassigner.dev.local.security import StackSecrets, compute_redis_config, write_private
 
 
@@ -58,15 +58,12 @@ def start_redis(port: int, data_dir: Path, cluster: bool = False,
 def start_redis_cluster(ports: list[int], base_dir: Path) -> list[int]:
     """A Redis Cluster of one master per port (no replicas), slots spread evenly by
     `redis-cli --cluster create`; returns the pids once the cluster reports itself ok."""
-    import subprocess
-
     import redis
 
     pids = [start_redis(port, base_dir / f"node-{port}", cluster=True) for port in ports]
     cli = shutil.which("redis-cli") or "/usr/bin/redis-cli"
-    created = subprocess.run([cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
-                              "--cluster-replicas", "0", "--cluster-yes"],
-                             capture_output=True, text=True, timeout=60)
+    created = run_tool([cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
+                        "--cluster-replicas", "0", "--cluster-yes"], "redis-cli --cluster create", 60)
     if created.returncode != 0:
         raise LocalStackError(f"redis-cli --cluster create failed: {created.stdout[-500:]} {created.stderr[-500:]}")
     wait_until(lambda: all(redis.Redis(port=p).cluster("info")["cluster_state"] == "ok" for p in ports),

@@ -30,11 +30,11 @@ import json
 import os
 import secrets
 import shutil
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from reassigner.errors import LocalStackError
+from reassigner.dev.local.processes import run_tool
 
 SECURITY_MODES = ("none", "sasl_ssl")
 PRODUCT_USER = "reassigner"
@@ -230,8 +230,7 @@ def create_stack_secrets(directory: Path) -> StackSecrets:
 
 
 def _openssl(openssl: str, *arguments: object) -> None:
-    result = subprocess.run([openssl, *map(str, arguments)], capture_output=True, text=True,
-                            timeout=60)
+    result = run_tool([openssl, *map(str, arguments)], f"openssl {arguments[0]}", 60)
     if result.returncode != 0:
         raise LocalStackError(f"openssl {arguments[0]} failed: {result.stderr.strip()[-300:]}")
 
@@ -260,3 +259,6 @@ def create_product_acls(admin_config: dict[str, str]) -> None:
             future.result(timeout=60)
         except KafkaException as error:
             raise LocalStackError(f"cannot create the ACL {binding}: {error}") from None
+        except TimeoutError:
+            raise LocalStackError(f"creating the ACL {binding}: no answer within 60 s; see the "
+                                  "controller's and brokers' logs/server.log under the stack dir") from None
