@@ -17,21 +17,35 @@ Rules:
   descriptor numbered 1024 or above. Started late in a process holding many sockets, its accept
   thread died at once while its socket kept listening, so Spark's first callback and then
   `query.stop()` waited forever. Started here it gets one of the process's first descriptors; a
-  high one anyway is refused in one line (`compute_callback_server_problem`).
+  high one anyway is refused in one line (`compute_callback_server_problem`);
+- a SIGTERM that reaches Spark's JVM (systemd stops the whole control group, a terminal or a
+  supervisor the whole process group; or the JVM alone) runs the driver's stop first
+  (`stop_before_spark`): the JVM's shutdown hooks run by priority, and Spark's own, which stops
+  the SparkContext under whatever job runs (the driver's batch then failed with a Python
+  traceback in Spark's log), comes after a Python hook that lets the batch in progress finish
+  and stops the query.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from reassigner.clients.jars import ensure_jars
 from reassigner.errors import PermanentError
 
+log = logging.getLogger(__name__)
+
 SELECT_LIMIT = 1024  # FD_SETSIZE: select() watches descriptors below it only
+# Hadoop's ShutdownHookManager runs the JVM's shutdown hooks by priority, highest first; Spark's
+# (which stops the SparkContext) has FileSystem's 10 + 30. The driver's stop goes before it, and
+# may take as long as a batch in progress needs to finish.
+STOP_HOOK_PRIORITY = 100
+STOP_HOOK_TIMEOUT_SECONDS = 120
 
 _VERSION_SUFFIX = re.compile(r"-\d[\w.\-]*\.jar$")
 
@@ -145,6 +159,46 @@ def start_callback_server(session) -> None:
     problem = compute_callback_server_problem(gateway._callback_server.server_socket.fileno())
     if problem is not None:
         raise PermanentError(problem)
+
+
+class _JvmShutdownHook:
+    """A `java.lang.Runnable` served by py4j's callback server: the JVM calls `run` as it shuts
+    down. Nothing may escape it (the JVM would print it)."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        self.action = action
+
+    def run(self) -> None:
+        try:
+            self.action()
+        except Exception as error:  # the driver is going away too: nothing left to do
+            log.debug("stopping before Spark: %s", error)
+
+    # java.lang.Object's methods reach the proxy too (Hadoop keeps its hooks in a HashSet).
+    def hashCode(self) -> int:  # noqa: N802 (Java's name)
+        return id(self) & 0x7FFFFFFF
+
+    def equals(self, other) -> bool:
+        return other is self
+
+    def toString(self) -> str:  # noqa: N802
+        return "kafka-reassigner: stop the query before Spark stops"
+
+    class Java:
+        implements = ["java.lang.Runnable"]
+
+
+_hooks: list[_JvmShutdownHook] = []  # held here: py4j keeps only a weak hold on a callback object
+
+
+def stop_before_spark(session, action: Callable[[], None]) -> None:
+    """Run `action` (the driver's own stop: finish the batch in progress, stop the query) when
+    Spark's JVM begins to shut down, before Spark's shutdown hook stops the SparkContext."""
+    jvm = session.sparkContext._jvm
+    hook = _JvmShutdownHook(action)
+    _hooks.append(hook)
+    jvm.org.apache.hadoop.util.ShutdownHookManager.get().addShutdownHook(
+        hook, STOP_HOOK_PRIORITY, STOP_HOOK_TIMEOUT_SECONDS, jvm.java.util.concurrent.TimeUnit.SECONDS)
 
 
 def compute_callback_server_problem(descriptor: int) -> str | None:

@@ -10,7 +10,11 @@ SIGTERM and Ctrl-C (SIGINT), exit 0 and no traceback either way:
 - once its query runs, the handler only flags the stop; another thread stops the query after
   the batch in progress (later batches are left for the next start), then the session is
   stopped. A step of that shutdown that fails (the JVM got the signal too and is gone) is
-  logged, not raised: the stop was asked for.
+  logged, not raised: the stop was asked for;
+- a SIGTERM that reaches Spark's JVM (with the whole group, as systemd or a terminal sends it,
+  first, or alone) runs the same stop from the JVM's shutdown hooks, before Spark's own stops its
+  context under the batch in progress (`streams.spark_session.stop_before_spark`): the run exits
+  0 with no traceback either way.
 """
 
 from __future__ import annotations
@@ -69,7 +73,7 @@ def run(
     from reassigner.clients.redis_io import check_redis, connect_redis
     from streams.pipeline import (REDIS_OUTAGE, PipelineRunner, compute_topic_names, read_input_logs,
                                   run_pipeline, run_until_stopped)
-    from streams.spark_session import build_spark_session, parse_spark_conf
+    from streams.spark_session import build_spark_session, parse_spark_conf, stop_before_spark
 
     configure_logging(verbose, logging.WARNING, logging.INFO)
     stop = threading.Event()
@@ -78,6 +82,7 @@ def run(
     queries: list = []
     stoppers: list[threading.Thread] = []
     stop_signals: list[int] = []
+    stopping_lock = threading.RLock()  # the signal handler may run on a thread holding it
 
     def stop_query(query) -> None:
         runner.stop_taking_batches()  # no batch of ours is then interrupted midway
@@ -98,9 +103,24 @@ def run(
         # py4j call from this handler, on that thread, re-enters its socket (a traceback, and
         # Spark stopped under a running batch). Another thread stops the query (`start_query`
         # does it for a query that was starting).
-        if queries and not stoppers:
-            stoppers.append(threading.Thread(target=stop_query, args=(queries[-1],), name="stop-query"))
-            stoppers[-1].start()
+        stop_in_background()
+
+    def stop_in_background() -> None:
+        with stopping_lock:
+            if queries and not stoppers:
+                stoppers.append(threading.Thread(target=stop_query, args=(queries[-1],), name="stop-query"))
+                stoppers[-1].start()
+
+    def stop_before_the_jvm() -> None:
+        """Spark's JVM is shutting down (it got a SIGTERM: with the whole group, or alone):
+        stop as on SIGTERM, and wait for the query to be stopped before Spark stops."""
+        if not stop_requested():
+            log.info("Spark's JVM is shutting down (a SIGTERM reached it): stopping the query first")
+        note_stop_signal(signal.SIGTERM)
+        stop.set()
+        stop_in_background()
+        for stopper in list(stoppers):
+            stopper.join(100)
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, shut_down)
@@ -140,6 +160,7 @@ def run(
     if stop.is_set():  # a stop came while Spark was launched
         spark.stop()
         raise StoppedBySignal(stop_signals[-1])
+    stop_before_spark(spark, stop_before_the_jvm)
     offsets_reader = TopicReader(connections.bootstrap_servers, client, "reassigner-pipeline-offsets")
 
     def start_query():
@@ -150,9 +171,8 @@ def run(
         queries.append(query)
         typer.echo(f"pipeline running (epoch {runner.state.epoch}) against "
                    f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)
-        if stop.is_set() and not stoppers:  # a signal while it was starting
-            stoppers.append(threading.Thread(target=stop_query, args=(query,), name="stop-query"))
-            stoppers[-1].start()
+        if stop.is_set():  # a signal while it was starting
+            stop_in_background()
         return query
 
     started.append(True)

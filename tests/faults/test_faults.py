@@ -19,8 +19,17 @@ doubled or reordered.
   5. the pipeline paused (SIGSTOP) for 60 s
   6. Redis killed while a command arrives, then restarted
   7. the executor killed (SIGKILL) while a slowed move copies data
-  8. a broker killed while a move runs: the move completes and the broker's replicas are healed
-  9. SIGTERM: every process stops cleanly, without a traceback
+  8. Redis emptied (FLUSHALL) while a throttled move copies data: the pipeline rewrites the state
+     it knew, one `StateStoreLost` alert, the move completes, no throttle is left, the state
+     matches Kafka
+  9. Redis restored from a backup taken before a throttled move was requested, while it copies
+     data: the same
+ 10. SIGTERM to the whole process group of the pipeline (Spark's JVM gets it too, as under
+     systemd), three times in a row: each exits 0 without a traceback, and the next start resumes;
+     then a broker flapping (killed and restarted three times across the failure grace) while a
+     move runs: everything settles, no alert per retried attempt
+ 11. a broker killed while a move runs: the move completes and the broker's replicas are healed
+ 12. SIGTERM: every process stops cleanly, without a traceback
 
 Not here (tested below the process level, on real servers): a failed log dir whose partition
 cannot keep rack spread (tests/handlers/test_reactions.py, partial heals) and a command whose
@@ -41,7 +50,8 @@ from rich.console import Console
 
 from planning.model import TopicPartition
 from reassigner.dev.harness import world as harness
-from reassigner.dev.harness.cluster_tools import SlowReplication, write_bulk
+from reassigner.dev.harness.world import replica_disagreements
+from reassigner.dev.harness.cluster_tools import SlowReplication, throttled_brokers, write_bulk
 from reassigner.dev.harness.product import TopicCollector
 from reassigner.dev.local.processes import tail
 from schemas.codec import encode, version_headers
@@ -144,6 +154,53 @@ class Faults:
         said = self.log_since(name, mark)
         noisy = [line for line in said.splitlines() if "Traceback" in line or " ERROR " in line]
         assert code == 0 and not noisy, f"the {name} exited {code} on SIGTERM, saying:\n{said[-3000:]}"
+
+    # --- a throttled move in flight, and Redis ---------------------------------------------------
+    def start_throttled_move(self) -> tuple[tuple[str, int], list[int]]:
+        """A move of a bulk partition (8 MB) under the product's own throttle (200 kB/s: about
+        40 s), once Kafka shows it copying data."""
+        demo = self.demo
+        tp, target = self.pick(harness.BULK_TOPIC)
+        write_bulk(demo.bootstrap, [tp], megabytes=8)
+        demo.cli("config", "set", "throttle.bytes.per.sec=200000")
+        plan = self.directory / f"throttled-{uuid.uuid4().hex[:6]}.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": tp[0], "partition": tp[1], "replicas": target}]}))
+        demo.cli("request", "reassign", "--file", str(plan))
+        self.wait("Kafka shows the throttled move copying data", lambda: self.replicas(*tp)["reassigning"], 120)
+        return tp, target
+
+    def redis_keys(self) -> dict[bytes, bytes]:
+        """Every key of the product's cluster in Redis, DUMPed: a backup."""
+        client = self.demo.store.client
+        return {key: client.dump(key) for key in client.scan_iter(match=f"reassigner:{{{harness.CLUSTER_NAME}}}:*")}
+
+    def restore_redis(self, backup: dict[bytes, bytes]) -> None:
+        """Redis as the backup has it: its keys restored, every other key of the cluster gone."""
+        client = self.demo.store.client
+        with client.pipeline(transaction=True) as pipe:
+            for key in client.scan_iter(match=f"reassigner:{{{harness.CLUSTER_NAME}}}:*"):
+                pipe.delete(key)
+            for key, value in backup.items():
+                pipe.restore(key, 0, value, replace=True)
+            pipe.execute()
+
+    def finished_after_store_loss(self, since: int, tp: tuple[str, int], target: list[int], found: str) -> None:
+        """After Redis lost data under a throttled move: one StateStoreLost alert saying `found`,
+        the move done in Kafka, no replication throttle left on any broker, the product's view
+        of every partition Kafka's, and every process still running."""
+        demo = self.demo
+        self.wait_moved(tp, target)
+        live = self.live_brokers()
+        self.wait("the product clears its throttle (nothing moves)",
+                  lambda: not throttled_brokers(demo.bootstrap, live), 120)
+        demo.cli("config", "set", "throttle.bytes.per.sec=")
+        self.wait("the product's view of every partition is Kafka's",
+                  lambda: not replica_disagreements(demo.partitions(), demo.controller_state()), 120)
+        lost = [a for a in demo.alerts.records(since) if a["kind"] == "StateStoreLost"]
+        assert len(lost) == 1 and found in lost[0]["message"], lost
+        for name in ("pipeline", "watcher", "executor", "status-server"):
+            assert self.process(name).poll() is None, f"the {name} exited"
 
     def close(self) -> None:
         self.events.close()
@@ -322,7 +379,79 @@ def test_7_the_executor_killed_mid_move_resumes_it(world):
     world.wait("the product's reassignment done", lambda: not demo.controller_state().reassignments, 120)
 
 
-def test_8_a_broker_killed_mid_move_is_healed_and_the_move_completes(world):
+def test_8_redis_emptied_under_a_throttled_move_is_rewritten_and_the_move_completes(world):
+    demo = world.demo
+    since = demo.alerts.mark()
+    tp, target = world.start_throttled_move()
+    demo.store.client.flushall()  # as a restart without persistence, or a failover to an empty replica
+    demo.alerts.wait_for("StateStoreLost", since, 60)
+    assert world.replicas(*tp)["reassigning"], "the move ended before the fault: nothing was tested"
+    world.finished_after_store_loss(since, tp, target, "holds no state at all")
+    world.move_completes()
+
+
+def test_9_redis_rolled_back_under_a_throttled_move_is_rewritten_and_the_move_completes(world):
+    demo = world.demo
+    since = demo.alerts.mark()
+    backup = world.redis_keys()  # before the move was requested
+    tp, target = world.start_throttled_move()
+    world.restore_redis(backup)
+    demo.alerts.wait_for("StateStoreLost", since, 60)
+    assert world.replicas(*tp)["reassigning"], "the move ended before the fault: nothing was tested"
+    world.finished_after_store_loss(since, tp, target, "went back from batch")
+    world.move_completes()
+
+
+def test_10_sigterm_to_the_pipelines_whole_process_group_is_clean_three_times(world):
+    demo = world.demo
+    for attempt in range(3):
+        process, mark = world.process("pipeline"), world.log_mark("pipeline")
+        world.wait("the pipeline's query runs", lambda: "pipeline running" in world.log_since("pipeline", mark)
+                   or attempt == 0, 300)
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            code = process.wait(120)
+        except Exception:
+            pytest.fail(f"the pipeline did not stop within 120 s of a group SIGTERM:\n"
+                        f"{tail(demo.product.log_dir / 'pipeline.log', 30)}", pytrace=False)
+        said = world.log_since("pipeline", mark)
+        noisy = [line for line in said.splitlines() if "Traceback" in line or " ERROR " in line]
+        assert code == 0 and not noisy, f"group stop {attempt + 1}: exit {code}, saying:\n{said[-3000:]}"
+        demo.product.start_one("pipeline")
+    world.move_completes()
+
+
+def test_10b_a_flapping_broker_settles_without_an_alert_per_attempt(world):
+    """A broker killed and restarted three times (down 20-25 s, over the 15 s failure grace;
+    up 25-30 s) while a move runs: everything settles in Kafka once it stops flapping, every
+    process runs, and a step retried because the broker was down raised no alert per attempt."""
+    demo = world.demo
+    since = demo.alerts.mark()
+    tp, target = world.request_move("payments")
+    flapping = next(b for b in world.live_brokers() if b not in target)
+    for down, up in ((20, 25), (25, 30), (22, 27)):
+        demo.stack.stop_broker(flapping, kill=True)
+        world.wait(f"broker {flapping} fenced", lambda: flapping not in world.live_brokers(), 60)
+        time.sleep(down)  # the fault itself: the broker stays down this long
+        demo.stack.start_broker(flapping)
+        world.wait(f"broker {flapping} back", lambda: flapping in world.live_brokers(), 120)
+        time.sleep(up)  # the fault itself: up this long before it dies again
+    world.wait_moved(tp, target)
+
+    def settled() -> bool:
+        good, total = demo.fully_replicated()
+        return good == total and not demo.controller_state().reassignments
+    world.wait("every partition back to 3 in-sync replicas, nothing moving", settled, 300)
+    for name in ("pipeline", "watcher", "executor", "status-server"):
+        assert world.process(name).poll() is None, f"the {name} exited"
+    failed = [a for a in demo.alerts.records(since) if a["kind"] == "CommandFailed"]
+    per_subject: dict[str, int] = {}
+    for alert in failed:
+        per_subject[alert["subject"]] = per_subject.get(alert["subject"], 0) + 1
+    assert all(count == 1 for count in per_subject.values()), failed
+
+
+def test_11_a_broker_killed_mid_move_is_healed_and_the_move_completes(world):
     demo = world.demo
     since = demo.alerts.mark()
     tp, target = world.request_move("payments")
@@ -338,7 +467,7 @@ def test_8_a_broker_killed_mid_move_is_healed_and_the_move_completes(world):
     assert all(victim not in p["replicas"] for p in demo.partitions().values())
 
 
-def test_9_sigterm_stops_every_process_cleanly_and_no_record_was_lost(world):
+def test_12_sigterm_stops_every_process_cleanly_and_no_record_was_lost(world):
     report, monitor = world.demo.finish()
     for name in ("watcher", "executor", "status-server", "pipeline"):
         world.stop_cleanly(name)

@@ -1,7 +1,8 @@
-"""`reassigner run` on SIGTERM with real Kafka, Redis and Spark (issue 19 item 5: tracebacks on
-SIGTERM): exit 0 and no traceback whether the signal comes while Spark starts, or once the query
-runs and to the whole process group (Spark's JVM gets it too, as under systemd's or a terminal's
-group signals). The startup case without any service is in tests/test_cli_usage.py."""
+"""`reassigner run` on SIGTERM with real Kafka, Redis and Spark: exit 0, no traceback in its log,
+and no process of it left, whether the signal comes while Spark starts, once the query runs to
+the whole process group (Spark's JVM gets it too, as under systemd's or a terminal's group
+signals), or to Spark's JVM alone. The startup case without any service is in
+tests/test_cli_usage.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from tests.waiting import eventually
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
 
 
-def start_run(local_stack, redis_url: str, tmp_path: Path, cache_dir) -> tuple[subprocess.Popen, Path]:
+def start_run(local_stack, redis_url: str, tmp_path: Path, cache_dir) -> tuple[subprocess.Popen, Path, str]:
     prefix = f"s{uuid.uuid4().hex[:8]}"
     environment = {**os.environ, "REASSIGNER_BOOTSTRAP_SERVERS": local_stack.bootstrap_servers,
                    "REASSIGNER_REDIS_URL": redis_url, "REASSIGNER_TOPIC_PREFIX": prefix,
@@ -31,44 +31,65 @@ def start_run(local_stack, redis_url: str, tmp_path: Path, cache_dir) -> tuple[s
         process = subprocess.Popen([sys.executable, "-m", "reassigner.cli", "run", "--verbose"], stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment,
                                    start_new_session=True)
-    return process, log_file
+    return process, log_file, prefix
 
 
 def wait_for(log_file: Path, text: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if text in log_file.read_text(errors="replace"):
-            return
-        time.sleep(0.5)
-    pytest.fail(f"no {text!r} within {timeout} s:\n{log_file.read_text(errors='replace')[-3000:]}")
+    eventually(lambda: text in log_file.read_text(errors="replace"), timeout, 0.5,
+               what=f"{text!r} in the run's log ({log_file})")
 
 
-def test_sigterm_to_the_whole_group_while_the_query_runs(local_stack, redis_url, tmp_path, cache_dir):
-    process, log_file = start_run(local_stack, redis_url, tmp_path, cache_dir)
+def spark_jvm(process: subprocess.Popen) -> int | None:
+    """The pid of the run's Spark JVM (pyspark starts it as a child of the driver), or None."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == process.pid and b"java" in command:
+            return int(entry.name)
+    return None
+
+
+def batches_committed(redis_url: str, cluster_name: str) -> int:
+    """The micro-batches (its Ticks) the run has committed to its state."""
+    import redis
+
+    from state.controller_store import ControllerStore
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return ControllerStore(client, cluster_name).last_batch() + 1
+    finally:
+        client.close()
+
+
+def running_with_batches(local_stack, redis_url, tmp_path, cache_dir) -> tuple[subprocess.Popen, Path]:
+    """A run whose query has committed a few micro-batches."""
+    process, log_file, cluster_name = start_run(local_stack, redis_url, tmp_path, cache_dir)
     try:
         wait_for(log_file, "pipeline running", 300)
-        time.sleep(5)  # a few micro-batches (Ticks)
-        os.killpg(process.pid, signal.SIGTERM)
+        eventually(lambda: batches_committed(redis_url, cluster_name) >= 3, 60, 0.5,
+                   what="a few micro-batches committed (Ticks)")
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    return process, log_file
+
+
+def stop_and_check(process: subprocess.Popen, log_file: Path, send) -> str:
+    """`send` the stop: the run must exit 0 with no traceback in its log and leave no process."""
+    try:
+        send()
         code = process.wait(120)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
     said = log_file.read_text(errors="replace")
     assert code == 0 and "Traceback" not in said, said[-3000:]
-
-
-def test_sigterm_while_spark_starts(local_stack, redis_url, tmp_path, cache_dir):
-    process, log_file = start_run(local_stack, redis_url, tmp_path, cache_dir)
-    try:
-        time.sleep(3)  # Redis checked, topics made: the Spark session is being built
-        assert process.poll() is None and "pipeline running" not in log_file.read_text(errors="replace")
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(120)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    said = log_file.read_text(errors="replace")
-    assert code == 0 and "Traceback" not in said and "stopped on SIGTERM" in said, said[-3000:]
     # Regression: leaving in the middle of pyspark's launch left Spark's JVM running for good.
     try:
         eventually(lambda: not process_group_alive(process.pid), 60, 0.5,
@@ -76,6 +97,35 @@ def test_sigterm_while_spark_starts(local_stack, redis_url, tmp_path, cache_dir)
     finally:
         if process_group_alive(process.pid):
             os.killpg(process.pid, signal.SIGKILL)
+    return said
+
+
+def test_sigterm_to_the_whole_group_while_the_query_runs(local_stack, redis_url, tmp_path, cache_dir):
+    """As systemd (KillMode=control-group) and a terminal send it: Spark's JVM gets it too, and its
+    shutdown hook stops the query before Spark stops its context under a batch (a py4j traceback
+    in the log, seen under load)."""
+    process, log_file = running_with_batches(local_stack, redis_url, tmp_path, cache_dir)
+    stop_and_check(process, log_file, lambda: os.killpg(process.pid, signal.SIGTERM))
+
+
+def test_sigterm_to_the_spark_jvm_alone_stops_the_run(local_stack, redis_url, tmp_path, cache_dir):
+    process, log_file = running_with_batches(local_stack, redis_url, tmp_path, cache_dir)
+    jvm = spark_jvm(process)
+    assert jvm is not None, "no Spark JVM among the run's children"
+    said = stop_and_check(process, log_file, lambda: os.kill(jvm, signal.SIGTERM))
+    assert "stopping on SIGTERM" in said, said[-3000:]
+
+
+def test_sigterm_while_spark_starts(local_stack, redis_url, tmp_path, cache_dir):
+    process, log_file, _ = start_run(local_stack, redis_url, tmp_path, cache_dir)
+    try:
+        eventually(lambda: spark_jvm(process), 120, 0.1, what="Spark's JVM being launched")
+        assert process.poll() is None and "pipeline running" not in log_file.read_text(errors="replace")
+    except BaseException:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    said = stop_and_check(process, log_file, lambda: process.send_signal(signal.SIGTERM))
+    assert "stopped on SIGTERM" in said, said[-3000:]
 
 
 def process_group_alive(group: int) -> bool:
