@@ -39,7 +39,9 @@ batch it committed, fold by fold — so it is written back whole (`ControllerSto
 the applied input offsets, under an epoch above any before (commands already published stay
 valid; the executor waits while the store holds no planner epoch), one `StateStoreLost` ERROR
 alert says what was found, and the batch is decided again on it. A query started again in this
-process checks the store against its last commit first (`start`).
+process checks the store against its last commit first (`start`); a first start checks it
+against what the product published (`streams.store_recovery`) and rebuilds it from Kafka when
+it is behind, before any outbox it holds is re-published.
 
 SIGNED COMMANDS: with `command_signing_key_file` set, every command published (step 6, and an
 outbox re-published on start) carries an HMAC-SHA256 signature header over its topic, key,
@@ -88,6 +90,8 @@ from streams.offsets import (compute_advanced, compute_checkpoint_gap, compute_c
                              compute_starting_offsets, compute_truncated, compute_unapplied,
                              read_checkpoint_positions)
 from streams.spark_session import kafka_client_options
+from streams.store_recovery import (PublishedMarks, compute_rebuilt_offsets, compute_rebuilt_state,
+                                    compute_store_behind)
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +311,8 @@ def compute_batch_inputs(batch_id: int, rows: list[tuple], bad_rows: list[tuple]
                        bad_records=tuple(bad), origins=origins)
 
 
+InputLogs = Mapping[tuple[str, int], tuple[int, int]]  # (topic, partition) → (log start, log end)
+
 # A Redis restart is ridden out for up to 5 minutes; then the batch fails and Spark re-runs it
 # when the query is restarted.
 REDIS_OUTAGE = Backoff(first_seconds=0.2, most_seconds=5.0, give_up_after_seconds=300.0)
@@ -347,17 +353,24 @@ class PipelineRunner:
         return self._in_flight[1]
 
     # --- start ----------------------------------------------------------------------------------
-    def start(self) -> ControllerState:
+    def start(self, published: PublishedMarks | None = None, input_logs: InputLogs | None = None) -> ControllerState:
         """Load the state, take over with a new epoch, re-publish outboxes left by a crash. When
         the query starts again in this process, the store is first checked against what this
-        instance last committed, and rewritten from it if it was lost meanwhile."""
-        if self.store.incarnation is not None:
+        instance last committed, and rewritten from it if it was lost meanwhile; on a first
+        start, against what the product `published` (`streams.store_recovery`), and rebuilt from
+        Kafka if it is behind (`input_logs`: the input partitions' log starts and ends)."""
+        fresh = self.store.incarnation is None
+        if not fresh:
             lost = with_redis_retry(lambda: self.store.find_loss(self.state.last_batch), "checking the state store")
             if lost is not None:
-                self.rebuild_store(StateStoreLostError(lost), self.state.last_batch + 1)
+                self.rebuild_store(StateStoreLostError(lost))
         epoch = with_redis_retry(lambda: self.store.take_over(self.state.epoch + 1), "taking the planner epoch")
         self.state = with_redis_retry(self.store.load, "loading the state").with_changes(epoch=epoch)
         self.applied = with_redis_retry(self.store.applied_offsets, "loading the applied offsets")
+        if fresh and published is not None:
+            behind = compute_store_behind(epoch, self.state.last_batch, published)
+            if behind is not None:
+                self.rebuild_from_kafka(behind, published, input_logs or {})
         count_pipeline_state(len(self.state.reassignments), len(self.in_flight()))
         self.check_command_signing()
         self.republish_pending()
@@ -455,7 +468,7 @@ class PipelineRunner:
         except StateStoreLostError as error:
             if rebuilt:  # lost again while rewriting it: the query fails and starts again
                 raise
-            self.rebuild_store(error, batch_id)  # then this batch is decided again on it
+            self.rebuild_store(error)  # then this batch is decided again on it
             return self.process_rows(rows, bad_rows, consumed, phases, started, rebuilt=True)
         phases["persist"] = time.perf_counter() - mark
         if not committed and with_redis_retry(self.store.last_batch, "reading the batch id") == batch_id:
@@ -492,7 +505,7 @@ class PipelineRunner:
             log.info("batch %d: %d rows, %d messages out (%s)", batch_id, len(rows),
                      len(decision.outbox), ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in phases.items()))
 
-    def rebuild_store(self, error: StateStoreLostError, batch_id: int) -> None:
+    def rebuild_store(self, error: StateStoreLostError) -> None:
         """The store is not the one this instance advanced (STORE LOST in the module doc): write
         this instance's state whole in its place, under an epoch above any before, and say so
         in one ERROR alert and one log line."""
@@ -506,13 +519,37 @@ class PipelineRunner:
         self.check_command_signing()  # its record went with the rest
         count_state_store_lost()
         self.publish([build_alert(
-            f"alert-{batch_id}-store-lost", int(self.clock() * 1000), "StateStoreLost", ERROR, "state-store",
+            f"alert-{state.last_batch}-store-lost", int(self.clock() * 1000), "StateStoreLost", ERROR, "state-store",
             f"{error}; the pipeline rewrote it from its own state (batch {state.last_batch}: "
             f"{len(state.reassignments)} reassignments, {len(state.cluster.partitions_by_tp)} partitions) "
             f"under epoch {epoch}. Check what happened to Redis (persistence, failover, a restore); the "
             "executor re-records its throttles itself",
             {"found": str(error), "last_batch": state.last_batch, "epoch": epoch,
              "reassignments": len(state.reassignments)})])
+
+    def rebuild_from_kafka(self, behind: str, published: PublishedMarks, input_logs: InputLogs) -> None:
+        """The store is behind what the product published (`streams.store_recovery`): nothing of
+        it is loaded; the state starts again from Kafka, and one ERROR alert says so."""
+        stored = self.state
+        state = compute_rebuilt_state(stored, stored.epoch, published)
+        skipped = [self.settings.topic(suffix) for suffix in ("requests", "command-results")]
+        applied = compute_rebuilt_offsets(input_logs, skipped)
+        log.error("%s: rebuilding it from Kafka (the cluster from the watcher's events, read again from the start "
+                  "of their topics; requests and results already in their topics are not applied again; the "
+                  "batches go on from %d)", behind, state.last_batch + 1)
+        epoch = with_redis_retry(lambda: self.store.reseed(state, applied), "rebuilding the state store")
+        self.state = state.with_changes(epoch=epoch)
+        self.applied = applied
+        self._in_flight = (self.state, compute_in_flight(self.state))
+        count_state_store_lost()
+        self.publish([build_alert(
+            f"alert-{state.last_batch}-store-rebuilt", int(self.clock() * 1000), "StateStoreLost", ERROR,
+            "state-store",
+            f"{behind}; the pipeline rebuilt it from Kafka under epoch {epoch}: the cluster from the watcher's "
+            "events, the dynamic settings it still held; old requests are not applied again. Reassignments "
+            "Kafka runs now are awaited as other tools' moves; a plan that was running is not resumed: "
+            "request it again. Check what happened to Redis (persistence, failover, a restore)",
+            {"found": behind, "epoch": epoch, "last_batch": state.last_batch})])
 
     def republish_pending(self) -> None:
         """Outboxes committed but not confirmed published (a crash between 5 and 7): again."""
@@ -559,9 +596,6 @@ def compute_topic_names(settings: Settings) -> list[str]:
     return [settings.topic(suffix) for suffix in TOPICS]
 
 
-InputLogs = Mapping[tuple[str, int], tuple[int, int]]  # (topic, partition) → (log start, log end)
-
-
 def read_input_logs(reader, topics: Iterable[str]) -> dict[tuple[str, int], tuple[int, int]]:
     """The log start and end of every partition of the input topics, asked of their leaders
     (`reader` is a `reassigner.clients.kafka_consumer.TopicReader`)."""
@@ -605,13 +639,16 @@ def prepare_query_start(runner: PipelineRunner, checkpoint_dir: Path,
 def run_pipeline(spark, settings: Settings, runner: PipelineRunner,
                  client_properties: dict[str, str], checkpoint_dir: Path,
                  tick_interval_seconds: float = 1.0, stop_event: threading.Event | None = None,
-                 read_logs: Callable[[list[str]], InputLogs] | None = None):
+                 read_logs: Callable[[list[str]], InputLogs] | None = None,
+                 read_published: Callable[[], PublishedMarks] | None = None):
     """Start the query (and the ticker); returns the StreamingQuery. Blocks nothing.
 
     `read_logs` (the input topics → their partitions' log starts and ends) lets a new checkpoint
-    start right after the applied offsets instead of reading every topic from its start."""
-    runner.start()
+    start right after the applied offsets instead of reading every topic from its start;
+    `read_published` (`streams.store_recovery.read_published_marks`) lets a first start find a
+    store behind what the product published."""
     input_logs = read_logs([settings.topic(s) for s in INPUT_TOPICS]) if read_logs else None
+    runner.start(read_published() if read_published and runner.store.incarnation is None else None, input_logs)
     starting = prepare_query_start(runner, checkpoint_dir, input_logs)
     stream = build_input_stream(spark, settings, client_properties, starting)
     query = (

@@ -74,6 +74,7 @@ def run(
     from streams.pipeline import (REDIS_OUTAGE, PipelineRunner, compute_topic_names, read_input_logs,
                                   run_pipeline, run_until_stopped)
     from streams.spark_session import build_spark_session, parse_spark_conf, stop_before_spark
+    from streams.store_recovery import read_published_marks
 
     configure_logging(verbose, logging.WARNING, logging.INFO)
     stop = threading.Event()
@@ -167,7 +168,9 @@ def run(
         query = run_pipeline(spark, settings, runner, dict(client.java),
                              Path(settings.checkpoint_dir) / settings.cluster_name / "pipeline",
                              settings.tick_interval_seconds, stop,
-                             lambda topics: read_input_logs(offsets_reader, topics))
+                             lambda topics: read_input_logs(offsets_reader, topics),
+                             lambda: read_published_marks(offsets_reader, settings.topic("commands"),
+                                                          settings.topic("alerts"), runner.signing_key))
         queries.append(query)
         typer.echo(f"pipeline running (epoch {runner.state.epoch}) against "
                    f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)

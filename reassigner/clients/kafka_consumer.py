@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal, Mapping
@@ -192,6 +193,31 @@ class TopicReader:
     def poll(self, timeout: float) -> ConsumedRecord | None:
         """The next record, or None after `timeout` seconds (or on a consumer error, logged)."""
         return _record(self._consumer.poll(timeout), self.purpose)
+
+    def tail(self, topics: Iterable[str], count: int, timeout: float = 15.0) -> list[ConsumedRecord]:
+        """The newest `count` records of every partition of `topics` (fewer where the log holds
+        fewer, or where they did not all arrive within `timeout` seconds). Re-assigns the
+        reader: what it was reading before is left."""
+        from confluent_kafka import TopicPartition
+
+        ends: dict[tuple[str, int], int] = {}
+        assignment = []
+        for topic in topics:
+            for partition, (low, high) in self.watermarks(topic, self.partitions(topic)).items():
+                if high > low:
+                    ends[(topic, partition)] = high
+                    assignment.append(TopicPartition(topic, partition, max(low, high - count)))
+        self._consumer.assign(assignment)
+        records: list[ConsumedRecord] = []
+        deadline = time.monotonic() + timeout
+        while ends and time.monotonic() < deadline:
+            record = self.poll(0.5)
+            if record is None:
+                continue
+            records.append(record)
+            if record.offset >= ends.get((record.topic, record.partition), 0) - 1:
+                ends.pop((record.topic, record.partition), None)
+        return records
 
     def close(self) -> None:
         self._consumer.close()

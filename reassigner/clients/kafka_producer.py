@@ -43,9 +43,16 @@ class RepeatedLineFilter(logging.Filter):
     """Lets through the first of identical librdkafka lines (the same level and text, the
     trailing "(after 0ms in state CONNECT...)" aside) within `window_seconds`, and the next one
     after the window with how many were held back: a broker that is away is said once a minute,
-    not every reconnect (librdkafka retries every few hundred ms)."""
+    not every reconnect (librdkafka retries every few hundred ms).
 
-    _SUFFIX = re.compile(r"\s*\([^()]*\)\s*$")
+    A broker librdkafka cannot reach (refused, unreachable, disconnected) is logged at its error
+    level; for the product that is an outage it rides out under the one retry policy, not an
+    error of its own, so such a line is a WARNING (a dead broker's group coordinator otherwise
+    put ERROR lines in a clean stop's log)."""
+
+    _SUFFIX = re.compile(r"\s*\((?:[^()]|\([^()]*\))*\)\s*$")  # "(after 0ms ..., 1 identical error(s) ...)"
+    _UNREACHABLE = re.compile(r"Connection refused|Connect to .* failed|Disconnected|Broker transport failure"
+                              r"|all brokers? (?:are )?down|No route to host|Connection reset", re.IGNORECASE)
 
     def __init__(self, window_seconds: float = REPEAT_WINDOW_SECONDS, clock=time.monotonic) -> None:
         super().__init__()
@@ -54,6 +61,8 @@ class RepeatedLineFilter(logging.Filter):
         self._last: dict[tuple[int, str], list] = {}  # key -> [time shown, repeats held back]
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING and self._UNREACHABLE.search(record.getMessage()):
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
         key = (record.levelno, self._SUFFIX.sub("", record.getMessage()))
         now = self.clock()
         seen = self._last.get(key)

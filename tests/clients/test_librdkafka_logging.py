@@ -60,9 +60,24 @@ def test_repeated_lines_are_counted_and_said_again_after_the_window():
         now[0] = step * 10.0
         assert not repeats.filter(make_record(refused.format(step)))
     assert repeats.filter(make_record("another broker: Connect to ipv4#c:9 failed: Connection refused"))
-    assert repeats.filter(make_record(refused.format(0), logging.WARNING))  # another level: another line
+    assert repeats.filter(make_record("SSL handshake failed"))
+    assert repeats.filter(make_record("SSL handshake failed", logging.WARNING))  # another level: another line
     now[0] = 61.0
     again = make_record(refused.format(7))
     assert repeats.filter(again) and again.getMessage().endswith("(4 more like it in the last 61 s)")
     now[0] = 62.0
     assert not repeats.filter(make_record(refused.format(8)))
+
+
+def test_a_broker_that_cannot_be_reached_is_a_warning_and_its_suppressed_count_is_no_new_line():
+    """A dead broker (its group coordinator, at a clean stop) put ERROR lines in the log: an
+    outage the product rides out is a WARNING; librdkafka's own "(..., 1 identical error(s)
+    suppressed)" suffix makes no new line."""
+    repeats = RepeatedLineFilter(window_seconds=60, clock=lambda: 0.0)
+    first = make_record("GroupCoordinator: b:9: Connect to ipv4#b:9 failed: Connection refused "
+                        "(after 0ms in state CONNECT)")
+    assert repeats.filter(first) and first.levelno == logging.WARNING and first.levelname == "WARNING"
+    assert not repeats.filter(make_record("GroupCoordinator: b:9: Connect to ipv4#b:9 failed: Connection refused "
+                                          "(after 0ms in state CONNECT, 1 identical error(s) suppressed)"))
+    other = make_record("Topic t: partition 0: offset out of range")
+    assert repeats.filter(other) and other.levelno == logging.ERROR

@@ -1,0 +1,131 @@
+"""A state store found behind what the product already published, at the pipeline's start.
+
+A running pipeline finds a lost store at its next commit (`state.controller_store`, VERIFIED).
+A pipeline that *starts* has no state of its own to compare with; what it has is what the
+product published while the store was whole: every command carries the planner epoch it was
+issued under, and every alert the batch that raised it (`alert-<batch>-<n>`). So, before its
+first batch, the pipeline reads the newest records of its commands and alerts topics
+(`read_published_marks`) and compares (`compute_store_behind`):
+
+- a command whose epoch is at least the epoch this start just took: the store lost its epoch
+  (each start takes one above the stored one, and commands carry the epoch of the instance
+  that issued or re-published them);
+- an alert of a batch above the store's last batch: the store lost batches it had committed
+  (alerts are published only after their batch is committed; an outbox re-published after a
+  crash keeps the ids of its committed batch).
+
+Either way the stored state is not one the product decided on and is not loaded. It is
+rebuilt from Kafka (`compute_rebuilt_state`): the cluster from the watcher's events, read again
+from the start of the state-carrying topics' logs (Kafka keeps their retention; the watcher's
+periodic snapshot is among them); requests and command results are not read again (old
+requests are history, not orders: the applied offsets of those topics start at their ends).
+The epoch goes above every epoch published, the batch numbers and the command sequence above
+every one used, so no command id is issued twice and no older throttle clear outranks a new
+step. The dynamic settings the store still holds are kept. Reassignments Kafka runs are then
+seen as other tools' moves and waited for; a plan that was running is not resumed by itself
+(its targets were in the lost store): the `StateStoreLost` alert says so.
+
+The evidence is the product's own topics, which only the product may write (docs: ACLs);
+commands are counted only when their signature holds, where commands are signed.
+All functions but `read_published_marks` (it reads Kafka through the reader it is given) are pure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from reassigner.errors import DecodeError
+from schemas.codec import decode, writer_version_from_headers
+from schemas.signing import compute_signature_problem
+from state.model import ControllerState
+
+ALERT_ID = re.compile(r"^alert-(\d+)-")
+TAIL_RECORDS = 20  # read per partition of the commands and alerts topics
+
+
+@dataclass(frozen=True)
+class PublishedMarks:
+    """The highest of what the product published, as far as the newest records tell."""
+
+    epoch: int = 0
+    """The highest planner epoch a command carries (0: no command)."""
+    batch: int = -1
+    """The highest batch an alert was raised by (-1: no alert)."""
+    command_sequence: int = 0
+    """The highest throttle sequence a command carries."""
+
+
+def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mapping]) -> PublishedMarks:
+    """The marks of decoded Command and Alert records (any other shape is skipped)."""
+    epoch = sequence = 0
+    for command in commands:
+        epoch = max(epoch, int(command.get("epoch") or 0))
+        payload = command.get("payload")
+        fields = payload[1] if isinstance(payload, tuple) and len(payload) == 2 else {}
+        if isinstance(fields, Mapping):
+            sequence = max(sequence, int(fields.get("throttle_sequence") or 0))
+    batch = -1
+    for alert in alerts:
+        found = ALERT_ID.match(str(alert.get("id", "")))
+        if found:
+            batch = max(batch, int(found.group(1)))
+    return PublishedMarks(epoch, batch, sequence)
+
+
+def compute_store_behind(taken_epoch: int, stored_last_batch: int, marks: PublishedMarks) -> str | None:
+    """Why the store is behind what was published (one line), or None."""
+    if marks.epoch >= taken_epoch:
+        return (f"the state store holds planner epoch {taken_epoch - 1}, but commands of epoch {marks.epoch} "
+                "were published (it was emptied or restored from an older copy while the pipeline was stopped)")
+    if marks.batch > stored_last_batch:
+        return (f"the state store ends at batch {stored_last_batch}, but batch {marks.batch} raised alerts "
+                "(it was restored from an older copy, or emptied, while the pipeline was stopped)")
+    return None
+
+
+def compute_rebuilt_state(stored: ControllerState, taken_epoch: int, marks: PublishedMarks) -> ControllerState:
+    """The state a rebuild starts from: no cluster (the events give it again), no reassignments,
+    the stored dynamic settings, an epoch, batch numbers and a command sequence above all used."""
+    return ControllerState(
+        config=stored.config,
+        epoch=max(taken_epoch, marks.epoch + 1),
+        last_batch=max(stored.last_batch, marks.batch),
+        command_sequence=max(stored.command_sequence, marks.command_sequence) + 1,
+    )
+
+
+def compute_rebuilt_offsets(input_logs: Mapping[tuple[str, int], tuple[int, int]],
+                            skipped_topics: Iterable[str]) -> dict[tuple[str, int], int]:
+    """The applied offsets a rebuild starts from: the partitions of `skipped_topics` (requests,
+    command results) as applied up to their log end; every other input read from its start."""
+    skipped = set(skipped_topics)
+    return {(topic, partition): high - 1 for (topic, partition), (_low, high) in sorted(input_logs.items())
+            if topic in skipped and high > 0}
+
+
+def compute_published_record(record, commands_topic: str, signing_key) -> Mapping | None:
+    """A consumed record of the commands or alerts topic, decoded; None when it does not decode,
+    or is a command whose signature does not hold where commands are signed (`signing_key`)."""
+    command = record.topic == commands_topic
+    if command and signing_key is not None and compute_signature_problem(
+            signing_key, record.topic, record.key, record.value, list(record.headers)) is not None:
+        return None
+    try:
+        return decode("Command" if command else "Alert", record.value,
+                      writer_version_from_headers(list(record.headers)))
+    except DecodeError:
+        return None
+
+
+def read_published_marks(reader, commands_topic: str, alerts_topic: str, signing_key=None,
+                         count: int = TAIL_RECORDS, timeout: float = 15.0) -> PublishedMarks:
+    """`compute_published_marks` of the newest `count` records of each partition of the two
+    topics; `reader` is a `reassigner.clients.kafka_consumer.TopicReader`."""
+    found: dict[str, list] = {commands_topic: [], alerts_topic: []}
+    for record in reader.tail([commands_topic, alerts_topic], count, timeout):
+        decoded = compute_published_record(record, commands_topic, signing_key)
+        if decoded is not None:
+            found[record.topic].append(decoded)
+    return compute_published_marks(found[commands_topic], found[alerts_topic])

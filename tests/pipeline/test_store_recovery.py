@@ -1,0 +1,63 @@
+"""A store found behind what the product published, at the pipeline's start (`streams.store_recovery`):
+the pure rules."""
+
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from state.model import ControllerState
+from streams.store_recovery import (PublishedMarks, compute_published_marks, compute_rebuilt_offsets,
+                                    compute_rebuilt_state, compute_store_behind)
+
+
+def command(epoch: int, sequence: int = 0, kind: str = "ReassignmentStep") -> dict:
+    return {"id": f"b3-rebalance-1/orders-0:1:{kind}", "epoch": epoch,
+            "payload": (kind, {"topic": "orders", "partition": 0, "throttle_sequence": sequence})}
+
+
+def test_marks_are_the_highest_epoch_sequence_and_alert_batch():
+    marks = compute_published_marks([command(4, 9), command(6, 2), command(5, 0, "ClearThrottle")],
+                                    [{"id": "alert-12-0"}, {"id": "alert-40-store-lost"}, {"id": "alert-7-3"}])
+    assert marks == PublishedMarks(epoch=6, batch=40, command_sequence=9)
+
+
+def test_records_of_other_shapes_are_skipped():
+    marks = compute_published_marks([{"id": "x", "epoch": None, "payload": "garbage"}],
+                                    [{"id": "alert-x-1"}, {"id": "nonsense"}, {}])
+    assert marks == PublishedMarks()
+
+
+def test_an_intact_store_is_not_behind():
+    assert compute_store_behind(taken_epoch=8, stored_last_batch=40, marks=PublishedMarks(7, 40, 3)) is None
+    assert compute_store_behind(1, -1, PublishedMarks()) is None  # a first start
+
+
+def test_an_emptied_store_is_behind_by_its_epoch():
+    why = compute_store_behind(taken_epoch=1, stored_last_batch=-1, marks=PublishedMarks(7, 40, 3))
+    assert why is not None and "planner epoch 0, but commands of epoch 7" in why
+
+
+def test_a_store_rolled_back_within_one_epoch_is_behind_by_its_batches():
+    why = compute_store_behind(taken_epoch=8, stored_last_batch=25, marks=PublishedMarks(7, 40, 3))
+    assert why is not None and "ends at batch 25, but batch 40 raised alerts" in why
+
+
+@given(st.integers(0, 50), st.integers(-1, 500), st.integers(0, 50), st.integers(-1, 500), st.integers(0, 900),
+       st.integers(0, 900))
+def test_a_rebuilt_state_issues_nothing_used_before(taken, stored_batch, published_epoch, published_batch,
+                                                    stored_sequence, published_sequence):
+    stored = ControllerState(config={"throttle.bytes.per.sec": "1000"}, last_batch=stored_batch,
+                             command_sequence=stored_sequence)
+    rebuilt = compute_rebuilt_state(stored, taken, PublishedMarks(published_epoch, published_batch,
+                                                                  published_sequence))
+    assert rebuilt.epoch >= taken and rebuilt.epoch > published_epoch
+    assert rebuilt.last_batch >= max(stored_batch, published_batch)  # the next batch is above both
+    assert rebuilt.command_sequence > max(stored_sequence, published_sequence)
+    assert rebuilt.config == stored.config and not rebuilt.reassignments and not rebuilt.cluster.brokers
+
+
+def test_requests_and_results_start_at_their_ends_and_the_events_from_the_start():
+    logs = {("p.requests", 0): (0, 12), ("p.requests", 1): (0, 0), ("p.command-results", 0): (5, 9),
+            ("p.isr-changes", 0): (0, 300)}
+    assert compute_rebuilt_offsets(logs, ["p.requests", "p.command-results"]) == {
+        ("p.requests", 0): 11, ("p.command-results", 0): 8}
