@@ -44,6 +44,7 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from rich.console import Console
@@ -185,11 +186,17 @@ class Faults:
                 pipe.restore(key, 0, value, replace=True)
             pipe.execute()
 
-    def finished_after_store_loss(self, since: int, tp: tuple[str, int], target: list[int], found: str) -> None:
-        """After Redis lost data under a throttled move: one StateStoreLost alert saying `found`,
-        the move done in Kafka, no replication throttle left on any broker, the product's view
-        of every partition Kafka's, and every process still running."""
+    def lose_redis_data_under_a_throttled_move(self, lose: Callable[[], None], found: str) -> None:
+        """`lose` Redis data while a throttled move copies; then one StateStoreLost alert saying
+        `found`, the move done in Kafka, no replication throttle left on any broker, the
+        product's view of every partition Kafka's, every process still running, and a manual
+        move completing."""
         demo = self.demo
+        since = demo.alerts.mark()
+        tp, target = self.start_throttled_move()
+        lose()
+        demo.alerts.wait_for("StateStoreLost", since, 60)
+        assert self.replicas(*tp)["reassigning"], "the move ended before the fault: nothing was tested"
         self.wait_moved(tp, target)
         live = self.live_brokers()
         self.wait("the product clears its throttle (nothing moves)",
@@ -201,6 +208,7 @@ class Faults:
         assert len(lost) == 1 and found in lost[0]["message"], lost
         for name in ("pipeline", "watcher", "executor", "status-server"):
             assert self.process(name).poll() is None, f"the {name} exited"
+        self.move_completes()
 
     def close(self) -> None:
         self.events.close()
@@ -380,26 +388,13 @@ def test_7_the_executor_killed_mid_move_resumes_it(world):
 
 
 def test_8_redis_emptied_under_a_throttled_move_is_rewritten_and_the_move_completes(world):
-    demo = world.demo
-    since = demo.alerts.mark()
-    tp, target = world.start_throttled_move()
-    demo.store.client.flushall()  # as a restart without persistence, or a failover to an empty replica
-    demo.alerts.wait_for("StateStoreLost", since, 60)
-    assert world.replicas(*tp)["reassigning"], "the move ended before the fault: nothing was tested"
-    world.finished_after_store_loss(since, tp, target, "holds no state at all")
-    world.move_completes()
+    # as a restart without persistence, or a failover to an empty replica
+    world.lose_redis_data_under_a_throttled_move(world.demo.store.client.flushall, "holds no state at all")
 
 
 def test_9_redis_rolled_back_under_a_throttled_move_is_rewritten_and_the_move_completes(world):
-    demo = world.demo
-    since = demo.alerts.mark()
-    backup = world.redis_keys()  # before the move was requested
-    tp, target = world.start_throttled_move()
-    world.restore_redis(backup)
-    demo.alerts.wait_for("StateStoreLost", since, 60)
-    assert world.replicas(*tp)["reassigning"], "the move ended before the fault: nothing was tested"
-    world.finished_after_store_loss(since, tp, target, "went back from batch")
-    world.move_completes()
+    backup = world.redis_keys()  # before the move is requested
+    world.lose_redis_data_under_a_throttled_move(lambda: world.restore_redis(backup), "went back from batch")
 
 
 def test_10_sigterm_to_the_pipelines_whole_process_group_is_clean_three_times(world):

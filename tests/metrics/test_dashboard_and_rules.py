@@ -78,7 +78,7 @@ def test_every_dashboard_query_is_valid_promql(tmp_path):
 def test_the_rules_fire_on_a_stopped_pipeline_and_failing_commands(tmp_path):
     """`promtool test rules` on made-up series: no batch for 10 minutes fires
     ReassignerPipelineNoBatch; a steady stream of failed commands fires ReassignerExecutorErrors;
-    a healthy executor fires nothing."""
+    a healthy executor fires nothing; a state store found lost fires ReassignerStateStoreLost."""
     tests = {
         "rule_files": [str(RULES)],
         "evaluation_interval": "1m",
@@ -91,6 +91,8 @@ def test_the_rules_fire_on_a_stopped_pipeline_and_failing_commands(tmp_path):
                            'outcome="REASSIGNMENT_IN_PROGRESS"}', "values": "0+10x30"},
                 {"series": 'reassigner_executor_commands_total{job="executor",kind="ReassignmentStep",outcome="ok"}',
                  "values": "0+10x30"},
+                # the store found lost once, at t=12m
+                {"series": 'reassigner_pipeline_state_store_lost_total{job="pipeline"}', "values": "0x11 1x20"},
             ],
             "alert_rule_test": [
                 {"eval_time": "3m", "alertname": "ReassignerPipelineNoBatch", "exp_alerts": []},
@@ -107,6 +109,14 @@ def test_the_rules_fire_on_a_stopped_pipeline_and_failing_commands(tmp_path):
                         "summary": "The executor's commands keep failing",
                         "description": "0.17 failed commands per second over 5 minutes (see the CommandFailed "
                                        "alerts and `reassigner alerts`)."}}]},
+                {"eval_time": "10m", "alertname": "ReassignerStateStoreLost", "exp_alerts": []},
+                {"eval_time": "14m", "alertname": "ReassignerStateStoreLost", "exp_alerts": [{
+                    "exp_labels": {"severity": "critical"},
+                    "exp_annotations": {
+                        "summary": "Redis lost or rolled back the product's state",
+                        "description": "The pipeline found its state store emptied or restored from an older "
+                                       "copy and put the state back (the StateStoreLost alert says how). Check "
+                                       "Redis: persistence (AOF), failovers, restores."}}]},
             ],
         }],
     }
