@@ -14,13 +14,16 @@ export REASSIGNER_CACHE_DIR := $(CURDIR)/.cache
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: demo test test-scenarios test-faults test-fast install system-packages python-packages jars lint lock bench clean
+.PHONY: demo test test-slow test-scenarios test-faults test-fast install system-packages python-packages jars lint lock bench clean
 
 demo: install                    ## the main job on a real local Kafka cluster, Redis and Spark
 	$(BIN)/reassigner demo $(DEMO_ARGS)
 
-test: install                    ## the whole suite (unit, property, real-stack and Spark tests)
-	$(BIN)/pytest $(PYTEST_ARGS)
+test: install                    ## unit, property, real-stack and Spark tests (about 8 minutes)
+	$(BIN)/pytest -m "not scenario and not faults and not long" $(PYTEST_ARGS)
+
+test-slow: install               ## the suites with a stack or processes of their own (about 10 minutes; CI runs them)
+	$(BIN)/pytest -m long $(PYTEST_ARGS)
 
 test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios)
 	$(BIN)/pytest -m scenario $(PYTEST_ARGS)

@@ -62,6 +62,7 @@ def make(copy: Path, *targets: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_venv_without_pip_is_made_again_and_a_second_run_does_nothing(tmp_path):
     if shutil.which("make") is None:
         pytest.skip("make is not installed")

@@ -26,7 +26,7 @@ from reassigner.clients.jars import kafka_classpath
 from reassigner.dev.local.security import PLAIN_LOGIN, PRODUCT_USER, SCRAM_LOGIN, jaas
 from reassigner.dev.local.stack import READY_TOPIC, LocalStack
 
-pytestmark = [pytest.mark.stack, pytest.mark.slow]
+pytestmark = [pytest.mark.stack, pytest.mark.slow, pytest.mark.long]
 
 STORE_PASSWORD = "store-pass"
 

@@ -17,7 +17,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from tests.waiting import eventually
 
-pytestmark = [pytest.mark.stack, pytest.mark.slow]
+pytestmark = [pytest.mark.stack, pytest.mark.slow, pytest.mark.long]
 
 KAFKA_STORAGE_ERROR = 56
 

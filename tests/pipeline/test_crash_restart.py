@@ -29,7 +29,7 @@ from reassigner.dev.local.redis_server import (free_cluster_ports, move_slot, sl
 from simulated_kafka import SimulatedKafka
 from tests.waiting import eventually
 
-pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.long]
 
 PARTITIONS = 6
 ORIGINAL = (1, 2, 3)

@@ -17,7 +17,7 @@ import pytest
 
 from tests.waiting import eventually
 
-pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.long]
 
 
 def start_run(local_stack, redis_url: str, tmp_path: Path, cache_dir) -> tuple[subprocess.Popen, Path, str]:

@@ -23,7 +23,7 @@ from rich.console import Console
 from reassigner.dev.harness import world as harness
 from reassigner.dev.local.security import PRODUCT_USER
 
-pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")
