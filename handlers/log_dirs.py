@@ -31,8 +31,8 @@ RULES:
   once none of its moves is in flight, a `ClearThrottle` with `log_dir_only` removes that one
   rate (inter-broker throttles stay).
 - COMMAND RESULTS (`handle_log_dir_result`): a failed `LogDirMove` with a transient error waits
-  for a slot again, while its commands number at most `step.retry.max`; otherwise the move is
-  dropped with `CommandFailed` (WARNING) naming what to do.
+  for a slot again without an alert, while its commands number at most `step.retry.max`;
+  otherwise the move is dropped with one `CommandFailed` (WARNING) naming what to do.
 """
 
 from __future__ import annotations
@@ -227,11 +227,7 @@ def handle_log_dir_result(context: BatchContext, result: Mapping[str, Any], code
         return
     remaining = dict(tasks)
     if transient and task.number <= context.policy.step_retry_max:
-        remaining[task.key] = replace(task, started_at=None)
-        context.outbox.alert("CommandFailed", WARNING, tp_key(task.tp),
-                             f"moving {task.tp} on broker {task.broker_id} into {task.target_dir} failed: "
-                             f"{detail}; it is tried again when a slot frees",
-                             {"command_id": task.command_id(), "error_code": code, "command_kind": "LogDirMove"})
+        remaining[task.key] = replace(task, started_at=None)  # quietly: a broker away is no news yet
     else:
         del remaining[task.key]
         context.outbox.alert("CommandFailed", WARNING, tp_key(task.tp),
