@@ -219,6 +219,14 @@ class World:
                      f"super user), Redis over TLS with an ACL user; client settings {state.client_properties}")
         create_topics(self.bootstrap, {**TOPICS, BULK_TOPIC: BULK_PARTITIONS}, MIN_INSYNC_REPLICAS,
                       client=self.client)
+        # The traffic starts once the brokers answer for every new partition with its leader and
+        # every replica in sync: first records produced while they did not yet were retried by the
+        # idempotent producer, acknowledged without an offset, and missing from the log (the
+        # traffic check's flake: "first delivery reports [5:0@None, 5:1@None, 5:2@0], log starts
+        # [2, 3, 4]").
+        deadline = time.monotonic() + 60
+        while (ready := self.fully_replicated(list(TOPICS)))[0] < ready[1] and time.monotonic() < deadline:
+            time.sleep(0.5)
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS, client=self.client).start()
         self.say(f"  topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())}: RF 3, "
                  f"min.insync.replicas {MIN_INSYNC_REPLICAS}; sequenced traffic running")
