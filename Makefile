@@ -22,7 +22,7 @@ demo: install                    ## the main job on a real local Kafka cluster, 
 test: install                    ## unit, property, real-stack and Spark tests (about 8 minutes)
 	$(BIN)/pytest -m "not scenario and not faults and not long" $(PYTEST_ARGS)
 
-test-slow: install               ## the suites with a stack or processes of their own (about 10 minutes; CI runs them)
+test-slow: install               ## the suites with a stack or processes of their own (about 12 minutes; CI runs them)
 	$(BIN)/pytest -m long $(PYTEST_ARGS)
 
 test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios)
