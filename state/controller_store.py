@@ -84,10 +84,9 @@ local last = tonumber(redis.call('HGET', KEYS[1], 'last_batch') or '-1')
 local batch = tonumber(ARGV[1])
 if ARGV[7] ~= '' then
   -- verified: the store must be the one this instance took over and advanced, batch by batch
-  local stored = redis.call('HGET', KEYS[1], 'incarnation') or ''
-  if stored ~= ARGV[7] then return {-2, current, last, stored} end
+  if (redis.call('HGET', KEYS[1], 'incarnation') or '') ~= ARGV[7] then return {-2, current, last} end
   if batch == last then return {0, current} end
-  if last ~= batch - 1 then return {-3, current, last, stored} end
+  if last ~= batch - 1 then return {-3, current, last} end
 end
 if batch <= last then return {0, current} end
 local changes = cjson.decode(ARGV[2])
@@ -402,8 +401,9 @@ def key_prefix(cluster_name: str) -> str:
 
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+def as_text(value: bytes | str) -> str:
+    """A Redis reply as text (replies are bytes unless the client decodes them)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def signing_announcements_key(cluster_name: str) -> str:
@@ -414,7 +414,7 @@ def signing_announcements_key(cluster_name: str) -> str:
 def read_signing_announcements(client, cluster_name: str) -> dict[str, str]:
     """What each process recorded as it started ("pipeline"/"executor" → a key fingerprint or
     "unsigned"; `schemas.signing`); a process that never started with this product is absent."""
-    return {_text(k): _text(v) for k, v in client.hgetall(signing_announcements_key(cluster_name)).items()}
+    return {as_text(k): as_text(v) for k, v in client.hgetall(signing_announcements_key(cluster_name)).items()}
 
 
 def store_signing_announcement(client, cluster_name: str, role: str, announced: str) -> None:
@@ -438,7 +438,7 @@ class ControllerStore:
         self.incarnation: str | None = None
 
     def load(self) -> ControllerState:
-        raw = {name: {_text(k): _text(v) for k, v in self.client.hscan_iter(key, count=LOAD_SCAN_COUNT)}
+        raw = {name: {as_text(k): as_text(v) for k, v in self.client.hscan_iter(key, count=LOAD_SCAN_COUNT)}
                for name, key in self.keys.items() if name not in ("outbox", "offsets")}
         stored_brokers = {int(k): broker_from_storage(int(k), v) for k, v in raw["brokers"].items()}
         brokers = {broker_id: broker for broker_id, (broker, _) in stored_brokers.items()}
@@ -508,7 +508,7 @@ class ControllerStore:
         (`compute_store_lost_reason`), or None when it is."""
         epoch, stored_last, incarnation = self.client.hmget(self.keys["meta"], "epoch", "last_batch", "incarnation")
         stored_last = int(stored_last) if stored_last is not None else -1
-        same = incarnation is not None and _text(incarnation) == self.incarnation
+        same = incarnation is not None and as_text(incarnation) == self.incarnation
         if same and stored_last == last_batch:
             return None
         return compute_store_lost_reason(last_batch, int(epoch or 0), stored_last, same)
@@ -544,7 +544,7 @@ class ControllerStore:
         """(input topic, partition) → the greatest offset applied (`streams.offsets`)."""
         stored = self.client.hgetall(self.keys["offsets"])
         return {(tp.topic, tp.partition): int(offset)
-                for tp, offset in ((tp_from_field(_text(f)), v) for f, v in stored.items())}
+                for tp, offset in ((tp_from_field(as_text(f)), v) for f, v in stored.items())}
 
     def forget_offsets(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Drop the applied offsets of input partitions whose log was re-created or truncated."""
@@ -582,10 +582,9 @@ class ControllerStore:
         if int(verdict) == -1:
             raise FencedError(f"pipeline epoch {after.epoch} was replaced by epoch {int(current)}: a newer "
                               "instance runs on this cluster's state; this one stops without writing")
-        if int(verdict) < -1:
-            stored_last, stored_incarnation = int(found[0]), _text(found[1])
-            raise StateStoreLostError(compute_store_lost_reason(before.last_batch, int(current), stored_last,
-                                                                stored_incarnation == (self.incarnation or "")))
+        if int(verdict) < -1:  # -2: another incarnation's store (or none), -3: ours, at another batch
+            raise StateStoreLostError(compute_store_lost_reason(before.last_batch, int(current), int(found[0]),
+                                                                same_incarnation=int(verdict) == -3))
         return bool(verdict)
 
     def _stage(self, key: str, rows: Iterable[tuple[str, str]]) -> None:
@@ -606,7 +605,7 @@ class ControllerStore:
         """Outboxes committed but not yet marked published, oldest batch first."""
         stored = self.client.hgetall(self.keys["outbox"])
         return sorted(
-            (int(_text(batch)), [message_from_storage(m) for m in json.loads(_text(messages))])
+            (int(as_text(batch)), [message_from_storage(m) for m in json.loads(as_text(messages))])
             for batch, messages in stored.items()
         )
 

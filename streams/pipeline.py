@@ -513,43 +513,45 @@ class PipelineRunner:
         log.error("%s: rewriting it whole from this pipeline's state (batch %d, epoch %d: %d brokers, %d "
                   "partitions, %d reassignments)", error, state.last_batch, state.epoch, len(state.cluster.brokers),
                   len(state.cluster.partitions_by_tp), len(state.reassignments))
-        epoch = with_redis_retry(lambda: self.store.reseed(state, self.applied), "rewriting the state store")
-        self.state = state.with_changes(epoch=epoch)
-        self._in_flight = (self.state, self._in_flight[1])
+        epoch = self._write_back(state, self.applied, "rewriting the state store")
         self.check_command_signing()  # its record went with the rest
-        count_state_store_lost()
-        self.publish([build_alert(
-            f"alert-{state.last_batch}-store-lost", int(self.clock() * 1000), "StateStoreLost", ERROR, "state-store",
+        self._announce_store_lost(
+            f"alert-{state.last_batch}-store-lost",
             f"{error}; the pipeline rewrote it from its own state (batch {state.last_batch}: "
             f"{len(state.reassignments)} reassignments, {len(state.cluster.partitions_by_tp)} partitions) "
             f"under epoch {epoch}. Check what happened to Redis (persistence, failover, a restore); the "
             "executor re-records its throttles itself",
             {"found": str(error), "last_batch": state.last_batch, "epoch": epoch,
-             "reassignments": len(state.reassignments)})])
+             "reassignments": len(state.reassignments)})
 
     def rebuild_from_kafka(self, behind: str, published: PublishedMarks, input_logs: InputLogs) -> None:
         """The store is behind what the product published (`streams.store_recovery`): nothing of
         it is loaded; the state starts again from Kafka, and one ERROR alert says so."""
-        stored = self.state
-        state = compute_rebuilt_state(stored, stored.epoch, published)
+        state = compute_rebuilt_state(self.state, self.state.epoch, published)
         skipped = [self.settings.topic(suffix) for suffix in ("requests", "command-results")]
-        applied = compute_rebuilt_offsets(input_logs, skipped)
         log.error("%s: rebuilding it from Kafka (the cluster from the watcher's events, read again from the start "
                   "of their topics; requests and results already in their topics are not applied again; the "
                   "batches go on from %d)", behind, state.last_batch + 1)
-        epoch = with_redis_retry(lambda: self.store.reseed(state, applied), "rebuilding the state store")
-        self.state = state.with_changes(epoch=epoch)
-        self.applied = applied
-        self._in_flight = (self.state, compute_in_flight(self.state))
-        count_state_store_lost()
-        self.publish([build_alert(
-            f"alert-{state.last_batch}-store-rebuilt", int(self.clock() * 1000), "StateStoreLost", ERROR,
-            "state-store",
+        epoch = self._write_back(state, compute_rebuilt_offsets(input_logs, skipped), "rebuilding the state store")
+        self._announce_store_lost(
+            f"alert-{state.last_batch}-store-rebuilt",
             f"{behind}; the pipeline rebuilt it from Kafka under epoch {epoch}: the cluster from the watcher's "
             "events, the dynamic settings it still held; old requests are not applied again. Reassignments "
             "Kafka runs now are awaited as other tools' moves; a plan that was running is not resumed: "
             "request it again. Check what happened to Redis (persistence, failover, a restore)",
-            {"found": behind, "epoch": epoch, "last_batch": state.last_batch})])
+            {"found": behind, "epoch": epoch, "last_batch": state.last_batch})
+
+    def _write_back(self, state: ControllerState, applied: Mapping[tuple[str, int], int], doing: str) -> int:
+        """`state` and `applied` written whole in the store's place (`ControllerStore.reseed`) and
+        made this runner's, under the epoch it took; returns that epoch."""
+        epoch = with_redis_retry(lambda: self.store.reseed(state, applied), doing)
+        self.state, self.applied = state.with_changes(epoch=epoch), dict(applied)
+        count_state_store_lost()
+        return epoch
+
+    def _announce_store_lost(self, alert_id: str, message: str, details: Mapping[str, object]) -> None:
+        self.publish([build_alert(alert_id, int(self.clock() * 1000), "StateStoreLost", ERROR, "state-store",
+                                  message, details)])
 
     def republish_pending(self) -> None:
         """Outboxes committed but not confirmed published (a crash between 5 and 7): again."""

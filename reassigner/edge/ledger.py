@@ -55,7 +55,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from state.controller_store import (ControllerStore, key_prefix, read_signing_announcements,
+from state.controller_store import (ControllerStore, as_text, key_prefix, read_signing_announcements,
                                     store_signing_announcement)
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,6 @@ class CommandLedger:
         verdict, detail = self._claim(keys=[f"{self.prefix}:epoch", self._command_key(command_id),
                                             self.planner_epoch_key],
                                       args=[epoch, RESULT_TTL_SECONDS, token])
-        as_text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
         return as_text(verdict), as_text(detail)
 
     def store_outcome(self, command_id: str, outcome: Outcome) -> None:
@@ -154,7 +153,7 @@ class CommandLedger:
     def read_throttles(self) -> dict[str, dict]:
         """The throttles the executor set and has not cleared: field → record (THROTTLE RECORDS:
         from Redis the first time, then this process's own copy, Redis checked against it)."""
-        stored = {_text(k): _text(v) for k, v in self.client.hgetall(self._throttles_key()).items()}
+        stored = {as_text(k): as_text(v) for k, v in self.client.hgetall(self._throttles_key()).items()}
         mark = stored.pop(THROTTLES_MARK, "")
         if self._throttles is None:  # the first read of this process: Redis is all there is
             self._throttles = stored
@@ -209,7 +208,3 @@ class CommandLedger:
     def store_signing(self, announced: str) -> None:
         """Record this executor's command signing: a key fingerprint, or "unsigned"."""
         store_signing_announcement(self.client, self.cluster_name, "executor", announced)
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
