@@ -41,7 +41,9 @@ ORDER (the code follows it):
 4. throttles: the `Throttle:` marker in `open_alerts` accumulates the brokers and partitions of
    the steps started while any is in flight; once nothing is in flight, one `ClearThrottle` over
    them, numbered `throttle_sequence` = the sequence it takes, so it removes the throttles of the
-   steps issued before it and never those of a later step read before it. The executor removes
+   steps issued before it and never those of a later step read before it. A partition of the
+   marker that Kafka still moves with no step of ours recorded (`external_moves`: the marker of
+   a state rebuilt after the store was lost, `streams.store_recovery`) holds the clear back too. The executor removes
    only what it set itself (others' throttles are preserved).
 
 SAFETY (SPEC 6) is the batch rule's (`planning.movement.batches`): never more steps in flight than
@@ -53,6 +55,7 @@ the ISR.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from handlers.outbox import INFO, WARNING, reassignment_step_fields, tp_key
 from handlers.context import BatchContext
@@ -207,22 +210,27 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
         brokers = set(before["brokers"])
         for tp, step in flying.items():
             brokers |= set(state.cluster.partition(tp).replicas) | set(step.target)
-        new_marker = THROTTLE_MARKER + json.dumps(
-            {"brokers": sorted(brokers),
-             "partitions": sorted({(tp.topic, tp.partition) for tp in flying}
-                                  | {tuple(tp) for tp in before["partitions"]})},
-            separators=(",", ":"))
+        new_marker = compute_throttle_marker(brokers, {(tp.topic, tp.partition) for tp in flying}
+                                             | {tuple(tp) for tp in before["partitions"]})
         if new_marker != marker:
             context.close_alerts([marker] if marker else [])
             context.open_alert(new_marker)
     elif marker is not None and not flying:
         throttled = json.loads(marker[len(THROTTLE_MARKER):])
+        if any(TopicPartition(t, p) in state.external_moves for t, p in throttled["partitions"]):
+            return  # Kafka still moves one: a step of ours whose record a lost state store took
         issue_throttle_command(context, "ClearThrottle", "nothing moves any more",
                                {"broker_ids": throttled["brokers"],
                                 "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [],
                                                 "follower_broker_ids": []} for t, p in throttled["partitions"]],
                                 "throttle_sequence": context.state.command_sequence + 1})
         context.close_alerts([marker])
+
+
+def compute_throttle_marker(brokers: Iterable[int], partitions: Iterable[tuple[str, int]]) -> str:
+    """The `Throttle:` marker naming the brokers and partitions the throttled steps touched."""
+    return THROTTLE_MARKER + json.dumps({"brokers": sorted(brokers), "partitions": sorted(partitions)},
+                                        separators=(",", ":"))
 
 
 def issue_throttle_command(context: BatchContext, kind: str, reason: str, fields: dict) -> None:

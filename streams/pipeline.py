@@ -537,7 +537,8 @@ class PipelineRunner:
             f"alert-{state.last_batch}-store-rebuilt",
             f"{behind}; the pipeline rebuilt it from Kafka under epoch {epoch}: the cluster from the watcher's "
             "events, the dynamic settings it still held; old requests are not applied again. Reassignments "
-            "Kafka runs now are awaited as other tools' moves; a plan that was running is not resumed: "
+            "Kafka runs now are awaited as other tools' moves, and the throttles of the steps published are "
+            "cleared once Kafka moves none of their partitions; a plan that was running is not resumed: "
             "request it again. Check what happened to Redis (persistence, failover, a restore)",
             {"found": behind, "epoch": epoch, "last_batch": state.last_batch})
 

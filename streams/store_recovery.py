@@ -25,8 +25,15 @@ step. The dynamic settings the store still holds are kept. Reassignments Kafka r
 seen as other tools' moves and waited for; a plan that was running is not resumed by itself
 (its targets were in the lost store): the `StateStoreLost` alert says so.
 
+THROTTLES are not left behind: the throttled steps and log-dir moves among the commands read
+give the rebuilt state its throttle markers (`handlers.progress`, `handlers.log_dirs`), so the
+pipeline issues the ClearThrottle once Kafka moves none of those partitions any more; an
+executor that lost its own records of them with the store adopts them from the brokers' configs
+(`reassigner.edge.throttles`, ADOPTION).
+
 The evidence is the product's own topics, which only the product may write (docs: ACLs);
-commands are counted only when their signature holds, where commands are signed.
+commands are counted only when their signature holds, where commands are signed
+(`schemas.published`).
 All functions but `read_published_marks` (it reads Kafka through the reader it is given) are pure.
 """
 
@@ -36,13 +43,12 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from reassigner.errors import DecodeError
-from schemas.codec import decode, writer_version_from_headers
-from schemas.signing import compute_signature_problem
+from handlers.log_dirs import THROTTLE_MARKER as LOG_DIR_THROTTLE_MARKER
+from handlers.progress import compute_throttle_marker
+from schemas.published import TAIL_RECORDS, read_published
 from state.model import ControllerState
 
 ALERT_ID = re.compile(r"^alert-(\d+)-")
-TAIL_RECORDS = 20  # read per partition of the commands and alerts topics
 
 
 @dataclass(frozen=True)
@@ -55,23 +61,39 @@ class PublishedMarks:
     """The highest batch an alert was raised by (-1: no alert)."""
     command_sequence: int = 0
     """The highest throttle sequence a command carries."""
+    throttled_brokers: frozenset[int] = frozenset()
+    """The brokers the throttled ReassignmentSteps named (leader and follower throttles)."""
+    throttled_partitions: frozenset[tuple[str, int]] = frozenset()
+    """The partitions of those steps."""
+    log_dir_throttled: frozenset[int] = frozenset()
+    """The brokers of throttled LogDirMoves."""
 
 
 def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mapping]) -> PublishedMarks:
     """The marks of decoded Command and Alert records (any other shape is skipped)."""
     epoch = sequence = 0
+    brokers: set[int] = set()
+    partitions: set[tuple[str, int]] = set()
+    log_dirs: set[int] = set()
     for command in commands:
         epoch = max(epoch, int(command.get("epoch") or 0))
         payload = command.get("payload")
-        fields = payload[1] if isinstance(payload, tuple) and len(payload) == 2 else {}
-        if isinstance(fields, Mapping):
-            sequence = max(sequence, int(fields.get("throttle_sequence") or 0))
+        kind, fields = payload if isinstance(payload, tuple) and len(payload) == 2 else ("", {})
+        if not isinstance(fields, Mapping):
+            continue
+        sequence = max(sequence, int(fields.get("throttle_sequence") or 0))
+        if kind == "ReassignmentStep" and fields.get("throttle_rate_bytes_per_sec") is not None:
+            brokers |= set(fields.get("throttle_leader_broker_ids") or ())
+            brokers |= set(fields.get("throttle_follower_broker_ids") or ())
+            partitions.add((fields["topic"], int(fields["partition"])))
+        elif kind == "LogDirMove" and fields.get("throttle_bytes_per_sec") is not None:
+            log_dirs.add(int(fields["broker_id"]))
     batch = -1
     for alert in alerts:
         found = ALERT_ID.match(str(alert.get("id", "")))
         if found:
             batch = max(batch, int(found.group(1)))
-    return PublishedMarks(epoch, batch, sequence)
+    return PublishedMarks(epoch, batch, sequence, frozenset(brokers), frozenset(partitions), frozenset(log_dirs))
 
 
 def compute_store_behind(taken_epoch: int, stored_last_batch: int, marks: PublishedMarks) -> str | None:
@@ -87,12 +109,18 @@ def compute_store_behind(taken_epoch: int, stored_last_batch: int, marks: Publis
 
 def compute_rebuilt_state(stored: ControllerState, taken_epoch: int, marks: PublishedMarks) -> ControllerState:
     """The state a rebuild starts from: no cluster (the events give it again), no reassignments,
-    the stored dynamic settings, an epoch, batch numbers and a command sequence above all used."""
+    the stored dynamic settings, an epoch, batch numbers and a command sequence above all used,
+    and the throttle markers of the throttled steps and log-dir moves published (so that the
+    throttles they set are cleared once Kafka moves none of those partitions any more)."""
+    markers = {f"{LOG_DIR_THROTTLE_MARKER}{broker}" for broker in marks.log_dir_throttled}
+    if marks.throttled_partitions:
+        markers.add(compute_throttle_marker(marks.throttled_brokers, marks.throttled_partitions))
     return ControllerState(
         config=stored.config,
         epoch=max(taken_epoch, marks.epoch + 1),
         last_batch=max(stored.last_batch, marks.batch),
         command_sequence=max(stored.command_sequence, marks.command_sequence) + 1,
+        open_alerts=frozenset(markers),
     )
 
 
@@ -105,27 +133,9 @@ def compute_rebuilt_offsets(input_logs: Mapping[tuple[str, int], tuple[int, int]
             if topic in skipped and high > 0}
 
 
-def compute_published_record(record, commands_topic: str, signing_key) -> Mapping | None:
-    """A consumed record of the commands or alerts topic, decoded; None when it does not decode,
-    or is a command whose signature does not hold where commands are signed (`signing_key`)."""
-    command = record.topic == commands_topic
-    if command and signing_key is not None and compute_signature_problem(
-            signing_key, record.topic, record.key, record.value, list(record.headers)) is not None:
-        return None
-    try:
-        return decode("Command" if command else "Alert", record.value,
-                      writer_version_from_headers(list(record.headers)))
-    except DecodeError:
-        return None
-
-
 def read_published_marks(reader, commands_topic: str, alerts_topic: str, signing_key=None,
                          count: int = TAIL_RECORDS, timeout: float = 15.0) -> PublishedMarks:
     """`compute_published_marks` of the newest `count` records of each partition of the two
-    topics; `reader` is a `reassigner.clients.kafka_consumer.TopicReader`."""
-    found: dict[str, list] = {commands_topic: [], alerts_topic: []}
-    for record in reader.tail([commands_topic, alerts_topic], count, timeout):
-        decoded = compute_published_record(record, commands_topic, signing_key)
-        if decoded is not None:
-            found[record.topic].append(decoded)
+    topics (`schemas.published`); `reader` is a `reassigner.clients.kafka_consumer.TopicReader`."""
+    found = read_published(reader, [commands_topic, alerts_topic], commands_topic, signing_key, count, timeout)
     return compute_published_marks(found[commands_topic], found[alerts_topic])

@@ -134,7 +134,7 @@ def execute(
     from reassigner.clients.kafka_producer import producer_config
     from reassigner.clients.redis_io import check_redis, connect_redis
     from reassigner.clients.kafka_access import check_kafka_access
-    from reassigner.edge.executor import EXECUTOR_TOPICS, Executor
+    from reassigner.edge.executor import EXECUTOR_TOPICS, Executor, recent_commands_reader
     from reassigner.edge.ledger import CommandLedger
     from reassigner.errors import TransientError
 
@@ -162,7 +162,9 @@ def execute(
         consumer = {"bootstrap.servers": settings.bootstrap_servers, **client_config.librdkafka}
         executor = Executor(admin, ledger, consumer,
                             producer_config(settings.bootstrap_servers, client_config,
-                                            "reassigner-executor"), settings)
+                                            "reassigner-executor"), settings,
+                            recent_commands=recent_commands_reader(settings.bootstrap_servers, client_config,
+                                                                   settings))
         log.info("executing commands from %s", settings.topic("commands"))
         try:
             executor.run(stop)

@@ -71,7 +71,7 @@ import threading
 import time
 import uuid
 from functools import partial
-from typing import Callable, Mapping, TypeVar
+from typing import Callable, Iterable, Mapping, TypeVar
 
 from reassigner.clients.cluster_answers import (
     FOLLOWER_THROTTLED_RATE,
@@ -80,7 +80,7 @@ from reassigner.clients.cluster_answers import (
 )
 from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.clients.backoff import Backoff, retry_transient
-from reassigner.clients.kafka_consumer import build_consumer, is_end_of_partition
+from reassigner.clients.kafka_consumer import TopicReader, build_consumer, is_end_of_partition
 from reassigner.clients.kafka_producer import build_producer, publish_and_wait
 from reassigner.clients.redis_io import retry_redis
 from reassigner.errors import DecodeError, InvalidConfigError, ReassignerError, TransientError
@@ -90,6 +90,7 @@ from reassigner.settings import Settings, read_command_signing_key
 from schemas.dead_letter import build_dead_letter
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
+from schemas.published import read_published
 from schemas.signing import UNSIGNED, SigningKey, compute_signature_problem, compute_signing_mismatch
 from reassigner.edge.ledger import REPLAY_WINDOW_SECONDS, CommandLedger, Outcome
 from reassigner.edge.throttles import (
@@ -97,6 +98,7 @@ from reassigner.edge.throttles import (
     ThrottleChanges,
     ThrottleWanted,
     compute_step_throttle,
+    compute_adopted,
     compute_throttle_clear,
     compute_throttle_set,
     compute_wanted,
@@ -191,10 +193,21 @@ def compute_interrupted_command_applied(kind: str, fields: Mapping, replicas: tu
     return tuple(r for r in replicas if r not in removing) == target
 
 
+def recent_commands_reader(bootstrap_servers: str, client_config, settings: Settings) -> Callable[[], list[Mapping]]:
+    """ADOPTION's evidence (`reassigner.edge.throttles`): the product's newest commands read back
+    from the commands topic, signed where commands are signed (`schemas.published`)."""
+    def read() -> list[Mapping]:
+        topic = settings.topic("commands")
+        with TopicReader(bootstrap_servers, client_config, "reassigner-executor-adoption") as reader:
+            return read_published(reader, [topic], topic, read_command_signing_key(settings))[topic]
+    return read
+
+
 class Executor:
     def __init__(self, admin: ClusterAdmin, ledger: CommandLedger, consumer_config: Mapping,
                  producer_config: Mapping, settings: Settings,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 recent_commands: Callable[[], Iterable[Mapping]] | None = None) -> None:
         self.admin = admin
         self.ledger = ledger
         self.settings = settings
@@ -204,6 +217,10 @@ class Executor:
         self._producer = build_producer(producer_config)
         self._consumer = None
         self._stop = threading.Event()
+        # ADOPTION (`reassigner.edge.throttles`): the product's recent commands, read back once
+        # when the throttle records were found gone; then the throttles their steps set.
+        self._recent_commands = recent_commands
+        self._recent_throttles: list[ThrottleWanted] | None = None
 
     # --- loop -----------------------------------------------------------------------------------
     def prepare_topics(self) -> None:
@@ -441,8 +458,7 @@ class Executor:
     def apply_throttle(self, wanted: ThrottleWanted) -> None:
         """Put `wanted` in force, merged with what others set; our part recorded first."""
         current = self._read_throttles(wanted.brokers, wanted.topics)
-        owned = retry_redis(self.ledger.read_throttles, "reading the executor's throttles", OUTAGE, self._stop)
-        changes = compute_throttle_set(wanted, *current, owned)
+        changes = compute_throttle_set(wanted, *current, self._owned_throttles(current))
         for kept in changes.kept:
             log.info("throttle left as someone else set it: %s", kept)
         self._write_throttles(changes)
@@ -455,9 +471,32 @@ class Executor:
         brokers = list(fields["broker_ids"])
         topics = sorted({p["topic"] for p in fields.get("partitions") or []})
         current = self._read_throttles(brokers, topics)
-        owned = retry_redis(self.ledger.read_throttles, "reading the executor's throttles", OUTAGE, self._stop)
         self._write_throttles(compute_throttle_clear(brokers, topics, fields.get("throttle_sequence"),
-                                                     *current, owned))
+                                                     *current, self._owned_throttles(current)))
+
+    def _owned_throttles(self, current) -> dict[str, dict]:
+        """The executor's throttle records; where Redis held none at all when first read, with
+        what its recent steps set among the `current` configs adopted first (ADOPTION)."""
+        owned = retry_redis(self.ledger.read_throttles, "reading the executor's throttles", OUTAGE, self._stop)
+        if self._recent_commands is None or not self.ledger.found_nothing:
+            return owned
+        if self._recent_throttles is None:
+            commands = self._recent_commands()
+            self._recent_throttles = [wanted for kind, fields in (c["payload"] for c in commands)
+                                      if kind == "ReassignmentStep" and (wanted := compute_step_throttle(fields))]
+            log.info("the executor's throttle records were not in Redis when it started (emptied or replaced, or "
+                     "never written): %d throttled steps of the product read back to adopt their throttles",
+                     len(self._recent_throttles))
+        adopted = {key: record for key, record in compute_adopted(self._recent_throttles, *current).items()
+                   if key not in owned}
+        if not adopted:
+            return owned
+        log.warning("adopting %d throttles the product's recent steps set, as Kafka shows them, as the executor's "
+                    "own (its records of them were gone from Redis; a rate someone else set to the same value on "
+                    "these brokers is taken too): %s", len(adopted), ", ".join(sorted(adopted)))
+        retry_redis(lambda: self.ledger.store_throttles(adopted), "recording the adopted throttles", OUTAGE,
+                    self._stop)
+        return {**owned, **adopted}
 
     def _read_throttles(self, brokers: list[int], topics: list[str]):
         """(broker, rate name) → value and (topic, list name) → value, as Kafka holds them."""

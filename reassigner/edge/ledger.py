@@ -33,7 +33,9 @@ THROTTLE RECORDS are verified, not trusted: the executor keeps its own copy of t
 wrote and moves it on). A mark that is not its own means Redis lost the records or was
 restored from an older copy: the executor says so in one ERROR log line and writes its copy
 back whole — so a throttle it set is never forgotten and left behind, and one it cleared is
-never "restored" by a clear.
+never "restored" by a clear. A first read that finds nothing at all (`found_nothing`) cannot
+tell an emptied store from one no executor throttled on: the executor then adopts what its
+recent steps set, as Kafka shows it (`reassigner.edge.throttles`, ADOPTION).
 
 REPLAYS: an id is remembered for `RESULT_TTL_SECONDS` after its outcome is stored, so a replay of
 a command inside that window is a DUPLICATE (its stored result is published again, nothing is
@@ -124,6 +126,7 @@ class CommandLedger:
         self._claim = client.register_script(CLAIM_COMMAND)
         self._write = client.register_script(WRITE_THROTTLES)
         self._throttles: dict[str, str] | None = None  # this process's copy of the records (JSON each)
+        self.found_nothing = False  # its first read found no record and no mark (ADOPTION)
         self._mark = ""  # the mark of the last write to them it saw or made
         self._token = uuid.uuid4().hex[:12]
         self._writes = 0
@@ -158,6 +161,7 @@ class CommandLedger:
         if self._throttles is None:  # the first read of this process: Redis is all there is
             self._throttles = stored
             self._mark = mark
+            self.found_nothing = not stored and not mark
         elif mark != self._mark:
             self._rewrite_throttles(f"its mark is {mark or 'gone'}, not {self._mark or 'absent'}")
         return {field: json.loads(value) for field, value in self._throttles.items()}

@@ -40,6 +40,17 @@ the clear, whose command the executor happens to apply first (another partition 
 commands topic), keeps its throttle. A ClearThrottle of an older pipeline (no sequence) removes
 everything the product set on its brokers and topics.
 
+ADOPTION (the records lost with the store): an executor whose first read of its records finds
+nothing at all in Redis (no record, no mark of a write: the store was emptied or replaced while
+no executor ran, or no executor ever throttled on it) takes as its own, before its first throttle
+command, what the product's recent throttled steps put in force (`compute_adopted`): the steps
+are read back from the commands topic (`schemas.published`: decoded, signed where commands are
+signed); a broker rate whose value is the rate such a step carried for that broker, and a
+`partition:broker` entry such a step named, are recorded as set by it (its `throttle_sequence`;
+no previous value: the clear deletes them). Anything else is left as someone else's. The one
+risk, said in the WARNING that names each adopted throttle: a rate someone else set to exactly
+our value on one of those brokers is removed by our clear.
+
 Rates are compared as integers; a value that is not one is someone else's and left alone.
 """
 
@@ -237,3 +248,28 @@ def compute_throttle_clear(broker_ids: Iterable[int], topics: Iterable[str], seq
             topic_configs.setdefault(topic, {})[name] = ",".join(left) if left else None
     return ThrottleChanges(brokers, topic_configs, {}, tuple(forget), ())
 
+
+
+def compute_adopted(steps: Iterable[ThrottleWanted],
+                    current_rates: Mapping[tuple[int, str], str | None],
+                    current_replicas: Mapping[tuple[str, str], str | None]) -> dict[str, dict]:
+    """ADOPTION: the ownership records of what `steps` (the throttles of the product's recent
+    steps) put in force and Kafka still shows (field → record, as `compute_throttle_set` writes)."""
+    adopted: dict[str, dict] = {}
+    for wanted in steps:
+        for (broker, name), rate in wanted.rates.items():
+            now = current_rates.get((broker, name))
+            if now is not None and _as_rate(now) == rate:
+                _adopt(adopted, rate_field(broker, name), {"value": now, "previous": None}, wanted.sequence)
+        for (topic, name), entries in wanted.replicas.items():
+            present = set(parse_entries(current_replicas.get((topic, name))))
+            for entry in entries:
+                if entry in present:
+                    _adopt(adopted, entry_field(topic, name, entry), {}, wanted.sequence)
+    return adopted
+
+
+def _adopt(adopted: dict[str, dict], key: str, record: dict, sequence: int) -> None:
+    """The latest step that wanted it owns it (a clear issued before that step must not remove it)."""
+    known = adopted.get(key)
+    adopted[key] = {**record, "sequence": max(sequence, known["sequence"]) if known else sequence}

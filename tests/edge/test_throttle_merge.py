@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from reassigner.edge.throttles import (
     ThrottleChanges,
+    compute_adopted,
     compute_step_throttle,
     compute_throttle_clear,
     compute_throttle_set,
@@ -224,3 +225,36 @@ def test_a_clear_removes_nothing_a_step_issued_after_it_needs(rates, lists, made
     for (topic, name), needed in last.replicas.items():
         present = parse_entries(configs.lists.get((topic, name)))
         assert "*" in present or set(needed) <= set(present)
+
+
+def step_throttle(partition: int, leaders: list[int], followers: list[int], rate: int, sequence: int):
+    return compute_step_throttle({"topic": "t", "partition": partition, "throttle_rate_bytes_per_sec": rate,
+                                  "throttle_leader_broker_ids": leaders, "throttle_follower_broker_ids": followers,
+                                  "throttle_sequence": sequence})
+
+
+def test_adoption_takes_what_the_products_steps_set_and_nothing_else():
+    steps = [step_throttle(0, [1, 2], [3], 500, 4), step_throttle(1, [2, 3], [4], 500, 7)]
+    configs = Configs(rates={(1, LEADER_RATE): "500", (1, FOLLOWER_RATE): "500", (2, LEADER_RATE): "500",
+                             (3, FOLLOWER_RATE): "500", (4, LEADER_RATE): "900"},
+                      lists={("t", LEADERS): "0:1,0:2,5:5", ("t", FOLLOWERS): "0:3"})
+    adopted = compute_adopted(steps, configs.rates, configs.lists)
+    assert adopted == {
+        f"broker:1:{LEADER_RATE}": {"value": "500", "previous": None, "sequence": 4},
+        f"broker:1:{FOLLOWER_RATE}": {"value": "500", "previous": None, "sequence": 4},
+        f"broker:2:{LEADER_RATE}": {"value": "500", "previous": None, "sequence": 7},
+        f"broker:3:{FOLLOWER_RATE}": {"value": "500", "previous": None, "sequence": 7},
+        f"topic:t:{LEADERS}:0:1": {"sequence": 4}, f"topic:t:{LEADERS}:0:2": {"sequence": 4},
+        f"topic:t:{FOLLOWERS}:0:3": {"sequence": 4},
+    }  # broker 4's 900 and the entry 5:5 are someone else's; 1:2, 1:3 and 1:4 are not in force
+    configs.owned = adopted
+    configs.apply(compute_throttle_clear([1, 2, 3, 4], ["t"], 8, configs.rates, configs.lists, configs.owned))
+    assert configs.rates == {(4, LEADER_RATE): "900"} and configs.lists == {("t", LEADERS): "5:5"}
+    assert configs.owned == {}
+
+
+def test_an_adopted_throttle_of_a_later_step_outlives_an_earlier_clear():
+    configs = Configs(rates={(1, LEADER_RATE): "500"}, lists={("t", LEADERS): "2:1"})
+    configs.owned = compute_adopted([step_throttle(2, [1], [], 500, 9)], configs.rates, configs.lists)
+    configs.apply(compute_throttle_clear([1], ["t"], 6, configs.rates, configs.lists, configs.owned))
+    assert configs.rates == {(1, LEADER_RATE): "500"} and configs.lists == {("t", LEADERS): "2:1"}

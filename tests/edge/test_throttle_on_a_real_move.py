@@ -80,3 +80,35 @@ def test_the_products_clear_leaves_the_throttle_kafkas_tool_set(local_stack, cac
             eventually(lambda: admin.read_assignment(theirs, 0) == ((1, 3), (), ()), 60, what="their move done")
             run_kafka_reassign_tool(state.bootstrap_servers, cache_dir, tmp_path, {(theirs, 0): [1, 3]},
                                     ["--verify"])  # removes the tool's throttles, its move being over
+
+
+def test_throttles_whose_records_redis_lost_while_the_executor_was_stopped_are_still_cleared(local_stack):
+    """The store emptied while no executor ran (FLUSHALL, a Redis restarted without persistence):
+    the new executor finds no throttle record and adopts, from the brokers' configs, what the
+    product's recent steps set (`reassigner.edge.throttles`, ADOPTION), so the clear at the end
+    of the move removes it and leaves the rate someone else set on broker 3."""
+    state = local_stack
+    topic, rate = f"adopted-{uuid.uuid4().hex[:6]}", 200_000
+    create_topics(state.bootstrap_servers, {topic: 1}, 1, assignments={topic: [[1]]})
+    write_bulk(state.bootstrap_servers, [(topic, 0)], 3)
+    with HandlersLoop(state.bootstrap_servers, state.redis_url, policy(rate)) as loop:
+        admin = loop.admin
+        admin.alter_broker_configs([3], {RATES[0]: str(rate)})  # theirs: not on a broker of the step
+        try:
+            loop.decide([loop.reassign({(topic, 0): [2]})])
+            eventually(lambda: admin.describe_topic_configs(topic, LISTS) == {LISTS[0]: "0:1", LISTS[1]: "0:2"},
+                       60, what="the step's throttle in force")
+            loop.stop_executor()
+            executor_keys = list(loop.redis.scan_iter(match=f"reassigner:{{{loop.prefix}}}:executor:*"))
+            assert any(k.endswith(b":throttles") for k in executor_keys)
+            loop.redis.delete(*executor_keys)
+            loop.start_executor()
+            loop.run_until_settled([], timeout=300)
+            assert loop.commands_of("ClearThrottle")
+            eventually(lambda: admin.describe_broker_configs(1, RATES) == {RATES[0]: None, RATES[1]: None}
+                       and admin.describe_broker_configs(2, RATES) == {RATES[0]: None, RATES[1]: None},
+                       30, what="the adopted rates cleared")
+            assert admin.describe_topic_configs(topic, LISTS) == {LISTS[0]: "", LISTS[1]: ""}
+            assert admin.describe_broker_configs(3, RATES)[RATES[0]] == str(rate)
+        finally:
+            admin.alter_broker_configs([3], {RATES[0]: None})

@@ -22,6 +22,7 @@ from handler_builders import (
 
 from handlers.micro_batch import BadRecord, BatchInputs
 from handlers.decide import decide
+from handlers.progress import compute_throttle_marker
 from tests.settings_defaults import default_policy
 from state.model import ControllerState
 from planning.model import TopicPartition
@@ -404,3 +405,21 @@ def test_a_reassignment_dropped_with_its_topic_counts_as_ended_while_others_move
     assert set(gone.state.reassignments) == {A}
     meter = gone.state.replication_meter
     assert (meter.finished, meter.finished_steps) == (1, 0) and meter.since_ms == T0 + 1000
+
+
+def test_a_rebuilt_throttle_marker_is_cleared_only_once_kafka_moves_none_of_its_partitions():
+    """A state rebuilt from Kafka after the store was lost (`streams.store_recovery`) carries the
+    marker of the throttled steps published, with no reassignment of ours: Kafka's own view of
+    the move (an external move now) holds the clear back, its end lets it go."""
+    policy = replace(POLICY, throttle_bytes_per_sec=10_000_000)
+    cluster = simple_cluster(6, {"t": (2, 3)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    state = state.with_changes(open_alerts=state.open_alerts | {compute_throttle_marker([1, 2, 3, 4], [("t", 1)])})
+    moving_b = replace(cluster.partition(B), replicas=(4, 1, 2, 3), adding=(4,), removing=(3,), leader_epoch=1)
+    moving = decide(state, BatchInputs(1, T0 + 1000, (partition_event(moving_b, T0 + 1000),)), policy)
+    assert B in moving.state.external_moves and not commands(moving, "ClearThrottle"), "Kafka still moves t-1"
+    done_b = replace(cluster.partition(B), replicas=(4, 1, 2), isr=(4, 1, 2), leader_epoch=2)
+    done = decide(moving.state, BatchInputs(2, T0 + 2000, (partition_event(done_b, T0 + 2000),)), policy)
+    (clear,) = commands(done, "ClearThrottle")
+    assert clear["payload"][1]["broker_ids"] == [1, 2, 3, 4]
+    assert not any(k.startswith("Throttle:") for k in done.state.open_alerts)

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from handlers.progress import compute_throttle_marker
 from reassigner.clients.kafka_admin import ensure_topics
 from reassigner.clients.kafka_consumer import TopicReader
 from reassigner.clients.kafka_producer import build_producer, producer_config
@@ -52,7 +53,9 @@ class Product:
             "schema_version": 5, "event_time": now, "id": f"b{batch}-rebalance-1/orders-0:1:ReassignmentStep",
             "key": "orders-0", "epoch": epoch, "reassignment_id": f"b{batch}-rebalance-1/orders-0", "step": 1,
             "reason": "rebalance", "payload": ("ReassignmentStep", {
-                "topic": "orders", "partition": 0, "target_replicas": [1, 2, 3], "throttle_sequence": sequence})})
+                "topic": "orders", "partition": 0, "target_replicas": [1, 2, 3], "throttle_sequence": sequence,
+                "throttle_rate_bytes_per_sec": 1000, "throttle_leader_broker_ids": [1, 2],
+                "throttle_follower_broker_ids": [3]})})
         self.kafka.send("alerts", {
             "schema_version": 5, "event_time": now, "id": f"alert-{batch}-0", "key": "orders-0", "severity": "INFO",
             "kind": "PlanCreated", "subject": "orders-0", "message": "a plan", "details": {}})
@@ -82,6 +85,8 @@ def test_a_store_emptied_while_the_pipeline_was_stopped_is_rebuilt_from_kafka(pr
     state = runner.state
     assert state.epoch > 7 and state.last_batch == 40 and state.command_sequence == 13
     assert not state.reassignments and not state.cluster.brokers
+    # the published step's throttle is cleared once Kafka moves none of its partitions
+    assert state.open_alerts == {compute_throttle_marker([1, 2, 3], [("orders", 0)])}
     requests_end = {p: high for p, (_low, high) in
                     TopicReader(product.bootstrap, None, "t").watermarks(settings.topic("requests"), [0, 1]).items()}
     assert runner.applied == {(settings.topic("requests"), p): end - 1 for p, end in requests_end.items() if end}

@@ -61,3 +61,29 @@ def test_requests_and_results_start_at_their_ends_and_the_events_from_the_start(
             ("p.isr-changes", 0): (0, 300)}
     assert compute_rebuilt_offsets(logs, ["p.requests", "p.command-results"]) == {
         ("p.requests", 0): 11, ("p.command-results", 0): 8}
+
+
+def throttled_step(topic: str, partition: int, leaders: list[int], followers: list[int], rate=1000) -> dict:
+    return {"id": f"b9-rebalance-2/{topic}-{partition}:1:ReassignmentStep", "epoch": 3,
+            "payload": ("ReassignmentStep", {"topic": topic, "partition": partition, "throttle_sequence": 4,
+                                             "throttle_rate_bytes_per_sec": rate,
+                                             "throttle_leader_broker_ids": leaders,
+                                             "throttle_follower_broker_ids": followers})}
+
+
+def test_the_throttled_steps_and_log_dir_moves_published_are_marked():
+    unthrottled = throttled_step("logs", 3, [9], [8], rate=None)
+    log_dir_move = {"id": "m", "epoch": 3, "payload": ("LogDirMove", {"broker_id": 5, "topic": "a", "partition": 0,
+                                                                      "target_dir": "/d", "throttle_bytes_per_sec": 10})}
+    marks = compute_published_marks([throttled_step("orders", 0, [1, 2], [4]), throttled_step("orders", 7, [2, 3], [5]),
+                                     unthrottled, log_dir_move], [])
+    assert marks.throttled_brokers == {1, 2, 3, 4, 5}
+    assert marks.throttled_partitions == {("orders", 0), ("orders", 7)}
+    assert marks.log_dir_throttled == {5}
+
+
+def test_a_rebuilt_state_carries_the_throttle_markers_so_their_throttles_are_cleared():
+    marks = compute_published_marks([throttled_step("orders", 0, [1, 2], [4])], [])
+    rebuilt = compute_rebuilt_state(ControllerState(), 5, marks)
+    assert rebuilt.open_alerts == {'Throttle:{"brokers":[1,2,4],"partitions":[["orders",0]]}'}
+    assert compute_rebuilt_state(ControllerState(), 5, PublishedMarks(3, 9, 4)).open_alerts == frozenset()

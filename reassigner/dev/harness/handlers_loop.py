@@ -31,7 +31,7 @@ from handlers.policy import Policy
 from reassigner.clients.jars import kafka_classpath
 from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.clients.kafka_producer import producer_config
-from reassigner.edge.executor import Executor
+from reassigner.edge.executor import Executor, recent_commands_reader
 from reassigner.edge.ledger import CommandLedger
 from reassigner.edge.observation import compute_events, compute_snapshot_events
 from reassigner.settings import load_settings
@@ -54,10 +54,9 @@ class HandlersLoop:
         self.settings = load_settings(topic_prefix=self.prefix, cluster_name=self.prefix, executor_retry_seconds=30)
         self.admin = ClusterAdmin(bootstrap_servers)
         self.state = ControllerState(epoch=1)
-        redis.Redis.from_url(redis_url).hset(ControllerStore.meta_key(self.prefix), "epoch", 1)
-        ledger = CommandLedger(redis.Redis.from_url(redis_url), self.prefix)
-        self.executor = Executor(ClusterAdmin(bootstrap_servers), ledger, {"bootstrap.servers": bootstrap_servers},
-                                 producer_config(bootstrap_servers), self.settings)
+        self.bootstrap_servers, self.redis = bootstrap_servers, redis.Redis.from_url(redis_url)
+        self.redis.hset(ControllerStore.meta_key(self.prefix), "epoch", 1)
+        self.executor = self._build_executor()
         self.producer = Producer({"bootstrap.servers": bootstrap_servers})
         self.results_consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"{self.prefix}-results",
                                           "auto.offset.reset": "earliest"})
@@ -68,18 +67,36 @@ class HandlersLoop:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.executor.run, args=(self._stop,), daemon=True)
 
+    def _build_executor(self) -> Executor:
+        """A real executor as `reassigner execute` builds it, with a ledger of its own."""
+        return Executor(ClusterAdmin(self.bootstrap_servers), CommandLedger(self.redis, self.prefix),
+                        {"bootstrap.servers": self.bootstrap_servers}, producer_config(self.bootstrap_servers),
+                        self.settings,
+                        recent_commands=recent_commands_reader(self.bootstrap_servers, None, self.settings))
+
     def __enter__(self) -> "HandlersLoop":
         self.executor.prepare_topics()  # before anything is produced or subscribed
         self.results_consumer.subscribe([topic_name("command-results", self.prefix)])
         self._thread.start()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def stop_executor(self) -> None:
+        """Stop the executor as a SIGTERM does (the message in hand finished, its offset committed)."""
         self._stop.set()
         self._thread.join(30)
+        self.executor.admin.close()
+
+    def start_executor(self) -> None:
+        """A new executor process: a new ledger object, nothing of the old one's memory."""
+        self.executor = self._build_executor()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.executor.run, args=(self._stop,), daemon=True)
+        self._thread.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop_executor()
         self.results_consumer.close()
         self.admin.close()
-        self.executor.admin.close()
 
     def decide(self, requests: Iterable[Mapping] = ()) -> Decision:
         """One batch: poll, decide on the new events, the given requests and the results read."""
