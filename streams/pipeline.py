@@ -539,7 +539,9 @@ class PipelineRunner:
             "events, the dynamic settings it still held; old requests are not applied again. Reassignments "
             "Kafka runs now are awaited as other tools' moves, and the throttles of the steps published are "
             "cleared once Kafka moves none of their partitions; a plan that was running is not resumed: "
-            "request it again. Check what happened to Redis (persistence, failover, a restore)",
+            "request it again. Settings made with `reassigner config set` and decommissions are as the store "
+            "held them (none if it was emptied): check `reassigner config get` and `reassigner status`, set "
+            "them again. Check what happened to Redis (persistence, failover, a restore)",
             {"found": behind, "epoch": epoch, "last_batch": state.last_batch})
 
     def _write_back(self, state: ControllerState, applied: Mapping[tuple[str, int], int], doing: str) -> int:

@@ -21,7 +21,9 @@ periodic snapshot is among them); requests and command results are not read agai
 requests are history, not orders: the applied offsets of those topics start at their ends).
 The epoch goes above every epoch published, the batch numbers and the command sequence above
 every one used, so no command id is issued twice and no older throttle clear outranks a new
-step. The dynamic settings the store still holds are kept. Reassignments Kafka runs are then
+step. The dynamic settings the store still holds are kept (an emptied store held none: the
+settings made with `config set` and the decommissions in progress are to be set again, as the
+alert says). Reassignments Kafka runs are then
 seen as other tools' moves and waited for; a plan that was running is not resumed by itself
 (its targets were in the lost store): the `StateStoreLost` alert says so.
 

@@ -24,6 +24,8 @@ doubled or reordered.
      matches Kafka
   9. Redis restored from a backup taken before a throttled move was requested, while it copies
      data: the same
+ 9b. Redis emptied while the pipeline and the executor are stopped, a throttled move copying:
+     the pipeline rebuilds from Kafka at its start, Kafka finishes the move, no throttle is left
  10. SIGTERM to the whole process group of the pipeline (Spark's JVM gets it too, as under
      systemd), three times in a row: each exits 0 without a traceback, and the next start resumes;
      then a broker flapping (killed and restarted three times across the failure grace) while a
@@ -50,6 +52,7 @@ import pytest
 from rich.console import Console
 
 from planning.model import TopicPartition
+from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.world import replica_disagreements
 from reassigner.dev.harness.cluster_tools import SlowReplication, throttled_brokers, write_bulk
@@ -395,6 +398,37 @@ def test_8_redis_emptied_under_a_throttled_move_is_rewritten_and_the_move_comple
 def test_9_redis_rolled_back_under_a_throttled_move_is_rewritten_and_the_move_completes(world):
     backup = world.redis_keys()  # before the move is requested
     world.lose_redis_data_under_a_throttled_move(lambda: world.restore_redis(backup), "went back from batch")
+
+
+def test_9b_redis_emptied_while_the_pipeline_and_executor_were_stopped_leaves_no_throttle(world):
+    """Redis emptied while neither the pipeline nor the executor ran, a throttled move copying:
+    the pipeline rebuilds from Kafka at start (one StateStoreLost), Kafka finishes the move, and
+    the throttle is still cleared (the rebuilt marker; the executor adopts what its step set),
+    on the brokers and on the topic; the product's view is Kafka's and it moves again."""
+    demo = world.demo
+    since = demo.alerts.mark()
+    tp, target = world.start_throttled_move()
+    world.stop_cleanly("pipeline")
+    world.stop_cleanly("executor")
+    assert world.replicas(*tp)["reassigning"], "the move ended before the fault: nothing was tested"
+    demo.store.client.flushall()
+    demo.product.start_one("pipeline")
+    demo.product.start_one("executor")
+    demo.alerts.wait_for("StateStoreLost", since, 240)
+    world.wait_moved(tp, target)
+    live = world.live_brokers()
+    lists = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+    with ClusterAdmin(demo.bootstrap) as admin:
+        world.wait("the throttle cleared on the brokers and the topic",
+                   lambda: not throttled_brokers(demo.bootstrap, live)
+                   and not any(admin.describe_topic_configs(tp[0], lists).values()), 180)
+    lost = [a for a in demo.alerts.records(since) if a["kind"] == "StateStoreLost"]
+    assert len(lost) == 1 and "but commands of epoch" in lost[0]["message"], lost
+    world.wait("the product's view of every partition is Kafka's",
+               lambda: not replica_disagreements(demo.partitions(), demo.controller_state()), 120)
+    for name in ("pipeline", "watcher", "executor", "status-server"):
+        assert world.process(name).poll() is None, f"the {name} exited"
+    world.move_completes()
 
 
 def test_10_sigterm_to_the_pipelines_whole_process_group_is_clean_three_times(world):
