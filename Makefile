@@ -1,5 +1,6 @@
 # kafka-reassigner — everything installs itself, idempotently, into project-local dirs:
-#   .venv/   Python packages (PyPI), the exact versions of requirements.lock (with their hashes)
+#   .venv/   Python packages (PyPI), the exact versions of requirements.lock (with their hashes);
+#            `make docs` adds mkdocs at the versions of requirements-docs.lock
 #   .cache/jars/   Kafka + Spark connector jars (Maven Central)
 #   python3, python3-venv, redis-server, Java, Maven, promtool (package prometheus: the alert
 #   rules' test) and chromium (the status page's browser test) come from Debian's packages when
@@ -14,7 +15,7 @@ export REASSIGNER_CACHE_DIR := $(CURDIR)/.cache
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: demo test test-slow test-scenarios test-faults test-fast install system-packages python-packages jars lint lock bench clean
+.PHONY: demo test test-slow test-scenarios test-faults test-fast install system-packages python-packages jars lint lock docs bench clean
 
 demo: install                    ## the main job on a real local Kafka cluster, Redis and Spark
 	$(BIN)/reassigner demo $(DEMO_ARGS)
@@ -25,10 +26,10 @@ test: install                    ## unit, property, real-stack and Spark tests (
 test-slow: install               ## the suites with a stack or processes of their own (about 12 minutes; CI runs them)
 	$(BIN)/pytest -m long $(PYTEST_ARGS)
 
-test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios)
+test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios, 8-11 minutes)
 	$(BIN)/pytest -m scenario $(PYTEST_ARGS)
 
-test-faults: install             ## the fault-injection suite: each fault of issue 14 on one real cluster (tests/faults)
+test-faults: install             ## the fault-injection suite: every fault the product rides out, on one real cluster (tests/faults, about 13 minutes)
 	$(BIN)/pytest -m faults $(PYTEST_ARGS)
 
 test-fast: install               ## only the fast tests (no Kafka, Redis or Spark started)
@@ -71,12 +72,29 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 jars: python-packages
 	$(BIN)/reassigner local fetch-jars
 
+# The documentation site (mkdocs.yml): docs/ built with --strict, so a broken link, anchor or nav
+# entry fails; the site goes to .cache/site (ignored). mkdocs comes from requirements-docs.lock,
+# with its hashes, into the same venv, once.
+docs: python-packages            ## the documentation site, built with mkdocs --strict into .cache/site
+	@$(MAKE) --no-print-directory $(VENV)/.docs-installed
+	$(BIN)/mkdocs build --strict --site-dir .cache/site
+
+$(VENV)/.docs-installed: requirements-docs.lock $(VENV)/.installed
+	$(BIN)/python -m pip install -q --disable-pip-version-check --require-hashes -r requirements-docs.lock
+	@touch $@
+
 # Resolve pyproject.toml's ranges again into requirements.lock (keeps the pinned versions unless
-# UPGRADE=--upgrade or UPGRADE="--upgrade-package NAME"); uv runs from a throwaway venv.
+# UPGRADE=--upgrade or UPGRADE="--upgrade-package NAME"); uv runs from a throwaway venv. Then the
+# `docs` extra into requirements-docs.lock, constrained by requirements.lock (one version of each
+# package both need, so installing the docs tool moves nothing the product runs on).
 lock:
 	@[ -x .cache/lock-venv/bin/uv ] || { $(PYTHON) -m venv .cache/lock-venv && .cache/lock-venv/bin/pip install -q uv==0.13.9; }
 	.cache/lock-venv/bin/uv pip compile pyproject.toml --extra test --python-version 3.11 \
 	  --python-platform x86_64-manylinux_2_28 --generate-hashes $(UPGRADE) -o requirements.lock
+	$(PYTHON) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["docs"], sep="\n")' \
+	  | .cache/lock-venv/bin/uv pip compile - --constraint requirements.lock --python-version 3.11 \
+	  --python-platform x86_64-manylinux_2_28 --generate-hashes --custom-compile-command "make lock" \
+	  $(UPGRADE) -o requirements-docs.lock
 
 lint: install
 	$(BIN)/lint-imports

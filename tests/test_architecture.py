@@ -1,5 +1,6 @@
-"""The layer rules of STYLE.md, enforced: import-linter's contracts in pyproject.toml must hold,
-and they must catch the wrong imports a change could add (a contract that cannot fail is none)."""
+"""The layer rules (docs/design.md, "Layers"), enforced: import-linter's contracts in
+pyproject.toml must hold, and they must catch the wrong imports a change could add (a contract
+that cannot fail is none)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("reassigner", "planning", "streams", "handlers", "schemas", "state")
 
-# (module that gains the import, what it imports): each breaks a rule of the README's room table.
+# (module that gains the import, what it imports): each breaks a rule of the layer table
+# (docs/design.md, "Layers").
 WRONG_IMPORTS = [
     ("planning.model", "reassigner.settings"),                     # the pure core reads the settings
     ("planning.placement.placer", "planning.simulation.simulator"),  # placement over simulation

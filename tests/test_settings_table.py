@@ -29,7 +29,14 @@ from reassigner.cli import simulate as simulate_command
 from reassigner.settings import Settings, compute_limits, compute_policy
 from tests.settings_defaults import default_settings
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CONFIGURATION = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+
+
+def settings_table() -> str:
+    """The "## The settings" section of docs/configuration.md: the one table of every setting."""
+    text = CONFIGURATION.read_text()
+    assert "\n## The settings\n" in text, f"{CONFIGURATION} has no '## The settings' section"
+    return text.split("\n## The settings\n", 1)[1].split("\n## ", 1)[0]
 
 
 @pytest.fixture()
@@ -87,8 +94,8 @@ def test_the_log_dir_knobs_are_offered_and_parsed():
     assert parse_config_value("replica.alter.log.dirs.io.max.bytes.per.second", "1MB") == 1_000_000
 
 
-def test_the_readme_configuration_table_shows_the_settings_defaults():
-    rows = re.findall(r"^\| `(\w+)`(?: \(\w\))? \| ([\d.]+) \|", README.read_text(), re.MULTILINE)
+def test_the_configuration_table_shows_the_settings_defaults():
+    rows = re.findall(r"^\| `(\w+)`(?: \(\w\))? \| ([\d.]+) \|", settings_table(), re.MULTILINE)
     defaults = default_settings()
     checked = {name for name, _ in rows if name in Settings.model_fields}
     assert {"max_partition_movements", "max_leader_movements", "max_replica_movements",
@@ -155,7 +162,7 @@ def test_simulate_without_flags_runs_under_the_products_limits(clean_env, tmp_pa
     assert json.loads(flagged.output)["limits"]["max_partition_movements"] == 9
 
 
-def test_every_setting_is_documented_in_the_readme_table():
-    documented = set(re.findall(r"^\| `(\w+)`", README.read_text(), re.MULTILINE))
+def test_every_setting_is_documented_in_the_configuration_table():
+    documented = set(re.findall(r"^\| `(\w+)`", settings_table(), re.MULTILINE))
     documented |= {"self_healing_max_failed_fraction"}  # shares a row with ..._brokers
     assert set(Settings.model_fields) - documented == set()

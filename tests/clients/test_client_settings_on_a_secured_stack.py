@@ -1,6 +1,6 @@
 """One client-settings file, three client libraries, a real secured broker (issue 18 item 2).
 
-Each form of a Kafka client properties file the README documents is translated by
+Each form of a Kafka client properties file docs/security.md documents is translated by
 `compute_client_config` and used, against a one-broker secured local stack (SASL_SSL, ACLs, the
 product's non-super principal), by each library the product runs: librdkafka (confluent-kafka:
 producer, consumer, admin), kafka-python (the Admin API adapter) and the Java client (what Spark's
@@ -274,9 +274,9 @@ def test_a_missing_create_is_named_instead_of_retried_forever(secured, limited_u
     assert "TOPIC_AUTHORIZATION_FAILED" in errors[0] and "lacks Create" in errors[0], errors[0]
 
 
-def test_the_readmes_acl_commands_give_a_new_principal_everything_each_process_needs(
+def test_the_documented_acl_commands_give_a_new_principal_everything_each_process_needs(
         secured, limited_user, tmp_path, cache_dir):
-    """README "Running against a secured cluster", followed word for word: its `kafka-acls.sh`
+    """docs/security.md "ACLs", followed word for word: its `kafka-acls.sh`
     lines (run as Kafka's own AclCommand, as the super user) grant a fresh principal what every
     process checks at start. (`limited_user` created the product's topics.)"""
     import re
@@ -296,8 +296,8 @@ def test_the_readmes_acl_commands_give_a_new_principal_everything_each_process_n
                                           b"readme-password")
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(30)
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme[readme.index("## Running against a secured cluster"):]
+    page = (Path(__file__).parents[2] / "docs" / "security.md").read_text()
+    section = page[page.index("## ACLs"):]
     block = re.search(r"```bash\n(P=User:reassigner.*?)```", section, re.S).group(1)
     grants = [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("$A ")]
     assert len(grants) == 4, block

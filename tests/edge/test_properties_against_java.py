@@ -7,7 +7,7 @@ refuses it, so there only a refusal is checked.
 
 Regression: a file ending with a lone backslash gave no property here while Java reads one named
 "" (the hand-written parser had skipped an empty continuation); jproperties, weighed as a
-replacement, differs from Java on about 1 text in 120 of these (README, Dependencies)."""
+replacement, differs from Java on about 1 text in 120 of these (docs/dependencies.md)."""
 
 from __future__ import annotations
 

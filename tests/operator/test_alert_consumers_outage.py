@@ -6,10 +6,11 @@ webhook forwarder on its default runner, faust-streaming (consumer group, commit
 stopped is the webhook group's coordinator — the hardest case for a group consumer: it must find
 a new coordinator, and the leaders of the alerts partitions it hosted move too.
 
-Finding (recorded in README.md): faust-streaming 0.15 (aiokafka underneath) survives this — it
-logs connection errors and "Marking the coordinator dead", rediscovers the coordinator and goes
-on; no alert is lost, none is POSTed twice in our runs. It was also checked by hand with a
-SIGKILLed broker (the controller fences it after the session timeout): same outcome.
+Finding (recorded in docs/dependencies.md, faust-streaming): faust-streaming 0.15 (aiokafka
+underneath) survives this — it logs connection errors and "Marking the coordinator dead",
+rediscovers the coordinator and goes on; no alert is lost, none is POSTed twice in our runs. It
+was also checked by hand with a SIGKILLed broker (the controller fences it after the session
+timeout): same outcome.
 """
 
 from __future__ import annotations

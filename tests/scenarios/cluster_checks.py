@@ -125,8 +125,8 @@ def topic_counts(partitions: Partitions) -> dict[str, Counter]:
 
 
 def is_excluded_by_default(topic: str) -> bool:
-    """The product's default topic selection (README, `topics_exclude`): Kafka's internal topics
-    and the product's own are only healed and drained, never rebalanced."""
+    """The product's default topic selection (docs/configuration.md, `topics_exclude`): Kafka's
+    internal topics and the product's own are only healed and drained, never rebalanced."""
     return topic.startswith("__") or topic.startswith("reassigner.")
 
 
