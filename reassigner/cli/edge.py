@@ -134,7 +134,8 @@ def execute(
     from reassigner.clients.kafka_producer import producer_config
     from reassigner.clients.redis_io import check_redis, connect_redis
     from reassigner.clients.kafka_access import check_kafka_access
-    from reassigner.edge.executor import EXECUTOR_TOPICS, Executor, recent_commands_reader
+    from reassigner.edge.executor import EXECUTOR_TOPICS, Executor
+    from reassigner.edge.throttle_keeper import recent_commands_reader
     from reassigner.edge.ledger import CommandLedger
     from reassigner.errors import TransientError
 

@@ -43,6 +43,10 @@ class Backoff:
             delay = min(delay * 2, self.most_seconds)
 
 
+UNTIL_STOPPED = Backoff()
+"""Ride out any outage: 0.5 s doubling to 10 s, until the process is stopped."""
+
+
 def compute_wait(delays: Iterator[float], error: Exception, backoff: Backoff) -> float:
     """The next wait of a loop that retries on its own (a watcher that polls forever): the next
     delay, or longer when a transient error says its client is backing off already."""

@@ -60,8 +60,9 @@ CancelReassignment (the same call with None), ElectLeader (preferred election), 
 broker hosts the replica), SetThrottle / ClearThrottle (`log_dir_only`: that one rate)
 (IncrementalAlterConfigs on brokers and topics). A ReassignmentStep that carries a throttle has
 it set before the reassignment is submitted; throttles are merged with others' and only the
-executor's own are cleared (`reassigner.edge.throttles`, records in the ledger). A command for a deleted topic or a dead broker
-ends as an error result, never as a crash.
+executor's own are cleared (`reassigner.edge.throttle_keeper`, under the rules of
+`reassigner.edge.throttles`, records in the ledger). A command for a deleted topic or a dead
+broker ends as an error result, never as a crash.
 """
 
 from __future__ import annotations
@@ -73,14 +74,10 @@ import uuid
 from functools import partial
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from reassigner.clients.cluster_answers import (
-    FOLLOWER_THROTTLED_RATE,
-    LEADER_THROTTLED_RATE,
-    LOG_DIR_THROTTLED_RATE,
-)
+from reassigner.clients.cluster_answers import LOG_DIR_THROTTLED_RATE
 from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.backoff import Backoff, retry_transient
-from reassigner.clients.kafka_consumer import TopicReader, build_consumer, is_end_of_partition
+from reassigner.clients.backoff import UNTIL_STOPPED, Backoff, retry_transient
+from reassigner.clients.kafka_consumer import build_consumer, is_end_of_partition
 from reassigner.clients.kafka_producer import build_producer, publish_and_wait
 from reassigner.clients.redis_io import retry_redis
 from reassigner.errors import DecodeError, InvalidConfigError, ReassignerError, TransientError
@@ -90,19 +87,10 @@ from reassigner.settings import Settings, read_command_signing_key
 from schemas.dead_letter import build_dead_letter
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
-from schemas.published import read_published
 from schemas.signing import UNSIGNED, SigningKey, compute_signature_problem, compute_signing_mismatch
 from reassigner.edge.ledger import REPLAY_WINDOW_SECONDS, CommandLedger, Outcome
-from reassigner.edge.throttles import (
-    REPLICA_LISTS,
-    ThrottleChanges,
-    ThrottleWanted,
-    compute_step_throttle,
-    compute_adopted,
-    compute_throttle_clear,
-    compute_throttle_set,
-    compute_wanted,
-)
+from reassigner.edge.throttle_keeper import ThrottleKeeper
+from reassigner.edge.throttles import compute_step_throttle, compute_wanted
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -120,7 +108,7 @@ COMMAND_EXPIRED = "COMMAND_EXPIRED"
 CLIENT_ID_HEADERS = ("client.id", "client-id", "client_id")
 MAX_CLIENT_ID_CHARS = 100
 # Redis, the cluster and our own topics are waited for as long as it takes (until stopped).
-OUTAGE = Backoff(first_seconds=0.5, most_seconds=10.0, give_up_after_seconds=None)
+OUTAGE = UNTIL_STOPPED
 INTERRUPTED = "COMMAND_INTERRUPTED"
 # AlterReplicaLogDirs answers these while the broker does not host the replica yet.
 REPLICA_NOT_THERE_YET = frozenset({"REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"})
@@ -193,16 +181,6 @@ def compute_interrupted_command_applied(kind: str, fields: Mapping, replicas: tu
     return tuple(r for r in replicas if r not in removing) == target
 
 
-def recent_commands_reader(bootstrap_servers: str, client_config, settings: Settings) -> Callable[[], list[Mapping]]:
-    """ADOPTION's evidence (`reassigner.edge.throttles`): the product's newest commands read back
-    from the commands topic, signed where commands are signed (`schemas.published`)."""
-    def read() -> list[Mapping]:
-        topic = settings.topic("commands")
-        with TopicReader(bootstrap_servers, client_config, "reassigner-executor-adoption") as reader:
-            return read_published(reader, [topic], topic, read_command_signing_key(settings))[topic]
-    return read
-
-
 class Executor:
     def __init__(self, admin: ClusterAdmin, ledger: CommandLedger, consumer_config: Mapping,
                  producer_config: Mapping, settings: Settings,
@@ -217,10 +195,7 @@ class Executor:
         self._producer = build_producer(producer_config)
         self._consumer = None
         self._stop = threading.Event()
-        # ADOPTION (`reassigner.edge.throttles`): the product's recent commands, read back once
-        # when the throttle records were found gone; then the throttles their steps set.
-        self._recent_commands = recent_commands
-        self._recent_throttles: list[ThrottleWanted] | None = None
+        self.throttles = ThrottleKeeper(admin, ledger, self._stop, recent_commands)
 
     # --- loop -----------------------------------------------------------------------------------
     def prepare_topics(self) -> None:
@@ -246,7 +221,7 @@ class Executor:
 
     def run(self, stop: threading.Event) -> None:
         """Consume and apply commands until `stop` is set."""
-        self._stop = stop
+        self._stop = self.throttles.stop = stop
         try:
             self.check_command_signing()
             retry_transient(self.prepare_topics, "preparing the executor's topics", OUTAGE, stop, log)
@@ -408,7 +383,7 @@ class Executor:
         dirs, then the reassignment itself."""
         wanted = compute_step_throttle(fields)
         if wanted is not None:
-            self.apply_throttle(wanted)
+            self.throttles.apply(wanted)
         target = list(fields["target_replicas"])
         dirs = list(fields.get("target_log_dirs") or [])
         named_dirs = [(broker, path) for broker, path in zip(target, dirs)
@@ -451,69 +426,17 @@ class Executor:
     def apply_set_throttle(self, fields: Mapping) -> None:
         """A SetThrottle (pipelines of schema sets 1-4; newer ones put the throttle in the step):
         under the same ownership rules as a step's throttle."""
-        self.apply_throttle(compute_wanted(fields["broker_ids"], fields["rate_bytes_per_sec"],
-                                           fields.get("logdir_rate_bytes_per_sec"),
-                                           fields.get("partitions") or [], 0))
-
-    def apply_throttle(self, wanted: ThrottleWanted) -> None:
-        """Put `wanted` in force, merged with what others set; our part recorded first."""
-        current = self._read_throttles(wanted.brokers, wanted.topics)
-        changes = compute_throttle_set(wanted, *current, self._owned_throttles(current))
-        for kept in changes.kept:
-            log.info("throttle left as someone else set it: %s", kept)
-        self._write_throttles(changes)
+        self.throttles.apply(compute_wanted(fields["broker_ids"], fields["rate_bytes_per_sec"],
+                                            fields.get("logdir_rate_bytes_per_sec"),
+                                            fields.get("partitions") or [], 0))
 
     def apply_clear_throttle(self, fields: Mapping) -> None:
         """Remove the throttles the executor set (`reassigner.edge.throttles`), nothing else."""
         if fields.get("log_dir_only"):  # log-dir moves are over; inter-broker throttles stay
             self.admin.alter_broker_configs(fields["broker_ids"], {LOG_DIR_THROTTLED_RATE: None})
             return
-        brokers = list(fields["broker_ids"])
-        topics = sorted({p["topic"] for p in fields.get("partitions") or []})
-        current = self._read_throttles(brokers, topics)
-        self._write_throttles(compute_throttle_clear(brokers, topics, fields.get("throttle_sequence"),
-                                                     *current, self._owned_throttles(current)))
-
-    def _owned_throttles(self, current) -> dict[str, dict]:
-        """The executor's throttle records; where Redis held none at all when first read, with
-        what its recent steps set among the `current` configs adopted first (ADOPTION)."""
-        owned = retry_redis(self.ledger.read_throttles, "reading the executor's throttles", OUTAGE, self._stop)
-        if self._recent_commands is None or not self.ledger.found_nothing:
-            return owned
-        if self._recent_throttles is None:
-            commands = self._recent_commands()
-            self._recent_throttles = [wanted for kind, fields in (c["payload"] for c in commands)
-                                      if kind == "ReassignmentStep" and (wanted := compute_step_throttle(fields))]
-            log.info("the executor's throttle records were not in Redis when it started (emptied or replaced, or "
-                     "never written): %d throttled steps of the product read back to adopt their throttles",
-                     len(self._recent_throttles))
-        adopted = {key: record for key, record in compute_adopted(self._recent_throttles, *current).items()
-                   if key not in owned}
-        if not adopted:
-            return owned
-        log.warning("adopting %d throttles the product's recent steps set, as Kafka shows them, as the executor's "
-                    "own (its records of them were gone from Redis; a rate someone else set to the same value on "
-                    "these brokers is taken too): %s", len(adopted), ", ".join(sorted(adopted)))
-        retry_redis(lambda: self.ledger.store_throttles(adopted), "recording the adopted throttles", OUTAGE,
-                    self._stop)
-        return {**owned, **adopted}
-
-    def _read_throttles(self, brokers: list[int], topics: list[str]):
-        """(broker, rate name) → value and (topic, list name) → value, as Kafka holds them."""
-        names = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE, LOG_DIR_THROTTLED_RATE, *REPLICA_LISTS)
-        found = self.admin.describe_dynamic_configs(brokers, topics, names)
-        rates = {(b, n): found.get((b, n)) for b in brokers for n in names[:3]}
-        lists = {(t, n): found.get((t, n)) for t in topics for n in REPLICA_LISTS}
-        return rates, lists
-
-    def _write_throttles(self, changes: ThrottleChanges) -> None:
-        retry_redis(lambda: self.ledger.store_throttles(changes.record), "recording the executor's throttles",
-                    OUTAGE, self._stop)
-        for broker_id, configs in sorted(changes.broker_configs.items()):
-            self.admin.alter_broker_configs([broker_id], configs)
-        self.admin.alter_topic_configs(changes.topic_configs)
-        retry_redis(lambda: self.ledger.forget_throttles(changes.forget), "forgetting cleared throttles",
-                    OUTAGE, self._stop)
+        self.throttles.clear(list(fields["broker_ids"]), sorted({p["topic"] for p in fields.get("partitions") or []}),
+                             fields.get("throttle_sequence"))
 
     # --- publishing -----------------------------------------------------------------------------
     def _publish_result(self, command: Mapping, kind: str, outcome: Outcome) -> None:

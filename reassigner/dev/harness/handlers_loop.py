@@ -31,7 +31,8 @@ from handlers.policy import Policy
 from reassigner.clients.jars import kafka_classpath
 from reassigner.clients.kafka_admin import ClusterAdmin
 from reassigner.clients.kafka_producer import producer_config
-from reassigner.edge.executor import Executor, recent_commands_reader
+from reassigner.edge.executor import Executor
+from reassigner.edge.throttle_keeper import recent_commands_reader
 from reassigner.edge.ledger import CommandLedger
 from reassigner.edge.observation import compute_events, compute_snapshot_events
 from reassigner.settings import load_settings
