@@ -19,7 +19,7 @@ COPY . .
 # The exact versions of requirements.lock, checked against its hashes (the test tools included), then the product.
 RUN pip install --require-hashes -r requirements.lock \
  && pip install --no-deps . \
- && python -c "from pathlib import Path; from reassigner.clients.jars import ensure_jars; \
+ && python -c "from pathlib import Path; from runtime.clients.jars import ensure_jars; \
 ensure_jars(Path('/opt/reassigner/cache'), 'spark')" \
  && rm -rf /root/.m2
 

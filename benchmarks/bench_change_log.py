@@ -46,7 +46,7 @@ def main() -> None:
     import handlers.decide as decide_module
     from bench_scale import T0, build_state, partition_record, with_rebalance
     from handlers.micro_batch import BatchInputs
-    from reassigner.settings import compute_policy, load_settings
+    from runtime.settings import compute_policy, load_settings
     from state.controller_store import compute_changes
     try:
         from state.model import ChangeLog

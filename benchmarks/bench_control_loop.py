@@ -64,7 +64,7 @@ class Sampler:
     samples: list[Sample] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from reassigner.clients.kafka_admin import ClusterAdmin
+        from runtime.clients.kafka_admin import ClusterAdmin
 
         self.admin = ClusterAdmin(self.bootstrap_servers)
         self._stop = threading.Event()
@@ -213,8 +213,8 @@ def run_product(work: Path, cache_dir: Path, arguments) -> tuple[Run, dict[int, 
 def run_all_at_once(work: Path, cache_dir: Path, arguments, final: dict[int, list[int]]) -> Run:
     from kafka.structs import TopicPartition
 
-    from reassigner.clients.cluster_answers import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
-    from reassigner.clients.kafka_admin import ClusterAdmin, group_throttled_replicas
+    from runtime.clients.cluster_answers import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
+    from runtime.clients.kafka_admin import ClusterAdmin, group_throttled_replicas
 
     stack, state = start_cluster(work, cache_dir, arguments.partitions, arguments.megabytes)
     admin = ClusterAdmin(state.bootstrap_servers)
@@ -260,7 +260,7 @@ def main() -> None:
     arguments = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-    from reassigner.settings import load_settings
+    from runtime.settings import load_settings
 
     cache_dir = load_settings().cache_dir
     work = Path(tempfile.mkdtemp(prefix="bench-control-loop-"))

@@ -60,7 +60,7 @@ from schemas.codec import encode  # noqa: E402
 from state.model import ControllerState  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import T0, broker_dirs, build_cluster, header, partition_record  # noqa: E402
-from reassigner.heap import HeapKeeper  # noqa: E402
+from runtime.heap import HeapKeeper  # noqa: E402
 
 MB = 10**6
 
@@ -116,7 +116,7 @@ class DecisionPath:
         after = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
         self.store.commit(batch_id, self.state, after, decision.outbox,
                           {(self.settings.topic("isr-changes"), 0): self.offset})
-        self.heap.after_batch()  # as the driver does (reassigner.heap)
+        self.heap.after_batch()  # as the driver does (runtime.heap)
         self.batch_cpu.append(time.process_time() - started)
         before, self.state = self.state, after
         self.check_and_execute(before, decision)
@@ -181,7 +181,7 @@ class DecisionPath:
 
 def run(partitions: int, add: int, drain: int, max_partition_movements: int, redis_client,
         bytes_per_sec: float = 100 * MB, max_seconds: float = 6 * 3600) -> dict:
-    from reassigner.settings import compute_policy, load_settings
+    from runtime.settings import compute_policy, load_settings
     from state.controller_store import ControllerStore
 
     settings = load_settings(cluster_name=f"sim-{partitions}", max_partition_movements=max_partition_movements,

@@ -44,11 +44,11 @@ def main() -> None:
 
     import redis
 
-    from reassigner.settings import compute_policy
+    from runtime.settings import compute_policy
     from reassigner.dev.local.stack import LocalStack
-    from reassigner.settings import load_settings
+    from runtime.settings import load_settings
     from state.controller_store import ControllerStore
-    from reassigner.clients.kafka_admin import ensure_topics
+    from runtime.clients.kafka_admin import ensure_topics
     from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline
     from streams.spark_session import build_spark_session
 

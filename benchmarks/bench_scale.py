@@ -34,7 +34,7 @@ broker):
     log_dirs_decode      `compute_log_dirs` of every dir's answer structs (900k replicas at
                          300k: the decoding's part beyond kafka-python's own, not in the merge)
     collection_after_dirs_read  the young collection after such a poll (the watcher runs with
-                         `reassigner.heap`: no automatic collection, one after every poll)
+                         `runtime.heap`: no automatic collection, one after every poll)
     diff                 `compute_events` of the 10 changes
     snapshot_whole       a snapshot in one poll: its events and their Avro encoding
     snapshot_slice       one poll's share of a sliced snapshot (`snapshot.slice.partitions`
@@ -165,7 +165,7 @@ def with_rebalance(state: ControllerState, count: int, in_flight: int) -> Contro
 
 
 def measure(partitions: int, repeat: int, redis_client, rebalancing: int = 0) -> dict:
-    from reassigner.settings import compute_policy, load_settings
+    from runtime.settings import compute_policy, load_settings
     from state.controller_store import ControllerStore
 
     # Limits of a brisk production rebalance: 50 steps in flight (the default P is 5).
@@ -248,14 +248,14 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     import random
 
     from bench_watcher import log_dirs_answer, synthetic_observation
-    from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
-    from reassigner.clients.kafka_admin import compute_log_dirs
+    from runtime.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
+    from runtime.clients.kafka_admin import compute_log_dirs
     from reassigner.edge.observation import compute_events, compute_snapshot_events, compute_snapshot_slice
-    from reassigner.heap import HeapKeeper
-    from reassigner.settings import load_settings
+    from runtime.heap import HeapKeeper
+    from runtime.settings import load_settings
     from schemas.codec import TOPICS
 
-    # As the watcher runs (`reassigner.heap`): no automatic collection, one young collection and a
+    # As the watcher runs (`runtime.heap`): no automatic collection, one young collection and a
     # freeze between polls (here between measurements, not timed; the one after a dirs-read merge
     # is reported, `collection_after_dirs_read`).
     keeper = HeapKeeper(automatic_collection=False)

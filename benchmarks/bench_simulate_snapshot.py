@@ -28,7 +28,7 @@ from planning.placement.placer import Goal, compute_planning_cluster, plan_place
 from planning.simulation.simulator import SimulationParams, run_plan  # noqa: E402
 from planning.snapshot import cluster_from_json  # noqa: E402
 from reassigner.cli.simulate import parse_broker  # noqa: E402
-from reassigner.settings import compute_limits, load_settings  # noqa: E402
+from runtime.settings import compute_limits, load_settings  # noqa: E402
 
 
 def _clock() -> tuple[float, float]:

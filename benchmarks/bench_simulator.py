@@ -11,7 +11,7 @@ import time
 from planning.movement.batches import Limits
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 from planning.simulation.simulator import SimulationParams, run_plan
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 
 
 def build(brokers: int, partitions: int, rf: int = 3) -> tuple[Cluster, dict]:

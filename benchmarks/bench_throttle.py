@@ -47,11 +47,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="moves per mover, in alternating order")
     arguments = parser.parse_args()
 
-    from reassigner.clients.kafka_admin import ClusterAdmin
+    from runtime.clients.kafka_admin import ClusterAdmin
     from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
     from reassigner.dev.harness.handlers_loop import HandlersLoop, MoveTimer, run_kafka_reassign_tool
     from reassigner.dev.local.stack import LocalStack
-    from reassigner.settings import compute_policy, load_settings
+    from runtime.settings import compute_policy, load_settings
 
     settings = load_settings()
     work = Path(tempfile.mkdtemp(prefix="bench-throttle-"))

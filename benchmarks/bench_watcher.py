@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reassigner.clients.cluster_answers import (  # noqa: E402
+from runtime.clients.cluster_answers import (  # noqa: E402
     BrokerObservation,
     LogDirObservation,
     PartitionObservation,
@@ -107,13 +107,13 @@ def bench_synthetic(partitions: int, repeat: int) -> None:
 def bench_stack(bootstrap: str | None, partitions: int, repeat: int, settle_seconds: float) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    from reassigner.clients.kafka_admin import ClusterAdmin
-    from reassigner.clients.kafka_fast_reads import log_dir_reads, read_metadata
+    from runtime.clients.kafka_admin import ClusterAdmin
+    from runtime.clients.kafka_fast_reads import log_dir_reads, read_metadata
 
     stack = None
     if bootstrap is None:
         from reassigner.dev.local.stack import LocalStack
-        from reassigner.settings import load_settings
+        from runtime.settings import load_settings
 
         stack = LocalStack(Path(tempfile.mkdtemp(prefix="bench-watcher-")) / "stack",
                            load_settings().cache_dir)

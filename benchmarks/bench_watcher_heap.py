@@ -1,5 +1,5 @@
 """The watcher's polls with CPython's default garbage collection against the heap discipline it
-runs with (`reassigner.heap.HeapKeeper` with automatic collection off: one young collection and
+runs with (`runtime.heap.HeapKeeper` with automatic collection off: one young collection and
 a freeze after every poll), and the driver's (the same keeper, automatic collection on).
 
 Each simulated poll does the watcher's own work on a synthetic cluster of N partitions
@@ -36,11 +36,11 @@ T0 = 1_800_000_000_000
 
 def run_polls(partitions: int, polls: int, mode: str) -> dict:
     from bench_watcher import log_dirs_answer, synthetic_observation
-    from reassigner.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
-    from reassigner.clients.kafka_admin import compute_log_dirs
+    from runtime.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
+    from runtime.clients.kafka_admin import compute_log_dirs
     from reassigner.edge.observation import compute_events, compute_snapshot_slice
-    from reassigner.heap import HeapKeeper
-    from reassigner.settings import load_settings
+    from runtime.heap import HeapKeeper
+    from runtime.settings import load_settings
     from schemas.codec import TOPICS, encode
 
     whole = synthetic_observation(partitions, brokers=max(30, partitions // 1_000))

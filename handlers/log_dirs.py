@@ -53,7 +53,7 @@ from planning.movement.log_dirs import (
     compute_log_dir_progress,
     plan_log_dir_balance,
 )
-from reassigner.errors import InvalidReplicaAssignmentError
+from schemas.errors import InvalidReplicaAssignmentError
 
 BALANCE_MARKER = "LogDirBalance:"
 THROTTLE_MARKER = "LogDirThrottle:"

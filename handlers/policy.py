@@ -1,9 +1,9 @@
 """The policy the handlers decide by: static settings, plus the runtime overrides of SetConfig.
 
-`Policy` holds the reaction and limit settings of `reassigner.settings.Settings`, under the same
+`Policy` holds the reaction and limit settings of `runtime.settings.Settings`, under the same
 field names and with no defaults of its own: every default is written once, in `Settings` (two
 tables of defaults drift apart), and the shell builds this with
-`reassigner.settings.compute_policy(settings)`.
+`runtime.settings.compute_policy(settings)`.
 
 Operators change some of them at runtime with a `SetConfig` request, using Kafka-style dotted
 names. `DYNAMIC_KEYS` is the one table of those names (the CLI's `config set` / `config get` in
@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 from planning.movement.batches import CONFIG_KEYS, Limits
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 
 MODES = ("auto", "approve", "observe")
 PAUSED_KEY = "reassignment.paused"

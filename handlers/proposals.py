@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from handlers.context import BatchContext
 from handlers.outbox import INFO, WARNING
-from reassigner.errors import InvalidInputError
+from schemas.errors import InvalidInputError
 from state.model import Proposal
 
 

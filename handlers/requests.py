@@ -7,7 +7,7 @@ whose subject is the request id, which `reassigner request ...` waits for:
   theirs (the plan's summary: moves, partitions, proposal id) or says "nothing to do", and its
   details name the request kind and those alerts' kinds;
 - refused → `RequestRejected` (WARNING): it changes nothing, and its details carry the
-  Kafka-style `error_code` of the `reassigner.errors` exception that refused it:
+  Kafka-style `error_code` of the `schemas.errors` exception that refused it:
 
     malformed envelope or payload, unknown proposal, empty broker list  INVALID_REQUEST
       or an id, key or requester over 256 characters
@@ -63,7 +63,7 @@ from planning.movement.cancel import CancelScope, compute_cancel
 from planning.model import TopicPartition
 from planning.placement.placer import Goal
 from planning.validation import validate_targets
-from reassigner.errors import (
+from schemas.errors import (
     InvalidInputError,
     NoReassignmentInProgressError,
     InvalidReplicaAssignmentError,

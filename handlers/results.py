@@ -65,7 +65,7 @@ from planning.model import TopicPartition
 from planning.movement.reassignment import confirm_cancel, fail_step, note_step_applied
 
 # The error codes of CommandResult as the executor writes them (Kafka's names; librdkafka's local
-# ones without their leading underscore: `reassigner.clients.kafka_admin.kafka_error_name`).
+# ones without their leading underscore: `runtime.clients.kafka_admin.kafka_error_name`).
 RETRIED_STEP_ERRORS = frozenset({
     "REQUEST_TIMED_OUT", "NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER",
     "REASSIGNMENT_IN_PROGRESS", "BROKER_NOT_AVAILABLE", "NETWORK_EXCEPTION", "CONNECTION_ERROR",

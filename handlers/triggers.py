@@ -60,7 +60,7 @@ from handlers.events import EventEffects
 from handlers.plans import compute_plan, handle_plan
 from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.placement.placer import Goal
-from reassigner.errors import ReassignerError
+from schemas.errors import ReassignerError
 
 
 def handle_triggers(context: BatchContext, effects: EventEffects) -> None:

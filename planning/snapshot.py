@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from reassigner.errors import MalformedInputError
+from schemas.errors import MalformedInputError
 
 ReassignmentTargets = dict[TopicPartition, tuple[tuple[int, ...], tuple[str | None, ...] | None]]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from planning.model import Cluster, TopicPartition
-from reassigner.errors import InvalidReplicaAssignmentError, UnknownTopicOrPartitionError
+from schemas.errors import InvalidReplicaAssignmentError, UnknownTopicOrPartitionError
 
 
 def require_known_partition(cluster: Cluster, tp: TopicPartition) -> None:

@@ -70,7 +70,7 @@ from typing import Any
 import fastavro
 from fastavro.validation import validate as fastavro_validate
 
-from reassigner.errors import DecodeError, SchemaError
+from schemas.errors import DecodeError, SchemaError
 from schemas.loader import (
     CURRENT_SCHEMA_VERSION,
     NAMED_KINDS,

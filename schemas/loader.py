@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from reassigner.errors import SchemaError
+from schemas.errors import SchemaError
 
 NAMESPACE = "io.reassigner.v1"
 CURRENT_SCHEMA_VERSION = 5

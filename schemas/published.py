@@ -10,14 +10,14 @@ of those topics and keep only what the product wrote:
   is skipped: the commands topic may be writable by others (docs: ACLs), the key is not.
 
 `compute_published_record` is pure; `read_published` reads through the reader it is given (a
-`reassigner.clients.kafka_consumer.TopicReader`) and does nothing else.
+`runtime.clients.kafka_consumer.TopicReader`) and does nothing else.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from reassigner.errors import DecodeError
+from schemas.errors import DecodeError
 from schemas.codec import decode, writer_version_from_headers
 from schemas.signing import compute_signature_problem
 

@@ -1,6 +1,6 @@
 """Signed commands (issue 18): only a holder of the command signing key can issue a command.
 
-Pure functions; the key file is read by `reassigner.settings.read_command_signing_key`, the
+Pure functions; the key file is read by `runtime.settings.read_command_signing_key`, the
 signature written by the pipeline (`streams.pipeline.PipelineRunner.publish`) and checked by the
 executor (`reassigner.edge.executor`) before anything is claimed or applied.
 
@@ -48,7 +48,7 @@ import hashlib
 import hmac
 from typing import Iterable, Mapping
 
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 from schemas.codec import HEADER_SCHEMA_VERSION
 
 SIGNATURE_HEADER = "reassigner-signature"

@@ -74,7 +74,7 @@ from planning.movement.external import ExternalMove
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from planning.movement.partition_steps import Step
-from reassigner.errors import FencedError, StateStoreLostError
+from schemas.errors import FencedError, StateStoreLostError
 from schemas.codec import decode, encode
 
 COMMIT_BATCH = """

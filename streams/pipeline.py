@@ -22,7 +22,7 @@ undecodable value becomes nulls, never a failed query), and hands every micro-ba
 6. **publish** the outbox with an idempotent producer and wait for every acknowledgement;
 7. **mark published**: drop the outbox from Redis.
 
-METRICS (`reassigner.metrics`): a batch is counted once, right after step 5 succeeded, from its
+METRICS (`runtime.metrics`): a batch is counted once, right after step 5 succeeded, from its
 inputs, its outbox and the states before and after (`compute_batch_counts`); a batch that
 fails before its commit and is retried, a replay, or a batch another writer committed counts
 nothing. Its phase durations are observed after step 7.
@@ -66,13 +66,13 @@ from handlers.outbox import ERROR, build_alert, compute_restamped
 from handlers.decide import decide_isolating
 from handlers.policy import Policy
 from state.model import ControllerState, OutboundMessage
-from reassigner.clients.backoff import Backoff, retry_transient
-from reassigner.clients.kafka_producer import publish_all_and_wait
-from reassigner.clients.redis_io import retry_redis
-from reassigner.errors import FencedError, StateStoreLostError, TransientError
-from reassigner.metrics import (compute_batch_counts, compute_in_flight, count_batch_phases, count_committed_batch,
+from runtime.backoff import Backoff, retry_transient
+from runtime.clients.kafka_producer import publish_all_and_wait
+from runtime.clients.redis_io import retry_redis
+from schemas.errors import FencedError, StateStoreLostError, TransientError
+from runtime.metrics import (compute_batch_counts, compute_in_flight, count_batch_phases, count_committed_batch,
                                 count_pipeline_state, count_replayed_batch, count_state_store_lost)
-from reassigner.settings import Settings, read_command_signing_key
+from runtime.settings import Settings, read_command_signing_key
 from schemas.codec import (
     TOPICS,
     DecodeError,
@@ -85,7 +85,7 @@ from schemas.codec import (
 from schemas.loader import CURRENT_SCHEMA_VERSION
 from schemas.signing import UNSIGNED, compute_signed_headers, compute_signing_mismatch
 from state.controller_store import ControllerStore, read_signing_announcements, store_signing_announcement
-from reassigner.heap import HeapKeeper
+from runtime.heap import HeapKeeper
 from streams.offsets import (compute_advanced, compute_checkpoint_gap, compute_consumed,
                              compute_starting_offsets, compute_truncated, compute_unapplied,
                              read_checkpoint_positions)
@@ -402,7 +402,7 @@ class PipelineRunner:
 
     def close(self) -> None:
         """After the query has stopped: give the process its garbage collection back
-        (`reassigner.heap`), so that a process going on after the pipeline (a test run, an
+        (`runtime.heap`), so that a process going on after the pipeline (a test run, an
         embedding tool) does not keep a frozen heap."""
         with self._lock:
             self.stopping = True
@@ -596,14 +596,14 @@ class PipelineRunner:
 
 
 def compute_topic_names(settings: Settings) -> list[str]:
-    """Every topic the pipeline reads or writes (`reassigner.clients.kafka_admin.ensure_topics`
+    """Every topic the pipeline reads or writes (`runtime.clients.kafka_admin.ensure_topics`
     creates the missing ones)."""
     return [settings.topic(suffix) for suffix in TOPICS]
 
 
 def read_input_logs(reader, topics: Iterable[str]) -> dict[tuple[str, int], tuple[int, int]]:
     """The log start and end of every partition of the input topics, asked of their leaders
-    (`reader` is a `reassigner.clients.kafka_consumer.TopicReader`)."""
+    (`reader` is a `runtime.clients.kafka_consumer.TopicReader`)."""
     return {(topic, partition): marks for topic in topics
             for partition, marks in reader.watermarks(topic, reader.partitions(topic)).items()}
 

@@ -2,7 +2,7 @@
 
 Rules:
 - connector jars are the ones the operator names (`spark_jars`: paths or URLs, no Maven needed),
-  else come from `reassigner.clients.jars` (Maven, `spark.jars`), never from Spark's own Ivy
+  else come from `runtime.clients.jars` (Maven, `spark.jars`), never from Spark's own Ivy
   resolver (`spark.jars.packages`), which ignores Maven's mirrors and settings;
 - a jar whose artifact pyspark already ships (scala-library, slf4j, snappy, ...) is left out, so
   the classpath holds one version of each library: the one Spark was built with;
@@ -35,8 +35,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from reassigner.clients.jars import ensure_jars
-from reassigner.errors import PermanentError
+from runtime.clients.jars import ensure_jars
+from schemas.errors import PermanentError
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def compute_spark_conf(master: str, *overrides: Mapping[str, str]) -> dict[str, 
 def parse_spark_conf(assignments: Iterable[str]) -> dict[str, str]:
     """`KEY=VALUE` texts (`run --conf`) as settings; a text without `=` or a key that is not a
     Spark setting (`spark.` ...) raises InvalidConfigError naming it."""
-    from reassigner.errors import InvalidConfigError
+    from schemas.errors import InvalidConfigError
 
     conf: dict[str, str] = {}
     for text in assignments:

@@ -138,6 +138,6 @@ def compute_rebuilt_offsets(input_logs: Mapping[tuple[str, int], tuple[int, int]
 def read_published_marks(reader, commands_topic: str, alerts_topic: str, signing_key=None,
                          count: int = TAIL_RECORDS, timeout: float = 15.0) -> PublishedMarks:
     """`compute_published_marks` of the newest `count` records of each partition of the two
-    topics (`schemas.published`); `reader` is a `reassigner.clients.kafka_consumer.TopicReader`."""
+    topics (`schemas.published`); `reader` is a `runtime.clients.kafka_consumer.TopicReader`."""
     found = read_published(reader, [commands_topic, alerts_topic], commands_topic, signing_key, count, timeout)
     return compute_published_marks(found[commands_topic], found[alerts_topic])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 

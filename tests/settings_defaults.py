@@ -13,7 +13,7 @@ from unittest import mock
 
 from handlers.policy import Policy
 from planning.movement.batches import Limits
-from reassigner.settings import Settings, compute_limits, compute_policy
+from runtime.settings import Settings, compute_limits, compute_policy
 
 
 def default_settings(**overrides: object) -> Settings:

@@ -12,23 +12,29 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("reassigner", "planning", "streams", "handlers", "schemas", "state")
+PACKAGES = ("reassigner", "streams", "runtime", "handlers", "state", "planning", "schemas")
 
 # (module that gains the import, what it imports): each breaks a rule of the layer table
 # (docs/design.md, "Layers").
 WRONG_IMPORTS = [
-    ("planning.model", "reassigner.settings"),                     # the pure core reads the settings
+    ("planning.model", "runtime.settings"),                     # the pure core reads the settings
     ("planning.placement.placer", "planning.simulation.simulator"),  # placement over simulation
     ("handlers.decide", "state.controller_store"),                 # a decision doing Redis I/O
     ("state.model", "handlers.policy"),                            # the state model over the handlers
     ("schemas.codec", "planning.model"),                           # the leaf schemas over the core
     ("streams.pipeline", "reassigner.dev.demo.story"),             # production on the dev tooling
     ("reassigner.edge.watcher", "reassigner.cli.main"),            # a process on the composition root
-    ("reassigner.clients.redis_io", "reassigner.edge.executor"),   # a door on a process
-    ("reassigner.errors", "schemas.codec"),                        # the bottom importing anything
-    ("reassigner.redaction", "reassigner.errors"),                 # the redaction below the errors
+    ("runtime.clients.redis_io", "reassigner.edge.executor"),   # a door on a process
+    ("schemas.errors", "schemas.codec"),                        # the bottom importing anything
+    ("schemas.redaction", "schemas.errors"),                 # the redaction below the errors
     ("reassigner.edge.observation", "confluent_kafka"),            # a client library outside its door
     ("reassigner.operator.views", "redis"),                        # a pure view doing I/O
+    ("state", "streams.pipeline"),                                 # a package root importing upward
+    ("schemas", "state.model"),                                    # the bottom folder's root over the state
+    ("runtime.settings", "streams.pipeline"),                      # the runtime over the Spark job
+    ("handlers.policy", "runtime.settings"),                       # a pure decision reading the settings
+    ("runtime.backoff", "runtime.settings"),                       # the retry policy over the settings
+    ("state.model", "state.controller_store"),                     # the model over its Redis store
 ]
 
 
@@ -51,7 +57,8 @@ def broken_copy(tmp_path_factory) -> subprocess.CompletedProcess:
         shutil.copytree(REPO / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
     for importer, imported in WRONG_IMPORTS:
-        module = copy / (importer.replace(".", "/") + ".py")
+        path = copy / importer.replace(".", "/")
+        module = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
         module.write_text(module.read_text() + f"\nimport {imported}  # wrong on purpose\n")
     return lint_imports(copy)
 

@@ -1,4 +1,4 @@
-"""`reassigner.heap.HeapKeeper`: survivors of a batch are frozen (never walked by a collection
+"""`runtime.heap.HeapKeeper`: survivors of a batch are frozen (never walked by a collection
 again), and a full collection every interval still frees a cycle dropped after it was frozen."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from reassigner.heap import HeapKeeper
+from runtime.heap import HeapKeeper
 
 
 class Node:

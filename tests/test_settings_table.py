@@ -1,4 +1,4 @@
-"""One settings table: every default is written once, in `reassigner.settings.Settings`.
+"""One settings table: every default is written once, in `runtime.settings.Settings`.
 
 Limit defaults used to live in three tables that disagreed (`reassigner steps` previewed with
 P/L/R/B = 50/50/2/5 while the product ran 5/2/1/2), and the stall timeout in four places. These
@@ -26,7 +26,7 @@ from planning.movement.completion import is_step_stalled
 from planning.movement.partition_steps import compute_step_sequence
 from planning.simulation.simulator import SimulationParams, run_plan
 from reassigner.cli import simulate as simulate_command
-from reassigner.settings import Settings, compute_limits, compute_policy
+from runtime.settings import Settings, compute_limits, compute_policy
 from tests.settings_defaults import default_settings
 
 CONFIGURATION = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"

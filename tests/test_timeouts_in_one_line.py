@@ -17,7 +17,7 @@ import pytest
 from reassigner.cli.main import main
 from reassigner.dev.demo import story
 from reassigner.dev.harness.world import World
-from reassigner.errors import ProcessStartError
+from schemas.errors import ProcessStartError
 
 
 class FakeProduct:

@@ -43,9 +43,9 @@ from typing import Iterable, Iterator, Mapping, Union
 
 from planning.model import Cluster, PartitionState, TopicPartition
 from planning.movement.partition_steps import Step
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 
-# Kafka-style name → `Limits` field. No defaults here: they are `reassigner.settings.Settings`'s
+# Kafka-style name → `Limits` field. No defaults here: they are `runtime.settings.Settings`'s
 # alone (one table), and the caller builds `Limits` from it.
 CONFIG_KEYS = {
     "reassignment.max.concurrent.partition.movements": "max_partition_movements",
@@ -58,7 +58,7 @@ CONFIG_KEYS = {
 @dataclass(frozen=True)
 class Limits:
     """Cluster-wide movement limits (SPEC 5.2); every one is at least 1. No field has a default
-    (the defaults live in `reassigner.settings.Settings` only; `compute_limits` builds this).
+    (the defaults live in `runtime.settings.Settings` only; `compute_limits` builds this).
 
     max_partition_movements (P): partitions with a step in flight.
     max_leader_movements (L): leader-moving steps in flight.

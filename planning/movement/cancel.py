@@ -40,7 +40,7 @@ from planning.movement.reassignment import (
     start_reassignment,
     supersede,
 )
-from reassigner.errors import NoReassignmentInProgressError
+from schemas.errors import NoReassignmentInProgressError
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ a replacement shows other adding/removing replicas), or at the latest with the n
 (`snapshot_interval_seconds`), which tells every partition again.
 
 A step is stalled when it has not completed `stall_timeout` seconds after it started. Times, and
-the timeout itself (`step.stall.timeout`, whose one default is in `reassigner.settings`), are
+the timeout itself (`step.stall.timeout`, whose one default is in `runtime.settings`), are
 plain numbers (seconds) passed in by the caller: nothing here reads a clock or a setting.
 """
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, Sequence
 
-from reassigner.errors import InvalidConfigError, InvalidReplicaAssignmentError
+from schemas.errors import InvalidConfigError, InvalidReplicaAssignmentError
 
 
 @dataclass(frozen=True)

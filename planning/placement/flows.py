@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.graph.python import min_cost_flow
 
-from reassigner.errors import ReassignerError
+from schemas.errors import ReassignerError
 
 
 @dataclass(frozen=True, eq=False)

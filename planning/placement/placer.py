@@ -110,7 +110,7 @@ from planning.placement.racks import RackTree, compute_rack_tree, hang_key
 from planning.placement.topic_flow import count_topic_flow_arcs, plan_topic_exact, plan_topics_exact
 from planning.placement.topic_replicas import PartitionFates, TopicReplicas, plan_topic_replicas
 from planning.validation import validate_targets
-from reassigner.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
+from schemas.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
 
 _EMPTY: Mapping = MappingProxyType({})
 # The exact per-topic flow runs only where the greedy missed its quotas, within budgets counted in

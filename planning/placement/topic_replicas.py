@@ -22,7 +22,7 @@ from typing import Mapping, NamedTuple, Sequence
 from planning.model import TopicPartition
 from planning.placement.quotas import TopicQuotas, compute_topic_quotas
 from planning.placement.racks import ROOT, RackTree
-from reassigner.errors import PlanInfeasibleError
+from schemas.errors import PlanInfeasibleError
 
 _REPAIR_SCAN_BUDGET = 20_000  # candidate partitions looked at per overflowing slot (two-step)
 _SHIFT_FITS_BUDGET = 20_000  # rack checks per topic spent searching shifting chains

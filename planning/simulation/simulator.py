@@ -69,7 +69,7 @@ from planning.simulation.invariants import (
     moving_of_steps,
     steps_in_flight,
 )
-from reassigner.errors import InvalidReplicaAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
+from schemas.errors import InvalidReplicaAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
 
 DEFAULT_BYTES_PER_SEC = 100 * 1024 * 1024
 DEFAULT_SIZE_BYTES = 1024 * 1024 * 1024

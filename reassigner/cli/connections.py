@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from reassigner.errors import InvalidConfigError, StackNotUpError
+from schemas.errors import InvalidConfigError, StackNotUpError
 from reassigner.dev.local.stack import LocalStack
-from reassigner.settings import Settings
+from runtime.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 
 
 def demo(

@@ -36,7 +36,7 @@ from reassigner.cli.options import (
     stop_on_signals,
 )
 from reassigner.cli.printing import one_line_errors
-from reassigner.settings import Settings, load_settings
+from runtime.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def _settings(bootstrap_server: Optional[str], command_config: Optional[Path],
 
 
 def _client_config(settings: Settings):
-    from reassigner.clients.client_config import read_command_config
+    from runtime.clients.client_config import read_command_config
 
     config = read_command_config(settings.command_config)
     if config.ignored:
@@ -89,9 +89,9 @@ def watch(
     allow_remote_metrics: bool = AllowRemoteMetrics,
     verbose: bool = typer.Option(False, "--verbose", help="Log every partition change."),
 ) -> None:
-    from reassigner.clients.kafka_admin import ClusterAdmin
-    from reassigner.clients.kafka_producer import EventPublisher, producer_config
-    from reassigner.clients.kafka_access import check_kafka_access
+    from runtime.clients.kafka_admin import ClusterAdmin
+    from runtime.clients.kafka_producer import EventPublisher, producer_config
+    from runtime.clients.kafka_access import check_kafka_access
     from reassigner.edge.watcher import WATCHER_TOPICS, Watcher
 
     configure_logging(verbose)
@@ -130,14 +130,14 @@ def execute(
     allow_remote_metrics: bool = AllowRemoteMetrics,
     verbose: bool = typer.Option(False, "--verbose"),
 ) -> None:
-    from reassigner.clients.kafka_admin import ClusterAdmin
-    from reassigner.clients.kafka_producer import producer_config
-    from reassigner.clients.redis_io import check_redis, connect_redis
-    from reassigner.clients.kafka_access import check_kafka_access
+    from runtime.clients.kafka_admin import ClusterAdmin
+    from runtime.clients.kafka_producer import producer_config
+    from runtime.clients.redis_io import check_redis, connect_redis
+    from runtime.clients.kafka_access import check_kafka_access
     from reassigner.edge.executor import EXECUTOR_TOPICS, Executor
     from reassigner.edge.throttle_keeper import recent_commands_reader
     from reassigner.edge.ledger import CommandLedger
-    from reassigner.errors import TransientError
+    from schemas.errors import TransientError
 
     configure_logging(verbose)
     settings = _settings(bootstrap_server, command_config, stack_dir, redis_url, topic_prefix,
@@ -180,8 +180,8 @@ def snapshot(
     stack_dir: Optional[Path] = StackDir,
 ) -> None:
     from planning.snapshot import cluster_to_json
-    from reassigner.clients.kafka_access import check_kafka_access
-    from reassigner.clients.kafka_admin import ClusterAdmin
+    from runtime.clients.kafka_access import check_kafka_access
+    from runtime.clients.kafka_admin import ClusterAdmin
     from reassigner.edge.observation import compute_cluster
 
     settings = _settings(bootstrap_server, command_config, stack_dir)

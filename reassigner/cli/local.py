@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from reassigner.dev.local.stack import DEFAULT_RACKS, LocalStack
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 
 local_app = typer.Typer(help="A real local KRaft Kafka cluster and Redis, for demos and tests.",
                         no_args_is_help=True)
@@ -161,7 +161,7 @@ def add_logdir(broker_id: int = typer.Argument(..., help="Broker id."),
 @local_app.command("fetch-jars")
 def fetch_jars() -> None:
     """Fetch the Kafka and Spark connector jars from Maven Central into the cache (idempotent)."""
-    from reassigner.clients.jars import JAR_SETS, ensure_jars
+    from runtime.clients.jars import JAR_SETS, ensure_jars
 
     settings = load_settings()
     for jar_set in JAR_SETS:

@@ -33,8 +33,8 @@ import typer
 from reassigner.cli import demo, edge, local, operator, plan, run, simulate
 from reassigner.cli.options import StoppedBySignal, stop_requested
 from reassigner.cli.printing import ERROR_EXIT_CODE, print_error
-from reassigner.errors import ReassignerError
-from reassigner.redaction import redact
+from schemas.errors import ReassignerError
+from schemas.redaction import redact
 
 COMMAND_MODULES = (local, plan, simulate, edge, run, demo, operator)
 PROG_NAME = "reassigner"  # also under `python -m reassigner.cli`: the usage lines and completion say it

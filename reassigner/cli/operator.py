@@ -29,8 +29,8 @@ from rich.table import Table
 
 from reassigner.cli.options import (BootstrapServer, ClusterName, CommandConfig, RedisUrl, StackDir,
                                     TopicPrefix, configure_logging)
-from reassigner.errors import InvalidInputError
-from reassigner.redaction import redact, register_secret
+from schemas.errors import InvalidInputError
+from schemas.redaction import redact, register_secret
 
 # Piped output (scripts, tests) gets wide tables rather than rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -51,8 +51,8 @@ class _Context:
     def __init__(self, bootstrap_server, redis_url, command_config, stack_dir, cluster_name,
                  topic_prefix, need_redis: bool, need_kafka: bool = True) -> None:
         from reassigner.cli.connections import resolve_connections
-        from reassigner.clients.client_config import read_command_config
-        from reassigner.settings import load_settings
+        from runtime.clients.client_config import read_command_config
+        from runtime.settings import load_settings
 
         self.settings = load_settings(bootstrap_servers=bootstrap_server, redis_url=redis_url,
                                       command_config=command_config, stack_dir=stack_dir,
@@ -79,8 +79,8 @@ class _Context:
         return self.settings.topic(suffix)
 
     def ensure_topics(self, *suffixes: str) -> None:
-        from reassigner.clients.kafka_access import check_kafka_access
-        from reassigner.clients.kafka_admin import ensure_topics
+        from runtime.clients.kafka_access import check_kafka_access
+        from runtime.clients.kafka_admin import ensure_topics
 
         if "requests" in suffixes:
             check_kafka_access(self.bootstrap, self.client_config, "request", [self.topic("requests")],
@@ -89,7 +89,7 @@ class _Context:
                       self.settings.event_topic_partitions)
 
     def load_state(self):
-        from reassigner.clients.redis_io import controller_state_loader
+        from runtime.clients.redis_io import controller_state_loader
 
         return controller_state_loader(self.connections.redis_url, self.settings.cluster_name,
                                        self.settings.redis_socket_timeout_seconds,
@@ -114,7 +114,7 @@ EXIT_TIMED_OUT = 3
 
 def _cluster_now(ctx: _Context):
     """The planning model of one poll of Kafka's metadata, for the local checks of a request."""
-    from reassigner.clients.kafka_admin import ClusterAdmin
+    from runtime.clients.kafka_admin import ClusterAdmin
     from reassigner.edge.observation import compute_cluster
 
     with ClusterAdmin(ctx.bootstrap, ctx.client_config) as admin:
@@ -123,7 +123,7 @@ def _cluster_now(ctx: _Context):
 
 def _request_channel(ctx: _Context, client_id: str):
     """The deployment's `RequestChannel`: the CLI's `request ...` and the status server's write API."""
-    from reassigner.clients.kafka_producer import build_producer, producer_config
+    from runtime.clients.kafka_producer import build_producer, producer_config
     from reassigner.operator.requests import RequestChannel
 
     return RequestChannel(ctx.bootstrap, ctx.client_config, ctx.topic("requests"), ctx.topic("alerts"),
@@ -303,7 +303,7 @@ def request_show(
 ) -> None:
     """A proposal's moves: partition, current replicas, target, adding, removing, size."""
     from reassigner.operator.views import compute_proposal_view, proposal_to_reassignment_json
-    from reassigner.settings import compute_policy
+    from runtime.settings import compute_policy
 
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
@@ -449,7 +449,7 @@ def list_reassignments(
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
     state = ctx.load_state()
-    from reassigner.settings import compute_policy
+    from runtime.settings import compute_policy
 
     rows = compute_reassignment_rows(state, ctx.settings.max_replica_movements, time.time(),
                                      compute_policy(ctx.settings))
@@ -562,7 +562,7 @@ def status(
 
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True,
                    need_kafka=False)
-    from reassigner.settings import compute_policy
+    from runtime.settings import compute_policy
 
     view = compute_status(ctx.load_state(), ctx.settings.max_replica_movements, time.time(),
                           compute_policy(ctx.settings))
@@ -668,7 +668,7 @@ def alerts_webhook(
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
 ) -> None:
     """Forward every alert to a webhook: retries with exponential backoff, then the dead-letter topic."""
-    from reassigner.clients.redis_io import register_url_password
+    from runtime.clients.redis_io import register_url_password
     from reassigner.operator.alerts_follow import parse_min_severity
     from reassigner.operator.webhook import (RUNNERS, WebhookPolicy, group_id, run_confluent_forwarder,
                                              run_faust_forwarder)
@@ -720,10 +720,10 @@ def status_server(
     topic_prefix: Optional[str] = TopicPrefix, redis_url: Optional[str] = RedisUrl,
 ) -> None:
     """Serve the status page (/), the JSON API (/api/...) and Prometheus metrics (/metrics)."""
-    from reassigner.clients.redis_io import controller_state_loader
+    from runtime.clients.redis_io import controller_state_loader
     from reassigner.operator.status_server import (AlertBook, StateCache, StatusServer, require_distinct_tokens,
                                                    require_token_off_loopback, watch_alert_topics)
-    from reassigner.settings import compute_policy
+    from runtime.settings import compute_policy
 
     _setup_logging(verbose)
     ctx = _Context(bootstrap_server, redis_url, command_config, stack_dir, cluster_name, topic_prefix, True)

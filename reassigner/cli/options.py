@@ -1,7 +1,7 @@
 """What every process command shares, declared once: the connection flags, the logging setup,
 the stop-on-signal event and the metrics endpoint (`start_metrics_endpoint`).
 
-Every flag defaults to None, meaning "not given": `reassigner.settings.load_settings` then takes
+Every flag defaults to None, meaning "not given": `runtime.settings.load_settings` then takes
 the environment (`REASSIGNER_<FIELD>`), the config file, and the settings' defaults, in that
 order; with no bootstrap server or Redis URL anywhere, `connections.resolve_connections` falls
 back on the local stack.
@@ -18,7 +18,7 @@ from typing import Iterator
 
 import typer
 
-from reassigner.redaction import redact
+from schemas.redaction import redact
 
 BootstrapServer = typer.Option(None, "--bootstrap-server",
                                help="Kafka host:port[,host:port...] (default: the local stack's).")
@@ -44,11 +44,11 @@ AllowRemoteMetrics = typer.Option(False, "--allow-remote-metrics",
 
 
 def start_metrics_endpoint(settings) -> int | None:
-    """Serve this process's metrics (`reassigner.metrics`) when `metrics_port` is set; the port
+    """Serve this process's metrics (`runtime.metrics`) when `metrics_port` is set; the port
     it listens on (None: not served). Loopback only unless `metrics_allow_remote`, as the status
     server's rule: an address other machines can reach is refused, or served with a warning."""
-    from reassigner.errors import InvalidConfigError
-    from reassigner.metrics import serve_metrics
+    from schemas.errors import InvalidConfigError
+    from runtime.metrics import serve_metrics
     from reassigner.operator.status_server import is_loopback
 
     if settings.metrics_port is None:
@@ -76,7 +76,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 class RedactingFormatter(logging.Formatter):
     """The one log format, each line (its traceback included) through
-    `reassigner.redaction.redact`: no log line of any library shows a password."""
+    `schemas.redaction.redact`: no log line of any library shows a password."""
 
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))

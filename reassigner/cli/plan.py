@@ -20,7 +20,7 @@ from rich.table import Table
 from planning.model import Broker
 from planning.placement.placer import Goal, PlacementPlan, plan_placement
 from planning.snapshot import cluster_from_json, reassignment_to_json
-from reassigner.errors import MalformedInputError
+from schemas.errors import MalformedInputError
 
 
 def register(app: typer.Typer) -> None:
@@ -44,7 +44,7 @@ def plan_command(
         None, "--disk-max-usage-percent", min=0.001, max=100,
         help="No new replica where its dir's volume would be fuller than this (default: the setting, 85)."),
 ) -> None:
-    from reassigner.settings import load_settings
+    from runtime.settings import load_settings
 
     cluster = cluster_from_json(read_json_file(snapshot), str(snapshot))
     limit = disk_max_usage_percent if disk_max_usage_percent is not None else \

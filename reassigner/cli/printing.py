@@ -1,6 +1,6 @@
 """The one error printer of the command line: a `ReassignerError` is one line on stderr,
 `error: [CODE] message`, and exit code 2; `--debug` keeps the traceback instead. What it prints
-goes through `reassigner.redaction.redact` (no secret in any output)."""
+goes through `schemas.redaction.redact` (no secret in any output)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Callable
 
 import typer
 
-from reassigner.errors import ReassignerError
-from reassigner.redaction import redact
+from schemas.errors import ReassignerError
+from schemas.redaction import redact
 
 ERROR_EXIT_CODE = 2
 

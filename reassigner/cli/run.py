@@ -31,7 +31,7 @@ from reassigner.cli.options import (STOP_SIGNALS, AllowRemoteMetrics, BootstrapS
                                     CommandSigningKeyFile, MetricsHost, MetricsPort, RedisUrl, StackDir,
                                     StoppedBySignal, TopicPrefix, configure_logging, note_stop_signal,
                                     start_metrics_endpoint)
-from reassigner.settings import compute_policy, load_settings, read_command_signing_key
+from runtime.settings import compute_policy, load_settings, read_command_signing_key
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +65,12 @@ def run(
 ) -> None:
     """Run the pipeline until Ctrl-C / SIGTERM: events in, commands and alerts out."""
     from reassigner.cli.connections import resolve_connections
-    from reassigner.clients.client_config import read_command_config
-    from reassigner.clients.kafka_access import check_kafka_access
-    from reassigner.clients.kafka_admin import ensure_topics
-    from reassigner.clients.kafka_consumer import TopicReader
-    from reassigner.clients.kafka_producer import build_producer, producer_config
-    from reassigner.clients.redis_io import check_redis, connect_redis
+    from runtime.clients.client_config import read_command_config
+    from runtime.clients.kafka_access import check_kafka_access
+    from runtime.clients.kafka_admin import ensure_topics
+    from runtime.clients.kafka_consumer import TopicReader
+    from runtime.clients.kafka_producer import build_producer, producer_config
+    from runtime.clients.redis_io import check_redis, connect_redis
     from streams.pipeline import (REDIS_OUTAGE, PipelineRunner, compute_topic_names, read_input_logs,
                                   run_pipeline, run_until_stopped)
     from streams.spark_session import build_spark_session, parse_spark_conf, stop_before_spark

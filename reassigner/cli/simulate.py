@@ -28,8 +28,8 @@ from planning.movement.batches import Limits
 from planning.model import Broker, Cluster, LogDir
 from planning.simulation.simulator import KillBroker, SimulationParams, SimulationReport, run_plan
 from planning.movement.partition_steps import Step, compute_step_sequence
-from reassigner.errors import InvalidReplicaAssignmentError, MalformedInputError
-from reassigner.settings import compute_limits, load_settings
+from schemas.errors import InvalidReplicaAssignmentError, MalformedInputError
+from runtime.settings import compute_limits, load_settings
 
 _SETTING = "default: the product's setting"
 

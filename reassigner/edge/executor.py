@@ -21,7 +21,7 @@ ONE COMMAND MESSAGE, in this order:
    holds no planner epoch at all (emptied) the command waits; otherwise the highest epoch is
    raised and the id is marked APPLYING;
 4. apply it through the Admin API, retrying transient errors under the one retry policy
-   (`reassigner.clients.backoff`: 0.5 s doubling to 10 s) for at most `executor_retry_seconds`;
+   (`runtime.backoff`: 0.5 s doubling to 10 s) for at most `executor_retry_seconds`;
 5. store the outcome under the command id, publish a CommandResult (ok, or the Kafka error
    name and message), and only then commit the consumer offset.
 A crash between 3 and 5 re-delivers the message; the claimed id keeps it from being applied
@@ -37,7 +37,7 @@ Any other failure while handling one message (a defect, a result Kafka refuses) 
 message with the error as the reason, and the executor goes on: one message never stops it, on
 this run or on the next (regression: a ~1 MB command killed the executor on every restart).
 A result's message is cut to `MAX_REASON_CHARS`, so a result always fits a Kafka message.
-METRICS (`reassigner.metrics`), counted once the result (or dead letter) is published: commands
+METRICS (`runtime.metrics`), counted once the result (or dead letter) is published: commands
 applied by kind and outcome (ok or the error code) with the time applying took, refusals by
 reason (STALE_EPOCH, UNKNOWN_EPOCH, BAD_SIGNATURE, COMMAND_EXPIRED), duplicates, dead letters.
 
@@ -74,16 +74,16 @@ import uuid
 from functools import partial
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from reassigner.clients.cluster_answers import LOG_DIR_THROTTLED_RATE
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.backoff import UNTIL_STOPPED, Backoff, retry_transient
-from reassigner.clients.kafka_consumer import build_consumer, is_end_of_partition
-from reassigner.clients.kafka_producer import build_producer, publish_and_wait
-from reassigner.clients.redis_io import retry_redis
-from reassigner.errors import DecodeError, InvalidConfigError, ReassignerError, TransientError
-from reassigner.metrics import (count_command_outcome, count_dead_letter, count_duplicate_command,
+from runtime.clients.cluster_answers import LOG_DIR_THROTTLED_RATE
+from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.backoff import UNTIL_STOPPED, Backoff, retry_transient
+from runtime.clients.kafka_consumer import build_consumer, is_end_of_partition
+from runtime.clients.kafka_producer import build_producer, publish_and_wait
+from runtime.clients.redis_io import retry_redis
+from schemas.errors import DecodeError, InvalidConfigError, ReassignerError, TransientError
+from runtime.metrics import (count_command_outcome, count_dead_letter, count_duplicate_command,
                                 count_refused_command)
-from reassigner.settings import Settings, read_command_signing_key
+from runtime.settings import Settings, read_command_signing_key
 from schemas.dead_letter import build_dead_letter
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
@@ -310,7 +310,7 @@ class Executor:
                     "ok" if outcome.ok else outcome.error_code,
                     "" if outcome.ok else f" — {outcome.message}")
         self._publish_result(command, kind, outcome)
-        count()  # once its result is published (`reassigner.metrics`)
+        count()  # once its result is published (`runtime.metrics`)
 
     def claim(self, command: Mapping, token: str) -> tuple[str, str]:
         """Step 3, the ledger's claim, with a store that lost its data in mind: while it holds no

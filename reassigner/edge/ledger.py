@@ -47,7 +47,7 @@ a day for the clocks of the pipeline's and the executor's hosts to disagree. (Th
 opened without any attacker: an executor down for over a week whose consumer group offsets had
 expired re-read the commands topic from its start.)
 Redis errors reach the caller untranslated; the executor calls through
-`reassigner.clients.redis_io.retry_redis`.
+`runtime.clients.redis_io.retry_redis`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The events that tell what changed between two polls of the cluster (pure).
 
-A `ClusterObservation` (`reassigner.clients.cluster_answers`) is one poll's answer of the Admin
+A `ClusterObservation` (`runtime.clients.cluster_answers`) is one poll's answer of the Admin
 API, merged.
 
 `compute_events(previous, current, now_ms)` gives the state-carrying events for what changed, as
@@ -49,7 +49,7 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from reassigner.clients.cluster_answers import (
+from runtime.clients.cluster_answers import (
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,

@@ -13,7 +13,7 @@ recent commands are read back once (`recent_commands_reader`, `schemas.published
 their throttled steps put in force on a command's brokers and topics is recorded as ours before
 that command is computed (`compute_adopted`; the rule and its one risk are in
 `reassigner.edge.throttles`). Redis and Kafka errors reach the caller under the one retry policy
-(`reassigner.clients.backoff`); the executor retries the command as a whole.
+(`runtime.backoff`); the executor retries the command as a whole.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import logging
 import threading
 from typing import Callable, Iterable, Mapping
 
-from reassigner.clients.backoff import UNTIL_STOPPED
-from reassigner.clients.cluster_answers import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE, LOG_DIR_THROTTLED_RATE
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.kafka_consumer import TopicReader
-from reassigner.clients.redis_io import retry_redis
+from runtime.backoff import UNTIL_STOPPED
+from runtime.clients.cluster_answers import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE, LOG_DIR_THROTTLED_RATE
+from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.clients.kafka_consumer import TopicReader
+from runtime.clients.redis_io import retry_redis
 from reassigner.edge.ledger import CommandLedger
 from reassigner.edge.throttles import (
     REPLICA_LISTS,
@@ -37,7 +37,7 @@ from reassigner.edge.throttles import (
     compute_throttle_clear,
     compute_throttle_set,
 )
-from reassigner.settings import Settings, read_command_signing_key
+from runtime.settings import Settings, read_command_signing_key
 from schemas.published import read_published
 
 log = logging.getLogger(__name__)

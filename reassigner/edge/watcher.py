@@ -13,7 +13,7 @@ ONE POLL, in this order:
    `reassigner.edge.observation`): a poll never waits on a whole snapshot (12 s to build and
    encode at 300,000 partitions);
 3. publish them (idempotent producer, acks=all) and wait for every acknowledgement;
-4. only then adopt the observation as the new view, and count the poll (`reassigner.metrics`:
+4. only then adopt the observation as the new view, and count the poll (`runtime.metrics`:
    polls by outcome, durations by phase, events by type, a finished snapshot's duration).
 A poll that fails anywhere leaves the view as it was, so the next successful poll publishes the
 changes again (state-carrying events make a repeat harmless) — nothing is lost in an outage.
@@ -30,7 +30,7 @@ INVARIANTS
   doubles up to `watcher_max_backoff_seconds` and the log says "will retry in N s" — the loop
   never hot-loops against a dead cluster and never stops because of one.
 - The cycle collector runs only between polls, on what the poll made, and the surviving heap is
-  frozen (`reassigner.heap`): at 300,000 partitions CPython's own full collections over the
+  frozen (`runtime.heap`): at 300,000 partitions CPython's own full collections over the
   view and the answers cost more CPU than the polls' work.
 - INFO is logged only for real changes (a broker, topic or dir changing, a reassignment starting
   or ending); the partition-level churn of a busy cluster is DEBUG.
@@ -45,16 +45,16 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.cluster_answers import EMPTY, ClusterObservation
+from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.clients.cluster_answers import EMPTY, ClusterObservation
 from reassigner.edge.observation import (Event, compute_events, compute_snapshot_end, compute_snapshot_events,
                                          compute_snapshot_slice, compute_snapshot_start)
-from reassigner.clients.kafka_producer import EventPublisher
-from reassigner.clients.backoff import Backoff, compute_wait
-from reassigner.errors import ReassignerError, is_access_denied
-from reassigner.heap import HeapKeeper
-from reassigner.metrics import count_failed_poll, count_poll
-from reassigner.settings import Settings
+from runtime.clients.kafka_producer import EventPublisher
+from runtime.backoff import Backoff, compute_wait
+from schemas.errors import ReassignerError, is_access_denied
+from runtime.heap import HeapKeeper
+from runtime.metrics import count_failed_poll, count_poll
+from runtime.settings import Settings
 from schemas.codec import topic_name
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class Watcher:
 
     def poll_once(self) -> PollOutcome:
         """One poll (see module doc); raises `ReassignerError` and leaves the view unchanged.
-        Counted (`reassigner.metrics`): a poll whose events were acknowledged, or a failed one."""
+        Counted (`runtime.metrics`): a poll whose events were acknowledged, or a failed one."""
         try:
             return self._poll()
         except ReassignerError as error:
@@ -172,7 +172,7 @@ class Watcher:
         from the poll interval doubling to `watcher_max_backoff_seconds`)."""
         interval = self.settings.poll_interval_seconds
         backoff = Backoff(interval, max(interval, self.settings.watcher_max_backoff_seconds))
-        heap = HeapKeeper(automatic_collection=False)  # a poll's answers are millions of objects (`reassigner.heap`)
+        heap = HeapKeeper(automatic_collection=False)  # a poll's answers are millions of objects (`runtime.heap`)
         try:
             self._poll_until_stopped(stop, interval, backoff, heap)
         finally:

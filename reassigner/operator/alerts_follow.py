@@ -6,7 +6,7 @@ alert ids already shown or delivered: the pipeline publishes at least once (a ba
 a crash publishes its alerts again, with the same ids), so every consumer drops an alert whose id
 it has already delivered. The memory holds the last `DELIVERED_IDS_KEPT` ids of this process; a
 repeat older than that, or one arriving after the consumer restarted, is delivered again.
-Shell: `follow_alerts`, a `reassigner.clients.kafka_consumer.TopicReader` that `assign`s every
+Shell: `follow_alerts`, a `runtime.clients.kafka_consumer.TopicReader` that `assign`s every
 partition of the alerts topic (at the end, or at the beginning with `--from-beginning`) and
 never commits: following is reading, it owns no offsets and joins no group, so many followers
 never disturb each other or a webhook forwarder. librdkafka re-routes fetches to a partition's
@@ -27,8 +27,8 @@ from typing import Any, Callable, Mapping
 
 from rich.text import Text
 
-from reassigner.clients.client_config import ClientConfig
-from reassigner.clients.kafka_consumer import Start, TopicReader
+from runtime.clients.client_config import ClientConfig
+from runtime.clients.kafka_consumer import Start, TopicReader
 from schemas import ALERT_SEVERITIES
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def severity_at_least(severity: str, minimum: str) -> bool:
 
 
 def parse_min_severity(text: str) -> str:
-    from reassigner.errors import InvalidInputError
+    from schemas.errors import InvalidInputError
 
     value = text.strip().upper()
     if value not in ALERT_SEVERITIES:
@@ -122,7 +122,7 @@ def follow_alerts(bootstrap_servers: str, client_config: ClientConfig | None, to
     """Read alerts until `stop` is set (or forever), calling `emit(alert)` for each one at or
     above `min_severity`. `on_ready(partitions)` is called once the consumer is assigned.
     `until_end`: stop at the end of the topic as it was when reading started (no --follow)."""
-    from reassigner.errors import DecodeError
+    from schemas.errors import DecodeError
     from schemas.codec import decode, writer_version_from_headers
 
     stop = stop or threading.Event()

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from handlers.policy import DYNAMIC_KEYS, compute_config_text, require_dynamic_key
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 
 
 def require_known_key(key: str, source: str = "config get") -> None:

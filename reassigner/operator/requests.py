@@ -52,7 +52,7 @@ from handlers.policy import PAUSED_KEY
 from planning.model import Cluster, TopicPartition
 from planning.snapshot import reassignment_from_json
 from planning.validation import require_known_partition, validate_targets
-from reassigner.errors import (InvalidInputError, InvalidReplicaAssignmentError, MalformedInputError,
+from schemas.errors import (InvalidInputError, InvalidReplicaAssignmentError, MalformedInputError,
                                UnknownTopicOrPartitionError)
 from reassigner.operator.dynamic_config import compute_config_value
 from schemas.codec import encode, partition_key, version_headers
@@ -327,9 +327,9 @@ def await_verdict(bootstrap_servers: str, client_config, alerts_topic: str, requ
 def publish_request(producer, topic: str, request: Request, timeout_seconds: float = 30.0) -> None:
     """Encode and produce one request on the requests topic; wait until Kafka has it (acks=all).
 
-    `producer` is the product's idempotent producer (`reassigner.clients.kafka_producer`).
+    `producer` is the product's idempotent producer (`runtime.clients.kafka_producer`).
     """
-    from reassigner.clients.kafka_producer import publish_and_wait
+    from runtime.clients.kafka_producer import publish_and_wait
 
     publish_and_wait(producer, topic, request["key"].encode(), encode("Request", request),
                      version_headers(), timeout_seconds)

@@ -37,12 +37,12 @@ Routes (every GET but /healthz behind the read token, when there is one):
 Sources, and how fresh they are:
 - the ControllerState, loaded from Redis with `ControllerStore.load()` at most once a second
   (`StateCache`); a Redis outage serves the last state with `"state_error"` set in the JSON
-  (redacted: `reassigner.redaction.redact`, like the log and the error bodies);
+  (redacted: `schemas.redaction.redact`, like the log and the error bodies);
 - the alerts and command-results topics, read from the beginning by one background reader
-  (`watch_alert_topics`, a `reassigner.clients.kafka_consumer.TopicReader`: no group, no commits)
+  (`watch_alert_topics`, a `runtime.clients.kafka_consumer.TopicReader`: no group, no commits)
   into an `AlertBook`: the last alerts, counts by kind, executor errors.
 
-METRICS (/metrics, prometheus-client: `reassigner.metrics.StatusCollector` in a registry of its
+METRICS (/metrics, prometheus-client: `runtime.metrics.StatusCollector` in a registry of its
 own): gauges of the controller state as it is when scraped (`compute_metric_samples`, pure), and
 counters of what the background reader took from the alerts and command-results topics. No
 counter is derived from the pages served: steps completed, bytes moved and the pipeline's lag
@@ -71,17 +71,17 @@ from importlib.resources import files
 from typing import Any, Callable, Mapping, Protocol
 from urllib.parse import parse_qs, urlparse
 
-from reassigner.clients.client_config import ClientConfig
-from reassigner.clients.kafka_consumer import Start, TopicReader
+from runtime.clients.client_config import ClientConfig
+from runtime.clients.kafka_consumer import Start, TopicReader
 from reassigner.operator.alerts_follow import alert_to_json
-from reassigner.errors import InvalidConfigError, InvalidInputError, ReassignerError
-from reassigner.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, build_status_registry, render_registry
+from schemas.errors import InvalidConfigError, InvalidInputError, ReassignerError
+from runtime.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, build_status_registry, render_registry
 from reassigner.operator.requests import Request, Verdict, request_kind
 from reassigner.operator.write_api import (MAX_BODY_BYTES, WRITE_ROUTES, compute_answer, compute_api_request,
                                            compute_refusal_status, compute_requester, compute_route_template,
                                            parse_wait)
 from reassigner.operator.status_page import STATUS_PAGE_HTML
-from reassigner.redaction import redact
+from schemas.redaction import redact
 from handlers.policy import Policy
 from reassigner.operator.views import (
     StatusView,
@@ -138,7 +138,7 @@ class AlertBook:
 
 def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, int],
                            errors_by_code: Mapping[str, int]) -> dict[str, list[tuple[tuple[str, ...], float]]]:
-    """The status server's samples (`reassigner.metrics.STATUS_METRICS`: name → (label values,
+    """The status server's samples (`runtime.metrics.STATUS_METRICS`: name → (label values,
     value)); a gauge whose value is unknown is left out."""
     samples: dict[str, list[tuple[tuple[str, ...], float]]] = {
         "reassigner_steps_in_flight": [((), len(view.in_flight) if view else 0)],
@@ -210,7 +210,7 @@ class StateCache:
 def watch_alert_topics(bootstrap_servers: str, client_config: ClientConfig | None, alerts_topic: str,
                        results_topic: str, book: AlertBook, stop: threading.Event) -> None:
     """Read both topics from the beginning into `book` until `stop` (run it in a thread)."""
-    from reassigner.errors import DecodeError
+    from schemas.errors import DecodeError
     from schemas.codec import decode, writer_version_from_headers
 
     reader = TopicReader(bootstrap_servers, client_config, "status-server")

@@ -22,10 +22,10 @@ The rule lives here, the client libraries behind their doors: `plan_message`,
 `compute_backoff_delays` is pure (the DeadLetter record is `schemas.dead_letter`'s); `deliver_with_retries` and
 `forward_alert` (steps 1–4 for one record → the DeadLetter message to publish, or None) take
 their I/O as arguments. Two runners give it the alerts, publish the dead letters and commit:
-- `run_faust_forwarder`: a faust-streaming agent (`reassigner.clients.faust_app`; the package
+- `run_faust_forwarder`: a faust-streaming agent (`runtime.clients.faust_app`; the package
   the issue asked to try here);
 - `run_confluent_forwarder`: a confluent-kafka consumer loop
-  (`reassigner.clients.kafka_consumer.run_committing_consumer`).
+  (`runtime.clients.kafka_consumer.run_committing_consumer`).
 Which one is the default, and why, is recorded in README.md ("Dependencies") and below
 `DEFAULT_RUNNER`.
 """
@@ -41,9 +41,9 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from reassigner.clients.client_config import ClientConfig
-from reassigner.clients.faust_app import build_committing_agent, run_worker
-from reassigner.clients.kafka_consumer import (ConsumedRecord, OutgoingMessage, StopWithoutCommit,
+from runtime.clients.client_config import ClientConfig
+from runtime.clients.faust_app import build_committing_agent, run_worker
+from runtime.clients.kafka_consumer import (ConsumedRecord, OutgoingMessage, StopWithoutCommit,
                                                run_committing_consumer)
 from reassigner.operator.alerts_follow import DeliveredIds, alert_to_json, severity_at_least
 from schemas.dead_letter import build_dead_letter
@@ -112,7 +112,7 @@ def deliver_with_retries(post: Callable[[bytes], None], body: bytes, policy: Web
 def plan_message(value: bytes | None, headers: Mapping[str, bytes], policy: WebhookPolicy,
                  ) -> tuple[str, bytes | str | None]:
     """Steps 1–2: ("post", json body) | ("skip", None) | ("dead-letter", reason)."""
-    from reassigner.errors import DecodeError
+    from schemas.errors import DecodeError
     from schemas.codec import decode, writer_version_from_headers
 
     try:
@@ -201,7 +201,7 @@ def run_confluent_forwarder(bootstrap_servers: str, client_config: ClientConfig 
 
 def run_faust_forwarder(bootstrap_servers: str, alerts_topic: str, dead_letter_topic: str,
                         policy: WebhookPolicy, consumer_group: str, loglevel: str = "warning") -> None:
-    """The rule as a faust-streaming agent (`reassigner.clients.faust_app`), until SIGINT/SIGTERM.
+    """The rule as a faust-streaming agent (`runtime.clients.faust_app`), until SIGINT/SIGTERM.
     The POST and its retries run in the loop's executor, so heartbeats and commits go on while a
     webhook is slow; faust commits the alert's offset after the dead letter, if any, is sent."""
     post = post_json(policy.url, policy.timeout_seconds)

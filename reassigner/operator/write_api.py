@@ -40,7 +40,7 @@ import re
 from typing import Any, Callable, Mapping
 from urllib.parse import unquote
 
-from reassigner.errors import InvalidInputError
+from schemas.errors import InvalidInputError
 from reassigner.operator.requests import (Request, Verdict, build_approve_request, build_balance_dirs_request,
                                           build_cancel_request, build_decommission_request, build_pause_request,
                                           build_reassign_request, build_rebalance_request,

@@ -12,9 +12,9 @@ import threading
 
 import pytest
 
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.kafka_fast_reads import open_admin_client
-from reassigner.errors import KafkaTransientError
+from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.clients.kafka_fast_reads import open_admin_client
+from schemas.errors import KafkaTransientError
 from tests.waiting import eventually
 
 

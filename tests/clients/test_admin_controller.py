@@ -8,8 +8,8 @@ import kafka.admin
 import kafka.errors
 import pytest
 
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.errors import KafkaPermanentError
+from runtime.clients.kafka_admin import ClusterAdmin
+from schemas.errors import KafkaPermanentError
 
 
 class FakeAdminClient:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reassigner.clients.backoff import Backoff, compute_wait, retry_transient
-from reassigner.errors import KafkaPermanentError, KafkaTransientError, TransientError
+from runtime.backoff import Backoff, compute_wait, retry_transient
+from schemas.errors import KafkaPermanentError, KafkaTransientError, TransientError
 
 
 class FakeStop:

@@ -21,8 +21,8 @@ import subprocess
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from reassigner.clients.client_config import read_command_config, render_properties
-from reassigner.clients.jars import kafka_classpath
+from runtime.clients.client_config import read_command_config, render_properties
+from runtime.clients.jars import kafka_classpath
 from reassigner.dev.local.security import PLAIN_LOGIN, PRODUCT_USER, SCRAM_LOGIN, jaas
 from reassigner.dev.local.stack import READY_TOPIC, LocalStack
 
@@ -105,7 +105,7 @@ def topics_seen_by_librdkafka(bootstrap: str, config) -> set[str]:
 
 
 def topics_seen_by_kafka_python(bootstrap: str, config) -> set[str]:
-    from reassigner.clients.kafka_fast_reads import open_admin_client
+    from runtime.clients.kafka_fast_reads import open_admin_client
 
     admin = open_admin_client(bootstrap_servers=bootstrap, request_timeout_ms=20000, **config.kafka_python)
     try:
@@ -219,7 +219,7 @@ def limited_user(secured):
                            AclPermissionType.ALLOW) for kind, name, pattern, operation in grants]
     for future in admin.create_acls(bindings).values():
         future.result(30)
-    from reassigner.clients.kafka_admin import ensure_topics
+    from runtime.clients.kafka_admin import ensure_topics
     from reassigner.edge.executor import EXECUTOR_TOPICS
     from reassigner.edge.watcher import WATCHER_TOPICS
 
@@ -285,7 +285,7 @@ def test_the_documented_acl_commands_give_a_new_principal_everything_each_proces
 
     from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-    from reassigner.clients.kafka_access import PROCESS_NEEDS, check_kafka_access
+    from runtime.clients.kafka_access import PROCESS_NEEDS, check_kafka_access
     from reassigner.edge.executor import EXECUTOR_TOPICS
     from reassigner.edge.watcher import WATCHER_TOPICS
 

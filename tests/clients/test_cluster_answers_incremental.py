@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from hypothesis import given, settings, strategies as st
 
-from reassigner.clients.cluster_answers import (
+from runtime.clients.cluster_answers import (
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from reassigner.clients.client_config import read_command_config
-from reassigner.clients.kafka_admin import ClusterAdmin, compute_admin_options
-from reassigner.clients.kafka_consumer import build_consumer, consumer_config, group_consumer_config
-from reassigner.clients.kafka_producer import build_producer, producer_config
-from reassigner.errors import KafkaTransientError, ReassignerError
+from runtime.clients.client_config import read_command_config
+from runtime.clients.kafka_admin import ClusterAdmin, compute_admin_options
+from runtime.clients.kafka_consumer import build_consumer, consumer_config, group_consumer_config
+from runtime.clients.kafka_producer import build_producer, producer_config
+from schemas.errors import KafkaTransientError, ReassignerError
 
 # Java client settings (AdminClientConfig, ProducerConfig, ConsumerConfig, CommonClientConfigs,
 # SslConfigs, SaslConfigs) as an operator's client.properties holds them.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-import reassigner.clients.kafka_consumer as door
-from reassigner.clients.kafka_consumer import OutgoingMessage
+import runtime.clients.kafka_consumer as door
+from runtime.clients.kafka_consumer import OutgoingMessage
 
 
 class FakeMessage:

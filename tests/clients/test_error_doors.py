@@ -6,9 +6,9 @@ import pytest
 import redis
 from confluent_kafka import KafkaError
 
-from reassigner.clients.kafka_admin import translate_kafka_error
-from reassigner.clients.redis_io import call_redis, translate_redis_error
-from reassigner.errors import KafkaPermanentError, KafkaTransientError, PermanentError, TransientError
+from runtime.clients.kafka_admin import translate_kafka_error
+from runtime.clients.redis_io import call_redis, translate_redis_error
+from schemas.errors import KafkaPermanentError, KafkaTransientError, PermanentError, TransientError
 
 
 def test_a_lost_redis_is_transient_and_says_what_to_check():
@@ -43,9 +43,9 @@ def test_a_delivery_report_error_translates_like_an_exception():
 
 
 def test_a_redis_cluster_url_that_answers_nothing_fails_in_one_transient_line():
-    from reassigner.clients.redis_io import connect_redis
+    from runtime.clients.redis_io import connect_redis
     from reassigner.dev.local.processes import free_port
-    from reassigner.errors import TransientError
+    from schemas.errors import TransientError
 
     with pytest.raises(TransientError, match="connecting to the Redis Cluster at redis\\+cluster://u:\\*\\*\\*@") as down:
         connect_redis(f"redis+cluster://u:secret@127.0.0.1:{free_port()}", 1.0, 1.0)

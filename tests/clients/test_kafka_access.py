@@ -1,12 +1,12 @@
 """The start-up access check's pure part: which ACL operations a process lacks, and the grant
-that closes each gap (`reassigner.clients.kafka_access`)."""
+that closes each gap (`runtime.clients.kafka_access`)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reassigner.clients.kafka_access import PROCESS_NEEDS, AccessGap, compute_access_gaps
+from runtime.clients.kafka_access import PROCESS_NEEDS, AccessGap, compute_access_gaps
 
 OPERATIONS = ["READ", "WRITE", "CREATE", "DESCRIBE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"]
 operation_sets = st.frozensets(st.sampled_from(OPERATIONS))

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reassigner.clients.kafka_producer import RepeatedLineFilter
+from runtime.clients.kafka_producer import RepeatedLineFilter
 
 REPO = Path(__file__).resolve().parents[2]
 PRODUCT_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (ERROR|WARNING|INFO) librdkafka: ")
@@ -21,7 +21,7 @@ PRODUCT_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (ERROR|WARNING
 SCRIPT = """
 import sys, time
 from reassigner.cli.options import configure_logging
-from reassigner.clients.kafka_consumer import TopicReader
+from runtime.clients.kafka_consumer import TopicReader
 
 configure_logging(verbose=False)
 reader = TopicReader(sys.argv[1], None, "log-test")

@@ -11,12 +11,12 @@ import uuid
 import pytest
 
 from planning.model import Broker, Cluster, PartitionState, Topic
-from reassigner.clients.backoff import Backoff
-from reassigner.clients.redis_io import call_redis, connect_redis, retry_redis
+from runtime.backoff import Backoff
+from runtime.clients.redis_io import call_redis, connect_redis, retry_redis
 from reassigner.dev.local.processes import stop
 from reassigner.dev.local.redis_server import free_cluster_ports, move_slot, slot_owner, start_redis_cluster
 from reassigner.edge.ledger import CommandLedger
-from reassigner.errors import PermanentError
+from schemas.errors import PermanentError
 from state.controller_store import ControllerStore
 from state.model import ControllerState
 

@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reassigner.clients.client_config import (
+from runtime.clients.client_config import (
     compute_client_config,
     parse_jaas_config,
     parse_properties,
     read_command_config,
     render_properties,
 )
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 
 SASL_SSL = """
 # a typical client.properties
@@ -169,7 +169,7 @@ def test_read_command_config_file(tmp_path):
 def test_a_client_id_in_the_command_config_is_taken_by_the_admin_client(tmp_path):
     """Regression: `client.id` in --command-config made KafkaAdminClient get `client_id` twice
     ("got multiple values for keyword argument") and broke snapshot, watch and execute."""
-    from reassigner.clients.kafka_admin import compute_admin_options
+    from runtime.clients.kafka_admin import compute_admin_options
 
     path = tmp_path / "client.properties"
     path.write_text("client.id=ops-tool\n")

@@ -6,8 +6,8 @@ import kafka.errors as kafka_errors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from reassigner.clients.kafka_admin import group_throttled_replicas, translate_kafka_error
-from reassigner.errors import (
+from runtime.clients.kafka_admin import group_throttled_replicas, translate_kafka_error
+from schemas.errors import (
     InvalidReplicaAssignmentError,
     KafkaPermanentError,
     KafkaTransientError,

@@ -16,13 +16,13 @@ import redis
 from confluent_kafka import Consumer, Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from reassigner.clients.kafka_admin import ClusterAdmin
+from runtime.clients.kafka_admin import ClusterAdmin
 from reassigner.edge.executor import Executor
 from reassigner.edge.ledger import CommandLedger
 from state.controller_store import ControllerStore, read_signing_announcements, store_signing_announcement
-from reassigner.clients.kafka_producer import producer_config
-from reassigner.errors import InvalidConfigError
-from reassigner.settings import load_settings, read_command_signing_key
+from runtime.clients.kafka_producer import producer_config
+from schemas.errors import InvalidConfigError
+from runtime.settings import load_settings, read_command_signing_key
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.signing import SigningKey, compute_signed_headers
 from tests.waiting import eventually
@@ -542,13 +542,13 @@ def test_an_executor_without_the_key_refuses_to_start_while_the_pipeline_signs(c
 
 
 def test_the_executor_counts_what_it_applied_and_refused_on_its_metrics_endpoint(cluster, commands):
-    """Issue 19 item 6: counted once each result is published, served by `reassigner.metrics`
+    """Issue 19 item 6: counted once each result is published, served by `runtime.metrics`
     (the endpoint `execute --metrics-port` starts): a step applied, its duplicate, a stale one."""
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
 
-    from reassigner.metrics import serve_metrics
+    from runtime.metrics import serve_metrics
 
     local, state, admin = cluster
     server, port = serve_metrics("127.0.0.1", 0)

@@ -13,15 +13,15 @@ import uuid
 
 import pytest
 
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.kafka_producer import producer_config
-from reassigner.clients.redis_io import connect_redis
+from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.clients.kafka_producer import producer_config
+from runtime.clients.redis_io import connect_redis
 from reassigner.dev.local.processes import free_port, port_open, stop
 from reassigner.dev.local.redis_server import start_redis
 from reassigner.edge.executor import Executor
 from reassigner.edge.ledger import CommandLedger
 from state.controller_store import ControllerStore
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 from schemas.codec import topic_name
 from tests.edge.test_executor_applies_commands import Commands, create_topic, partition
 from tests.waiting import eventually
@@ -44,7 +44,7 @@ def test_commands_sent_while_redis_is_down_are_applied_once_when_it_is_back(loca
                         {"bootstrap.servers": bootstrap}, producer_config(bootstrap), settings)
     stopping = threading.Event()
     thread = threading.Thread(target=executor.run, args=(stopping,), daemon=True)
-    caplog.set_level(logging.WARNING, logger="reassigner.clients.redis_io")
+    caplog.set_level(logging.WARNING, logger="runtime.clients.redis_io")
     thread.start()
     try:
         names = {topic_name(s, prefix) for s in ("commands", "command-results", "dead-letter")}

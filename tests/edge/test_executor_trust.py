@@ -22,7 +22,7 @@ from reassigner.edge.executor import (
     compute_trust_problem,
 )
 from reassigner.edge.ledger import REPLAY_WINDOW_SECONDS, RESULT_TTL_SECONDS, Outcome
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 from schemas.codec import decode, encode, version_headers
 from schemas.signing import UNSIGNED, SigningKey, compute_signed_headers
 from tests.settings_defaults import default_settings

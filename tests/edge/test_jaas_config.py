@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from reassigner.clients.client_config import compute_client_config, parse_jaas_config, parse_properties
-from reassigner.errors import InvalidConfigError
+from runtime.clients.client_config import compute_client_config, parse_jaas_config, parse_properties
+from schemas.errors import InvalidConfigError
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PASSWORDS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30) | st.text(

@@ -105,7 +105,7 @@ def test_an_unknown_epoch_past_the_grace_is_refused(monkeypatch):
 
 
 def test_a_stop_while_waiting_leaves_the_command_unconsumed(monkeypatch):
-    from reassigner.errors import TransientError
+    from schemas.errors import TransientError
 
     ledger = PlannerLater([("NO_PLANNER", "0")] * 1000)
     executor, published = build_executor(monkeypatch, ledger=ledger)

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from handlers.events import compute_cluster_after_events
 from planning.model import Cluster
-from reassigner.clients.cluster_answers import (
+from runtime.clients.cluster_answers import (
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
@@ -25,7 +25,7 @@ from reassigner.edge.observation import (
     compute_events,
     compute_snapshot_events,
 )
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 from schemas.codec import TOPICS, decode, encode
 from streams.pipeline import compute_batch_inputs
 

@@ -17,8 +17,8 @@ import subprocess
 
 import pytest
 
-from reassigner.clients.client_config import parse_properties
-from reassigner.errors import InvalidConfigError
+from runtime.clients.client_config import parse_properties
+from schemas.errors import InvalidConfigError
 
 LOAD_ALL = r"""
 import java.io.*;

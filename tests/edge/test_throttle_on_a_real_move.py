@@ -10,7 +10,7 @@ import pytest
 
 from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
 from reassigner.dev.harness.handlers_loop import HandlersLoop, MoveTimer, run_kafka_reassign_tool
-from reassigner.settings import compute_policy, load_settings
+from runtime.settings import compute_policy, load_settings
 from tests.waiting import eventually
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from types import SimpleNamespace
 
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.cluster_answers import (
+from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.clients.cluster_answers import (
     EMPTY,
     BrokerObservation,
     LogDirObservation,
@@ -16,8 +16,8 @@ from reassigner.clients.cluster_answers import (
     compute_log_dirs_hint,
 )
 from reassigner.edge.watcher import Watcher
-from reassigner.errors import KafkaTransientError
-from reassigner.settings import load_settings
+from schemas.errors import KafkaTransientError
+from runtime.settings import load_settings
 
 BROKERS = [BrokerObservation(1, "/r1", "h", 1, False), BrokerObservation(2, "/r2", "h", 2, False)]
 
@@ -70,7 +70,7 @@ class StubbedAdmin(ClusterAdmin):
 
     def describe_partitions(self):
         self.alone.append("metadata")
-        from reassigner.clients.kafka_admin import compute_partitions
+        from runtime.clients.kafka_admin import compute_partitions
         return compute_partitions(self.metadata)
 
     def describe_log_dirs(self, broker_ids):
@@ -188,7 +188,7 @@ class CollectingPublisher:
 
 
 def test_a_big_clusters_snapshot_is_spread_over_polls_and_a_failed_poll_repeats_its_slice():
-    from reassigner.clients.cluster_answers import PartitionObservation, compute_observation
+    from runtime.clients.cluster_answers import PartitionObservation, compute_observation
 
     parts = [PartitionObservation("t", n, (1, 2), (1, 2), 1, 3) for n in range(10)]
     first = compute_observation(BROKERS, parts, {"t": "id"}, {}, [], {"t": 1})
@@ -219,7 +219,7 @@ def test_a_polls_events_carry_the_time_it_began_reading():
     """A poll that began before the executor applied a step and ended after it must not pass for
     a view read after the apply (`planning.movement.completion` INTERRUPTED): its events carry
     the time the poll began reading, not the time the answers were in."""
-    from reassigner.clients.cluster_answers import PartitionObservation, compute_observation
+    from runtime.clients.cluster_answers import PartitionObservation, compute_observation
 
     before = compute_observation(BROKERS, [PartitionObservation("t", 0, (1, 2), (1, 2), 1, 3)], {"t": "id"}, {},
                                  [], {"t": 1})

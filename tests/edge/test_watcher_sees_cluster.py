@@ -12,11 +12,11 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.kafka_producer import EventPublisher, producer_config
+from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.clients.kafka_producer import EventPublisher, producer_config
 from reassigner.edge.watcher import Watcher
-from reassigner.errors import TransientError
-from reassigner.settings import load_settings
+from schemas.errors import TransientError
+from runtime.settings import load_settings
 from schemas.codec import TOPICS, decode, topic_name, writer_version_from_headers
 from tests.waiting import eventually
 

@@ -52,7 +52,7 @@ import pytest
 from rich.console import Console
 
 from planning.model import TopicPartition
-from reassigner.clients.kafka_admin import ClusterAdmin
+from runtime.clients.kafka_admin import ClusterAdmin
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.world import replica_disagreements
 from reassigner.dev.harness.cluster_tools import SlowReplication, throttled_brokers, write_bulk

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from handlers.decide import decide
 from handlers.micro_batch import BatchInputs
 from handlers.policy import DYNAMIC_KEYS, MAX_DURATION_SECONDS, compute_config_text
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 from state.model import ControllerState
 from tests.settings_defaults import default_policy
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from handlers.plans import compute_plan
 from planning.placement.placer import Goal
-from reassigner.errors import ReassignerError
+from schemas.errors import ReassignerError
 
 from handlers.decide import decide
 from handlers.micro_batch import BatchInputs

@@ -21,7 +21,7 @@ from tests.settings_defaults import default_policy
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 POLICY = default_policy(max_partition_movements=10, max_movements_per_broker=10, max_leader_movements=10)
-# What the executor reports when a broker a step touches is down (`reassigner.clients.kafka_admin`
+# What the executor reports when a broker a step touches is down (`runtime.clients.kafka_admin`
 # translates kafka-python's errors so): not reachable, not ready, gone from the metadata, silent.
 DEAD_BROKER_ERRORS = ("KAFKA_CONNECTION", "NODE_NOT_READY", "UNKNOWN_BROKER_ID", "BROKER_NOT_AVAILABLE",
                       "KAFKA_TIMEOUT", "REQUEST_TIMED_OUT", "CONNECTION_ERROR")

@@ -9,8 +9,8 @@ from handler_builders import Loop, alerts, commands, request, simple_cluster
 from handlers.policy import compute_config_text, compute_excluded_pattern, compute_excluded_topics
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 from planning.placement.placer import Goal, plan_placement
-from reassigner.errors import InvalidConfigError
-from reassigner.settings import load_settings
+from schemas.errors import InvalidConfigError
+from runtime.settings import load_settings
 from tests.settings_defaults import default_policy
 
 

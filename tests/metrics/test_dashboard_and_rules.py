@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reassigner.metrics import METRIC_NAMES
+from runtime.metrics import METRIC_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "docs" / "grafana" / "kafka-reassigner.json"
@@ -48,7 +48,7 @@ def test_only_metric_names_the_code_defines_are_queried(source):
     exprs = dashboard_exprs() if source == "dashboard" else rule_exprs()
     assert exprs
     used = {name for expr in exprs for name in NAME.findall(expr)}
-    assert used and used <= METRIC_NAMES, f"not defined in reassigner/metrics.py: {sorted(used - METRIC_NAMES)}"
+    assert used and used <= METRIC_NAMES, f"not defined in runtime/metrics.py: {sorted(used - METRIC_NAMES)}"
 
 
 def test_the_dashboard_shows_every_metric():

@@ -1,4 +1,4 @@
-"""The pipeline's counts of a committed batch (`reassigner.metrics.compute_batch_counts`), from
+"""The pipeline's counts of a committed batch (`runtime.metrics.compute_batch_counts`), from
 real decisions of the pure handlers, and the counting functions of every process.
 
 Regression (issue 19): steps and bytes were counted by the status server from the states it
@@ -15,8 +15,8 @@ from prometheus_client import REGISTRY
 from handlers.decide import decide
 from handlers.micro_batch import BadRecord, BatchInputs
 from planning.model import TopicPartition
-from reassigner import metrics
-from reassigner.metrics import (BatchCounts, compute_batch_counts, compute_completed_steps, compute_in_flight,
+from runtime import metrics
+from runtime.metrics import (BatchCounts, compute_batch_counts, compute_completed_steps, compute_in_flight,
                                 compute_input_counts)
 from state.model import ControllerState
 from tests.handlers.handler_builders import (T0, cluster_events, commands, partition_event, reassign, request,
@@ -161,13 +161,14 @@ def test_every_metric_is_defined_once_with_the_product_prefix():
 
     root = Path(__file__).resolve().parents[2]
     defining = []
-    for path in [*root.glob("reassigner/**/*.py"), *root.glob("streams/*.py"), *root.glob("handlers/*.py")]:
+    for path in [*root.glob("reassigner/**/*.py"), *root.glob("runtime/**/*.py"), *root.glob("streams/*.py"),
+                 *root.glob("handlers/*.py")]:
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("Counter", "Gauge", "Histogram",
                                                                                   "Summary", "Info", "Enum"):
                 if node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("reassigner"):
                     defining.append((path.relative_to(root).as_posix(), node.args[0].value))
-    assert {file for file, _ in defining} == {"reassigner/metrics.py"}
+    assert {file for file, _ in defining} == {"runtime/metrics.py"}
     names = [name for _, name in defining]
     assert len(names) == len(set(names))

@@ -8,8 +8,8 @@ import urllib.request
 import pytest
 
 from reassigner.cli.options import start_metrics_endpoint
-from reassigner.errors import InvalidConfigError
-from reassigner.settings import Settings
+from schemas.errors import InvalidConfigError
+from runtime.settings import Settings
 
 
 def test_no_port_no_endpoint():

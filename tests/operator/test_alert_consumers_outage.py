@@ -22,7 +22,7 @@ import pytest
 from operator_helpers import LineReader, Webhook, alert, produce, start_cli, unique_prefix
 from tests.waiting import eventually
 from reassigner.dev.local.stack import LocalStack
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 
 pytestmark = [pytest.mark.stack, pytest.mark.slow]
 

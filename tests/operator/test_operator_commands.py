@@ -79,7 +79,7 @@ def test_unknown_config_key_fails_locally():
 
 def create_topic(bootstrap_servers: str, name: str, partitions: int) -> list[int]:
     """Create `name` (RF 3) if it is missing; the stack's broker ids."""
-    from reassigner.clients.kafka_admin import ClusterAdmin
+    from runtime.clients.kafka_admin import ClusterAdmin
 
     with ClusterAdmin(bootstrap_servers) as admin:
         brokers = sorted(b.broker_id for b in admin.describe_brokers())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassigner.errors import InvalidConfigError, InvalidInputError, MalformedInputError
+from schemas.errors import InvalidConfigError, InvalidInputError, MalformedInputError
 from handlers.policy import DYNAMIC_KEYS
 from reassigner.operator.dynamic_config import compute_config_value, compute_effective_config
 from reassigner.operator.requests import (
@@ -17,7 +17,7 @@ from reassigner.operator.requests import (
     build_set_config_request,
     parse_json_document,
 )
-from reassigner.settings import Settings
+from runtime.settings import Settings
 from tests.settings_defaults import default_policy, default_settings
 from schemas.codec import decode, encode
 

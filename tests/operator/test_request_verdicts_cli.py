@@ -15,7 +15,7 @@ from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartitio
 from planning.movement.partition_steps import compute_next_step
 from planning.movement.reassignment import Reassignment, StepInFlight
 from planning.snapshot import reassignment_from_json
-from reassigner.errors import InvalidInputError, InvalidReplicaAssignmentError, UnknownTopicOrPartitionError
+from schemas.errors import InvalidInputError, InvalidReplicaAssignmentError, UnknownTopicOrPartitionError
 from reassigner.operator.requests import (
     build_cancel_request, build_decommission_request, build_pause_request, build_reassign_request,
     build_rebalance_request, build_recommission_request, build_reject_request, compute_verdict,

@@ -7,7 +7,7 @@ from state.model import ControllerState
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.reassignment import Reassignment, StepInFlight
 from planning.movement.partition_steps import Step
-from reassigner.metrics import build_status_registry, render_registry
+from runtime.metrics import build_status_registry, render_registry
 from reassigner.operator.status_server import AlertBook, StateCache, compute_metric_samples
 from reassigner.operator.views import compute_status
 

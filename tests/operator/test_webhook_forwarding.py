@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassigner.clients.kafka_consumer import ConsumedRecord, StopWithoutCommit
+from runtime.clients.kafka_consumer import ConsumedRecord, StopWithoutCommit
 from reassigner.operator.alerts_follow import DeliveredIds
 from reassigner.operator.webhook import WebhookPolicy, WebhookRefused, forward_alert
 from schemas.codec import decode, encode, version_headers

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from planning.model import Broker, Cluster, PartitionState, Topic
-from reassigner.errors import InvalidConfigError, InvalidInputError
+from schemas.errors import InvalidConfigError, InvalidInputError
 from reassigner.operator.requests import (compute_verdict, needs_local_check, request_kind,
                                           validate_locally)
 from reassigner.operator.status_server import (AlertBook, StateCache, StatusServer, compute_write_refusal,
@@ -268,7 +268,7 @@ def test_the_requester_s_name_is_printable_and_short(name):
 
 
 def test_conflict_codes_are_codes_of_the_product():
-    from reassigner import errors
+    from schemas import errors
     from handlers.requests import ReassignmentInProgressError
 
     known = {getattr(c, "code", None) for c in vars(errors).values() if isinstance(c, type)}

@@ -58,8 +58,8 @@ def prepare_run(local_stack, tmp_path, cache_dir, redis_url: str) -> dict:
         "REASSIGNER_MAX_REPLICA_MOVEMENTS": "1", "REASSIGNER_MAX_MOVEMENTS_PER_BROKER": "3",
         "PYSPARK_PYTHON": sys.executable,
     }
-    from reassigner.settings import load_settings
-    from reassigner.clients.kafka_admin import ensure_topics
+    from runtime.settings import load_settings
+    from runtime.clients.kafka_admin import ensure_topics
     from streams.pipeline import compute_topic_names
 
     settings = load_settings(topic_prefix=prefix)
@@ -228,7 +228,7 @@ def test_the_pipeline_rides_out_a_resharding_of_its_slot(cluster_run):
     """The running pipeline on a Redis Cluster (`redis+cluster://`, one node named): the slot
     of its keys moves to another master mid-run, keys and all; the same process carries on
     (MOVED/ASK followed by the cluster client, TRYAGAIN retried) and the run ends exact."""
-    from reassigner.clients.redis_io import connect_redis
+    from runtime.clients.redis_io import connect_redis
     from state.controller_store import ControllerStore
 
     run = cluster_run

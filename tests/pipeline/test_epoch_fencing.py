@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from reassigner.errors import FencedError
-from reassigner.settings import compute_policy, load_settings
+from schemas.errors import FencedError
+from runtime.settings import compute_policy, load_settings
 from schemas.codec import encode
 from streams.pipeline import PipelineRunner
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from reassigner.settings import compute_policy, load_settings
+from runtime.settings import compute_policy, load_settings
 from schemas.codec import encode
 from streams.pipeline import PipelineRunner, prepare_query_start
 from tests.pipeline.test_epoch_fencing import AcknowledgingProducer

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 from schemas.codec import encode
 from schemas.loader import CURRENT_SCHEMA_VERSION, known_versions
 from streams.pipeline import compute_batch_inputs, compute_writer_version

@@ -34,9 +34,9 @@ MAX_PARTITION_MOVEMENTS = 2
 def pipeline(local_stack, spark, redis_client, redis_url, tmp_path):
     from confluent_kafka import Producer
 
-    from reassigner.settings import compute_policy
-    from reassigner.settings import load_settings
-    from reassigner.clients.kafka_admin import ensure_topics
+    from runtime.settings import compute_policy
+    from runtime.settings import load_settings
+    from runtime.clients.kafka_admin import ensure_topics
     from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline
 
     prefix = f"p{uuid.uuid4().hex[:8]}"
@@ -267,7 +267,7 @@ def test_a_new_checkpoint_dir_applies_what_is_new_and_reads_nothing_twice(pipeli
     """Regression: a pipeline restarted with a fresh checkpoint dir (a new host) took every Spark
     batch id up to the stored `last_batch` for a replay and skipped it silently (a request and a
     config change were lost). Now the new query starts right after the offsets stored in Redis."""
-    from reassigner.clients.kafka_consumer import TopicReader
+    from runtime.clients.kafka_consumer import TopicReader
     from streams.pipeline import PipelineRunner, read_input_logs, run_pipeline
 
     harness, runner = pipeline

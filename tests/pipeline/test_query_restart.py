@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from reassigner.clients.backoff import Backoff
-from reassigner.errors import FencedError
+from runtime.backoff import Backoff
+from schemas.errors import FencedError
 from streams.pipeline import run_until_stopped
 
 QUICK = Backoff(first_seconds=0.01, most_seconds=0.01)

@@ -49,7 +49,7 @@ def kafka_rows(settings, seed: int) -> list[tuple[str, int, int, bytes, bytes]]:
 
 
 def test_driver_and_spark_collapse_keep_the_same_rows(spark):
-    from reassigner.settings import load_settings
+    from runtime.settings import load_settings
     from streams.pipeline import annotate_batch, collapse_in_spark, decode_records, latest_per_subject
 
     settings = load_settings(topic_prefix="reduce")

@@ -1,5 +1,5 @@
 """`PipelineRunner.close` gives the process its garbage collection back: after a batch the
-runner's heap keeper has frozen the survivors (`reassigner.heap`), and a process that goes on
+runner's heap keeper has frozen the survivors (`runtime.heap`), and a process that goes on
 after the pipeline (a test run, an embedding tool) must not keep them frozen. Regression: the
 watcher's keeper left the pytest heap frozen and an in-process Spark test after it hung in
 `query.stop()`; the runner's keeper had no way to be closed at all. No server needed."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reassigner.errors import InvalidConfigError
-from reassigner.settings import load_settings
+from schemas.errors import InvalidConfigError
+from runtime.settings import load_settings
 from streams.spark_session import compute_spark_conf, parse_spark_conf
 
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from reassigner.errors import MissingDependencyError
+from schemas.errors import MissingDependencyError
 from streams.spark_session import compute_spark_jars
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassigner.clients.client_config import compute_client_config
+from runtime.clients.client_config import compute_client_config
 from streams.spark_session import kafka_client_options
 
 pytestmark = [pytest.mark.spark]

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from reassigner.settings import compute_policy, load_settings
+from runtime.settings import compute_policy, load_settings
 from schemas.codec import decode, encode
 from streams.pipeline import PipelineRunner
 from tests.pipeline.harness import T0, broker_event, partition_event, topic_event

@@ -12,10 +12,10 @@ import uuid
 import pytest
 
 from handlers.progress import compute_throttle_marker
-from reassigner.clients.kafka_admin import ensure_topics
-from reassigner.clients.kafka_consumer import TopicReader
-from reassigner.clients.kafka_producer import build_producer, producer_config
-from reassigner.settings import compute_policy, load_settings
+from runtime.clients.kafka_admin import ensure_topics
+from runtime.clients.kafka_consumer import TopicReader
+from runtime.clients.kafka_producer import build_producer, producer_config
+from runtime.settings import compute_policy, load_settings
 from streams.pipeline import INPUT_TOPICS, PipelineRunner, compute_topic_names, read_input_logs
 from streams.store_recovery import read_published_marks
 from tests.pipeline.harness import Harness, request

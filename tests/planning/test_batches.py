@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from planning.movement.batches import Limits, PlannedStep, compute_batch, compute_batch_decision
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.partition_steps import Step, compute_next_step
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 from tests.settings_defaults import default_limits
 
 BIG = Limits(100, 100, 4, 100)

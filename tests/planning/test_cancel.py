@@ -23,7 +23,7 @@ from planning.movement.reassignment import (
 from planning.simulation.simulator import CancelReassignments, SimulatedCluster, SimulationParams, run_plan
 from planning.movement.advance import compute_stepping
 from planning.movement.partition_steps import Step
-from reassigner.errors import NoReassignmentInProgressError
+from schemas.errors import NoReassignmentInProgressError
 from tests.settings_defaults import STALL_TIMEOUT, default_limits
 
 TP = TopicPartition("t", 0)

@@ -19,7 +19,7 @@ from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartitio
 from planning.placement.placer import Goal, plan_placement
 from planning.simulation.simulator import SimulatedCluster, SimulationParams
 from planning.validation import validate_targets
-from reassigner.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
+from schemas.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
 
 
 def with_cannot_host(cluster: Cluster, broker_id: int, tps) -> Cluster:

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 from planning.placement.placer import Goal, plan_placement
-from reassigner.errors import PlanInfeasibleError
+from schemas.errors import PlanInfeasibleError
 
 GB = 10**9
 

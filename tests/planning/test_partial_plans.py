@@ -7,7 +7,7 @@ import pytest
 
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.placement.placer import Goal, plan_placement
-from reassigner.errors import PlanInfeasibleError
+from schemas.errors import PlanInfeasibleError
 
 
 def cluster_with_a_failed_dir() -> Cluster:

@@ -13,7 +13,7 @@ from planning.model import Broker
 from planning.placement.placer import Goal
 from planning.snapshot import cluster_from_json, reassignment_from_json
 from reassigner.cli.plan import register
-from reassigner.errors import MalformedInputError
+from schemas.errors import MalformedInputError
 
 
 @pytest.fixture

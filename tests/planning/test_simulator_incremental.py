@@ -21,7 +21,7 @@ import planning.sorted_chunks as sorted_chunks
 from planning.model import Cluster, Topic
 from planning.simulation.simulator import SimulatedCluster, SimulationParams, run_plan
 from planning.sorted_chunks import SortedChunks
-from reassigner.errors import ReassignerError
+from schemas.errors import ReassignerError
 from tests.settings_defaults import STALL_TIMEOUT
 
 

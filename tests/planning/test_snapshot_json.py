@@ -11,7 +11,7 @@ from planning.snapshot import (
     reassignment_from_json,
     reassignment_to_json,
 )
-from reassigner.errors import MalformedInputError
+from schemas.errors import MalformedInputError
 
 SNAPSHOT = {
     "brokers": [

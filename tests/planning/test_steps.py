@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planning.movement.partition_steps import Step, compute_next_step, compute_step_sequence
-from reassigner.errors import InvalidConfigError, InvalidReplicaAssignmentError
+from schemas.errors import InvalidConfigError, InvalidReplicaAssignmentError
 
 
 def test_worked_example_of_spec_5_1():

@@ -7,7 +7,7 @@ import pytest
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.placement.placer import Goal, plan_placement
 from planning.validation import require_satisfiable_replication_factor, validate_targets
-from reassigner.errors import (
+from schemas.errors import (
     InvalidReplicaAssignmentError,
     PlanInfeasibleError,
     UnknownTopicOrPartitionError,

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from reassigner.clients.jars import kafka_classpath
+from runtime.clients.jars import kafka_classpath
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.cluster_tools import SlowReplication, create_topics, write_bulk
 from reassigner.dev.harness.world import MIN_INSYNC_REPLICAS

@@ -8,7 +8,7 @@ import pytest
 from message_examples import REALISTIC_RECORDS
 
 import schemas
-from reassigner.errors import DecodeError, InvalidInputError, ReassignerError, SchemaError
+from schemas.errors import DecodeError, InvalidInputError, ReassignerError, SchemaError
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import hmac
 import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 from schemas.codec import version_headers
 from schemas.signing import (
     SIGNATURE_HEADER,

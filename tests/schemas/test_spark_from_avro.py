@@ -1,7 +1,7 @@
 """Spark's `from_avro` reads what the codec writes, with the schema JSON the codec hands out.
 
 Needs the spark-avro jar matching the installed pyspark, looked up under `$REASSIGNER_JARS_DIR`,
-the repository's `.cache/jars`, the product's jar cache (`reassigner.clients.jars`) and Maven's
+the repository's `.cache/jars`, the product's jar cache (`runtime.clients.jars`) and Maven's
 local repository, in that order; the tests are skipped, saying so, when the jar is absent.
 """
 
@@ -23,7 +23,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def jar_directories(spark_version: str) -> list[Path]:
-    from reassigner.settings import default_cache_dir
+    from runtime.settings import default_cache_dir
 
     directories = [REPOSITORY / ".cache" / "jars", default_cache_dir() / "jars"]
     if os.environ.get("REASSIGNER_JARS_DIR"):
@@ -49,7 +49,7 @@ def spark():
         searched = ", ".join(str(path) for path in jar_directories(pyspark.__version__))
         pytest.skip(
             f"spark-avro_2.13-{pyspark.__version__}.jar (matching pyspark) not found in {searched}; "
-            "fetch the Spark jars first (reassigner.clients.jars.ensure_jars(cache, 'spark'))"
+            "fetch the Spark jars first (runtime.clients.jars.ensure_jars(cache, 'spark'))"
         )
     from pyspark.sql import SparkSession
 

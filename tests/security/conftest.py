@@ -9,7 +9,7 @@ from typing import Iterator
 
 import pytest
 
-from reassigner.redaction import forget_secrets
+from schemas.redaction import forget_secrets
 
 WRONGPASS = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from reassigner.clients.client_config import read_command_config, require_client_files
-from reassigner.errors import InvalidConfigError
+from runtime.clients.client_config import read_command_config, require_client_files
+from schemas.errors import InvalidConfigError
 
 
 @pytest.mark.parametrize("name", ["ssl.ca.location", "ssl.truststore.location", "ssl.keystore.location",
@@ -73,7 +73,7 @@ def test_every_command_refuses_a_missing_ca_file_in_one_line(monkeypatch, capsys
 
 
 def test_the_faust_runner_refuses_command_config_before_connecting(monkeypatch, capsys, tmp_path):
-    import reassigner.clients.kafka_admin as kafka_admin
+    import runtime.clients.kafka_admin as kafka_admin
     from reassigner.cli.main import main
 
     def no_kafka(*_args, **_kwargs):

@@ -9,9 +9,9 @@ from urllib.parse import quote
 
 from hypothesis import assume, given, settings, strategies as st
 
-from reassigner.clients.client_config import compute_client_config, read_command_config
-from reassigner.errors import InvalidConfigError, PermanentError
-from reassigner.redaction import MASK, forget_secrets, redact, register_secret
+from runtime.clients.client_config import compute_client_config, read_command_config
+from schemas.errors import InvalidConfigError, PermanentError
+from schemas.redaction import MASK, forget_secrets, redact, register_secret
 
 SECRET_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="*"),
                       min_size=4, max_size=24)
@@ -96,7 +96,7 @@ def test_read_command_config_registers_the_files_secrets(tmp_path):
 
 
 def test_settings_repr_shows_no_redis_url_nor_status_token():
-    from reassigner.settings import Settings
+    from runtime.settings import Settings
 
     settings = Settings(redis_url="redis://u:hunter2-secret@h/0", status_token="tok-tok-tok")
     assert "hunter2-secret" not in repr(settings) and "tok-tok-tok" not in repr(settings)

@@ -16,8 +16,8 @@ import pytest
 import redis
 from redis.exceptions import AuthenticationError, RedisClusterException
 
-from reassigner.clients.redis_io import check_redis, connect_redis, translate_redis_error
-from reassigner.errors import InvalidConfigError, PermanentError
+from runtime.clients.redis_io import check_redis, connect_redis, translate_redis_error
+from schemas.errors import InvalidConfigError, PermanentError
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "hunter2-Secret"
@@ -78,7 +78,7 @@ def run_main(monkeypatch, capsys, *arguments: str) -> tuple[int, str, str]:
 
 
 def test_execute_checks_redis_before_anything_else(monkeypatch, capsys, refusing_redis):
-    import reassigner.clients.kafka_admin as kafka_admin
+    import runtime.clients.kafka_admin as kafka_admin
 
     def no_kafka(*_args, **_kwargs):
         raise AssertionError("the executor reached Kafka before checking Redis")
@@ -92,7 +92,7 @@ def test_execute_checks_redis_before_anything_else(monkeypatch, capsys, refusing
 
 
 def test_run_checks_redis_before_kafka_and_spark(monkeypatch, capsys, refusing_redis, tmp_path):
-    import reassigner.clients.kafka_admin as kafka_admin
+    import runtime.clients.kafka_admin as kafka_admin
 
     def no_kafka(*_args, **_kwargs):
         raise AssertionError("the pipeline reached Kafka before checking Redis")

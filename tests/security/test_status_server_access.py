@@ -13,10 +13,10 @@ import urllib.request
 
 import pytest
 
-from reassigner.errors import InvalidConfigError
+from schemas.errors import InvalidConfigError
 from reassigner.operator.status_server import (AlertBook, StateCache, StatusServer, is_authorized,
                                                is_loopback, require_token_off_loopback)
-from reassigner.redaction import register_secret
+from schemas.redaction import register_secret
 
 TOKEN = "s3cr3t-token-value"
 
@@ -94,7 +94,7 @@ def test_state_error_shows_no_redis_password(server):
 
 
 def test_the_cli_refuses_a_public_bind_without_a_token_before_connecting(monkeypatch, capsys):
-    import reassigner.clients.kafka_admin as kafka_admin
+    import runtime.clients.kafka_admin as kafka_admin
     from reassigner.cli.main import main
 
     def no_kafka(*_args, **_kwargs):

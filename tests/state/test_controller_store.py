@@ -15,7 +15,7 @@ from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import StepInFlight, start_reassignment, start_step
 from planning.movement.partition_steps import Step
 from state.model import OutboundMessage
-from reassigner.errors import FencedError
+from schemas.errors import FencedError
 from state.controller_store import ControllerStore, reassignment_from_storage, reassignment_to_storage
 
 pytestmark = [pytest.mark.stack]
@@ -194,7 +194,7 @@ def test_a_step_retry_is_stored_and_a_row_without_one_loads_as_none():
 def test_a_replaced_instance_can_commit_nothing(store):
     """Regression: two pipelines on one Redis both committed state (the commit never checked the
     epoch); the older one's state kept commands in flight that the executor had refused."""
-    from reassigner.errors import FencedError
+    from schemas.errors import FencedError
 
     old_epoch = store.take_over()
     before = store.load()

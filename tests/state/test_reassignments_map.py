@@ -17,7 +17,7 @@ from planning.movement.partition_steps import Step
 from planning.movement.reassignment import start_reassignment, start_step
 from state.controller_store import ControllerStore, compute_changed_reassignments, compute_changes
 from state.model import ChangeLog, ControllerState
-from reassigner.errors import NoReassignmentInProgressError
+from schemas.errors import NoReassignmentInProgressError
 
 TPS = tuple(TopicPartition(topic, n) for topic in ("t", "u") for n in range(4))
 

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from reassigner.errors import FencedError, StateStoreLostError
+from schemas.errors import FencedError, StateStoreLostError
 from state.controller_store import ControllerStore
 from state.model import ControllerState
 from tests.state.test_controller_store import sample_state

@@ -37,7 +37,7 @@ from pathlib import Path
 from rich.table import Table
 
 from reassigner.dev.harness.world import DEMO_SETTINGS, World
-from reassigner.errors import LocalStackError
+from schemas.errors import LocalStackError
 
 # Short names for the summary table, which must fit 80 columns.
 SCENE_LABELS = {"1. add two brokers": "1. add brokers", "2. decommission a broker": "2. decommission",

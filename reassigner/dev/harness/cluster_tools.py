@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from reassigner.clients.client_config import ClientConfig
+from runtime.clients.client_config import ClientConfig
 from reassigner.dev.local.kafka_admin import PLAINTEXT, client_settings
 
 RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")

@@ -28,14 +28,14 @@ from typing import Iterable, Mapping
 from handlers.decide import decide
 from handlers.micro_batch import BatchInputs, Decision
 from handlers.policy import Policy
-from reassigner.clients.jars import kafka_classpath
-from reassigner.clients.kafka_admin import ClusterAdmin
-from reassigner.clients.kafka_producer import producer_config
+from runtime.clients.jars import kafka_classpath
+from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.clients.kafka_producer import producer_config
 from reassigner.edge.executor import Executor
 from reassigner.edge.throttle_keeper import recent_commands_reader
 from reassigner.edge.ledger import CommandLedger
 from reassigner.edge.observation import compute_events, compute_snapshot_events
-from reassigner.settings import load_settings
+from runtime.settings import load_settings
 from schemas.codec import TOPICS, decode, encode, topic_name, version_headers, writer_version_from_headers
 from state.controller_store import ControllerStore
 from state.model import ControllerState

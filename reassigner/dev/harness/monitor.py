@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from planning.model import TopicPartition
-from reassigner.clients.client_config import ClientConfig
+from runtime.clients.client_config import ClientConfig
 from reassigner.dev.local.kafka_admin import PLAINTEXT
 from planning.simulation.invariants import (
     InvariantLimits,
@@ -105,7 +105,7 @@ class InvariantMonitor:
             return self.series[-1] if self.series else None
 
     def _run(self) -> None:
-        from reassigner.clients.kafka_fast_reads import open_admin_client
+        from runtime.clients.kafka_fast_reads import open_admin_client
 
         client = None
         while not self._stop.is_set():

@@ -20,7 +20,7 @@ from typing import Callable
 
 from confluent_kafka import Consumer
 
-from reassigner.clients.client_config import ClientConfig
+from runtime.clients.client_config import ClientConfig
 from reassigner.dev.local.kafka_admin import PLAINTEXT, client_settings
 from reassigner.dev.local.processes import is_alive, port_open, stop, tail
 from schemas.codec import decode
@@ -189,7 +189,7 @@ class ClusterProbe:
         self.client = client
 
     def _client(self):
-        from reassigner.clients.kafka_fast_reads import open_admin_client
+        from runtime.clients.kafka_fast_reads import open_admin_client
 
         return open_admin_client(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=15000,
                                  **self.client.kafka_python)

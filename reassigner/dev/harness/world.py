@@ -235,7 +235,7 @@ class World:
         self.product.start()
         self.alerts = TopicCollector(self.bootstrap, "reassigner.alerts", "Alert", self.client)
         self.commands = TopicCollector(self.bootstrap, "reassigner.commands", "Command", self.client)
-        from reassigner.clients.redis_io import connect_redis
+        from runtime.clients.redis_io import connect_redis
         from state.controller_store import ControllerStore
 
         self.store = ControllerStore(connect_redis(state.redis_url), CLUSTER_NAME)

@@ -13,8 +13,8 @@ import uuid
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from reassigner.clients.client_config import ClientConfig
-from reassigner.errors import LocalStackError, ProcessStartError
+from runtime.clients.client_config import ClientConfig
+from schemas.errors import LocalStackError, ProcessStartError
 
 KAFKA_STORAGE_ERROR = 56
 PLAINTEXT = ClientConfig()
@@ -94,7 +94,7 @@ def check_writes(bootstrap_servers: str, topic: str, replication_factor: int,
 def describe_log_dirs(bootstrap_servers: str, broker_id: int,
                       client: ClientConfig = PLAINTEXT) -> dict[str, dict]:
     """Per log dir of one broker: {"error_code": int, "partitions": [(topic, partition, size)]}."""
-    from reassigner.clients.kafka_fast_reads import open_admin_client
+    from runtime.clients.kafka_fast_reads import open_admin_client
 
     admin = open_admin_client(bootstrap_servers=bootstrap_servers, request_timeout_ms=10000,
                               **client.kafka_python)

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from reassigner.errors import ProcessStartError
+from schemas.errors import ProcessStartError
 from reassigner.dev.local.processes import run_tool, spawn
 from reassigner.dev.local.security import (StackSecrets, compute_broker_settings,
                                            compute_controller_settings, compute_scram_format_arguments)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from reassigner.errors import PortInUseError, ProcessStartError
+from schemas.errors import PortInUseError, ProcessStartError
 
 
 def free_port() -> int:

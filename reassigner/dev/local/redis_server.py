@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from reassigner.errors import LocalStackError
+from schemas.errors import LocalStackError
 from reassigner.dev.local.processes import port_open, run_tool, spawn, wait_until
 from reassigner.dev.local.security import StackSecrets, compute_redis_config, write_private
 

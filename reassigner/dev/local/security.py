@@ -33,7 +33,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from reassigner.errors import LocalStackError
+from schemas.errors import LocalStackError
 from reassigner.dev.local.processes import run_tool
 
 SECURITY_MODES = ("none", "sasl_ssl")

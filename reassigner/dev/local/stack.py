@@ -19,11 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from reassigner.errors import LocalStackError, StackNotUpError, UnknownBrokerError
+from schemas.errors import LocalStackError, StackNotUpError, UnknownBrokerError
 from reassigner.dev.local import kafka_admin
-from reassigner.clients.client_config import ClientConfig, read_command_config
-from reassigner.clients.jars import kafka_classpath
-from reassigner.redaction import redact
+from runtime.clients.client_config import ClientConfig, read_command_config
+from runtime.clients.jars import kafka_classpath
+from schemas.redaction import redact
 from reassigner.dev.local.kafka_server import (
     CONTROLLER_ID,
     NodeSpec,

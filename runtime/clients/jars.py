@@ -22,7 +22,7 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
-from reassigner.errors import MissingDependencyError
+from schemas.errors import MissingDependencyError
 
 JAR_SETS = ("kafka", "spark")
 
@@ -30,7 +30,7 @@ JAR_SETS = ("kafka", "spark")
 def pom_path(jar_set: str) -> Path:
     if jar_set not in JAR_SETS:
         raise MissingDependencyError(f"unknown jar set {jar_set!r}; expected one of {JAR_SETS}")
-    return Path(str(resources.files("reassigner.clients") / "poms" / f"{jar_set}.xml"))
+    return Path(str(resources.files("runtime.clients") / "poms" / f"{jar_set}.xml"))
 
 
 def jar_dir(cache_dir: Path, jar_set: str) -> Path:

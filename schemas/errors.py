@@ -34,13 +34,13 @@ NO_REASSIGNMENT_IN_PROGRESS, INVALID_CONFIG) translate to the InvalidInputError 
 Every message says what was wrong and what to do about it. Third-party errors are translated
 into this hierarchy at the edge, one function per library, so that the core never sees them.
 A message never carries a secret: it is redacted when the error is made
-(`reassigner.redaction.redact`: URL passwords, JAAS and properties passwords, registered secrets),
+(`schemas.redaction.redact`: URL passwords, JAAS and properties passwords, registered secrets),
 so no printer, log line or alert built from it can leak one.
 """
 
 from __future__ import annotations
 
-from reassigner.redaction import redact
+from schemas.redaction import redact
 
 
 class ReassignerError(Exception):

@@ -1,5 +1,5 @@
 """The one adapter over the Kafka Admin API (kafka-python's KafkaAdminClient) and the one place
-where Kafka client errors become `reassigner.errors`.
+where Kafka client errors become `schemas.errors`.
 
 kafka-python is used because it alone speaks every API the product needs: DescribeCluster with
 fenced brokers, ListPartitionReassignments, AlterPartitionReassignments, DescribeLogDirs and
@@ -60,9 +60,9 @@ from collections import defaultdict
 from operator import itemgetter
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
-from reassigner.clients.backoff import Backoff
-from reassigner.clients.client_config import ClientConfig
-from reassigner.clients.kafka_fast_reads import (
+from runtime.backoff import Backoff
+from runtime.clients.client_config import ClientConfig
+from runtime.clients.kafka_fast_reads import (
     Read,
     gather_reads,
     log_dir_reads,
@@ -74,7 +74,7 @@ from reassigner.clients.kafka_fast_reads import (
     alter_config_op,
     run_read,
 )
-from reassigner.clients.cluster_answers import (
+from runtime.clients.cluster_answers import (
     EMPTY,
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLED_REPLICAS,
@@ -88,7 +88,7 @@ from reassigner.clients.cluster_answers import (
     compute_log_dirs_hint,
     compute_observation,
 )
-from reassigner.errors import (
+from schemas.errors import (
     InvalidConfigError,
     InvalidReplicaAssignmentError,
     KafkaPermanentError,
@@ -161,7 +161,7 @@ def kafka_error_name(error: BaseException) -> str:
 
 
 def translate_kafka_error(error: object, doing: str) -> ReassignerError:
-    """The `reassigner.errors` form of any exception raised by a Kafka client while `doing`, or
+    """The `schemas.errors` form of any exception raised by a Kafka client while `doing`, or
     of a confluent-kafka `KafkaError` as a delivery report gives it."""
     if isinstance(error, ReassignerError):
         return error

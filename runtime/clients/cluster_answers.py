@@ -8,7 +8,7 @@ the separate answers into one; `compute_log_dirs_hint` tells when the metadata s
 changed (a poll reads them then, and otherwise only every few seconds: they are half of a poll's
 cost).
 
-It is the vocabulary shared by the adapter that reads Kafka (`reassigner.clients.kafka_admin`)
+It is the vocabulary shared by the adapter that reads Kafka (`runtime.clients.kafka_admin`)
 and the watcher that turns two polls into events (`reassigner.edge.observation`), so it sits
 below both and imports nothing of the product.
 

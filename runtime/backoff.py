@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, TypeVar
 
-from reassigner.errors import TransientError
+from schemas.errors import TransientError
 
 T = TypeVar("T")
 

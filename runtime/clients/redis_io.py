@@ -16,10 +16,10 @@
   REDIS_ERROR). Nothing else in the product inspects one.
 - `check_redis(client, url)`: one PING at a process's start, so that a wrong password or URL
   fails the process before it does anything (a Redis that is away is waited for).
-- The URL's password is registered with `reassigner.redaction` when a client is made, so it is
+- The URL's password is registered with `schemas.redaction` when a client is made, so it is
   masked in every output, whatever text of redis-py carries it.
 - `retry_redis(action, doing, backoff, stop)`: `action()` with its Redis errors translated and
-  the transient ones retried under the one retry policy (`reassigner.clients.backoff`).
+  the transient ones retried under the one retry policy (`runtime.backoff`).
 - `controller_state_loader`: read-only access to the pipeline's `ControllerState` for the
   operator tools (requests go through the requests topic, never into Redis).
 """
@@ -30,9 +30,9 @@ import logging
 import threading
 from typing import Callable, TypeVar
 
-from reassigner.clients.backoff import Backoff, retry_transient
-from reassigner.errors import InvalidConfigError, PermanentError, ReassignerError, TransientError
-from reassigner.redaction import redact, register_secret
+from runtime.backoff import Backoff, retry_transient
+from schemas.errors import InvalidConfigError, PermanentError, ReassignerError, TransientError
+from schemas.redaction import redact, register_secret
 from state.model import ControllerState
 
 T = TypeVar("T")
@@ -65,7 +65,7 @@ def connect_redis(url: str, socket_timeout: float = 10.0, connect_timeout: float
 
 def register_url_password(url: str) -> None:
     """Register the password of `url`'s user info (as written, and percent-decoded as redis-py
-    sends it) with `reassigner.redaction`."""
+    sends it) with `schemas.redaction`."""
     from urllib.parse import unquote, urlsplit
 
     try:
@@ -85,7 +85,7 @@ def check_redis(client, url: str, backoff: Backoff = Backoff(), stop: threading.
 
 
 def translate_redis_error(error: Exception, doing: str) -> ReassignerError:
-    """The `reassigner.errors` form of an exception raised by redis-py while `doing`."""
+    """The `schemas.errors` form of an exception raised by redis-py while `doing`."""
     import redis
 
     if isinstance(error, ReassignerError):

@@ -7,7 +7,7 @@
   logger `librdkafka` (the product's log format, redacted, repeats within a minute counted
   instead of printed), never raw to stderr.
 - `publish_and_wait`: one message, returned only once acknowledged, else `KafkaTransientError`
-  (the caller retries under `reassigner.clients.backoff`).
+  (the caller retries under `runtime.backoff`).
 - `publish_all_and_wait`: many messages, acknowledged as a whole (the pipeline's outbox, the
   watcher's events through `EventPublisher`).
 
@@ -28,9 +28,9 @@ import re
 import time
 from typing import Any, Iterable, Mapping, NoReturn
 
-from reassigner.clients.client_config import ClientConfig
-from reassigner.clients.kafka_admin import translate_kafka_error
-from reassigner.errors import KafkaTransientError
+from runtime.clients.client_config import ClientConfig
+from runtime.clients.kafka_admin import translate_kafka_error
+from schemas.errors import KafkaTransientError
 from schemas.codec import TOPICS, encode, topic_name, version_headers
 
 log = logging.getLogger(__name__)

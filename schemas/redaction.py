@@ -10,8 +10,8 @@ What it masks, in this order:
    (`'sasl.password': '...'`, `"ssl_password": "..."`), query strings (`?token=...`); the keys
    are those containing `password`, `passwd`, `secret` or `token` (any case);
 3. every occurrence of a secret registered with `register_secret` — the doors that read one
-   (the Redis URL in `reassigner.clients.redis_io`, the `--command-config` file in
-   `reassigner.clients.client_config`, the status server's token) register it — also escaped as
+   (the Redis URL in `runtime.clients.redis_io`, the `--command-config` file in
+   `runtime.clients.client_config`, the status server's token) register it — also escaped as
    a Python repr, as JSON or as a URL would carry it. So a secret is masked wherever a library
    puts it (an exception's text, a traceback), not only in the shapes above. Secrets shorter than
    `MIN_REGISTERED_LENGTH` characters are not registered (masking every "ab" of a text would make

@@ -27,7 +27,7 @@ beside it.
 INVARIANTS
 - Nothing here reads the environment or a clock; only `read_command_config` reads files (the
   properties file, and checks that the files it names can be read) and registers the file's
-  secrets with `reassigner.redaction`.
+  secrets with `schemas.redaction`.
 - A setting the Python clients cannot honour (a JKS truststore or keystore, a JAAS login module
   they do not implement) raises `InvalidConfigError` saying what to give instead — never a
   silently weaker connection.
@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from reassigner.errors import InvalidConfigError
-from reassigner.redaction import register_secret
+from schemas.errors import InvalidConfigError
+from schemas.redaction import register_secret
 
 JAAS_LOGIN_MODULES_WITH_PASSWORD = {
     "org.apache.kafka.common.security.plain.PlainLoginModule": "PLAIN",
@@ -239,7 +239,7 @@ def _utf16_units(char: str) -> list[int]:
 def read_command_config(path: Path | None) -> ClientConfig:
     """The translated client configuration of the properties file at `path` (None: no file).
     The files it names are checked here, before any client is made (`require_client_files`), and
-    its secrets registered with `reassigner.redaction`, so that no output shows them."""
+    its secrets registered with `schemas.redaction`, so that no output shows them."""
     if path is None:
         return ClientConfig()
     path = Path(path)

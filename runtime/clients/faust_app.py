@@ -22,7 +22,7 @@ import os
 import tempfile
 from typing import Callable
 
-from reassigner.clients.kafka_consumer import ConsumedRecord, OutgoingMessage
+from runtime.clients.kafka_consumer import ConsumedRecord, OutgoingMessage
 
 
 def build_committing_agent(bootstrap_servers: str, topic: str, group: str,

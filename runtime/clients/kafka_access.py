@@ -30,8 +30,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from reassigner.clients.client_config import ClientConfig
-from reassigner.errors import KafkaPermanentError
+from runtime.clients.client_config import ClientConfig
+from schemas.errors import KafkaPermanentError
 
 log = logging.getLogger(__name__)
 

@@ -123,7 +123,7 @@ class Settings(BaseSettings):
         "many partitions a poll, so that no poll waits on a whole snapshot.")
     log_dirs_interval_seconds: float = Field(
         2.0, gt=0, description="Longest time between two reads of every broker's log dirs; a poll "
-        "reads them sooner when the metadata hints a dir changed (see reassigner.clients.kafka_admin).")
+        "reads them sooner when the metadata hints a dir changed (see runtime.clients.kafka_admin).")
     watcher_max_backoff_seconds: float = Field(
         30.0, gt=0, description="Longest wait between polls while the cluster is unreachable.")
     event_topic_partitions: int = Field(
@@ -239,7 +239,7 @@ def compute_limits(settings: Settings) -> Limits:
 def read_command_signing_key(settings: Settings) -> SigningKey | None:
     """The command signing key named by `command_signing_key_file`, or None when none is set.
     A file others may read is used, with a warning; errors name the file, never its content."""
-    from reassigner.errors import InvalidConfigError
+    from schemas.errors import InvalidConfigError
 
     path = settings.command_signing_key_file
     if path is None:
@@ -263,7 +263,7 @@ def load_settings(**overrides: object) -> Settings:
     """Settings from the environment and config file, with CLI flags (non-None) on top."""
     from pydantic import ValidationError
 
-    from reassigner.errors import InvalidConfigError
+    from schemas.errors import InvalidConfigError
 
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
