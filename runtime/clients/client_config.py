@@ -1,33 +1,28 @@
 """`--command-config`: a Kafka client properties file, as Kafka's own tools take it, turned into
 the configuration of each client library the product uses.
 
-One Java-style properties file (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``,
-``ssl.*``) is translated three ways, by pure functions:
-
-- librdkafka (confluent-kafka producer, consumer, admin): ``sasl.mechanism`` →
-  ``sasl.mechanisms``; the user name and password are read out of a ``PlainLoginModule`` or
-  ``ScramLoginModule`` JAAS line into ``sasl.username`` / ``sasl.password``; PEM files
-  (``ssl.ca.location``, a truststore of type PEM) are passed as paths; a PKCS#12 keystore is
-  passed as is (librdkafka reads it);
+One Java-style file (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.*``)
+is translated three ways, by pure functions:
+- librdkafka (confluent-kafka producer, consumer, admin): ``sasl.mechanism`` → ``sasl.mechanisms``;
+  the user name and password of a ``PlainLoginModule`` or ``ScramLoginModule`` JAAS line →
+  ``sasl.username`` / ``sasl.password``; PEM files (``ssl.ca.location``, a PEM truststore) as paths;
 - kafka-python (the Admin API adapter): ``security_protocol``, ``sasl_mechanism``,
   ``sasl_plain_username``, ``sasl_plain_password``, ``ssl_cafile``, ``ssl_certfile``, ...;
-- the Java client (Spark's Kafka source and sink, with the ``kafka.`` prefix): the file's
-  Java properties verbatim, plus the Java spelling of what was given in librdkafka's:
-  ``ssl.ca.location`` → a PEM truststore (``ssl.truststore.type=PEM``), a client certificate and
-  key given as two PEM paths → an inline PEM keystore (``ssl.keystore.certificate.chain`` and
-  ``ssl.keystore.key``, their contents), ``sasl.username``/``sasl.password`` → a JAAS line,
-  ``ssl.endpoint.identification.algorithm=none`` → empty. Keys only librdkafka knows are left out.
-
-One file that works for all three unchanged: ``ssl.truststore.type=PEM`` with
-``ssl.truststore.location=ca.pem`` (and, for mTLS, ``ssl.keystore.type=PEM`` with
-``ssl.keystore.location`` naming one file that holds the PKCS#8 key and the certificate chain).
-A JKS or PKCS#12 truststore is fine for Java; the Python clients then need ``ssl.ca.location``
-beside it.
+- the Java client (Spark's Kafka source and sink, ``kafka.``-prefixed): the file verbatim, plus
+  the Java spelling of librdkafka's keys: ``ssl.ca.location`` → a PEM truststore, a client
+  certificate and key given as two PEM paths → an inline PEM keystore (their contents),
+  ``sasl.username``/``sasl.password`` → a JAAS line, ``ssl.endpoint.identification.algorithm=none``
+  → empty. Keys only librdkafka knows are left out.
+One file works for all three unchanged (docs/security.md): ``ssl.truststore.type=PEM`` with
+``ssl.truststore.location=ca.pem`` and, for mTLS, ``ssl.keystore.type=PEM`` with one file holding
+the PKCS#8 key and the chain. A JKS or PKCS#12 truststore is fine for Java; the Python clients
+then need ``ssl.ca.location`` beside it.
 
 INVARIANTS
-- Nothing here reads the environment or a clock; only `read_command_config` reads files (the
-  properties file, and checks that the files it names can be read) and registers the file's
-  secrets with `schemas.redaction`.
+- Only `read_command_config` reads files (the properties file, and checks that the files it names
+  can be read) and registers the file's secrets with `schemas.redaction`; nothing reads the
+  environment or a clock. The syntax is `runtime.clients.java_properties`'s, a JAAS line is read
+  by `runtime.clients.jaas_config`: both as Java reads them.
 - A setting the Python clients cannot honour (a JKS truststore or keystore, a JAAS login module
   they do not implement) raises `InvalidConfigError` saying what to give instead — never a
   silently weaker connection.
@@ -38,11 +33,12 @@ INVARIANTS
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from runtime.clients.jaas_config import parse_jaas_config
+from runtime.clients.java_properties import parse_properties
 from schemas.errors import InvalidConfigError
 from schemas.redaction import register_secret
 
@@ -85,155 +81,6 @@ class ClientConfig:
         # a log line or a traceback showing a ClientConfig shows the property names only.
         return (f"ClientConfig(properties={sorted(self.properties)}, librdkafka={sorted(self.librdkafka)}, "
                 f"kafka_python={sorted(self.kafka_python)}, ignored={self.ignored})")
-
-
-# --- parsing ------------------------------------------------------------------------------------
-
-
-def parse_properties(text: str, source: str = "command config") -> dict[str, str]:
-    """Java `.properties` syntax, exactly as `java.util.Properties.load` reads it: `key=value`,
-    `key: value` or `key value`; `#` and `!` comments; a trailing backslash continues the line;
-    `\\n`, `\\t`, `\\=`, `\\:`, `\\\\` and `\\uXXXX` escapes. Checked against Java 17's own
-    `Properties.load` on 80,000 generated texts (backslashes, separators, comment marks, every
-    line end, `\\u` escapes whole and malformed, characters beyond ASCII): the same properties or
-    the same refusal every time, but for an empty property name, which Java takes and this
-    refuses (a line starting with `=` is a mistake, never a setting)."""
-    logical_lines = _java_logical_lines(text)
-
-    properties: dict[str, str] = {}
-    for line in logical_lines:
-        key, value = _split_key_value(line, source)
-        if not key:
-            # (not shown: the line may hold a password)
-            raise InvalidConfigError(f"{source}: a line has no property name (it starts with '=' or ':', "
-                                     "or the file ends with a lone backslash)")
-        properties[key] = value
-    return properties
-
-
-def _java_logical_lines(text: str) -> list[str]:
-    """The logical lines of `text` as `java.util.Properties.LineReader` (JDK 17) reads them, line by
-    line of its code: lines end at \n, \r or \r\n only (str.splitlines would also split at \x85,
-    \x0b, \u2028... inside a password); ' ', \t and \f are skipped before a line and after a
-    continuation; blank lines are skipped; `#` or `!` starts a comment where nothing of the logical
-    line has been read yet (after a lone backslash too); an odd number of trailing backslashes
-    continues the line. At the end of the text a trailing backslash is dropped and what was read is
-    a line, even an empty one (`k=v` then a lone backslash is a property named "", which
-    `parse_properties` refuses), except after a final \r\n (LineReader has then moved past it)."""
-    lines: list[str] = []
-    line: list[str] = []
-    skip_white_space, appended_line_begin, preceding_backslash, skip_lf = True, False, False, False
-    index, length = 0, len(text)
-    while index < length:
-        char = text[index]
-        index += 1
-        if skip_lf:
-            skip_lf = False
-            if char == "\n":
-                continue
-        if skip_white_space:
-            if char in " \t\f" or (not appended_line_begin and char in "\r\n"):
-                continue
-            skip_white_space = appended_line_begin = False
-        if not line and char in "#!":  # a comment: up to the line end
-            while index < length and text[index] not in "\r\n":
-                index += 1
-            index += 1
-            skip_white_space = True
-            continue
-        if char not in "\r\n":
-            line.append(char)
-            preceding_backslash = not preceding_backslash if char == "\\" else False
-            continue
-        if not line:  # a blank line
-            skip_white_space = True
-            continue
-        if index >= length:  # the text ends with this line end
-            break
-        if preceding_backslash:  # a continuation: the backslash is not part of the line
-            line.pop()
-            skip_white_space = appended_line_begin = True
-            preceding_backslash = False
-            skip_lf = char == "\r"
-            continue
-        lines.append("".join(line))
-        line = []
-        skip_white_space, appended_line_begin, preceding_backslash, skip_lf = True, False, False, False
-    if line:
-        lines.append("".join(line[:-1] if preceding_backslash else line))
-    return lines
-
-
-def _split_key_value(line: str, source: str) -> tuple[str, str]:
-    index, length = 0, len(line)
-    while index < length:
-        char = line[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char in "=: \t\f":
-            break
-        index += 1
-    key = line[:index]
-    rest = line[index:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return _unescape(key, source), _unescape(rest, source)
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f"}
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-
-
-def _unescape(text: str, source: str) -> str:
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\" and index + 1 < len(text):
-            following = text[index + 1]
-            if following == "u":
-                digits = text[index + 2:index + 6]
-                if len(digits) < 4 or not set(digits) <= _HEX_DIGITS:
-                    # Java's Properties.load refuses it too ("Malformed \uxxxx encoding")
-                    raise InvalidConfigError(f"{source}: a malformed \\uxxxx escape (\\u must be followed "
-                                             "by 4 hexadecimal digits; write \\\\ for a backslash)")
-                out.append(chr(int(digits, 16)))
-                index += 6
-                continue
-            out.append(_ESCAPES.get(following, following))
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    text = "".join(out)
-    if any("\ud800" <= char <= "\udfff" for char in text):  # \\u escapes of a UTF-16 pair, as Java
-        text = text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
-    return text
-
-
-def render_properties(properties: Mapping[str, str]) -> str:
-    """Java `.properties` text that `parse_properties` (and Java) reads back as `properties`."""
-    def escape(text: str, is_key: bool) -> str:
-        out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-        out = out.replace("\t", "\\t").replace("\f", "\\f")
-        if is_key:
-            out = "".join("\\" + char if char in "=: #!" else char for char in out)
-        elif out[:1] == " ":
-            out = "\\" + out
-        # Java's Properties.load reads ISO-8859-1: anything beyond ASCII goes as \\uXXXX.
-        return "".join(char if 0x20 <= ord(char) < 0x7f else
-                       "".join(f"\\u{unit:04x}" for unit in _utf16_units(char)) for char in out)
-
-    return "".join(f"{escape(key, True)}={escape(value, False)}\n" for key, value in properties.items())
-
-
-def _utf16_units(char: str) -> list[int]:
-    encoded = char.encode("utf-16-be")
-    return [int.from_bytes(encoded[i:i + 2], "big") for i in range(0, len(encoded), 2)]
 
 
 def read_command_config(path: Path | None) -> ClientConfig:
@@ -303,183 +150,6 @@ def require_client_files(properties: Mapping[str, str], source: str) -> None:
             continue
         raise InvalidConfigError(f"{source}: {name}={value}: {problem}; give the path of a file this host "
                                  "can read")
-
-
-# --- sasl.jaas.config, read as Kafka's Java client reads it --------------------------------------
-#
-# Java reads the value in two steps, and both take backslashes:
-# 1. `java.util.Properties.load` (`parse_properties` above): `\\` → `\`, `\t` `\n` `\r` `\f`,
-#    `\uXXXX`, and any other `\c` → `c` (the backslash is dropped);
-# 2. Kafka's `org.apache.kafka.common.security.JaasConfig` (kafka-clients 3.9, which Spark 4.0's
-#    connector runs, and 4.1, the local stack's) splits the result with a `java.io.StreamTokenizer`
-#    in its default syntax plus `-`, `_` and `$` as word characters: characters 0-32 are blanks;
-#    a word starts with a letter, `_`, `$`, a character 160-255 or any from 256 up, and goes on
-#    through those, digits, `.` and `-`; a token starting with a digit or `.` (or `-` and then
-#    one) is a number, which has no text, so Java refuses it as a value ("Value not specified
-#    for key"); `"` and `'` are quotes; `/` starts a comment (`//` and `/* */` too); every other
-#    character (`;`, `=`, `#`, `\`, `*`...) is a token of its own. A quoted string ends at its
-#    quote or at a line end, and takes the escapes `\a \b \f \n \r \t \v`, octal `\0`-`\377`, and
-#    `\c` → `c` for any other `c`: so `\\` is one backslash, `\"` a quote.
-#    Then: `<module> <flag> (<key>=<value>)* ;` per login module, the flag one of
-#    required/requisite/sufficient/optional in any case, and Kafka takes exactly one module.
-# `_tokenize_jaas` and `parse_jaas_config` are that tokenizer and that grammar, so the Python
-# clients get the password Java gets (a password with a backslash used to reach them with the
-# backslash still in it, while Java had read an escape), and refuse what Java refuses.
-
-_JAAS_WHITESPACE, _JAAS_DIGIT, _JAAS_ALPHA, _JAAS_QUOTE, _JAAS_COMMENT = 1, 2, 4, 8, 16
-_JAAS_EOF = "EOF"
-_JAAS_QUOTE_ESCAPES = {"a": "\x07", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
-
-
-def _jaas_char_type(char: str | None) -> int:
-    """StreamTokenizer's character type (None, the end of the text, reads as a blank)."""
-    if char is None:
-        return _JAAS_WHITESPACE
-    code = ord(char)
-    if code >= 160 or (char.isascii() and char.isalpha()) or char in "_$":
-        return _JAAS_ALPHA
-    if code <= 32:
-        return _JAAS_WHITESPACE
-    if char == "-":
-        return _JAAS_ALPHA | _JAAS_DIGIT
-    if "0" <= char <= "9" or char == ".":
-        return _JAAS_DIGIT
-    if char in "\"'":
-        return _JAAS_QUOTE
-    if char == "/":
-        return _JAAS_COMMENT
-    return 0
-
-
-def _tokenize_jaas(text: str) -> list[tuple[str, str | None]]:
-    """(kind, value) tokens as Kafka's StreamTokenizer gives them: ("word", w), ('"' or "'",
-    the unescaped string), ("number", None), (";", "=" or another ordinary character, None);
-    then ("EOF", None)."""
-    tokens: list[tuple[str, str | None]] = []
-    length, index = len(text), 0
-
-    def at(position: int) -> str | None:
-        return text[position] if position < length else None
-
-    while True:
-        while index < length and _jaas_char_type(text[index]) & _JAAS_WHITESPACE:
-            index += 1
-        if index >= length:
-            tokens.append((_JAAS_EOF, None))
-            return tokens
-        char = text[index]
-        kind = _jaas_char_type(char)
-        if kind & _JAAS_DIGIT:
-            if char == "-" and not (at(index + 1) == "." or "0" <= (at(index + 1) or "") <= "9"):
-                tokens.append(("-", None))  # a lone '-' is a character token
-                index += 1
-                continue
-            index += 1 if char == "-" else 0
-            seen_dot = False
-            while at(index) is not None and ("0" <= at(index) <= "9" or (at(index) == "." and not seen_dot)):
-                seen_dot = seen_dot or at(index) == "."
-                index += 1
-            tokens.append(("number", None))
-        elif kind & _JAAS_ALPHA:
-            start = index
-            index += 1
-            while _jaas_char_type(at(index)) & (_JAAS_ALPHA | _JAAS_DIGIT):
-                index += 1
-            tokens.append(("word", text[start:index]))
-        elif kind == _JAAS_QUOTE:
-            out: list[str] = []
-            index += 1
-            while index < length and text[index] not in (char, "\n", "\r"):
-                if text[index] != "\\":
-                    out.append(text[index])
-                    index += 1
-                    continue
-                escaped = at(index + 1)
-                index += 2
-                if escaped is None:  # a backslash at the very end: Java keeps (char) -1
-                    out.append("\uffff")
-                elif "0" <= escaped <= "7":
-                    value = int(escaped)
-                    if at(index) is not None and "0" <= at(index) <= "7":
-                        value = value * 8 + int(at(index))
-                        index += 1
-                        if escaped <= "3" and at(index) is not None and "0" <= at(index) <= "7":
-                            value = value * 8 + int(at(index))
-                            index += 1
-                    out.append(chr(value))
-                else:
-                    out.append(_JAAS_QUOTE_ESCAPES.get(escaped, escaped))
-            if index < length and text[index] == char:
-                index += 1  # the closing quote; a line end is read again as a blank
-            tokens.append((char, "".join(out)))
-        elif kind == _JAAS_COMMENT:
-            following = at(index + 1)
-            if following == "*":  # /* ... */, as StreamTokenizer scans it
-                index += 2
-                previous = ""
-                while True:
-                    current = at(index)
-                    index += 1
-                    if current == "/" and previous == "*":
-                        break
-                    if current in ("\r", "\n"):
-                        if current == "\r" and at(index) == "\n":
-                            index += 1
-                        current = at(index)
-                        index += 1
-                    if current is None:
-                        tokens.append((_JAAS_EOF, None))
-                        return tokens
-                    previous = current
-            else:  # '//' or a lone '/': a comment to the end of the line. As in Java, the
-                # character after the '/' is taken even when it is a line end (the comment then
-                # runs to the end of the next line).
-                index += 2
-                while index < length and text[index] not in "\r\n":
-                    index += 1
-        else:
-            tokens.append((char, None))
-            index += 1
-
-
-def parse_jaas_config(line: str, source: str = "command config") -> tuple[str, dict[str, str]]:
-    """(login module class, options) of one `sasl.jaas.config` value, read exactly as Kafka's
-    Java client reads it (see above); what Java refuses is an `InvalidConfigError` naming the
-    key, never a value (a value may be a password)."""
-
-    def refuse(reason: str) -> InvalidConfigError:
-        return InvalidConfigError(f"{source}: sasl.jaas.config: {reason}; expected "
-                                  "'<LoginModule> required key=\"value\" ...;'")
-
-    tokens = _tokenize_jaas(line)
-    position = 0
-    entries: list[tuple[str, dict[str, str]]] = []
-    while tokens[position][0] != _JAAS_EOF:
-        module = tokens[position][1]
-        position += 1
-        if tokens[position][0] == _JAAS_EOF:
-            raise refuse("login module control flag not specified")
-        flag = tokens[position][1]
-        if flag is None or flag.upper() not in ("REQUIRED", "REQUISITE", "SUFFICIENT", "OPTIONAL"):
-            raise refuse("invalid or missing login module control flag")
-        position += 1
-        options: dict[str, str] = {}
-        while tokens[position][0] not in (_JAAS_EOF, ";"):
-            key = tokens[position][1]
-            if tokens[position + 1][0] != "=" or tokens[position + 2][1] is None:
-                raise refuse(f"value not specified for key {key!r}")
-            if key is not None:  # Java would keep a null key; no client reads one
-                options[key] = str(tokens[position + 2][1])
-            position += 3
-        if tokens[position][0] != ";":
-            raise refuse("entry not terminated by a semicolon")
-        position += 1
-        if not module:
-            raise refuse("login module not specified")
-        entries.append((module, options))
-    if len(entries) != 1:
-        raise refuse(f"{len(entries)} login modules; Kafka takes exactly one")
-    return entries[0]
 
 
 # --- translation --------------------------------------------------------------------------------

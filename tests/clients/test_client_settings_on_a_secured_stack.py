@@ -21,7 +21,8 @@ import subprocess
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from runtime.clients.client_config import read_command_config, render_properties
+from runtime.clients.client_config import read_command_config
+from runtime.clients.java_properties import render_properties
 from runtime.clients.jars import kafka_classpath
 from reassigner.dev.local.security import PLAIN_LOGIN, PRODUCT_USER, SCRAM_LOGIN, jaas
 from reassigner.dev.local.stack import READY_TOPIC, LocalStack

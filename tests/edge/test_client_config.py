@@ -6,13 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.clients.client_config import (
-    compute_client_config,
-    parse_jaas_config,
-    parse_properties,
-    read_command_config,
-    render_properties,
-)
+from runtime.clients.client_config import compute_client_config, read_command_config
+from runtime.clients.jaas_config import parse_jaas_config
+from runtime.clients.java_properties import parse_properties, render_properties
 from schemas.errors import InvalidConfigError
 
 SASL_SSL = """

@@ -13,7 +13,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from runtime.clients.client_config import compute_client_config, parse_jaas_config, parse_properties
+from runtime.clients.client_config import compute_client_config
+from runtime.clients.jaas_config import parse_jaas_config
+from runtime.clients.java_properties import parse_properties
 from schemas.errors import InvalidConfigError
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from runtime.clients.client_config import parse_properties
+from runtime.clients.java_properties import parse_properties
 from schemas.errors import InvalidConfigError
 
 LOAD_ALL = r"""
