@@ -104,14 +104,14 @@ class DecisionPath:
         self.seen = view
 
     def batch(self) -> None:
-        from streams.pipeline import compute_batch_inputs
+        from streams.input_rows import compute_batch_inputs
 
         self.tell_changed_partitions()
         self.event("requests", "Request", "tick", {"requested_by": "pipeline", "payload": ("Tick", {})})
         rows, self.rows = self.rows, []
         started = time.process_time()
         batch_id = self.state.last_batch + 1
-        inputs = compute_batch_inputs(batch_id, rows, [], self.settings)
+        inputs = compute_batch_inputs(batch_id, rows, self.settings)
         decision = decide_isolating(self.state, replace(inputs, clock_ms=self.now_ms), self.policy)
         after = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
         self.store.commit(batch_id, self.state, after, decision.outbox,

@@ -49,7 +49,8 @@ def main() -> None:
     from runtime.settings import load_settings
     from state.controller_store import ControllerStore
     from runtime.clients.kafka_admin import ensure_topics
-    from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline
+    from streams.query import compute_topic_names, run_pipeline
+    from streams.runner import PipelineRunner
     from streams.spark_session import build_spark_session
 
     work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))

@@ -2,7 +2,7 @@
 
 The pipeline driver's own path — decode (fastavro) → decide (`handlers.decide.decide_isolating`)
 → persist (`ControllerStore.commit`, one Lua script against a real Redis with AOF) — exactly the
-steps 3-5 of `streams.pipeline.PipelineRunner.process_rows` (Spark's collect before and the
+steps 3-5 of `streams.runner.PipelineRunner.process_rows` (Spark's collect before and the
 publish after are not in it), on a controller state of N partitions (RF 3, topics of 1,000
 partitions, max(30, N / 1,000) brokers with 2 log dirs each), per batch kind:
 
@@ -134,11 +134,11 @@ class Driver:
 
     def run(self, rows: list[tuple]) -> float:
         """One batch; returns the driver's CPU seconds for it."""
-        from streams.pipeline import compute_batch_inputs
+        from streams.input_rows import compute_batch_inputs
 
         started = time.process_time()
         batch_id = self.state.last_batch + 1
-        inputs = compute_batch_inputs(batch_id, rows, [], self.settings)
+        inputs = compute_batch_inputs(batch_id, rows, self.settings)
         decision = decide_isolating(self.state, replace(inputs, clock_ms=self.now_ms + 1000), self.policy)
         after = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
         self.store.commit(batch_id, self.state, after, decision.outbox,

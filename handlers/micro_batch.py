@@ -1,6 +1,6 @@
 """What one micro-batch brings to the handlers, and what they give back.
 
-The streaming shell (`streams.pipeline`) turns a Spark micro-batch into `BatchInputs` — decoded
+The streaming shell (`streams.runner`, `streams.input_rows`) turns a Spark micro-batch into `BatchInputs` — decoded
 records in Kafka order, state-carrying events already collapsed to the latest per key — and calls
 `handlers.decide.decide(state, inputs, policy)`, a pure function returning a `Decision`: the next
 `ControllerState` and the outbox of messages (commands, alerts, dead letters) to publish once the

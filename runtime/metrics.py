@@ -2,7 +2,7 @@
 
 WHO COUNTS WHAT: each long-running process counts what it does, where it does it (the shell,
 never the pure handlers), and serves its own `/metrics`:
-- the pipeline (`streams.pipeline`) once per COMMITTED batch, from the batch's inputs, its
+- the pipeline (`streams.runner`) once per COMMITTED batch, from the batch's inputs, its
   outbox and the states before and after (`compute_batch_counts`, pure), right after the
   commit succeeded: a batch that fails before its commit and is retried, a replay, or a batch
   another writer committed counts nothing;

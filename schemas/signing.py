@@ -1,7 +1,7 @@
 """Signed commands (issue 18): only a holder of the command signing key can issue a command.
 
 Pure functions; the key file is read by `runtime.settings.read_command_signing_key`, the
-signature written by the pipeline (`streams.pipeline.PipelineRunner.publish`) and checked by the
+signature written by the pipeline (`streams.runner.PipelineRunner.publish`) and checked by the
 executor (`reassigner.edge.executor`) before anything is claimed or applied.
 
 WHERE THE SIGNATURE LIVES: a Kafka header, `reassigner-signature`, value

@@ -22,16 +22,16 @@ WRONG_IMPORTS = [
     ("handlers.decide", "state.controller_store"),                 # a decision doing Redis I/O
     ("state.model", "handlers.policy"),                            # the state model over the handlers
     ("schemas.codec", "planning.model"),                           # the leaf schemas over the core
-    ("streams.pipeline", "reassigner.dev.demo.story"),             # production on the dev tooling
+    ("streams.runner", "reassigner.dev.demo.story"),             # production on the dev tooling
     ("reassigner.edge.watcher", "reassigner.cli.main"),            # a process on the composition root
     ("runtime.clients.redis_io", "reassigner.edge.executor"),   # a door on a process
     ("schemas.errors", "schemas.codec"),                        # the bottom importing anything
     ("schemas.redaction", "schemas.errors"),                 # the redaction below the errors
     ("reassigner.edge.observation", "confluent_kafka"),            # a client library outside its door
     ("reassigner.operator.views", "redis"),                        # a pure view doing I/O
-    ("state", "streams.pipeline"),                                 # a package root importing upward
+    ("state", "streams.runner"),                                 # a package root importing upward
     ("schemas", "state.model"),                                    # the bottom folder's root over the state
-    ("runtime.settings", "streams.pipeline"),                      # the runtime over the Spark job
+    ("runtime.settings", "streams.query"),                      # the runtime over the Spark job
     ("handlers.policy", "runtime.settings"),                       # a pure decision reading the settings
     ("runtime.backoff", "runtime.settings"),                       # the retry policy over the settings
     ("state.model", "state.controller_store"),                     # the model over its Redis store

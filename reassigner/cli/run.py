@@ -71,8 +71,8 @@ def run(
     from runtime.clients.kafka_consumer import TopicReader
     from runtime.clients.kafka_producer import build_producer, producer_config
     from runtime.clients.redis_io import check_redis, connect_redis
-    from streams.pipeline import (REDIS_OUTAGE, PipelineRunner, compute_topic_names, read_input_logs,
-                                  run_pipeline, run_until_stopped)
+    from streams.query import compute_topic_names, read_input_logs, run_pipeline, run_until_stopped
+    from streams.runner import REDIS_OUTAGE, PipelineRunner
     from streams.spark_session import build_spark_session, parse_spark_conf, stop_before_spark
     from streams.store_recovery import read_published_marks
 

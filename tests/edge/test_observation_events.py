@@ -27,7 +27,7 @@ from reassigner.edge.observation import (
 )
 from runtime.settings import load_settings
 from schemas.codec import TOPICS, decode, encode
-from streams.pipeline import compute_batch_inputs
+from streams.input_rows import compute_batch_inputs
 
 NOW = 1_700_000_000_000
 PIPELINE_SETTINGS = load_settings(topic_prefix="observation-tests")
@@ -98,12 +98,12 @@ def successive_polls():
 def pipeline_reads(cluster: Cluster, events: list[Event]) -> Cluster:
     """`cluster` once the pipeline has read `events` in one micro-batch, as it reads what the
     watcher publishes: Avro-encoded on their topics, decoded and put in the pipeline's order by
-    `streams.pipeline.compute_batch_inputs`, folded in by `handlers.events`. (The collapse to the
+    `streams.input_rows.compute_batch_inputs`, folded in by `handlers.events`. (The collapse to the
     latest event per subject before that keeps them all: `compute_events` tells each broker,
     topic, dir and partition at most once.)"""
     rows = [(PIPELINE_SETTINGS.topic(suffix), 0, offset, encode(TOPICS[suffix], record))
             for offset, (suffix, _key, record) in enumerate(events)]
-    inputs = compute_batch_inputs(0, rows, [], PIPELINE_SETTINGS)
+    inputs = compute_batch_inputs(0, rows, PIPELINE_SETTINGS)
     assert not inputs.bad_records
     after, _, effects = compute_cluster_after_events(cluster, inputs.events)
     assert not effects.rejected

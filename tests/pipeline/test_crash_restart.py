@@ -60,7 +60,7 @@ def prepare_run(local_stack, tmp_path, cache_dir, redis_url: str) -> dict:
     }
     from runtime.settings import load_settings
     from runtime.clients.kafka_admin import ensure_topics
-    from streams.pipeline import compute_topic_names
+    from streams.query import compute_topic_names
 
     settings = load_settings(topic_prefix=prefix)
     ensure_topics(local_stack.bootstrap_servers, None, compute_topic_names(settings), 1, replication_factor=1)

@@ -12,7 +12,7 @@ import pytest
 from schemas.errors import FencedError
 from runtime.settings import compute_policy, load_settings
 from schemas.codec import encode
-from streams.pipeline import PipelineRunner
+from streams.runner import PipelineRunner
 
 pytestmark = [pytest.mark.stack]
 
@@ -47,12 +47,12 @@ def test_the_older_of_two_pipelines_stops_and_writes_nothing(redis_client):
     settings = load_settings(cluster_name=f"fence-{uuid.uuid4().hex[:8]}")
     older = PipelineRunner(settings, redis_client, AcknowledgingProducer(), compute_policy(settings))
     older.start()
-    older.process_rows([tick_row(settings, 0)], [])
+    older.process_rows([tick_row(settings, 0)])
     newer = PipelineRunner(settings, redis_client, AcknowledgingProducer(), compute_policy(settings))
     newer.start()
     with pytest.raises(FencedError):
-        older.process_rows([tick_row(settings, 1)], [])
+        older.process_rows([tick_row(settings, 1)])
     assert older.fenced is not None and "replaced by epoch" in str(older.fenced)
-    newer.process_rows([tick_row(settings, 1)], [])
+    newer.process_rows([tick_row(settings, 1)])
     stored = newer.store.load()
     assert (stored.epoch, stored.last_batch) == (newer.state.epoch, 1) and newer.state.epoch > older.state.epoch

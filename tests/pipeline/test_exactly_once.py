@@ -12,7 +12,8 @@ import pytest
 
 from runtime.settings import compute_policy, load_settings
 from schemas.codec import encode
-from streams.pipeline import PipelineRunner, prepare_query_start
+from streams.query import prepare_query_start
+from streams.runner import PipelineRunner
 from tests.pipeline.test_epoch_fencing import AcknowledgingProducer
 
 pytestmark = [pytest.mark.stack]
@@ -35,15 +36,15 @@ def test_a_restart_reading_from_the_start_applies_only_new_records(redis_client)
     first = new_runner(settings, redis_client)
     history = [set_config_row(settings, 0, "reassignment.max.concurrent.partition.movements", "7"),
                set_config_row(settings, 1, "reassignment.max.concurrent.leader.movements", "3")]
-    first.process_rows(history[:1], [])
-    first.process_rows(history[1:], [])
+    first.process_rows(history[:1])
+    first.process_rows(history[1:])
     assert first.state.last_batch == 1
 
     # A new host, a fresh checkpoint: Spark numbers batches from 0 again and re-reads history.
     second = new_runner(settings, redis_client)
     assert second.applied == {(settings.topic("requests"), 0): 1}
     change = set_config_row(settings, 2, "reassignment.max.concurrent.partition.movements", "9")
-    second.process_rows(history + [change], [])
+    second.process_rows(history + [change])
     stored = second.store.load()
     assert stored.config["reassignment.max.concurrent.partition.movements"] == "9"
     assert stored.config["reassignment.max.concurrent.leader.movements"] == "3"
@@ -51,7 +52,7 @@ def test_a_restart_reading_from_the_start_applies_only_new_records(redis_client)
     assert second.store.applied_offsets() == {(settings.topic("requests"), 0): 2}
 
     # Spark re-running that batch after a crash: nothing applied twice, nothing committed.
-    second.process_rows(history + [change], [])
+    second.process_rows(history + [change])
     assert second.stats.replayed == 1 and second.store.load().last_batch == 2
 
 
@@ -59,10 +60,10 @@ def test_undecodable_records_count_as_applied(redis_client):
     settings = load_settings(cluster_name=f"once-{uuid.uuid4().hex[:8]}")
     runner = new_runner(settings, redis_client)
     garbage = (settings.topic("isr-changes"), 1, 40, b"\x00garbage")
-    runner.process_rows([], [garbage])
+    runner.process_rows([garbage])
     dead_letters = [m for m in runner.producer.sent if m[0] == settings.topic("dead-letter")]
     assert len(dead_letters) == 1
-    runner.process_rows([], [garbage])
+    runner.process_rows([garbage])
     assert runner.stats.replayed == 1 and len([m for m in runner.producer.sent
                                                if m[0] == settings.topic("dead-letter")]) == 1
 
@@ -78,7 +79,7 @@ def test_the_query_starts_after_the_applied_offsets_and_never_skips_one(redis_cl
     settings = load_settings(cluster_name=f"once-{uuid.uuid4().hex[:8]}")
     requests = settings.topic("requests")
     runner = new_runner(settings, redis_client)
-    runner.process_rows([set_config_row(settings, 5, "throttle.bytes.per.sec", "1000")], [])
+    runner.process_rows([set_config_row(settings, 5, "throttle.bytes.per.sec", "1000")])
     logs = {(requests, 0): (0, 6), (requests, 1): (0, 0)}
     # A new checkpoint starts right after what was applied.
     assert json.loads(prepare_query_start(runner, tmp_path / "new", logs)) == {requests: {"0": 6, "1": -2}}

@@ -9,7 +9,7 @@ import pytest
 from runtime.settings import load_settings
 from schemas.codec import encode
 from schemas.loader import CURRENT_SCHEMA_VERSION, known_versions
-from streams.pipeline import compute_batch_inputs, compute_writer_version
+from streams.input_rows import compute_batch_inputs, compute_writer_version
 
 SETTINGS = load_settings(topic_prefix="old-records")
 REQUESTS = SETTINGS.topic("requests")
@@ -21,9 +21,9 @@ def old_request(version: int, kind: str = "Decommission", fields=None) -> dict:
 
 
 @pytest.mark.parametrize("version", [v for v in known_versions() if v < CURRENT_SCHEMA_VERSION])
-def test_an_older_request_that_spark_could_not_read_is_decoded_with_its_header_version(version):
+def test_an_older_request_is_decoded_with_its_header_version(version):
     value = encode("Request", old_request(version), version=version)
-    inputs = compute_batch_inputs(0, [], [(REQUESTS, 0, 7, value, version)], SETTINGS)
+    inputs = compute_batch_inputs(0, [(REQUESTS, 0, 7, value, version)], SETTINGS)
     assert not inputs.bad_records
     [request] = inputs.requests
     assert request["payload"] == ("Decommission", {"broker_ids": [3]}) and request["action"] is None
@@ -31,21 +31,21 @@ def test_an_older_request_that_spark_could_not_read_is_decoded_with_its_header_v
 
 def test_an_older_request_read_as_current_would_fail_so_the_version_matters():
     value = encode("Request", old_request(3), version=3)
-    inputs = compute_batch_inputs(0, [], [(REQUESTS, 0, 7, value, None)], SETTINGS)
+    inputs = compute_batch_inputs(0, [(REQUESTS, 0, 7, value, None)], SETTINGS)
     assert len(inputs.bad_records) == 1 and not inputs.requests
 
 
 def test_a_current_request_with_an_action_decodes():
     record = {**old_request(CURRENT_SCHEMA_VERSION, "Tick", {}),
               "action": {"kind": "Reject", "proposal_id": "p-1", "broker_ids": []}}
-    inputs = compute_batch_inputs(0, [(REQUESTS, 0, 1, encode("Request", record), CURRENT_SCHEMA_VERSION)], [],
+    inputs = compute_batch_inputs(0, [(REQUESTS, 0, 1, encode("Request", record), CURRENT_SCHEMA_VERSION)],
                                   SETTINGS)
     assert inputs.requests[0]["action"]["proposal_id"] == "p-1"
 
 
 def test_a_version_this_reader_does_not_know_is_a_bad_record_naming_it():
     value = encode("Request", old_request(3), version=3)
-    inputs = compute_batch_inputs(0, [], [(REQUESTS, 0, 7, value, 99)], SETTINGS)
+    inputs = compute_batch_inputs(0, [(REQUESTS, 0, 7, value, 99)], SETTINGS)
     assert "version 99" in inputs.bad_records[0].reason
 
 

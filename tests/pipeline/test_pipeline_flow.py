@@ -37,7 +37,8 @@ def pipeline(local_stack, spark, redis_client, redis_url, tmp_path):
     from runtime.settings import compute_policy
     from runtime.settings import load_settings
     from runtime.clients.kafka_admin import ensure_topics
-    from streams.pipeline import PipelineRunner, compute_topic_names, run_pipeline
+    from streams.query import compute_topic_names, run_pipeline
+    from streams.runner import PipelineRunner
 
     prefix = f"p{uuid.uuid4().hex[:8]}"
     settings = load_settings(
@@ -268,7 +269,8 @@ def test_a_new_checkpoint_dir_applies_what_is_new_and_reads_nothing_twice(pipeli
     batch id up to the stored `last_batch` for a replay and skipped it silently (a request and a
     config change were lost). Now the new query starts right after the offsets stored in Redis."""
     from runtime.clients.kafka_consumer import TopicReader
-    from streams.pipeline import PipelineRunner, read_input_logs, run_pipeline
+    from streams.query import read_input_logs, run_pipeline
+    from streams.runner import PipelineRunner
 
     harness, runner = pipeline
     send_cluster(harness, runner)

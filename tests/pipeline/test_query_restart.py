@@ -10,7 +10,7 @@ import pytest
 
 from runtime.backoff import Backoff
 from schemas.errors import FencedError
-from streams.pipeline import run_until_stopped
+from streams.query import run_until_stopped
 
 QUICK = Backoff(first_seconds=0.01, most_seconds=0.01)
 

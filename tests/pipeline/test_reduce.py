@@ -1,6 +1,7 @@
-"""The reduce step on real Spark: the collapse at the driver (small batches) and the collapse in
-Spark (big batches) keep exactly the same rows, and both keep what the pipeline needs: the
-latest state per subject, every request, result and undecodable record."""
+"""The reduce step on real Spark: a batch collapsed in Spark first (big batches) and one collapsed
+at the driver only (small batches) give the handlers exactly the same inputs, and they keep what
+the pipeline needs: the latest state per subject, every request and result, every undecodable
+record as a bad record."""
 
 from __future__ import annotations
 
@@ -48,9 +49,10 @@ def kafka_rows(settings, seed: int) -> list[tuple[str, int, int, bytes, bytes]]:
     return rows
 
 
-def test_driver_and_spark_collapse_keep_the_same_rows(spark):
+def test_driver_and_spark_collapse_give_the_same_inputs(spark):
     from runtime.settings import load_settings
-    from streams.pipeline import annotate_batch, collapse_in_spark, decode_records, latest_per_subject
+    from streams.batch_plan import annotate_collapsible, as_input_row, collapse_in_spark
+    from streams.input_rows import compute_batch_inputs
 
     settings = load_settings(topic_prefix="reduce")
     rows = kafka_rows(settings, seed=7)
@@ -58,28 +60,26 @@ def test_driver_and_spark_collapse_keep_the_same_rows(spark):
     with_headers = [(*row, [("schema_version", b"4")]) for row in rows]
     frame = spark.createDataFrame(with_headers, "topic string, partition int, offset long, key binary, "
                                                 "value binary, headers array<struct<key: string, value: binary>>")
-    annotated = annotate_batch(decode_records(frame, settings), settings)
+    raw = [as_input_row(r) for r in frame.collect()]
+    assert {r.writer_version for r in raw} == {4}
+    collapsed = [as_input_row(r) for r in collapse_in_spark(annotate_collapsible(frame, settings)).collect()]
+    assert len(collapsed) < len(raw)
 
-    def identity(row) -> tuple:
-        return (row.topic, row.partition, row.offset, row.decoded_ok)
+    at_driver = compute_batch_inputs(0, raw, settings)
+    after_spark = compute_batch_inputs(0, collapsed, settings)
+    assert at_driver == after_spark
 
-    from streams.pipeline import compute_writer_version
-
-    assert {compute_writer_version(r.headers) for r in annotated.collect()} == {4}
-
-    at_driver = sorted(identity(r) for r in latest_per_subject(annotated.collect()))
-    in_spark = sorted(identity(r) for r in collapse_in_spark(annotated).collect())
-    assert at_driver == in_spark
-
-    kept = {(t, p, o) for t, p, o, _ in at_driver}
-    # One row per partition, the newest; one per broker; one per (broker, dir).
+    kept = {(o.source_topic, o.partition, o.offset) for key, o in at_driver.origins.items() if key[0] == "events"}
+    # One event per partition, the newest; one per broker; one per (broker, dir).
     partition_rows = [r for r in rows if r[0] == settings.topic("isr-changes") and r[3] != b"garbage"]
     newest = {}
     for topic, partition, offset, key, _ in partition_rows:
         newest[key] = max(newest.get(key, (partition, offset)), (partition, offset))
-    assert {(settings.topic("isr-changes"), p, o) for p, o in newest.values()} <= kept
-    assert sum(1 for t, *_ in at_driver if t == settings.topic("broker-membership")) == 2
-    assert sum(1 for t, *_ in at_driver if t == settings.topic("disk-failures")) == 4
-    # Every request survives, garbage included (marked undecodable, for the dead-letter topic).
-    assert sum(1 for t, *_ in at_driver if t == settings.topic("requests")) == 4
-    assert sorted(ok for *_, ok in at_driver if not ok) == [False, False]
+    assert {(settings.topic("isr-changes"), p, o) for p, o in newest.values()} == {
+        k for k in kept if k[0] == settings.topic("isr-changes")}
+    assert sum(1 for t, *_ in kept if t == settings.topic("broker-membership")) == 2
+    assert sum(1 for t, *_ in kept if t == settings.topic("disk-failures")) == 4
+    # Every decodable request survives; the garbage of each topic becomes a bad record.
+    assert len(at_driver.requests) == 3
+    assert sorted(b.source_topic for b in at_driver.bad_records) == sorted(
+        [settings.topic("isr-changes"), settings.topic("requests")])

@@ -13,7 +13,7 @@ import pytest
 from handlers.outbox import Outbox
 from reassigner.edge.executor import compute_trust_problem
 from schemas.signing import SIGNATURE_HEADER, UNSIGNED, SigningKey, compute_signature_problem
-from streams.pipeline import PipelineRunner
+from streams.runner import PipelineRunner
 from tests.settings_defaults import default_policy, default_settings
 
 SECRET = b"a1" * 32

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.pipeline import source_timeouts
+from streams.batch_plan import source_timeouts
 
 
 @pytest.mark.parametrize("given, request_ms, api_ms", [

@@ -1,4 +1,4 @@
-"""The pipeline under a Redis that loses or rolls back its data while it runs (`streams.pipeline`,
+"""The pipeline under a Redis that loses or rolls back its data while it runs (`streams.runner`,
 STORE LOST): the next batch finds it out before writing, the pipeline rewrites its state whole
 under a higher epoch, raises one `StateStoreLost` ERROR alert, and goes on. Real Redis, no Kafka
 (a producer that acknowledges everything at once)."""
@@ -11,7 +11,7 @@ import pytest
 
 from runtime.settings import compute_policy, load_settings
 from schemas.codec import decode, encode
-from streams.pipeline import PipelineRunner
+from streams.runner import PipelineRunner
 from tests.pipeline.harness import T0, broker_event, partition_event, topic_event
 from tests.pipeline.test_epoch_fencing import AcknowledgingProducer, tick_row
 from tests.state.test_store_verified import cluster_keys, empty, restore
@@ -39,8 +39,8 @@ def runner(redis_client):
     settings = load_settings(cluster_name=f"lost-{uuid.uuid4().hex[:8]}")
     runner = PipelineRunner(settings, redis_client, AcknowledgingProducer(), compute_policy(settings))
     runner.start()
-    runner.process_rows(event_rows(settings, 0), [])
-    runner.process_rows([tick_row(settings, 0)], [])
+    runner.process_rows(event_rows(settings, 0))
+    runner.process_rows([tick_row(settings, 0)])
     assert len(runner.state.cluster.partitions_by_tp) == 4
     return runner
 
@@ -48,14 +48,14 @@ def runner(redis_client):
 def test_redis_emptied_under_a_running_pipeline_is_rewritten_whole(runner):
     settings, epoch = runner.settings, runner.state.epoch
     empty(runner.store)
-    runner.process_rows([tick_row(settings, 1)], [])
+    runner.process_rows([tick_row(settings, 1)])
     stored = runner.store.load()
     assert stored == runner.state and stored.last_batch == 2 and stored.epoch == epoch + 1
     assert len(stored.cluster.brokers) == 3 and len(stored.cluster.partitions_by_tp) == 4
     assert runner.store.applied_offsets() == runner.applied
     [alert] = alerts(runner.producer, settings, "StateStoreLost")
     assert alert["severity"] == "ERROR" and "holds no state at all" in alert["message"]
-    runner.process_rows([tick_row(settings, 2)], [])  # and it goes on, quietly
+    runner.process_rows([tick_row(settings, 2)])  # and it goes on, quietly
     assert runner.store.load().last_batch == 3 and len(alerts(runner.producer, settings, "StateStoreLost")) == 1
 
 
@@ -63,9 +63,9 @@ def test_redis_rolled_back_under_a_running_pipeline_is_rewritten_whole(runner):
     settings = runner.settings
     backup = cluster_keys(runner.store)  # after batch 1
     for offset in (1, 2, 3):
-        runner.process_rows([tick_row(settings, offset)], [])
+        runner.process_rows([tick_row(settings, offset)])
     restore(runner.store, backup)
-    runner.process_rows([tick_row(settings, 4)], [])
+    runner.process_rows([tick_row(settings, 4)])
     stored = runner.store.load()
     assert stored == runner.state and stored.last_batch == 5
     [alert] = alerts(runner.producer, settings, "StateStoreLost")

@@ -16,7 +16,9 @@ from runtime.clients.kafka_admin import ensure_topics
 from runtime.clients.kafka_consumer import TopicReader
 from runtime.clients.kafka_producer import build_producer, producer_config
 from runtime.settings import compute_policy, load_settings
-from streams.pipeline import INPUT_TOPICS, PipelineRunner, compute_topic_names, read_input_logs
+from streams.input_rows import INPUT_TOPICS
+from streams.query import compute_topic_names, read_input_logs
+from streams.runner import PipelineRunner
 from streams.store_recovery import read_published_marks
 from tests.pipeline.harness import Harness, request
 from tests.pipeline.test_epoch_fencing import tick_row
@@ -93,17 +95,17 @@ def test_a_store_emptied_while_the_pipeline_was_stopped_is_rebuilt_from_kafka(pr
     assert runner.store.load().with_changes(epoch=0) == state.with_changes(epoch=0)
     [alert] = product.store_lost_alerts(1)
     assert alert["severity"] == "ERROR" and "commands of epoch 7" in alert["message"]
-    runner.process_rows([tick_row(settings, 10)], [])  # batches go on, verified, above any used
+    runner.process_rows([tick_row(settings, 10)])  # batches go on, verified, above any used
     assert runner.store.load().last_batch == 41
 
 
 def test_a_store_rolled_back_while_the_pipeline_was_stopped_is_rebuilt_from_kafka(product):
     first = product.start()  # nothing published yet, nothing stored: a first start
     settings = product.settings
-    first.process_rows([tick_row(settings, 0)], [])
+    first.process_rows([tick_row(settings, 0)])
     backup = cluster_keys(first.store)  # after batch 0
     for offset in (1, 2, 3):
-        first.process_rows([tick_row(settings, offset)], [])
+        first.process_rows([tick_row(settings, offset)])
     product.published_before(epoch=first.state.epoch, batch=3, sequence=0)
     restore(first.store, backup)  # while no pipeline runs
     second = product.start()
@@ -116,7 +118,7 @@ def test_an_intact_store_is_loaded_as_it_is(product):
     first = product.start()
     settings = product.settings
     for offset in (0, 1):
-        first.process_rows([tick_row(settings, offset)], [])
+        first.process_rows([tick_row(settings, offset)])
     product.published_before(epoch=first.state.epoch, batch=1, sequence=0)
     second = product.start()
     assert second.state.last_batch == 1 and second.state.epoch == first.state.epoch + 1
