@@ -1,102 +1,65 @@
-"""The one adapter over the Kafka Admin API (kafka-python's KafkaAdminClient) and the one place
-where Kafka client errors become `schemas.errors`.
+"""The one adapter over the Kafka Admin API (kafka-python's KafkaAdminClient): its calls, with
+Kafka's errors translated (`kafka_errors`) and its answers read into the typed observation
+(`admin_answers`, `cluster_answers`); one poll of the cluster is `observe` (`cluster_poll`).
 
 kafka-python is used because it alone speaks every API the product needs: DescribeCluster with
 fenced brokers, ListPartitionReassignments, AlterPartitionReassignments, DescribeLogDirs and
 AlterReplicaLogDirs (confluent-kafka exposes none of the last four).
-
-ERRORS (`translate_kafka_error`, for kafka-python and librdkafka alike):
-- retriable Kafka errors, lost connections, timeouts, an unknown broker id, no controller →
-  `KafkaTransientError` (code = Kafka error name, `retry_after_seconds`);
-- UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS,
-  INVALID_CONFIG → the product's own subclasses (the pipeline knows these names);
-- anything else → `KafkaPermanentError` (code = Kafka error name).
-kafka-python spells a few names its own way; they are given the Kafka broker's spelling
-(errno 6 NOT_LEADER_OR_FOLLOWER, errno 39 INVALID_REPLICA_ASSIGNMENT).
 
 KAFKA-PYTHON QUIRKS handled here:
 - it caches cluster metadata (5 min by default) and the controller id, and routes a request by
   them, raising UnknownBrokerIdError for a broker added since or a controller that died: a new
   client (fresh metadata, the live controller) retries once; still unknown then means not
   registered or fenced → BROKER_NOT_AVAILABLE (permanent);
-- it caches the "controller" id (in KRaft any broker forwards controller requests) and never
-  forgets it when that broker dies, so every controller request then fails: on any transient
-  error the client is closed and re-created (lazily, on the next call);
+- in KRaft any broker forwards controller requests, yet it never forgets a cached controller
+  that died, so every controller request would fail: on any transient error the client is
+  closed and re-created (lazily, on the next call);
 - its reconnect backoff grows to 30 s by default, which would hide a restarted broker: capped low;
-- `describe_log_dirs()` with no partitions fetches all metadata and lists every partition in
-  the request: the protocol's null list ("all") is sent instead (4x faster at 10k partitions);
-- its `describe_topics()` and `describe_log_dirs()` turn the answer into dicts (`to_dict`),
-  which at 10,000 partitions costs more client CPU than decoding it: the Metadata and
-  DescribeLogDirs requests are sent by `kafka_fast_reads` (the only module that touches
-  kafka-python's private internals) and their answer structs read as they are;
-- a client whose bootstrap fails raises from its constructor with its network thread and
-  connections left running: it is made through `kafka_fast_reads.open_admin_client`, which
-  stops them (one thread and its sockets leaked per reconnect attempt before);
+- `describe_log_dirs()` lists every partition in its request, and it and `describe_topics()`
+  turn the answer into dicts, which at 10,000 partitions costs more than the broker's work: those
+  requests are sent by `kafka_fast_reads` (the null list, "all"; the answer structs kept), the
+  one module that touches kafka-python's internals; it also makes the client, since one whose
+  bootstrap fails leaves its network thread and sockets running;
 - `describe_configs` answers {} for an unknown topic instead of an error; `alter_configs` answers
   error *strings*; `alter_partition_reassignments` answers an error class per partition.
 
-ONE POLL (`observe`): DescribeCluster first (the live brokers), then the topic metadata, the
-ongoing reassignments, min.insync.replicas of the topics known from the last poll and — when due
-or hinted (`observation.compute_log_dirs_hint`) — every live broker's DescribeLogDirs are sent
-**together** on kafka-python's event loop, so that their broker-side work overlaps (one round
-trip of wall time instead of one per request); a new topic's min.insync.replicas is asked
-after. Any of those reads that fails is done again alone
-through the usual path (with its retries and translation), so the fast path never changes what
-an error looks like. Log dirs that are neither due nor hinted are carried over from the previous
-poll: they cost as much as the metadata at 10,000 partitions, and a failed dir that holds a
-replica shows in the metadata at once (offline replicas), so only an empty dir's failure waits
-for the next due read (`log_dirs_interval_seconds`, 2 s by default).
-
-RECONNECTING: a client that cannot be created (cluster unreachable) raises
-`KafkaTransientError`, and the next attempt is refused until an exponential backoff (0.5 s doubling
-to 10 s) has passed, so a caller that retries in a loop never hot-loops against a dead cluster.
+RECONNECTING: a client that cannot be created (cluster unreachable) raises `KafkaTransientError`,
+and the next attempt is refused until a backoff (`CONNECT_BACKOFF`) has passed, so a caller that
+retries in a loop never hot-loops against a dead cluster.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
-from operator import itemgetter
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from runtime.backoff import Backoff
+from runtime.clients.admin_answers import (
+    compute_log_dirs,
+    compute_min_insync_replicas,
+    compute_partitions,
+    compute_reassignments,
+    group_throttled_replicas,
+)
 from runtime.clients.client_config import ClientConfig
+from runtime.clients.cluster_answers import BrokerObservation, ClusterObservation, LogDirObservation, PartitionList
+from runtime.clients.cluster_poll import observe_cluster
+from runtime.clients.kafka_errors import raise_for_error_class, raise_for_result_string, translate_kafka_error
 from runtime.clients.kafka_fast_reads import (
     Read,
+    alter_config_op,
     gather_reads,
-    log_dir_reads,
     open_admin_client,
     read_log_dirs,
     read_metadata,
     read_min_insync_replicas,
-    read_reassignments,
-    alter_config_op,
     run_read,
 )
-from runtime.clients.cluster_answers import (
-    EMPTY,
-    FOLLOWER_THROTTLED_REPLICAS,
-    LEADER_THROTTLED_REPLICAS,
-    KAFKA_STORAGE_ERROR,
-    BrokerObservation,
-    ClusterObservation,
-    LogDirObservation,
-    PartitionList,
-    ReplicaList,
-    compute_changed_partitions,
-    compute_log_dirs_hint,
-    compute_observation,
-)
-from schemas.errors import (
-    InvalidConfigError,
-    InvalidReplicaAssignmentError,
-    KafkaPermanentError,
-    KafkaTransientError,
-    NoReassignmentInProgressError,
-    ReassignerError,
-    UnknownTopicOrPartitionError,
-)
+from schemas.errors import KafkaPermanentError, KafkaTransientError
+
+# The adapter's names, and two answer readers the benchmarks read through this module.
+__all__ = ["ClusterAdmin", "compute_admin_options", "ensure_topics", "compute_log_dirs", "group_throttled_replicas"]
 
 log = logging.getLogger(__name__)
 
@@ -104,114 +67,6 @@ T = TypeVar("T")
 
 # A client that cannot be created is not tried again before this backoff has passed.
 CONNECT_BACKOFF = Backoff(first_seconds=0.5, most_seconds=10.0)
-
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
-BY_REPLICA_KEY = itemgetter(0, 1, 2)  # of a replica row: (topic, partition, is_future)
-
-# Kafka's own spelling where kafka-python differs (by errno).
-KAFKA_NAMES_BY_ERRNO = {-1: "UNKNOWN_SERVER_ERROR", 6: "NOT_LEADER_OR_FOLLOWER",
-                        39: "INVALID_REPLICA_ASSIGNMENT"}
-PRODUCT_ERRORS: dict[str, type[ReassignerError]] = {
-    "UNKNOWN_TOPIC_OR_PARTITION": UnknownTopicOrPartitionError,
-    "INVALID_REPLICA_ASSIGNMENT": InvalidReplicaAssignmentError,
-    "NO_REASSIGNMENT_IN_PROGRESS": NoReassignmentInProgressError,
-    "INVALID_CONFIG": InvalidConfigError,
-}
-# librdkafka's local conditions that waiting will not fix (the rest, timeouts and transport
-# errors, mean the cluster or a broker is away for now).
-LOCAL_PERMANENT_NAMES = frozenset({
-    "AUTHENTICATION", "SSL", "INVALID_ARG", "UNKNOWN_PROTOCOL", "NOT_IMPLEMENTED",
-    "UNSUPPORTED_FEATURE", "FATAL", "INVALID_TYPE", "MSG_SIZE_TOO_LARGE", "UNKNOWN_TOPIC",
-    "UNKNOWN_PARTITION", "KEY_SERIALIZATION", "VALUE_SERIALIZATION",
-})
-# Client-side conditions that mean "the cluster or a broker is away for now".
-TRANSIENT_NAMES = frozenset({
-    "UNKNOWN_BROKER_ID", "NO_BROKERS_AVAILABLE", "KAFKA_CONNECTION", "NODE_NOT_READY",
-    "KAFKA_TIMEOUT", "REQUEST_TIMED_OUT", "NOT_CONTROLLER", "BROKER_NOT_AVAILABLE",
-    "TRANSPORT", "ALL_BROKERS_DOWN", "TIMED_OUT", "CONNECTION_ERROR", "NETWORK_EXCEPTION",
-})
-
-
-def _snake_upper(name: str) -> str:
-    if name.endswith("Error"):
-        name = name[: -len("Error")]
-    out = [name[0]]
-    for previous, char in zip(name, name[1:]):
-        if char.isupper() and not previous.isupper():
-            out.append("_")
-        out.append(char)
-    return "".join(out).upper()
-
-
-def kafka_error_name(error: BaseException) -> str:
-    """The Kafka error name of a kafka-python or confluent-kafka exception."""
-    from confluent_kafka import KafkaError as LibrdkafkaError, KafkaException
-
-    if isinstance(error, LibrdkafkaError):
-        return error.name().lstrip("_")
-    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], LibrdkafkaError):
-        return error.args[0].name().lstrip("_")
-    errno = getattr(error, "errno", None)
-    if isinstance(errno, int) and errno in KAFKA_NAMES_BY_ERRNO and hasattr(type(error), "message"):
-        return KAFKA_NAMES_BY_ERRNO[errno]
-    message = getattr(type(error), "message", None)
-    if isinstance(message, str) and message.isupper():
-        return message
-    return _snake_upper(type(error).__name__)
-
-
-def translate_kafka_error(error: object, doing: str) -> ReassignerError:
-    """The `schemas.errors` form of any exception raised by a Kafka client while `doing`, or
-    of a confluent-kafka `KafkaError` as a delivery report gives it."""
-    if isinstance(error, ReassignerError):
-        return error
-    from confluent_kafka import KafkaError as LibrdkafkaError, KafkaException
-
-    if isinstance(error, LibrdkafkaError):
-        error = KafkaException(error)
-
-    name = kafka_error_name(error)
-    detail = str(error) or type(error).__name__
-    message = f"{doing}: {name}: {detail}"
-    if name in PRODUCT_ERRORS:
-        return PRODUCT_ERRORS[name](message)
-    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], LibrdkafkaError):
-        local = error.args[0].code() < 0  # librdkafka's own condition (timed out, transport...)
-        retriable = (error.args[0].retriable() or name in TRANSIENT_NAMES
-                     or (local and name not in LOCAL_PERMANENT_NAMES))
-    elif isinstance(error, (OSError, TimeoutError, ConnectionError)):
-        retriable, name = True, "CONNECTION_ERROR"
-    elif isinstance(error, RuntimeError) and "controller" in detail.lower():
-        retriable, name = True, "NOT_CONTROLLER"  # kafka-python: "Failed to find active controller id!"
-    elif isinstance(error, ValueError):
-        return InvalidReplicaAssignmentError(message)  # kafka-python's check of replica lists
-    else:
-        retriable = bool(getattr(error, "retriable", False)) or name in TRANSIENT_NAMES
-    if retriable:
-        return KafkaTransientError(message, name, retry_after_seconds=1.0)
-    return KafkaPermanentError(message, name)
-
-
-def _raise_for(error_class: object, doing: str) -> None:
-    """Raise the translation of an error *class* (as kafka-python returns per partition)."""
-    import kafka.errors as kafka_errors
-
-    if error_class is None or error_class is kafka_errors.NoError:
-        return
-    raise translate_kafka_error(error_class(), doing)  # type: ignore[operator]
-
-
-def _raise_for_string(result: str, doing: str) -> None:
-    """kafka-python's alter_configs answers 'OK' or 'ClassName: message' per resource."""
-    import kafka.errors as kafka_errors
-
-    if result == "OK":
-        return
-    class_name, _, detail = result.partition(":")
-    error_class = getattr(kafka_errors, class_name.strip(), None)
-    if isinstance(error_class, type) and issubclass(error_class, Exception):
-        raise translate_kafka_error(error_class(detail.strip()), doing)
-    raise KafkaPermanentError(f"{doing}: {result}", "UNKNOWN_SERVER_ERROR")
 
 
 class ClusterAdmin:
@@ -349,7 +204,7 @@ class ClusterAdmin:
     def read_together(self, reads: Mapping[str, tuple[Read, tuple]]) -> dict[str, object]:
         """Send several reads at once (`reads`: name → (a `_read_*` coroutine, its arguments
         after the client)); each answer is the read's result or the exception it raised. The
-        caller redoes a failed read alone (see ONE POLL)."""
+        caller redoes a failed read alone (`runtime.clients.cluster_poll`)."""
         return self._call("read the cluster", lambda c: gather_reads(c, reads))
 
     def describe_min_insync_replicas(self, topics: Sequence[str]) -> dict[str, int | None]:
@@ -361,68 +216,10 @@ class ClusterAdmin:
 
     def observe(self, previous: ClusterObservation | None = None,
                 log_dirs_due: bool = True) -> ClusterObservation:
-        """One poll (see ONE POLL in the module doc). Log dirs are read when `log_dirs_due` or
+        """One poll (`runtime.clients.cluster_poll`). Log dirs are read when `log_dirs_due` or
         when the metadata hints a change, else carried over from `previous`; those of a broker
-        that cannot answer are carried over too (nothing new is known about them; its fencing
-        tells the rest)."""
-        previous = previous or EMPTY
-        brokers = self.describe_brokers()
-        live = sorted(b.broker_id for b in brokers if not b.fenced)
-        read_dirs = log_dirs_due or compute_log_dirs_hint(previous, brokers) is not None
-        reads: dict[str, tuple[Read, tuple]] = {"metadata": (read_metadata, ()),
-                                                "reassignments": (read_reassignments, ())}
-        known_topics = sorted(previous.topics)
-        if known_topics:  # the topics of the last poll; a new one is asked about below
-            reads["min isr"] = (read_min_insync_replicas, (known_topics,))
-        if read_dirs:
-            reads |= log_dir_reads(live)
-        answers = self.read_together(reads)
-        metadata = answers["metadata"]
-        if isinstance(metadata, BaseException):
-            partitions, topic_ids = self.describe_partitions()
-        else:
-            partitions, topic_ids = compute_partitions(metadata)  # type: ignore[arg-type]
-        listed = answers["reassignments"]
-        reassignments = (self.list_reassignments() if isinstance(listed, BaseException)
-                         else compute_reassignments(listed))
-        configs = answers.get("min isr")
-        if isinstance(configs, BaseException):
-            min_isr = self.describe_min_insync_replicas(known_topics)
-        else:
-            min_isr = compute_min_insync_replicas(known_topics, configs or {})  # type: ignore[arg-type]
-        min_isr |= self.describe_min_insync_replicas(sorted(set(topic_ids) - set(known_topics)))
-        registered = {b.broker_id for b in brokers}
-        if not read_dirs:
-            carried = [d for (broker_id, _), d in previous.log_dirs.items() if broker_id in registered]
-            observation = compute_observation(brokers, partitions, topic_ids, reassignments, carried, min_isr,
-                                              previous)
-            # Only the partitions the merge did not carry over can hint (the others are equal).
-            changed = compute_changed_partitions(previous, observation)
-            hint = compute_log_dirs_hint(previous, brokers, partitions if changed is None else
-                                         [observation.partitions[key] for key in changed])
-            if hint is None:
-                return observation
-            log.debug("reading the log dirs before they are due: %s", hint)
-            answers |= self.read_together(log_dir_reads(live))
-        log_dirs, unreachable = self._log_dirs_of(live, answers)
-        silent = unreachable | {b.broker_id for b in brokers if b.fenced}
-        log_dirs += [d for (broker_id, _), d in previous.log_dirs.items() if broker_id in silent]
-        return compute_observation(brokers, partitions, topic_ids, reassignments, log_dirs, min_isr, previous)
-
-    def _log_dirs_of(self, broker_ids: Sequence[int], answers: Mapping[str, object],
-                     ) -> tuple[list[LogDirObservation], set[int]]:
-        """The dirs of `log_dir_reads` answers; a broker whose read failed is asked again alone."""
-        dirs: list[LogDirObservation] = []
-        unreachable: set[int] = set()
-        for broker_id in broker_ids:
-            answer = answers[f"log dirs {broker_id}"]
-            if isinstance(answer, BaseException):
-                again, failed = self.describe_log_dirs([broker_id])
-                dirs += again
-                unreachable |= failed
-            else:
-                dirs += compute_log_dirs(broker_id, answer)  # type: ignore[arg-type]
-        return dirs, unreachable
+        that cannot answer are carried over too."""
+        return observe_cluster(self, previous, log_dirs_due)
 
     # --- change ---------------------------------------------------------------------------------
     def alter_partition_reassignment(self, topic: str, partition: int,
@@ -436,7 +233,7 @@ class ClusterAdmin:
         answer = self._call(doing, lambda c: c.alter_partition_reassignments(
             {TopicPartition(topic, partition): target}))
         for error_class in answer.values():
-            _raise_for(error_class, doing)
+            raise_for_error_class(error_class, doing)
 
     def elect_preferred_leader(self, topic: str, partition: int) -> None:
         """Preferred-leader election for one partition; 'not needed' counts as done."""
@@ -451,7 +248,7 @@ class ClusterAdmin:
         answer = self._call(doing, lambda c: c.alter_replica_log_dirs(
             {(topic, partition, broker_id): path}))
         for error_class in answer.values():
-            _raise_for(error_class, doing)
+            raise_for_error_class(error_class, doing)
 
     def alter_broker_configs(self, broker_ids: Iterable[int], configs: Mapping[str, str | None]) -> None:
         """IncrementalAlterConfigs on each broker: SET a value, DELETE where the value is None."""
@@ -466,7 +263,7 @@ class ClusterAdmin:
                 [ConfigResource(ConfigResourceType.BROKER, str(b), dict(entries))],
                 raise_on_unknown=False, incremental=True))
             for result in answer.get("broker", {}).values():
-                _raise_for_string(result, doing)
+                raise_for_result_string(result, doing)
 
     def alter_topic_configs(self, configs_by_topic: Mapping[str, Mapping[str, str | None]]) -> None:
         """IncrementalAlterConfigs on topics: SET a value, DELETE where the value is None."""
@@ -485,7 +282,7 @@ class ClusterAdmin:
         answer = self._call(doing, lambda c: c.alter_configs(resources, raise_on_unknown=False,
                                                              incremental=True))
         for topic, result in answer.get("topic", {}).items():
-            _raise_for_string(result, f"alter configs of topic {topic}")
+            raise_for_result_string(result, f"alter configs of topic {topic}")
 
     def describe_broker_configs(self, broker_id: int, names: Sequence[str]) -> dict[str, str | None]:
         """Current values of some dynamic configs of one broker (for checks and tests)."""
@@ -588,84 +385,3 @@ def ensure_topics(bootstrap_servers: str, client_config: ClientConfig | None, na
         log.info("created topic %s (%d partitions)", name, partitions)
     return created
 
-
-def compute_min_insync_replicas(topics: Sequence[str], answer: Mapping) -> dict[str, int | None]:
-    """Per topic the effective min.insync.replicas of a DescribeConfigs answer (None where the
-    broker gave no value: kafka-python answers nothing for an unknown topic)."""
-    found = answer.get("topic", {})
-    result: dict[str, int | None] = {}
-    for topic in topics:
-        value = found.get(topic, {}).get(MIN_INSYNC_REPLICAS, {}).get("value")
-        result[topic] = int(value) if value not in (None, "") else None
-    return result
-
-
-def compute_partitions(topics: Iterable) -> tuple[PartitionList, dict[str, str | None]]:
-    """Metadata answer structs as partitions (a `PartitionList`, which the poll merge compares in
-    C) and topic ids. A topic being deleted (topic-level error other than LEADER_NOT_AVAILABLE,
-    or no partitions) is left out."""
-    partitions = PartitionList()
-    states = partitions.states
-    topic_ids: dict[str, str | None] = {}
-    for topic in topics:
-        # LEADER_NOT_AVAILABLE (5) right after creation still lists the partitions.
-        if topic.error_code not in (0, 5) or not topic.partitions:
-            continue
-        name = topic.name
-        topic_ids[name] = str(topic.topic_id) if topic.topic_id else None
-        for p in topic.partitions:
-            leader = p.leader_id
-            leader = None if leader is None or leader < 0 else leader
-            replicas, isr = tuple(p.replica_nodes), tuple(p.isr_nodes)
-            offline = tuple(p.offline_replicas or ())
-            states.append((name, p.partition_index, replicas, isr, leader, p.leader_epoch, offline))
-    return partitions, topic_ids
-
-
-def compute_reassignments(answer: Mapping) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
-    """kafka-python's list_partition_reassignments answer: (topic, partition) → (adding, removing)."""
-    return {(tp.topic, tp.partition): (tuple(r["adding_replicas"]), tuple(r["removing_replicas"]))
-            for tp, r in answer.items()}
-
-
-def compute_log_dirs(broker_id: int, results: Iterable) -> list[LogDirObservation]:
-    """One broker's DescribeLogDirs answer structs as observations (error 56 = dir offline)."""
-    import kafka.errors as kafka_errors
-
-    dirs: list[LogDirObservation] = []
-    for entry in results:
-        error_code = entry.error_code
-        error = None
-        if error_code:
-            error = (KAFKA_STORAGE_ERROR if error_code == 56
-                     else kafka_error_name(kafka_errors.for_code(error_code)()))
-        # Plain rows, sorted by key, not a dataclass per replica (see `ReplicaList`). The topic
-        # names are not interned: at 1-2 replicas per topic entry (many topics) `sys.intern`
-        # cost the decoding 330 ms a dirs read at 300k partitions to save the merge 17 ms.
-        rows = [(topic.name, part.partition_index, bool(part.is_future_key), int(part.partition_size or 0),
-                 int(part.offset_lag or 0)) for topic in entry.topics or () for part in topic.partitions]
-        rows.sort(key=BY_REPLICA_KEY)
-        total, usable = entry.total_bytes, entry.usable_bytes
-        dirs.append(LogDirObservation(
-            broker_id=broker_id, path=entry.log_dir, online=error_code == 0, error=error,
-            replicas=ReplicaList.of_rows(rows),
-            total_bytes=total if total is not None and total >= 0 else None,
-            usable_bytes=usable if usable is not None and usable >= 0 else None,
-        ))
-    return dirs
-
-
-def group_throttled_replicas(partitions: Iterable[Mapping]) -> dict[str, dict[str, str]]:
-    """ThrottledPartition records → per topic the two `*.replication.throttled.replicas` values
-    (`partition:broker,...`), as Kafka's reassignment tool writes them."""
-    leaders: dict[str, list[str]] = defaultdict(list)
-    followers: dict[str, list[str]] = defaultdict(list)
-    for p in partitions:
-        leaders[p["topic"]] += [f"{p['partition']}:{b}" for b in p.get("leader_broker_ids", [])]
-        followers[p["topic"]] += [f"{p['partition']}:{b}" for b in p.get("follower_broker_ids", [])]
-    grouped: dict[str, dict[str, str]] = {}
-    for topic in sorted(leaders.keys() | followers.keys()):
-        configs = {LEADER_THROTTLED_REPLICAS: ",".join(leaders[topic]),
-                   FOLLOWER_THROTTLED_REPLICAS: ",".join(followers[topic])}
-        grouped[topic] = {name: value for name, value in configs.items() if value}
-    return grouped

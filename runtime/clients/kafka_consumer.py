@@ -13,7 +13,7 @@ RULES
 - A record reaches the caller as a `ConsumedRecord` (plain values); a consumer error is logged
   at INFO and skipped — librdkafka reconnects and re-routes fetches to a new leader by itself,
   so a broker stopped and restarted under a reader costs a pause, not the reader.
-- Kafka errors raised to the caller are `schemas.errors` (`kafka_admin.translate_kafka_error`).
+- Kafka errors raised to the caller are `schemas.errors` (`kafka_errors.translate_kafka_error`).
 - `run_committing_consumer`, per record in each partition's offset order: `handle(record)`;
   then the `OutgoingMessage` it returned, if any, is published on the side topic and
   acknowledged (`kafka_producer.publish_and_wait`, retried under the one retry policy while the
@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping
 
 from runtime.backoff import Backoff, retry_transient
 from runtime.clients.client_config import ClientConfig
-from runtime.clients.kafka_admin import translate_kafka_error
+from runtime.clients.kafka_errors import translate_kafka_error
 from runtime.clients.kafka_producer import (build_producer, librdkafka_settings, producer_config,
                                                publish_and_wait)
 from schemas.errors import KafkaTransientError, TransientError

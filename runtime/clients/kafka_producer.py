@@ -29,7 +29,7 @@ import time
 from typing import Any, Iterable, Mapping, NoReturn
 
 from runtime.clients.client_config import ClientConfig
-from runtime.clients.kafka_admin import translate_kafka_error
+from runtime.clients.kafka_errors import translate_kafka_error
 from schemas.errors import KafkaTransientError
 from schemas.codec import TOPICS, encode, topic_name, version_headers
 

@@ -6,7 +6,7 @@ import pytest
 import redis
 from confluent_kafka import KafkaError
 
-from runtime.clients.kafka_admin import translate_kafka_error
+from runtime.clients.kafka_errors import translate_kafka_error
 from runtime.clients.redis_io import call_redis, translate_redis_error
 from schemas.errors import KafkaPermanentError, KafkaTransientError, PermanentError, TransientError
 

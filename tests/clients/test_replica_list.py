@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from hypothesis import given, settings, strategies as st
 
 from runtime.clients.cluster_answers import LogDirObservation, ReplicaInDir, ReplicaList
-from runtime.clients.kafka_admin import compute_log_dirs
+from runtime.clients.admin_answers import compute_log_dirs
 
 replicas = st.lists(st.builds(ReplicaInDir, st.sampled_from(["a", "b", "orders"]), st.integers(0, 3), st.booleans(),
                               st.integers(0, 10**12), st.integers(0, 9)),

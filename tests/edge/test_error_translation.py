@@ -6,7 +6,8 @@ import kafka.errors as kafka_errors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from runtime.clients.kafka_admin import group_throttled_replicas, translate_kafka_error
+from runtime.clients.admin_answers import group_throttled_replicas
+from runtime.clients.kafka_errors import translate_kafka_error
 from schemas.errors import (
     InvalidReplicaAssignmentError,
     KafkaPermanentError,
