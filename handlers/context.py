@@ -11,6 +11,7 @@ the planning core's stall rule and `StepInFlight.started_at` use.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from handlers.outbox import Outbox
@@ -27,6 +28,10 @@ class BatchContext:
     outbox: Outbox
     policy: Policy = field(init=False)
     plans_made: int = 0  # numbering of plans (reassignment ids, proposal ids) within the batch
+    # What the decision did, as the handlers decide it (`handlers.micro_batch.BatchReport`).
+    refused: Counter = field(default_factory=Counter)  # schema → events whose content was refused
+    steps_completed: list = field(default_factory=list)
+    bytes_moved: int = 0
 
     def __post_init__(self) -> None:
         self.refresh_policy()

@@ -41,11 +41,12 @@ ended every grace period at once.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Any, Mapping
 
 from handlers.outbox import WARNING, Outbox
-from handlers.micro_batch import BadRecord, BatchInputs, Decision
+from handlers.micro_batch import BadRecord, BatchInputs, BatchReport, Decision
 from handlers.context import BatchContext
 from handlers.events import EventEffects, compute_cluster_after_events
 from handlers.external import handle_step_views
@@ -91,8 +92,25 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     handle_log_dir_balance(context, effects.dirs_changed)
     handle_log_dir_progress(context)
 
-    return Decision(context.state.with_changes(last_batch=inputs.batch_id),
-                    tuple(context.outbox.messages))
+    outbox = tuple(context.outbox.messages)
+    return Decision(context.state.with_changes(last_batch=inputs.batch_id), outbox,
+                    compute_report(context, inputs, outbox))
+
+
+def compute_report(context: BatchContext, inputs: BatchInputs, outbox: tuple) -> BatchReport:
+    """What the decision did (`BatchReport`), from what the handlers recorded as they decided."""
+    received = Counter(schema for schema, _ in inputs.events)
+    received["Request"] += len(inputs.requests)
+    received["CommandResult"] += len(inputs.command_results)
+    rejected = Counter(_expected_schema(bad.source_topic) or "unknown" for bad in inputs.bad_records)
+    rejected.update(context.refused)
+    counts = {(schema, "applied"): received[schema] - context.refused[schema] for schema in received}
+    counts |= {(schema, "rejected"): n for schema, n in rejected.items()}
+    return BatchReport(
+        inputs={key: n for key, n in counts.items() if n > 0},
+        commands=dict(Counter(m.record["payload"][0] for m in outbox if m.topic_suffix == "commands")),
+        alerts=dict(Counter(str(m.record["kind"]) for m in outbox if m.topic_suffix == "alerts")),
+        steps_completed=tuple(context.steps_completed), bytes_moved=context.bytes_moved)
 
 
 INPUT_KINDS = ("events", "requests", "command_results")
@@ -208,6 +226,7 @@ def handle_bad_records(context: BatchContext, bad_records: tuple[BadRecord, ...]
 
 def handle_rejected_events(context: BatchContext, effects: EventEffects) -> None:
     for schema, key, reason in effects.rejected:
+        context.refused[schema] += 1
         context.outbox.alert("BadEvent", WARNING, key, f"{schema} event {key} ignored: {reason}",
                              {"schema": schema, "reason": reason})
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from planning.model import TopicPartition
 from state.model import ControllerState, OutboundMessage
 
 
@@ -64,8 +65,31 @@ class BatchInputs:
 
 
 @dataclass(frozen=True)
+class BatchReport:
+    """What one decision did, filled by the handlers as they decide (the pipeline's metrics only
+    count it, nothing re-derives it from the states or the outbox).
+
+    inputs: (schema, "applied" | "rejected") → records: an input is rejected when it did not
+        decode, when deciding on it failed (both dead-lettered), or when its content was refused
+        (a BadEvent naming its schema); every other input of the batch is applied.
+    commands, alerts: kind → messages in the outbox.
+    steps_completed: the partitions whose step in flight completed in this batch (its view
+        reached the step's target; a failed or cancelled step is none).
+    bytes_moved: the bytes those steps copied (`planning.movement.eta`).
+    """
+
+    inputs: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    commands: Mapping[str, int] = field(default_factory=dict)
+    alerts: Mapping[str, int] = field(default_factory=dict)
+    steps_completed: tuple[TopicPartition, ...] = ()
+    bytes_moved: int = 0
+
+
+@dataclass(frozen=True)
 class Decision:
-    """The outcome of one batch: the next state and the messages to publish after committing."""
+    """The outcome of one batch: the next state, the messages to publish after committing, and
+    what it did."""
 
     state: ControllerState
     outbox: tuple[OutboundMessage, ...] = ()
+    report: BatchReport = field(default_factory=BatchReport)

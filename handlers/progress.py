@@ -110,6 +110,8 @@ def handle_progress(context: BatchContext) -> None:
     for tp in finished:  # the state holds active records only: drop the ones that ended
         patch[tp] = None
     copied = compute_completed_step_bytes(state.reassignments, decision.completed, state.cluster)
+    context.steps_completed.extend(decision.completed)
+    context.bytes_moved += copied
     after = context.state.with_records(patch)
     ended = compute_finished_work((decided[tp] for tp in sorted(finished)), state.cluster)
     meter = advance_meter(state.replication_meter, copied, bool(after.reassignments), context.now_ms, ended)

@@ -2,9 +2,10 @@
 
 WHO COUNTS WHAT: each long-running process counts what it does, where it does it (the shell,
 never the pure handlers), and serves its own `/metrics`:
-- the pipeline (`streams.runner`) once per COMMITTED batch, from the batch's inputs, its
-  outbox and the states before and after (`compute_batch_counts`, pure), right after the
-  commit succeeded: a batch that fails before its commit and is retried, a replay, or a batch
+- the pipeline (`streams.runner`) once per COMMITTED batch, from what its decision reported
+  (`handlers.micro_batch.BatchReport`: inputs applied and rejected, commands and alerts by kind,
+  steps completed and their bytes) and the state after it (`compute_batch_counts`, pure),
+  right after the commit succeeded: a batch that fails before its commit and is retried, a replay, or a batch
   another writer committed counts nothing;
 - the watcher (`reassigner.edge.watcher`) once per poll, after the events were acknowledged (a
   failed poll counts as one poll, with its error code as outcome);
@@ -37,13 +38,11 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
-from handlers.micro_batch import BatchInputs
+from handlers.micro_batch import BatchInputs, BatchReport
 from planning.model import TopicPartition
-from planning.movement.eta import compute_completed_step_bytes
-from planning.movement.reassignment import ReassignmentState
 from schemas import ALERT_KINDS, COMMAND_KINDS, EVENT_TYPES
 from schemas.codec import TOPICS
-from state.model import ControllerState, OutboundMessage
+from state.model import ControllerState
 
 disable_created_metrics()  # no `_created` series: nothing here reads them, they double the output
 
@@ -202,7 +201,6 @@ def serve_metrics(host: str, port: int) -> tuple[Any, int]:
 
 # --- the pipeline's counts of one committed batch (pure) -----------------------------------------
 
-DONE_ALERTS = ("ReassignmentCompleted", "ReassignmentCancelled")
 
 
 @dataclass(frozen=True)
@@ -226,61 +224,6 @@ def compute_in_flight(state: ControllerState) -> frozenset[TopicPartition]:
     return frozenset(state.compute_records_in_flight())
 
 
-def compute_completed_steps(before: ControllerState, after: ControllerState,
-                            outbox: Iterable[OutboundMessage],
-                            in_flight_before: Iterable[TopicPartition] | None = None) -> tuple[TopicPartition, ...]:
-    """The partitions whose step in flight before the batch completed in it.
-
-    A step completed when its record counts one more step done and was not cancelling, and the
-    step did not fail (a failed step uses its number too, and counts a failed attempt); or when
-    its record left the state with a ReassignmentCompleted/Cancelled alert of this batch naming
-    it (the last step reached the final target). A cancelled step, a failed one, or a record
-    dropped with its topic is no completed step."""
-    done_ids = {str(m.record.get("details", {}).get("reassignment_id")) for m in outbox
-                if m.topic_suffix == "alerts" and m.record.get("kind") in DONE_ALERTS}
-    completed: list[TopicPartition] = []
-    candidates = compute_in_flight(before) if in_flight_before is None else in_flight_before
-    for tp in sorted(candidates):
-        old = before.reassignments.get(tp)
-        if old is None or old.in_flight is None or old.state is ReassignmentState.CANCELLING:
-            continue
-        new = after.reassignments.get(tp)
-        if new is not None and new.reassignment_id == old.reassignment_id:
-            if new.steps_done > old.steps_done and new.failed_attempts == 0:
-                completed.append(tp)
-        elif old.reassignment_id in done_ids:
-            completed.append(tp)
-    return tuple(completed)
-
-
-def compute_input_counts(inputs: BatchInputs, outbox: Iterable[OutboundMessage]) -> dict[tuple[str, str], int]:
-    """(schema, "applied" | "rejected") → records: every decoded input is applied unless the
-    batch dead-lettered it (deciding on it failed) or rejected it as invalid (a BadEvent naming
-    its schema); an undecodable record is rejected under the schema its topic carries."""
-    received: Tally[str] = Tally(schema for schema, _ in inputs.events)
-    received["Request"] += len(inputs.requests)
-    received["CommandResult"] += len(inputs.command_results)
-    undecodable: Tally[str] = Tally()
-    rejected: Tally[str] = Tally()
-    for message in outbox:
-        if message.topic_suffix == "dead-letter":
-            rejected[str(message.record.get("expected_schema") or "unknown")] += 1
-        elif message.topic_suffix == "alerts" and message.record.get("kind") == "BadEvent" \
-                and "schema" in message.record.get("details", {}):
-            rejected[message.record["details"]["schema"]] += 1
-    for bad in inputs.bad_records:
-        undecodable[_schema_of_topic(bad.source_topic)] += 1
-    counts: dict[tuple[str, str], int] = {}
-    for schema in set(received) | set(rejected):
-        counts[(schema, "applied")] = max(0, received[schema] - (rejected[schema] - undecodable[schema]))
-        counts[(schema, "rejected")] = rejected[schema]
-    return {key: n for key, n in counts.items() if n}
-
-
-def _schema_of_topic(topic: str) -> str:
-    return TOPICS.get(topic.rsplit(".", 1)[-1], "unknown")
-
-
 def compute_oldest_input_ms(inputs: BatchInputs) -> int | None:
     """The earliest event time among the batch's decoded inputs (None: none carries one)."""
     times = [r.get("event_time") for r in (*(record for _, record in inputs.events), *inputs.requests,
@@ -288,23 +231,17 @@ def compute_oldest_input_ms(inputs: BatchInputs) -> int | None:
     return min((t for t in times if isinstance(t, int) and t > 0), default=None)
 
 
-def compute_batch_counts(before: ControllerState, after: ControllerState, inputs: BatchInputs,
-                         outbox: Iterable[OutboundMessage], committed_at_ms: int,
-                         in_flight_before: Iterable[TopicPartition] | None = None,
+def compute_batch_counts(after: ControllerState, inputs: BatchInputs, report: BatchReport, committed_at_ms: int,
                          in_flight_after: frozenset[TopicPartition] | None = None) -> BatchCounts:
-    """The counts of one batch (see `BatchCounts`); pure. `in_flight_*` (from `compute_in_flight`)
-    spare a scan of every reassignment when the caller keeps them."""
-    outbox = tuple(outbox)
-    commands = Tally(m.record["payload"][0] for m in outbox if m.topic_suffix == "commands")
-    alerts = Tally(str(m.record["kind"]) for m in outbox if m.topic_suffix == "alerts")
-    completed = compute_completed_steps(before, after, outbox, in_flight_before)
+    """The counts of one committed batch (see `BatchCounts`) from what its decision reported
+    (`handlers.micro_batch.BatchReport`) and the state after it; pure. `in_flight_after` (from
+    `compute_in_flight`) spares a scan of every reassignment when the caller keeps it."""
     oldest = compute_oldest_input_ms(inputs)
     flying = compute_in_flight(after) if in_flight_after is None else in_flight_after
     return BatchCounts(
-        inputs=compute_input_counts(inputs, outbox), commands=dict(commands), alerts=dict(alerts),
-        steps_started=commands.get("ReassignmentStep", 0), steps_completed=len(completed),
-        bytes_moved=compute_completed_step_bytes(before.reassignments, completed, after.cluster),
-        reassignments_active=len(after.reassignments), steps_in_flight=len(flying),
+        inputs=dict(report.inputs), commands=dict(report.commands), alerts=dict(report.alerts),
+        steps_started=report.commands.get("ReassignmentStep", 0), steps_completed=len(report.steps_completed),
+        bytes_moved=report.bytes_moved, reassignments_active=len(after.reassignments), steps_in_flight=len(flying),
         lag_seconds=None if oldest is None else max(0.0, (committed_at_ms - oldest) / 1000))
 
 

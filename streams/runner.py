@@ -243,7 +243,7 @@ class PipelineRunner:
         if not committed:
             self._reload(batch_id)
             return
-        self._count_committed(new_state, inputs, decision.outbox)
+        self._count_committed(new_state, inputs, decision.report)
         self.applied = {**self.applied, **advanced}
         with timer("publish"):
             self.publish(decision.outbox)  # 6
@@ -276,13 +276,12 @@ class PipelineRunner:
         self.state = with_redis_retry(self.store.load, "reloading the state").with_changes(epoch=self.state.epoch)
         self.applied = with_redis_retry(self.store.applied_offsets, "reloading the applied offsets")
 
-    def _count_committed(self, new_state: ControllerState, inputs, outbox) -> None:
+    def _count_committed(self, new_state: ControllerState, inputs, report) -> None:
         """The committed batch counted, once (a batch that failed before its commit is retried,
         and only the attempt that committed gets here); `new_state` becomes this runner's."""
         committed_at = self.clock()
         in_flight = compute_in_flight(new_state)
-        count_committed_batch(compute_batch_counts(self.state, new_state, inputs, outbox,
-                                                   int(committed_at * 1000), self.in_flight(), in_flight),
+        count_committed_batch(compute_batch_counts(new_state, inputs, report, int(committed_at * 1000), in_flight),
                               committed_at)
         self.state, self._in_flight = new_state, (new_state, in_flight)
 

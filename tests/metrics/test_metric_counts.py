@@ -1,10 +1,7 @@
-"""The pipeline's counts of a committed batch (`runtime.metrics.compute_batch_counts`), from
-real decisions of the pure handlers, and the counting functions of every process.
-
-Regression (issue 19): steps and bytes were counted by the status server from the states it
-happened to see when a page was requested (8 steps reported against 31 executed); they are now
-counted by the pipeline from each batch's states before and after, whatever anyone looks at.
-"""
+"""The pipeline's counts of a committed batch (`runtime.metrics.compute_batch_counts`), from what
+real decisions of the pure handlers report (`handlers.micro_batch.BatchReport`), and the counting
+functions of every process. Steps and bytes are counted once per committed batch by the
+pipeline, whatever anyone looks at."""
 
 from __future__ import annotations
 
@@ -16,8 +13,7 @@ from handlers.decide import decide
 from handlers.micro_batch import BadRecord, BatchInputs
 from planning.model import TopicPartition
 from runtime import metrics
-from runtime.metrics import (BatchCounts, compute_batch_counts, compute_completed_steps, compute_in_flight,
-                                compute_input_counts)
+from runtime.metrics import BatchCounts, compute_batch_counts, compute_in_flight
 from state.model import ControllerState
 from tests.handlers.handler_builders import (T0, cluster_events, commands, partition_event, reassign, request,
                                              simple_cluster)
@@ -41,7 +37,7 @@ def sample(name: str, **labels: str) -> float:
 
 def test_started_steps_are_counted_from_the_commands_and_the_gauges_from_the_state():
     _, before, inputs, first = started()
-    counts = compute_batch_counts(before, first.state, inputs, first.outbox, T0 + 3000)
+    counts = compute_batch_counts(first.state, inputs, first.report, T0 + 3000)
     assert counts.steps_started == 2 and counts.commands["ReassignmentStep"] == 2
     assert counts.steps_completed == 0 and counts.bytes_moved == 0
     assert (counts.reassignments_active, counts.steps_in_flight) == (2, 2)
@@ -58,19 +54,19 @@ def test_a_completed_step_is_counted_once_with_its_bytes_also_when_its_reassignm
     inputs = BatchInputs(2, T0 + 2000, (partition_event(done_a, T0 + 2000),))
     second = decide(first.state, inputs, POLICY)
     assert A not in second.state.reassignments  # its last step: the record left the state
-    counts = compute_batch_counts(first.state, second.state, inputs, second.outbox, T0 + 2000)
+    counts = compute_batch_counts(second.state, inputs, second.report, T0 + 2000)
     assert (counts.steps_completed, counts.bytes_moved, counts.steps_started) == (1, size, 0)
     assert counts.inputs == {("PartitionState", "applied"): 1}
     assert (counts.reassignments_active, counts.steps_in_flight) == (1, 1)
     # The same event again changes nothing: nothing more is counted.
     again = decide(second.state, replace(inputs, batch_id=3), POLICY)
-    assert compute_batch_counts(second.state, again.state, inputs, again.outbox, T0 + 2000).steps_completed == 0
+    assert compute_batch_counts(again.state, inputs, again.report, T0 + 2000).steps_completed == 0
 
     done_b1 = replace(cluster.partition(B), replicas=(4, 1, 2, 3), isr=(1, 2, 3, 4), leader=4, leader_epoch=1,
                       log_dirs=())
     inputs = BatchInputs(4, T0 + 3000, (partition_event(done_b1, T0 + 3000),))
     third = decide(second.state, inputs, POLICY)
-    counts = compute_batch_counts(second.state, third.state, inputs, third.outbox, T0 + 3000)
+    counts = compute_batch_counts(third.state, inputs, third.report, T0 + 3000)
     assert (counts.steps_completed, counts.steps_started, counts.bytes_moved) == (1, 1, size)  # and the next starts
     assert third.state.reassignments[B].steps_done == 1
 
@@ -84,7 +80,7 @@ def test_a_failed_step_and_a_cancelled_step_are_no_completed_steps():
     inputs = BatchInputs(2, T0 + 2000, command_results=(failed,))
     decision = decide(first.state, inputs, POLICY)
     assert decision.state.reassignments[A].steps_done == 1  # the failed step used its number
-    counts = compute_batch_counts(first.state, decision.state, inputs, decision.outbox, T0 + 2000)
+    counts = compute_batch_counts(decision.state, inputs, decision.report, T0 + 2000)
     assert counts.steps_completed == 0 and counts.inputs == {("CommandResult", "applied"): 1}
 
     cancel = decide(first.state, BatchInputs(2, T0 + 1500, requests=(
@@ -93,7 +89,7 @@ def test_a_failed_step_and_a_cancelled_step_are_no_completed_steps():
     result = dict(failed, id="res-2", command_id=command["id"], command_kind="CancelReassignment", ok=True,
                   error_code=None, message=None)
     done = decide(cancel.state, BatchInputs(3, T0 + 2000, command_results=(result,)), POLICY)
-    assert compute_completed_steps(cancel.state, done.state, done.outbox) == ()
+    assert done.report.steps_completed == ()
 
 
 def test_undecodable_and_failed_inputs_are_rejected_under_their_schema():
@@ -101,15 +97,15 @@ def test_undecodable_and_failed_inputs_are_rejected_under_their_schema():
     bad = BadRecord("reassigner.isr-changes", 0, 7, b"\x00garbage", "not a valid PartitionState record")
     inputs = BatchInputs(2, T0 + 2000, (partition_event(cluster.partition(B), T0 + 2000),), bad_records=(bad,))
     decision = decide(first.state, inputs, POLICY)
-    counts = compute_input_counts(inputs, decision.outbox)
+    counts = decision.report.inputs
     assert counts == {("PartitionState", "applied"): 1, ("PartitionState", "rejected"): 1}
 
 
 def test_the_in_flight_set_kept_by_the_caller_gives_the_same_counts():
     _, before, inputs, first = started()
-    kept = compute_batch_counts(before, first.state, inputs, first.outbox, T0 + 3000,
-                                compute_in_flight(before), compute_in_flight(first.state))
-    assert kept == compute_batch_counts(before, first.state, inputs, first.outbox, T0 + 3000)
+    kept = compute_batch_counts(first.state, inputs, first.report, T0 + 3000,
+                                compute_in_flight(first.state))
+    assert kept == compute_batch_counts(first.state, inputs, first.report, T0 + 3000)
 
 
 def test_counting_a_committed_batch_moves_the_counters_by_its_counts():
