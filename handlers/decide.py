@@ -2,7 +2,7 @@
 
 No I/O, no clock, no randomness: the same state and inputs always give the same next state and
 the same outbox, message for message and id for id, so a re-run batch (after a crash before the
-commit) decides exactly what it decided before (SPEC 6).
+commit) decides exactly what it decided before.
 
 THE ORDER (the code below follows it):
 1. bad records  → a DeadLetter (raw bytes + reason) and a `BadEvent` alert each; the batch goes on;

@@ -1,4 +1,4 @@
-"""Apply the watcher's state-carrying events to the cluster model (SPEC 2, 7).
+"""Apply the watcher's state-carrying events to the cluster model.
 
 Events arrive collapsed to the latest per key, ordered brokers → topics → log dirs → partitions
 (→ snapshot markers), so a partition event may name a broker or topic the same batch introduces.
@@ -38,7 +38,7 @@ RULES:
 - SnapshotMarker END with an inventory (every topic with its partition count and every broker
   id one poll saw, at time T = `started_at`) reconciles, after the batch's other events: what is
   absent from the inventory and was **not observed after T** is gone — its deletion event was
-  lost (SPEC 2: never wrong longer than one snapshot period):
+  lost (the view is never wrong longer than one snapshot period):
     a topic          → deleted, exactly as by TopicState(deleted=true);
     a broker         → UNREGISTERED, exactly as by a BrokerMembership event at time T;
     partitions ≥ the inventory's count of a topic not observed after T → dropped (a topic

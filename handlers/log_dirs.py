@@ -1,4 +1,4 @@
-"""Intra-broker log-dir balance (SPEC 3 "log dir added / dirs unbalanced", SPEC 5.5, KIP-113): the
+"""Intra-broker log-dir balance (a log dir added, dirs unbalanced; Kafka's KIP-113 moves): the
 reaction, the requests and the progress of log-dir moves, over `planning.movement.log_dirs`.
 
 RULES:

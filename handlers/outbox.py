@@ -1,9 +1,9 @@
-"""Builders of the records a decision publishes: commands, alerts and dead letters (SPEC 7).
+"""Builders of the records a decision publishes: commands, alerts and dead letters.
 
 One `Outbox` collects the messages of one decision, in the order they are decided; it is local to
 one `decide` call and never escapes it (the Decision carries a tuple).
 
-IDS (deterministic, so a replayed batch decides byte-identical messages, SPEC 6):
+IDS (deterministic, so a replayed batch decides byte-identical messages):
 - a command serving a reassignment: `<reassignment id>:<step number>:<kind>`
   (`Reassignment.command_id`), e.g. `req-7/orders-3:2:ReassignmentStep`;
 - a throttle command: `throttle-<n>:0:<kind>`, n = `ControllerState.command_sequence`;

@@ -1,4 +1,4 @@
-"""From a placement goal to reassignments, proposals or alerts, depending on the mode (SPEC 3).
+"""From a placement goal to reassignments, proposals or alerts, depending on the mode.
 
 Every reaction that moves replicas (broker added, decommission, broker failed, disk failed,
 rebalance and reassign requests, approvals) goes through `handle_plan`:
@@ -153,7 +153,7 @@ def compute_waiting_on_other_tools(state: ControllerState, made: Targets) -> lis
 
 
 def compute_superseded(state: ControllerState, targets: Targets) -> list[TopicPartition]:
-    """The partitions of `targets` already moving towards another target (SPEC 5.4 supersede)."""
+    """The partitions of `targets` already moving towards another target (a new target supersedes it)."""
     return [tp for tp, target in sorted(targets.items())
             if (record := state.reassignments.get(tp)) is not None and record.active
             and (record.final_target != tuple(target) or record.state is not ReassignmentState.RUNNING)]

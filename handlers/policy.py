@@ -50,7 +50,7 @@ STALL_ACTIONS = ("alert", "cancel")
 
 @dataclass(frozen=True)
 class Policy:
-    """Reaction settings (SPEC 3, 5); field names are those of `Settings`, which has the defaults."""
+    """Reaction settings; field names are those of `Settings`, which has the defaults."""
 
     mode: str
     broker_add_grace_seconds: float
@@ -242,7 +242,7 @@ _LIMIT_DOCS = {
     "max_movements_per_broker": "B: steps in flight touching one broker",
 }
 
-# The limit keys are those of `planning.movement.batches` (SPEC 5.2).
+# The limit keys are those of `planning.movement.batches`.
 DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
     *(DynamicKey(name, field, _integer_kind(1), _LIMIT_DOCS[field]) for name, field in CONFIG_KEYS.items()),
     DynamicKey("step.stall.timeout", "step_stall_timeout_seconds", DURATION,
@@ -314,6 +314,6 @@ def effective_policy(policy: Policy, config: Mapping[str, str]) -> Policy:
 
 
 def effective_limits(policy: Policy, config: Mapping[str, str]) -> Limits:
-    """The movement limits (SPEC 5.2) of the next decision: settings, then SetConfig overrides."""
+    """The movement limits P/L/R/B of the next decision: settings, then SetConfig overrides."""
     effective = effective_policy(policy, config)
     return Limits(**{field: getattr(effective, field) for field in CONFIG_KEYS.values()})

@@ -1,4 +1,4 @@
-"""Movement progress (SPEC 5.3-5.6): what the movement decision means for the pipeline.
+"""Movement progress: what the movement decision means for the pipeline.
 
 The decision itself — completions, elections, stalls, observed cancels, the rolling refill under
 the limits, the offline-replica rule — is `planning.movement.advance.compute_stepping`, the same one the
@@ -46,7 +46,7 @@ ORDER (the code follows it):
    a state rebuilt after the store was lost, `streams.store_recovery`) holds the clear back too. The executor removes
    only what it set itself (others' throttles are preserved).
 
-SAFETY (SPEC 6) is the batch rule's (`planning.movement.batches`): never more steps in flight than
+SAFETY is the batch rule's (`planning.movement.batches`): never more steps in flight than
 P/L/B, never two for one partition, never |TR| < min ISR, never a replica added to a
 dead/draining broker or offline dir, never a step that keeps a replica that can never rejoin
 the ISR.

@@ -1,4 +1,4 @@
-"""Operator requests (SPEC 5.4, 7): reassign, cancel, decommission, rebalance, approve, config,
+"""Operator requests: reassign, cancel, decommission, rebalance, approve, config,
 tick, and (schema version 4, `Request.action`) reject and recommission.
 
 Requests are handled in offset order. Every request but a Tick gets exactly one verdict alert

@@ -1,4 +1,4 @@
-"""What the executor reported about our commands (SPEC 2, 7: CommandResult).
+"""What the executor reported about our commands (CommandResult records).
 
 RULES:
 - `ok` results change nothing — completion is judged from the cluster (partition events), never
@@ -116,7 +116,7 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
             continue
         details = {"command_id": result.get("command_id", ""), "command_kind": kind,
                    "error_code": code, "step": result.get("step", 0)}
-        if code in REFUSALS:  # issue 18: a command no pipeline issued reached the executor
+        if code in REFUSALS:  # a command no pipeline issued reached the executor
             said = result.get("message") or code
             context.outbox.alert("CommandFailed", ERROR, "commands",
                                  f"the executor refused {kind} {details['command_id']} ({code}): "

@@ -1,4 +1,4 @@
-"""Reactions to what the cluster did (SPEC 3): membership, disks, drains, ISR conditions.
+"""Reactions to what the cluster did: membership, disks, drains, ISR conditions.
 
 Each reaction reads the state after the batch's events, command results and requests, and the
 `EventEffects` of the events; times are event times (`context.now_ms`), so a `Tick` request is
@@ -35,9 +35,8 @@ RULES, in the order `handle_triggers` runs them:
    replicas are fewer than its topic's min.insync.replicas (producers with acks=all are already
    refused) is healed without rack spread (`Goal(ignore_racks=True)`), with a
    `PlanInfeasible` (WARNING) saying so: availability comes before spread, and a later
-   rebalance restores the spread once brokers allow it. (Regression: one partition that could
-   not keep rack spread made the whole heal infeasible: 39 replicas, the product's own commands
-   topic among them, stayed under-replicated until the broker came back.)
+   rebalance restores the spread once brokers allow it. (Why partial: one partition that cannot
+   keep rack spread must not leave every other one under-replicated until the broker is back.)
 6. ISR conditions, for the partitions the batch touched: `UnderMinIsr` (ISR smaller than the
    topic's min.insync.replicas) and `OfflinePartitions` (no leader) alert once when the
    condition starts — one alert per topic and kind per batch, naming the partitions — and the

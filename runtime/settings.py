@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     )
 
     # --- watcher -----------------------------------------------------------------------------
-    poll_interval_seconds: float = Field(1.0, gt=0, description="SPEC `poll.interval`.")
+    poll_interval_seconds: float = Field(1.0, gt=0, description="Watcher poll period (`poll.interval`).")
     snapshot_interval_seconds: float = Field(60.0, gt=0, description="Full snapshot period.")
     snapshot_slice_partitions: int = Field(
         10_000, ge=1, description="A snapshot of a bigger cluster is spread over several polls, this "
@@ -137,8 +137,8 @@ class Settings(BaseSettings):
         60.0, gt=0, description="How long the executor waits for a new replica to exist on its "
         "broker before AlterReplicaLogDirs can place it in the requested dir.")
 
-    # --- reactions (SPEC 3) ------------------------------------------------------------------
-    mode: Literal["auto", "approve", "observe"] = Field("auto", description="SPEC `mode`.")
+    # --- reactions -------------------------------------------------------------------------
+    mode: Literal["auto", "approve", "observe"] = Field("auto", description="auto: act; approve: propose, act once approved; observe: only alert (`mode`).")
     broker_add_grace_seconds: float = Field(30.0, ge=0, description="`broker.add.grace`.")
     broker_failure_grace_seconds: float = Field(300.0, ge=0, description="`broker.failure.grace`.")
     self_healing_max_failed_brokers: int = Field(2, ge=0)
@@ -151,7 +151,7 @@ class Settings(BaseSettings):
         86400.0, gt=0, description="`proposal.expiry`: a proposal (mode approve) not approved or "
         "rejected within this long is dropped, with a ProposalExpired alert.")
 
-    # --- batch limits (SPEC 5.2) -------------------------------------------------------------
+    # --- batch limits --------------------------------------------------------------------
     max_partition_movements: int = Field(5, ge=1, description="P: partitions with a step in flight.")
     max_leader_movements: int = Field(2, ge=1, description="L: leader-moving steps in flight.")
     max_replica_movements: int = Field(1, ge=1, description="R: replicas added per step.")
@@ -174,7 +174,7 @@ class Settings(BaseSettings):
         "whose volume would then be fuller than this (used bytes as the broker reports them, plus "
         "what the plan moves in); when nothing fits, PlanInfeasible names the dirs.")
 
-    # --- log-dir balance (SPEC 3, 5.5) ---------------------------------------------------------
+    # --- log-dir balance ---------------------------------------------------------------
     logdir_imbalance_threshold: float = Field(
         0.1, gt=0, le=1, description="`logdir.imbalance.threshold`: a broker's log dirs are balanced "
         "when every online dir holds its share of the broker's bytes (by capacity) within this "
@@ -232,7 +232,7 @@ def compute_policy(settings: Settings) -> Policy:
 
 
 def compute_limits(settings: Settings) -> Limits:
-    """The movement limits P/L/R/B (SPEC 5.2) the product runs with, before any SetConfig."""
+    """The movement limits P/L/R/B the product runs with, before any SetConfig."""
     return Limits(**{f.name: getattr(settings, f.name) for f in fields(Limits)})
 
 

@@ -1,4 +1,4 @@
-"""The Avro schemas of every message the product exchanges (SPEC 7), and their codec.
+"""The Avro schemas of every message the product exchanges, and their codec.
 
 One `.avsc` file per type in this directory, namespace `io.reassigner.v1`, file name = type name.
 Every message record starts with the same envelope fields:
@@ -94,7 +94,7 @@ ALERT_KINDS = (
     "ReassignmentInterrupted",
     "StateStoreLost",
 )
-"""Alert kinds of SPEC 7 (plus TopicDeleted, ConfigChanged, SnapshotReconciled, ClockSkew and the
+"""Alert kinds (the original set plus TopicDeleted, ConfigChanged, SnapshotReconciled, ClockSkew and the
 log-dir balance's four, the request verdicts and proposal ends of schema version 4, and the moves of
 other tools: ExternalReassignment, ReassignmentInterrupted; StateStoreLost, raised by the pipeline
 when Redis no longer holds the state it wrote). `Alert.kind` is a string: readers

@@ -26,7 +26,7 @@ WIRE FORMAT (the decision, and why):
 TOPICS: each topic carries exactly one record type, so that one schema describes a topic for
 `from_avro`. Topics that carry several kinds (requests, commands) use an envelope record whose
 `payload` field is a union of the kinds; the topic-state and snapshot-marker events get their own
-topics rather than an envelope on an existing topic, which keeps the SPEC's event topics
+topics rather than an envelope on an existing topic, which keeps the event topics
 single-typed:
 
     reassigner.broker-membership  BrokerMembership   key: broker id

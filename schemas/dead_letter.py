@@ -1,4 +1,4 @@
-"""The one builder of `DeadLetter` records (SPEC 7): the pipeline's bad inputs, the executor's
+"""The one builder of `DeadLetter` records: the pipeline's bad inputs, the executor's
 undecodable commands and the webhook's undeliverable alerts all go through it.
 
 RULES

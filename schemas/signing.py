@@ -1,4 +1,4 @@
-"""Signed commands (issue 18): only a holder of the command signing key can issue a command.
+"""Signed commands: only a holder of the command signing key can issue a command.
 
 Pure functions; the key file is read by `runtime.settings.read_command_signing_key`, the
 signature written by the pipeline (`streams.runner.PipelineRunner.publish`) and checked by the

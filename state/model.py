@@ -14,7 +14,7 @@ Invariants:
 - `reassignments` is an `immutables.Map` (a persistent map, as `Cluster.partitions_by_tp`), in
   every state: the constructor takes any mapping and converts it once (a plain dict from a test or
   `state.controller_store`'s load); `with_records` patches it in O(k log n) for k records, sharing
-  the rest, so that no batch copies the whole map (issue 17). Compare it with another mapping as
+  the rest, so that no batch copies the whole map. Compare it with another mapping as
   `dict(state.reassignments)`: a Map equals only a Map;
 - `reassignments`, `cluster` and `stepping_memo` are written only through `with_records`,
   `with_cluster` and `with_stepping` (`with_changes` refuses them), which keep `change_log`: what
