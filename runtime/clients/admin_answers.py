@@ -1,5 +1,5 @@
 """The Admin API's answers, as kafka-python's structs and dicts give them, read into the typed
-observation (`runtime.clients.cluster_answers`), and the throttled-replica lists written as
+observation (`runtime.clients.cluster_observation`), and the throttled-replica lists written as
 Kafka's topic configs.
 
 Where the watcher's poll spends its CPU at 10,000 partitions and more: the Metadata and
@@ -20,17 +20,17 @@ from collections import defaultdict
 from operator import itemgetter
 from typing import Iterable, Mapping, Sequence
 
-from runtime.clients.cluster_answers import (
+from runtime.clients.cluster_observation import (
     FOLLOWER_THROTTLED_REPLICAS,
     KAFKA_STORAGE_ERROR,
     LEADER_THROTTLED_REPLICAS,
+    MIN_INSYNC_REPLICAS,
     LogDirObservation,
     PartitionList,
     ReplicaList,
 )
 from runtime.clients.kafka_errors import kafka_error_name
 
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
 BY_REPLICA_KEY = itemgetter(0, 1, 2)  # of a replica row: (topic, partition, is_future)
 
 

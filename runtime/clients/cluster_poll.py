@@ -29,14 +29,8 @@ from runtime.clients.admin_answers import (
     compute_partitions,
     compute_reassignments,
 )
-from runtime.clients.cluster_answers import (
-    EMPTY,
-    ClusterObservation,
-    LogDirObservation,
-    compute_changed_partitions,
-    compute_log_dirs_hint,
-    compute_observation,
-)
+from runtime.clients.cluster_merge import compute_changed_partitions, compute_log_dirs_hint, compute_observation
+from runtime.clients.cluster_observation import EMPTY, ClusterObservation, LogDirObservation
 from runtime.clients.kafka_fast_reads import (
     Read,
     log_dir_reads,

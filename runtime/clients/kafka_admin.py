@@ -1,6 +1,6 @@
 """The one adapter over the Kafka Admin API (kafka-python's KafkaAdminClient): its calls, with
 Kafka's errors translated (`kafka_errors`) and its answers read into the typed observation
-(`admin_answers`, `cluster_answers`); one poll of the cluster is `observe` (`cluster_poll`).
+(`admin_answers`, `cluster_observation`); one poll of the cluster is `observe` (`cluster_poll`).
 
 kafka-python is used because it alone speaks every API the product needs: DescribeCluster with
 fenced brokers, ListPartitionReassignments, AlterPartitionReassignments, DescribeLogDirs and
@@ -43,7 +43,7 @@ from runtime.clients.admin_answers import (
     group_throttled_replicas,
 )
 from runtime.clients.client_config import ClientConfig
-from runtime.clients.cluster_answers import BrokerObservation, ClusterObservation, LogDirObservation, PartitionList
+from runtime.clients.cluster_observation import BrokerObservation, ClusterObservation, LogDirObservation, PartitionList
 from runtime.clients.cluster_poll import observe_cluster
 from runtime.clients.kafka_errors import raise_for_error_class, raise_for_result_string, translate_kafka_error
 from runtime.clients.kafka_fast_reads import (

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable, Iterable, Mapping, Sequence
 
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
+from runtime.clients.cluster_observation import MIN_INSYNC_REPLICAS
 
 
 def open_admin_client(**options):

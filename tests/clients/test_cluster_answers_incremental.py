@@ -7,7 +7,13 @@ from dataclasses import replace
 
 from hypothesis import given, settings, strategies as st
 
-from runtime.clients.cluster_answers import (
+from runtime.clients.cluster_merge import (
+    compute_changed_log_dirs,
+    compute_log_dirs_hint,
+    compute_observation,
+    compute_partition_sizes,
+)
+from runtime.clients.cluster_observation import (
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
@@ -15,10 +21,6 @@ from runtime.clients.cluster_answers import (
     PartitionObservation,
     ReplicaInDir,
     ReplicaList,
-    compute_changed_log_dirs,
-    compute_log_dirs_hint,
-    compute_partition_sizes,
-    compute_observation,
 )
 
 BROKER_IDS = (1, 2, 3, 4)

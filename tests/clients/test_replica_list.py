@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from hypothesis import given, settings, strategies as st
 
-from runtime.clients.cluster_answers import LogDirObservation, ReplicaInDir, ReplicaList
+from runtime.clients.cluster_observation import LogDirObservation, ReplicaInDir, ReplicaList
 from runtime.clients.admin_answers import compute_log_dirs
 
 replicas = st.lists(st.builds(ReplicaInDir, st.sampled_from(["a", "b", "orders"]), st.integers(0, 3), st.booleans(),

@@ -10,14 +10,14 @@ from hypothesis import given, settings, strategies as st
 
 from handlers.events import compute_cluster_after_events
 from planning.model import Cluster
-from runtime.clients.cluster_answers import (
+from runtime.clients.cluster_merge import compute_observation
+from runtime.clients.cluster_observation import (
     BrokerObservation,
     ClusterObservation,
     LogDirObservation,
     PartitionObservation,
     ReplicaInDir,
     ReplicaList,
-    compute_observation,
 )
 from reassigner.edge.observation import (
     Event,

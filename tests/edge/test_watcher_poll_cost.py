@@ -8,13 +8,8 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from runtime.clients.kafka_admin import ClusterAdmin
-from runtime.clients.cluster_answers import (
-    EMPTY,
-    BrokerObservation,
-    LogDirObservation,
-    ReplicaInDir,
-    compute_log_dirs_hint,
-)
+from runtime.clients.cluster_merge import compute_log_dirs_hint
+from runtime.clients.cluster_observation import EMPTY, BrokerObservation, LogDirObservation, ReplicaInDir
 from reassigner.edge.watcher import Watcher
 from schemas.errors import KafkaTransientError
 from runtime.settings import load_settings
@@ -188,7 +183,8 @@ class CollectingPublisher:
 
 
 def test_a_big_clusters_snapshot_is_spread_over_polls_and_a_failed_poll_repeats_its_slice():
-    from runtime.clients.cluster_answers import PartitionObservation, compute_observation
+    from runtime.clients.cluster_merge import compute_observation
+    from runtime.clients.cluster_observation import PartitionObservation
 
     parts = [PartitionObservation("t", n, (1, 2), (1, 2), 1, 3) for n in range(10)]
     first = compute_observation(BROKERS, parts, {"t": "id"}, {}, [], {"t": 1})
@@ -219,7 +215,8 @@ def test_a_polls_events_carry_the_time_it_began_reading():
     """A poll that began before the executor applied a step and ended after it must not pass for
     a view read after the apply (`planning.movement.completion` INTERRUPTED): its events carry
     the time the poll began reading, not the time the answers were in."""
-    from runtime.clients.cluster_answers import PartitionObservation, compute_observation
+    from runtime.clients.cluster_merge import compute_observation
+    from runtime.clients.cluster_observation import PartitionObservation
 
     before = compute_observation(BROKERS, [PartitionObservation("t", 0, (1, 2), (1, 2), 1, 3)], {"t": "id"}, {},
                                  [], {"t": 1})
