@@ -46,7 +46,7 @@ def test_replica_disagreements_name_partitions_the_product_sees_otherwise():
     from types import SimpleNamespace
 
     from planning.model import TopicPartition
-    from reassigner.dev.harness.world import replica_disagreements
+    from reassigner.dev.harness.stage import replica_disagreements
 
     state = SimpleNamespace(cluster=SimpleNamespace(partitions_by_tp={
         TopicPartition("archive", 0): SimpleNamespace(replicas=(5, 3, 4)),

@@ -4,7 +4,7 @@ from rich.console import Console
 
 from reassigner.dev.harness.monitor import MonitorReport
 from reassigner.dev.demo.story import Demo
-from reassigner.dev.harness.world import SceneResult
+from reassigner.dev.harness.stage import SceneResult
 from reassigner.dev.harness.traffic import TrafficReport
 
 SCENES = [

@@ -36,7 +36,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from reassigner.dev.harness.world import DEMO_SETTINGS, World
+from reassigner.dev.harness.stage import DEMO_SETTINGS
+from reassigner.dev.harness.world import World
 from schemas.errors import LocalStackError
 
 # Short names for the summary table, which must fit 80 columns.
