@@ -47,7 +47,7 @@ def main() -> None:
     from bench_scale import T0, build_state, partition_record, with_rebalance
     from handlers.micro_batch import BatchInputs
     from runtime.settings import compute_policy, load_settings
-    from state.controller_store import compute_changes
+    from state.stored_forms import compute_changes
     try:
         from state.model import ChangeLog
     except ImportError:  # a tree without the change log

@@ -22,8 +22,8 @@ from planning.model import TopicPartition
 from planning.movement.external import compute_external_moves
 from reassigner.operator.views import compute_external_rows, compute_reassignment_rows, compute_status, status_to_json
 from planning.movement.completion import APPLIED_VIEW_MARGIN_MS
-from state.controller_store import (external_move_from_storage, meta_to_storage, reassignment_from_storage,
-                                    reassignment_to_storage)
+from state.stored_forms import (external_move_from_storage, meta_to_storage, reassignment_from_storage,
+                                reassignment_to_storage)
 from state.model import ControllerState
 from tests.settings_defaults import default_policy
 

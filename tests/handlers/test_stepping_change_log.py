@@ -32,7 +32,7 @@ from handlers.decide import compute_latest_time_ms, decide
 from handlers.micro_batch import BatchInputs
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
 from planning.movement.advance import compute_stepping
-from state.controller_store import compute_changes
+from state.stored_forms import compute_changes
 from state.model import ChangeLog, ControllerState
 from tests.settings_defaults import default_policy
 

@@ -11,7 +11,7 @@ import pytest
 
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition, compute_replaced_partitions
 from planning.movement.reassignment import start_reassignment
-from state.controller_store import compute_changed_reassignments
+from state.stored_forms import compute_changed_reassignments
 from state.model import ChangeLog, ControllerState
 
 A, B, C = (TopicPartition("t", n) for n in range(3))

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from handlers.events import compute_cluster_after_events
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from state.controller_store import compute_changed_partitions, compute_changes, tp_field
+from state.stored_forms import compute_changed_partitions, compute_changes, tp_field
 from state.model import ControllerState
 
 
@@ -91,7 +91,7 @@ def test_the_partition_index_is_carried_over_and_stays_exact():
 
 
 def test_the_waiting_reasons_are_stored_in_meta_only_when_they_change():
-    from state.controller_store import meta_to_storage
+    from state.stored_forms import meta_to_storage
 
     before = ControllerState()
     after = before.with_changes(waiting={TopicPartition("t", 1): "broker 3 has 2 movements in flight, limit B = 2"})

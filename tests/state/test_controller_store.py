@@ -16,7 +16,8 @@ from planning.movement.reassignment import StepInFlight, start_reassignment, sta
 from planning.movement.partition_steps import Step
 from state.model import OutboundMessage
 from schemas.errors import FencedError
-from state.controller_store import ControllerStore, reassignment_from_storage, reassignment_to_storage
+from state.controller_store import ControllerStore
+from state.stored_forms import reassignment_from_storage, reassignment_to_storage
 
 pytestmark = [pytest.mark.stack]
 
@@ -99,7 +100,7 @@ def test_only_changed_fields_are_written_and_removals_delete(store, redis_client
             [PartitionState("orders", 1, (1, 2, 3), (1, 2), 1, 1001,
                             ("/data/b1/d0", "/data/b2/d1", None), leader_epoch=5)]),
     ).with_records({tp: None for tp in state.reassignments})
-    from state.controller_store import compute_changes
+    from state.stored_forms import compute_changes
 
     changes = compute_changes(state, shrunk)
     assert changes["partitions"]["set"][0] == "orders:1" and len(changes["partitions"]["set"]) == 2

@@ -9,7 +9,7 @@ import json
 from hypothesis import given, strategies as st
 
 from planning.movement.eta import ReplicationMeter
-from state.controller_store import meta_to_storage, meter_from_storage, meter_to_storage
+from state.stored_forms import meta_to_storage, meter_from_storage, meter_to_storage
 from state.model import ControllerState
 
 METER = st.builds(ReplicationMeter, st.one_of(st.none(), st.integers(0, 2**45)), st.integers(0, 2**50),

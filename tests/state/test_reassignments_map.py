@@ -15,7 +15,8 @@ from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartitio
 from planning.movement.cancel import CancelScope, compute_cancel, compute_reassign_request
 from planning.movement.partition_steps import Step
 from planning.movement.reassignment import start_reassignment, start_step
-from state.controller_store import ControllerStore, compute_changed_reassignments, compute_changes
+from state.controller_store import ControllerStore
+from state.stored_forms import compute_changed_reassignments, compute_changes
 from state.model import ChangeLog, ControllerState
 from schemas.errors import NoReassignmentInProgressError
 
