@@ -7,9 +7,8 @@ what ends a command into what the user sees, each in one line on stderr (redacte
 - a `ReassignerError`: `error: [CODE] message`, exit 2 (`--debug` keeps the traceback);
 - a usage mistake (an unknown command or flag, a missing option or argument, a bad number, an
   extra argument): `error: <click's message>; see 'reassigner CMD --help'`, exit 2. The check
-  is by shape (`format_message()` and `exit_code`), not by class: typer 0.29 raises its
-  vendored copy of click's exceptions, not the installed click's (regression: every usage
-  mistake was a traceback);
+  is by shape (`format_message()` and `exit_code`), not by class: typer raises its vendored
+  copy of click's exceptions, not the installed click's;
 - `reassigner` alone, or a command group alone (`reassigner request`): the help on stdout and
   exit 2, as git exits non-zero when given no command: nothing was done (`--help`: exit 0);
 - Ctrl-C or SIGTERM: the long-running commands stop themselves (exit 0); one that arrives
@@ -30,13 +29,13 @@ from typing import NoReturn
 
 import typer
 
-from reassigner.cli import demo, edge, local, operator, plan, run, simulate
+from reassigner.cli import alerts, config, demo, edge, local, plan, requests, run, simulate, status_server, views
 from reassigner.cli.options import StoppedBySignal, stop_requested
 from reassigner.cli.printing import ERROR_EXIT_CODE, print_error
 from schemas.errors import ReassignerError
 from schemas.redaction import redact
 
-COMMAND_MODULES = (local, plan, simulate, edge, run, demo, operator)
+COMMAND_MODULES = (local, plan, simulate, edge, run, demo, requests, config, alerts, views, status_server)
 PROG_NAME = "reassigner"  # also under `python -m reassigner.cli`: the usage lines and completion say it
 USAGE_EXIT_CODE = 2
 

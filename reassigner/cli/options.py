@@ -1,20 +1,25 @@
-"""What every process command shares, declared once: the connection flags, the logging setup,
-the stop-on-signal event and the metrics endpoint (`start_metrics_endpoint`).
+"""What every command shares, declared once: the shared flags (`takes_flags` gives a command the
+ones it takes, their values reach it as one `SharedFlags`), the logging setup, the stop-on-signal
+event and the metrics endpoint (`start_metrics_endpoint`).
 
-Every flag defaults to None, meaning "not given": `runtime.settings.load_settings` then takes
-the environment (`REASSIGNER_<FIELD>`), the config file, and the settings' defaults, in that
-order; with no bootstrap server or Redis URL anywhere, `connections.resolve_connections` falls
-back on the local stack.
+Every shared flag defaults to None, meaning "not given": `runtime.settings.load_settings` then
+takes the environment (`REASSIGNER_<FIELD>`), the config file, and the settings' defaults, in
+that order; with no bootstrap server or Redis URL anywhere, `connections.connect` falls back on
+the local stack.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
@@ -41,6 +46,77 @@ MetricsHost = typer.Option(None, "--metrics-host", help="Address of the metrics 
                            "127.0.0.1); another than loopback needs --allow-remote-metrics.")
 AllowRemoteMetrics = typer.Option(False, "--allow-remote-metrics",
                                   help="Serve the metrics on a non-loopback --metrics-host (a trusted network).")
+AsJson = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
+
+
+@dataclass(frozen=True)
+class SharedFlags:
+    """The shared flags a command was given (None: not given)."""
+
+    bootstrap_server: Optional[str] = None
+    command_config: Optional[Path] = None
+    redis_url: Optional[str] = None
+    stack_dir: Optional[Path] = None
+    cluster_name: Optional[str] = None
+    topic_prefix: Optional[str] = None
+    command_signing_key_file: Optional[Path] = None
+    metrics_port: Optional[int] = None
+    metrics_host: Optional[str] = None
+    allow_remote_metrics: bool = False
+
+    def settings_overrides(self) -> dict[str, object]:
+        """The flags as `load_settings` overrides (None: not given, so not overriding)."""
+        return {"bootstrap_servers": self.bootstrap_server, "command_config": self.command_config,
+                "redis_url": self.redis_url, "stack_dir": self.stack_dir, "cluster_name": self.cluster_name,
+                "topic_prefix": self.topic_prefix, "command_signing_key_file": self.command_signing_key_file,
+                "metrics_port": self.metrics_port, "metrics_host": self.metrics_host,
+                "metrics_allow_remote": self.allow_remote_metrics or None}
+
+
+FLAG_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "bootstrap_server": (Optional[str], BootstrapServer),
+    "command_config": (Optional[Path], CommandConfig),
+    "redis_url": (Optional[str], RedisUrl),
+    "stack_dir": (Optional[Path], StackDir),
+    "cluster_name": (Optional[str], ClusterName),
+    "topic_prefix": (Optional[str], TopicPrefix),
+    "command_signing_key_file": (Optional[Path], CommandSigningKeyFile),
+    "metrics_port": (Optional[int], MetricsPort),
+    "metrics_host": (Optional[str], MetricsHost),
+    "allow_remote_metrics": (bool, AllowRemoteMetrics),
+}
+"""Each field of `SharedFlags`: its type and its typer option."""
+
+CONNECTION_FLAGS = ("bootstrap_server", "command_config", "stack_dir", "cluster_name", "topic_prefix", "redis_url")
+"""What the operator commands take: where Kafka and Redis are, and which deployment's keys and topics."""
+METRICS_FLAGS = ("metrics_port", "metrics_host", "allow_remote_metrics")
+"""What the long-running processes take to serve their own metrics."""
+
+
+def takes_flags(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the shared flags `names` (fields of `SharedFlags`): they are added to its
+    options, after its own, as `FLAG_OPTIONS` declares them, and their values reach the command
+    as one `SharedFlags`, its keyword argument `flags`."""
+    unknown = set(names) - set(FLAG_OPTIONS)
+    if unknown:
+        raise ValueError(f"no shared flag {sorted(unknown)}")
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        own = inspect.signature(command, eval_str=True)
+        parameters = [p for p in own.parameters.values() if p.name != "flags"]
+        parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=FLAG_OPTIONS[name][1],
+                                         annotation=FLAG_OPTIONS[name][0]) for name in names]
+
+        @functools.wraps(command)
+        def with_flags(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in names if name in kwargs}
+            return command(*args, flags=SharedFlags(**given), **kwargs)
+
+        with_flags.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+        with_flags.__annotations__ = {p.name: p.annotation for p in parameters}
+        return with_flags
+
+    return decorate
 
 
 def start_metrics_endpoint(settings) -> int | None:

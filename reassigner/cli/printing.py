@@ -1,6 +1,8 @@
-"""The one error printer of the command line: a `ReassignerError` is one line on stderr,
-`error: [CODE] message`, and exit code 2; `--debug` keeps the traceback instead. What it prints
-goes through `schemas.redaction.redact` (no secret in any output)."""
+"""Where the command line prints: `console` (stdout; piped output, as scripts and tests read it,
+gets 200 columns rather than rich's 80), `err_console` (stderr: progress and hints), and the one
+error printer: a `ReassignerError` is one line on stderr, `error: [CODE] message`, and exit code
+2; `--debug` keeps the traceback instead. Errors go through `schemas.redaction.redact` (no secret
+in any output)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,15 @@ import sys
 from typing import Callable
 
 import typer
+from rich.console import Console
 
 from schemas.errors import ReassignerError
 from schemas.redaction import redact
 
 ERROR_EXIT_CODE = 2
+
+console = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True)
 
 
 def print_error(error: ReassignerError) -> None:

@@ -1,14 +1,19 @@
-"""The operator's side of the loop (SPEC 2, 7, 8): requests in, views and alerts out.
+"""The operator's side of the loop: requests in, views and alerts out.
 
 Modules, and which of them do I/O:
 
     dynamic_config  pure   `config set` / `config get` over the pipeline's table of dynamic keys
-    requests        pure builders of Request envelopes + `publish_request` (the product's producer)
-    views           pure   ControllerState → the rows of `list` and `status`, and JSON for the API
+    requests        pure builders of Request envelopes and their checks, + `RequestChannel`
+                           (check, publish, wait for the verdict: the product's producer)
+    views           pure   ControllerState → what `list`, `status`, `request show` and the page
+                           show, their JSON documents, sizes and durations as people read them
+    tables          print  the views as terminal tables (rich), on the console it is given
     status_page     pure   the status page's HTML and JS
+    write_api       pure   the status server's POST routes → the request builders
     alerts_follow   I/O    `reassigner alerts --follow`: alerts topic → coloured lines
     webhook         I/O    `reassigner alerts webhook`: alerts topic → HTTP POST, retries, dead letters
-    status_server   I/O    status page, JSON API and Prometheus metrics (standard library HTTP)
+    status_sources  I/O    the status server's state cache and its reader of the alerts topics
+    status_server   I/O    status page, JSON API, write API and Prometheus metrics (standard library HTTP)
 
 No module here imports a client library: Kafka is reached through `runtime.clients`
 (`kafka_producer` to publish, `kafka_consumer` to read and to run a committing consumer group,

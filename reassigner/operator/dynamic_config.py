@@ -1,5 +1,5 @@
-"""The dynamic settings an operator may change at run time with `config set KEY=VALUE` (SPEC 5.2),
-as the CLI sees them.
+"""The dynamic settings an operator may change at run time with `config set KEY=VALUE`, as the CLI
+sees them (the keys: docs/configuration.md, "Dynamic settings").
 
 The keys, their `Settings` fields and how their values read are one table, the pipeline's
 (`handlers.policy.DYNAMIC_KEYS`): this module only adds the CLI's forms around it. A SetConfig

@@ -1,41 +1,29 @@
-"""Operator requests (SPEC 7): pure builders of `Request` envelopes, and one publish function.
+"""Operator requests: pure builders of `Request` envelopes, the checks before publishing, the
+verdict, and `RequestChannel`, the one way both doors (the CLI's `request ...` and the status
+server's write API) send a request.
 
-A request is checked locally before it is published, so that a typo fails at once with a
-one-line error instead of a `RequestRejected` alert later:
-- `reassign`: the Kafka tool's reassignment JSON must have its shape (`planning.snapshot.
-  reassignment_from_json`: malformed → `MalformedInputError` naming the file and JSON path);
-  whether the brokers exist is the pipeline's call (it knows the cluster);
-- `cancel`: a partition needs its topic;
-- `decommission`: at least one broker id, none negative;
-- `approve`, `reject`: a non-empty proposal id;
-- `recommission`: at least one broker id, none negative;
-- `pause` / `resume`: `SetConfig` of `reassignment.paused` (a flag beside `mode`);
-- `config set`: a known key and a value that parses (`dynamic_config`).
+CHECKS, so that a typo fails at once in one line instead of a `RequestRejected` alert later:
+1. the builders refuse arguments that make no request (`build_dry_run` runs one before anything
+   connects): a reassignment JSON of the wrong shape (`planning.snapshot.reassignment_from_json`:
+   the file and JSON path named), a partition without its topic, no or negative broker ids, an
+   empty proposal id, an unknown setting or a value that does not parse (`dynamic_config`);
+2. `validate_locally`, against a poll of the cluster's metadata, refuses what the pipeline would
+   refuse for sure, with the pipeline's own guards (`planning.validation`): unknown topics,
+   partitions or brokers, empty, negative or duplicate replicas, fenced brokers, a replication
+   factor above the brokers, a log-dir list of the wrong length. What only the pipeline knows
+   (draining brokers, reassignments in progress, proposals) is its verdict.
 
-Then, against the cluster's metadata (`validate_locally`, given the planning model of a Kafka
-poll), what the pipeline would refuse for sure, with the pipeline's own guards
-(`planning.validation`: one concept, one place): unknown topic or partition, empty, negative or
-duplicate replicas, unknown or fenced brokers, a replication factor above the brokers, a log dir
-list of the wrong length; brokers of a decommission or recommission, topics of a rebalance or
-cancel. What only the pipeline knows (draining brokers, reassignments in progress, proposals)
-is its verdict.
+VERDICT: after publishing, the sender may wait for the one alert the pipeline raises about the
+request (subject = request id), `RequestAccepted` or `RequestRejected` (`compute_verdict`).
 
-VERDICT: after publishing, the CLI waits for the one alert the pipeline raises about the request
-(subject = request id): `RequestAccepted` or `RequestRejected` (`compute_verdict`); `Verdict`
-says which, with the code of a refusal.
+Envelope: `id` is a fresh UUID and `event_time` epoch milliseconds, both passed in (builders read
+no clock and no randomness); `key` is `<topic>-<partition>` for a request about one partition,
+else the id; `requested_by` is `user@host`. Reject and Recommission travel as `action` with a
+Tick payload (`build_action_request`); pause and resume are SetConfig of `reassignment.paused`.
 
-`request` with `action` (schema version 4, `RequestAction`): Reject and Recommission travel in
-`Request.action` with a Tick as the payload (`build_action_request`).
-
-Envelope invariants: `id` is a fresh UUID (the caller passes it in; builders read no clock and
-no randomness); `key` is `<topic>-<partition>` for a request about one partition, else the
-request id; `requested_by` is `user@host`; `event_time` is epoch milliseconds.
-
-`publish_request` and `await_verdict` are the only I/O here: one idempotent produce (acks=all),
-flushed and checked; a read of the alerts topic from its end. `RequestChannel` puts them together
-with the local checks, in the one order both doors use (the CLI's `request ...` and the status
-server's write API): check (`needs_local_check`: only the kinds `validate_locally` judges poll
-the cluster), publish, then wait for the verdict if asked to.
+I/O: only `publish_request` (one idempotent produce, acks=all, flushed and checked) and
+`await_verdict` (a read of the alerts topic from its end); `RequestChannel` runs check, publish
+and wait in that order (only the kinds `validate_locally` judges poll the cluster).
 """
 
 from __future__ import annotations
@@ -194,6 +182,15 @@ def build_pause_request(paused: bool, *, request_id: str, now_ms: int, requested
     """`request pause` (True) / `request resume` (False): the `reassignment.paused` flag."""
     return build_request("SetConfig", {"key": PAUSED_KEY, "value": "true" if paused else "false"},
                          request_id=request_id, now_ms=now_ms, requested_by=requested_by)
+
+
+DRY_RUN_ENVELOPE = {"request_id": "check", "now_ms": 0, "requested_by": "check"}
+
+
+def build_dry_run(build: Callable[..., Request], *args: Any, **kwargs: Any) -> Request:
+    """`build(*args, **kwargs)` with a placeholder envelope: raises what is wrong with the
+    arguments (check 1 of the module docstring) before anything connects; nothing is sent."""
+    return build(*args, **kwargs, **DRY_RUN_ENVELOPE)
 
 
 def request_kind(request: Mapping[str, Any]) -> str:

@@ -9,11 +9,14 @@ never in the HTML the server sends). Long texts wrap (the grid's columns may shr
 content, alert messages break anywhere, wide tables scroll inside their section), so nothing is
 wider than the window at 1400 px; after each render the page writes the document's scroll width
 and the window's width into `<body data-scroll-width data-window-width>` (the browser test reads
-them)."""
+them). Sizes and durations read as in the terminal: the script's `size` and `duration` are
+`views.units.UNITS_JS`, the same rule as `format_size` and `format_duration`."""
 
 from __future__ import annotations
 
-STATUS_PAGE_HTML = """<!doctype html>
+from reassigner.operator.views.units import UNITS_JS
+
+_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>kafka-reassigner status</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -69,6 +72,7 @@ STATUS_PAGE_HTML = """<!doctype html>
 const esc = v => String(v === null || v === undefined ? "–" : v).replace(/[&<>"']/g,
   c => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c]));
 const list = v => v && v.length ? "[" + v.join(", ") + "]" : "–";
+/*UNITS*/
 const bar = f => f === null || f === undefined ? "–" :
   `<span class="bar"><div style="width:${Math.round(f * 100)}%"></div></span> ${Math.round(f * 100)}%`;
 function table(headers, rows, empty) {
@@ -85,12 +89,6 @@ function render(doc) {
   const s = doc.status;
   if (s) {
     document.getElementById("epoch").textContent = `epoch ${s.epoch} · batch ${s.last_batch}`;
-    const size = v => v === null || v === undefined ? "?" :
-      (v >= 1e9 ? (v / 1e9).toFixed(1) + " GB" : v >= 1e6 ? (v / 1e6).toFixed(1) + " MB" :
-       v >= 1e3 ? (v / 1e3).toFixed(1) + " KB" : Math.round(v) + " B");
-    const duration = v => v === null || v === undefined ? "?" :
-      (v >= 3600 ? Math.floor(v / 3600) + " h " + Math.round((v % 3600) / 60) + " min" :
-       v >= 60 ? Math.floor(v / 60) + " min " + Math.round(v % 60) + " s" : Math.round(v) + " s");
     const p = s.progress, m = doc.movement || {};
     document.getElementById("overall").innerHTML = s.reassignments.length ?
       `overall ${bar(m.fraction)} (${esc(m.partitions_done)} of ${esc(m.partitions_total)} partitions done; ` +
@@ -205,3 +203,5 @@ async function refresh() {
 refresh(); setInterval(refresh, 2000);
 </script></body></html>
 """
+
+STATUS_PAGE_HTML = _PAGE.replace("/*UNITS*/", UNITS_JS)

@@ -1,57 +1,29 @@
-"""`reassigner status-server`: a status page, a JSON API and Prometheus metrics, standard library
-only (`http.server.ThreadingHTTPServer`).
+"""`reassigner status-server`: the status page, a JSON API, a write API and Prometheus metrics,
+standard library only (`http.server.ThreadingHTTPServer`: a few fixed routes need no framework,
+no new dependency and no second event loop beside the Kafka reader; for TLS, a proxy in front).
 
-Why no web framework: a few GET routes, six POST routes of fixed shapes, a single static page
-and a text format need no routing, templating or async server; the standard library serves them
-with no new dependency and no second event loop next to the Kafka consumer thread. (For TLS, put a
-reverse proxy in front.)
+Routes (`READ_ROUTES` and `write_api.WRITE_ROUTES`; docs/openapi.yaml describes each):
+    GET /                   the page (`status_page`; it refreshes itself every 2 s from /api/status)
+    GET /api/status         `views.compute_status_document`: health, reassignments, progress, alerts
+    GET /api/reassignments  `views.list_to_json`: what `reassigner list --json` prints
+    GET /api/alerts?limit=N the last N alerts (newest last), N at most the book's capacity
+    GET /api/openapi.yaml   the OpenAPI 3 description
+    GET /metrics            Prometheus text (`views.metrics`); the pipeline serves its own counters
+    GET /healthz            "ok", never behind a token (liveness probes)
+    POST /api/...           the write API (`write_api`)
+The numbers come from `status_sources`: the state at most once a second, the alerts topics' reader.
 
-Access: with a token (setting `status_token`, `REASSIGNER_STATUS_TOKEN`, or `--token-file`) every
-route but /healthz asks for it, as `Authorization: Bearer <token>` (scripts, Prometheus'
-`authorization` block) or as the password of HTTP basic auth, any user name (a browser asks for
-it once and sends it with the page's own API calls); compared in constant time
-(`is_authorized`), refused with 401. Without a token the server listens on loopback only:
-`require_token_off_loopback` refuses another address unless `--allow-unauthenticated` says that
-the network in front is trusted (then it warns).
-
-Writes (`reassigner.operator.write_api`: POST /api/requests, /api/proposals/{id}/approve|reject,
-/api/cancel, /api/pause, /api/resume) need the WRITE token (setting `status_write_token`,
-`REASSIGNER_STATUS_WRITE_TOKEN`, or `--write-token-file`), always, loopback too, and only as
-`Authorization: Bearer <write token>` — never basic auth, which a browser replays by itself on a
-form another site posts (no CSRF that way: a page of another origin cannot set the header without
-a CORS preflight, which this server does not grant). Without a write token the write API is off
-(403). The write token is another secret than the read token (`require_distinct_tokens`): what
-scrapes /metrics must not be able to cancel; a write token opens the read routes too. No header
-is logged; a refusal is 401 without the header, 403 with a wrong one (`compute_write_refusal`).
-
-Routes (every GET but /healthz behind the read token, when there is one):
-    GET /                  the page (HTML + JS; refreshes itself every 2 s from /api/status)
-    GET /api/status        cluster health, reassignments, batch in flight, recent alerts, progress
-    GET /api/reassignments the rows of `reassigner list`, the batch in flight, the moves of other tools
-    GET /api/alerts?limit=N  the last N alerts (newest last), N ≤ `alert_capacity`
-    GET /api/openapi.yaml  the OpenAPI 3 description of every route (docs/openapi.yaml)
-    GET /metrics           Prometheus text format 0.0.4 (see METRICS)
-    GET /healthz           "ok" (never asks for the token: liveness probes)
-    POST /api/...          the write API (above)
-
-Sources, and how fresh they are:
-- the ControllerState, loaded from Redis with `ControllerStore.load()` at most once a second
-  (`StateCache`); a Redis outage serves the last state with `"state_error"` set in the JSON
-  (redacted: `schemas.redaction.redact`, like the log and the error bodies);
-- the alerts and command-results topics, read from the beginning by one background reader
-  (`watch_alert_topics`, a `runtime.clients.kafka_consumer.TopicReader`: no group, no commits)
-  into an `AlertBook`: the last alerts, counts by kind, executor errors.
-
-METRICS (/metrics, prometheus-client: `runtime.metrics.StatusCollector` in a registry of its
-own): gauges of the controller state as it is when scraped (`compute_metric_samples`, pure), and
-counters of what the background reader took from the alerts and command-results topics. No
-counter is derived from the pages served: steps completed, bytes moved and the pipeline's lag
-are counted by the pipeline where they happen (`reassigner_steps_completed_total`,
-`reassigner_bytes_moved_total`, `reassigner_pipeline_lag_seconds` on its own `/metrics`).
-
-The overall progress of a movement (finished partitions included) is the state's
-(`views.compute_overall_progress` over the replication meter the pipeline keeps): this server
-follows nothing itself, so a server started mid-movement shows it whole.
+ACCESS. A read token (setting `status_token`, `--token-file`) guards every route but /healthz, as
+`Authorization: Bearer <token>` or as basic auth's password (any user name: a browser asks once),
+compared in constant time (`is_authorized`); 401 otherwise. Without one the server listens on
+loopback only (`require_token_off_loopback`; `--allow-unauthenticated` serves another address,
+with a warning). Writes need the WRITE token (`status_write_token`, `--write-token-file`), always,
+loopback too, as a Bearer header only: never basic auth, which a browser replays by itself on a
+form another site posts (and no CORS preflight is granted, so no other origin sets the header).
+Without a write token the write API is off (403). The write token must differ from the read token
+(`require_distinct_tokens`): what scrapes /metrics must not cancel; it opens the reads too. No
+header is logged; a refused write is 401 without the header, 403 with a wrong one
+(`compute_write_refusal`).
 """
 
 from __future__ import annotations
@@ -64,182 +36,27 @@ import json
 import logging
 import threading
 import time
-from collections import Counter, deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from typing import Any, Callable, Mapping, Protocol
 from urllib.parse import parse_qs, urlparse
 
-from runtime.clients.client_config import ClientConfig
-from runtime.clients.kafka_consumer import Start, TopicReader
-from reassigner.operator.alerts_follow import alert_to_json
-from schemas.errors import InvalidConfigError, InvalidInputError, ReassignerError
+from handlers.policy import Policy
 from runtime.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, build_status_registry, render_registry
+from schemas.errors import InvalidConfigError, InvalidInputError, ReassignerError
+from schemas.redaction import redact
 from reassigner.operator.requests import Request, Verdict, request_kind
+from reassigner.operator.status_page import STATUS_PAGE_HTML
+from reassigner.operator.status_sources import AlertBook, StateCache
+from reassigner.operator.views import (StatusView, compute_list_view, compute_status, compute_status_document,
+                                       list_to_json)
+from reassigner.operator.views.metrics import Samples, compute_metric_samples
 from reassigner.operator.write_api import (MAX_BODY_BYTES, WRITE_ROUTES, compute_answer, compute_api_request,
                                            compute_refusal_status, compute_requester, compute_route_template,
                                            parse_wait)
-from reassigner.operator.status_page import STATUS_PAGE_HTML
-from schemas.redaction import redact
-from handlers.policy import Policy
-from reassigner.operator.views import (
-    StatusView,
-    OverallProgress,
-    compute_status,
-    overall_progress_to_json,
-    reassignment_row_to_json,
-    status_to_json,
-)
-from schemas import ALERT_KINDS
-from state.model import ControllerState
 
 log = logging.getLogger(__name__)
-
-
-# --- what the background consumer keeps --------------------------------------------------------
-
-
-class AlertBook:
-    """Thread-safe: the last `capacity` alerts, alert counts by kind, executor errors by code."""
-
-    def __init__(self, capacity: int = 200) -> None:
-        self._lock = threading.Lock()
-        self._recent: deque[dict[str, Any]] = deque(maxlen=capacity)
-        self._by_kind: Counter[str] = Counter()
-        self._errors_by_code: Counter[str] = Counter()
-        self._results = 0
-        self.capacity = capacity
-        self.ready = threading.Event()  # set once both topics are assigned
-
-    def add_alert(self, alert: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._recent.append(alert_to_json(alert))
-            self._by_kind[str(alert["kind"])] += 1
-
-    def add_result(self, result: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._results += 1
-            if not result["ok"]:
-                self._errors_by_code[result.get("error_code") or "UNKNOWN"] += 1
-
-    def recent(self, limit: int | None = None) -> list[dict[str, Any]]:
-        with self._lock:
-            items = list(self._recent)
-        return items[-limit:] if limit else items
-
-    def counts(self) -> tuple[dict[str, int], dict[str, int], int]:
-        with self._lock:
-            return dict(self._by_kind), dict(self._errors_by_code), self._results
-
-
-# --- pure renderings ---------------------------------------------------------------------------
-
-
-def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, int],
-                           errors_by_code: Mapping[str, int]) -> dict[str, list[tuple[tuple[str, ...], float]]]:
-    """The status server's samples (`runtime.metrics.STATUS_METRICS`: name → (label values,
-    value)); a gauge whose value is unknown is left out."""
-    samples: dict[str, list[tuple[tuple[str, ...], float]]] = {
-        "reassigner_steps_in_flight": [((), len(view.in_flight) if view else 0)],
-        "reassigner_reassignments_active": [((), len(view.reassignments) if view else 0)],
-        "reassigner_progress_ratio": [((), (view.overall_progress or 0.0) if view else 0.0)],
-        "reassigner_bytes_to_move": [((), view.bytes_to_move if view else 0)],
-        "reassigner_bytes_left": [((), view.bytes_left if view else 0)],
-        "reassigner_pipeline_last_batch": [((), view.last_batch if view else -1)],
-        "reassigner_alerts": [((kind,), alert_counts.get(kind, 0))
-                              for kind in sorted(set(ALERT_KINDS) | set(alert_counts))],
-        "reassigner_executor_errors": [((), sum(errors_by_code.values()))],
-        "reassigner_executor_errors_by_code": [((code,), n) for code, n in sorted(errors_by_code.items())],
-    }
-    if view and view.replication_rate is not None:
-        samples["reassigner_replication_rate_bytes_per_second"] = [((), view.replication_rate)]
-    if view and view.time_left_seconds is not None:
-        samples["reassigner_time_left_seconds"] = [((), view.time_left_seconds)]
-    if view:
-        alive = sum(1 for b in view.brokers if b.alive)
-        samples["reassigner_brokers"] = [(("alive",), alive), (("down",), len(view.brokers) - alive),
-                                         (("draining",), sum(1 for b in view.brokers if b.draining))]
-        samples["reassigner_under_replicated_partitions"] = [((), len(view.under_replicated))]
-        samples["reassigner_under_min_isr_partitions"] = [((), len(view.under_min_isr))]
-        samples["reassigner_offline_partitions"] = [((), len(view.offline))]
-        samples["reassigner_log_dir_moves"] = [((state,), sum(1 for m in view.log_dir_moves if m.state == state))
-                                               for state in ("waiting", "copying", "cancelling")]
-        samples["reassigner_log_dir_move_bytes"] = [((), sum(m.size_bytes for m in view.log_dir_moves))]
-        samples["reassigner_log_dir_bytes"] = [((str(b.id), path), size) for b in view.brokers
-                                               for path, _count, size in b.dirs if size is not None]
-    return samples
-
-
-def compute_status_document(view: StatusView | None, recent_alerts: list[dict[str, Any]],
-                            cluster_name: str, state_error: str | None, now: float) -> dict[str, Any]:
-    """The body of /api/status; `movement`: the overall progress, finished partitions included
-    (the page's overall bar; also in `status`)."""
-    return {"cluster_name": cluster_name, "generated_at": now, "state_error": state_error,
-            "status": status_to_json(view) if view else None, "alerts": recent_alerts,
-            "movement": overall_progress_to_json(view.movement if view else OverallProgress())}
-
-
-# --- the shell ----------------------------------------------------------------------------------
-
-
-class StateCache:
-    """`ControllerStore.load()` at most once per `ttl` seconds; keeps the last good state."""
-
-    def __init__(self, load: Callable[[], ControllerState], ttl: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self._load, self._ttl, self._clock = load, ttl, clock
-        self._lock = threading.Lock()
-        self._state: ControllerState | None = None
-        self._loaded_at = float("-inf")
-        self.error: str | None = None
-
-    def get(self) -> ControllerState | None:
-        with self._lock:
-            if self._clock() - self._loaded_at >= self._ttl:
-                self._loaded_at = self._clock()
-                try:
-                    self._state, self.error = self._load(), None
-                except Exception as error:  # Redis away: serve the last state, say why
-                    self.error = redact(f"{type(error).__name__}: {error}")
-                    log.warning("loading the controller state failed (%s); will retry in %.0f s",
-                                self.error, self._ttl)
-            return self._state
-
-
-def watch_alert_topics(bootstrap_servers: str, client_config: ClientConfig | None, alerts_topic: str,
-                       results_topic: str, book: AlertBook, stop: threading.Event) -> None:
-    """Read both topics from the beginning into `book` until `stop` (run it in a thread)."""
-    from schemas.errors import DecodeError
-    from schemas.codec import decode, writer_version_from_headers
-
-    reader = TopicReader(bootstrap_servers, client_config, "status-server")
-    try:
-        starts: list[tuple[str, int, Start]] = []
-        while not stop.is_set():
-            starts = [(t, p, "beginning") for t in (alerts_topic, results_topic) for p in reader.partitions(t)]
-            if starts:
-                break
-            stop.wait(1.0)
-        reader.assign(starts, stop)
-        book.ready.set()
-        while not stop.is_set():
-            record = reader.poll(0.5)
-            if record is None:
-                continue
-            schema = "Alert" if record.topic == alerts_topic else "CommandResult"
-            try:
-                decoded = decode(schema, record.value, writer_version_from_headers(record.headers))
-            except DecodeError as error:
-                log.warning("skipped undecodable %s at %s[%d]@%d: %s", schema, record.topic,
-                            record.partition, record.offset, error)
-                continue
-            (book.add_alert if schema == "Alert" else book.add_result)(decoded)
-    except Exception:
-        log.exception("the alerts consumer of the status server stopped")
-        raise
-    finally:
-        reader.close()
 
 
 # --- access --------------------------------------------------------------------------------------
@@ -363,7 +180,7 @@ class StatusServer:
         view = compute_status(state, self.default_replica_movements, now, self.policy) if state else None
         return view, now
 
-    def metric_samples(self) -> dict[str, list[tuple[tuple[str, ...], float]]]:
+    def metric_samples(self) -> Samples:
         counts, errors, _results = self.book.counts()
         return compute_metric_samples(self.current_view()[0], counts, errors)
 
@@ -389,12 +206,9 @@ class StatusServer:
             body = compute_status_document(view, self.book.recent(20), self.cluster_name, self.cache.error, now)
             return _json(200, body)
         if path == "/api/reassignments":
-            view, now = self.current_view()
-            return _json(200, {
-                "reassignments": [reassignment_row_to_json(r) for r in view.reassignments] if view else [],
-                "in_flight": status_to_json(view)["in_flight"] if view else [],
-                "external": status_to_json(view)["external"] if view else [],
-                "state_error": self.cache.error})
+            now, state = self.clock(), self.cache.get()
+            listing = compute_list_view(state, self.default_replica_movements, now, self.policy) if state else None
+            return _json(200, list_to_json(listing, self.cache.error))
         if path == "/api/alerts":
             try:
                 limit = max(1, min(self.book.capacity, int(query.get("limit", ["50"])[0])))
@@ -507,8 +321,8 @@ def _handler_for(server: StatusServer) -> type[BaseHTTPRequestHandler]:
 
         def _discard_body(self, length: int) -> None:
             """Read a refused request's body before answering, up to `DISCARDED_BODY_BYTES`: a
-            client still sending when the server closes gets a broken pipe instead of the answer
-            (seen in CI). A longer or unknown body is not read; the connection closes after."""
+            client still sending when the server closes gets a broken pipe instead of the answer. A
+            longer or unknown body is not read; the connection closes after."""
             self.close_connection = True
             left = length if 0 < length <= DISCARDED_BODY_BYTES else 0
             while left > 0:

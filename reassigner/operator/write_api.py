@@ -1,4 +1,4 @@
-"""The status server's write API (issue 19 item 8): HTTP routes → the CLI's request builders. Pure.
+"""The status server's write API: HTTP routes → the CLI's request builders. Pure.
 
 Routes (POST; a JSON object as the body where one is taken; `?wait=SECONDS` optional):
     /api/requests                   {"kind": KIND, ...fields}: every `reassigner request KIND`
@@ -17,16 +17,15 @@ unknown field is refused, as an unknown flag is):
     approve         proposal_id                     reject         proposal_id
     pause, resume   –                               config-set     key, value ("" resets)
 
-One place: the requests are made by `reassigner.operator.requests`' builders, the very ones the
-CLI calls, and checked by the same `RequestChannel.check` (`validate_locally`); this module only
-reads the body into the builders' arguments.
+The requests are made by `reassigner.operator.requests`' builders, the very ones the CLI calls,
+and checked by the same `RequestChannel.check`; this module only reads the body into their arguments.
 
 Answers (`compute_answer`): not waited for → 202 with the request id and `"verdict": "pending"`;
 waited for (`?wait=N`, 0 < N ≤ `MAX_WAIT_SECONDS`) → 200 accepted, 409 rejected because of the
 cluster's state (`CONFLICT_CODES`), 422 rejected as invalid (every other code), 202 with
 `"verdict": "timed-out"` when no verdict came in time (the request may still be processed).
 A local check's refusal answers as the pipeline's would (409/422 with its code); a body that
-cannot be read into a request answers 400 with one line (`InvalidInputError`).
+cannot be read into a request, 400 with one line.
 
 Invariants: nothing here reads a clock or does I/O (the request id, the time and the requester are
 arguments); no header value reaches an answer or a log line except the requester's name, which is

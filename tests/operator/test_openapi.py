@@ -8,7 +8,8 @@ import json
 import urllib.request
 from pathlib import Path
 
-from reassigner.operator.status_server import READ_ROUTES, AlertBook, StateCache, StatusServer
+from reassigner.operator.status_server import READ_ROUTES, StatusServer
+from reassigner.operator.status_sources import AlertBook, StateCache
 from reassigner.operator.write_api import API_REQUEST_KINDS, WRITE_ROUTES
 from state.model import ControllerState
 

@@ -8,7 +8,8 @@ from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartitio
 from planning.movement.reassignment import Reassignment, StepInFlight
 from planning.movement.partition_steps import Step
 from runtime.metrics import build_status_registry, render_registry
-from reassigner.operator.status_server import AlertBook, StateCache, compute_metric_samples
+from reassigner.operator.status_sources import AlertBook, StateCache
+from reassigner.operator.views.metrics import compute_metric_samples
 from reassigner.operator.views import compute_status
 
 TP = TopicPartition("orders", 0)

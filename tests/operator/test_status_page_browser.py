@@ -18,7 +18,8 @@ import pytest
 
 from planning.model import TopicPartition
 from planning.movement.eta import ReplicationMeter, add_finished_work, compute_finished_work
-from reassigner.operator.status_server import AlertBook, StateCache, StatusServer
+from reassigner.operator.status_server import StatusServer
+from reassigner.operator.status_sources import AlertBook, StateCache
 from reassigner.operator.views import compute_status
 from state.model import ControllerState, Proposal
 from test_status_progress import movement_state

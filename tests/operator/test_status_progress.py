@@ -15,8 +15,8 @@ from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, Topic
 from planning.movement.eta import FinishedWork, ReplicationMeter, add_finished_work, compute_finished_work
 from planning.movement.partition_steps import compute_next_step
 from planning.movement.reassignment import Reassignment, StepInFlight
-from reassigner.operator.status_server import compute_status_document
-from reassigner.operator.views import ReassignmentRow, compute_overall_progress, compute_status, status_to_json
+from reassigner.operator.views import (ReassignmentRow, compute_overall_progress, compute_status, compute_status_document,
+                                       status_to_json)
 from state.model import ControllerState, Proposal
 
 MB = 1 << 20

@@ -18,8 +18,8 @@ from planning.model import Broker, Cluster, PartitionState, Topic
 from schemas.errors import InvalidConfigError, InvalidInputError
 from reassigner.operator.requests import (compute_verdict, needs_local_check, request_kind,
                                           validate_locally)
-from reassigner.operator.status_server import (AlertBook, StateCache, StatusServer, compute_write_refusal,
-                                               require_distinct_tokens)
+from reassigner.operator.status_server import StatusServer, compute_write_refusal, require_distinct_tokens
+from reassigner.operator.status_sources import AlertBook, StateCache
 from reassigner.operator.write_api import (CONFLICT_CODES, MAX_WAIT_SECONDS, WRITE_ROUTES, compute_api_request,
                                            compute_requester, compute_route_template, parse_wait)
 from state.model import ControllerState

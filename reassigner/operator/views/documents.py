@@ -1,0 +1,101 @@
+"""The JSON forms of the views: one function per document, used by every door that shows it, so
+the terminal's `--json`, the HTTP API and the status page read the same numbers in the same shape.
+
+    list_to_json             `reassigner list --json` and GET /api/reassignments
+    status_to_json           `reassigner status --json` and `status` of GET /api/status
+    compute_status_document  the body of GET /api/status (the page reads it)
+    proposal_to_json         a proposal with its moves and Kafka's reassignment JSON
+
+A row is its dataclass's fields (tuples as lists), plus what its properties compute (a
+reassignment's `progress`, `step_label`, `bytes_left`; a disk's `used_fraction`). Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from reassigner.operator.views.listing import ListView
+from reassigner.operator.views.proposals import ProposalView, proposal_to_reassignment_json
+from reassigner.operator.views.rows import ReassignmentRow, step_label
+from reassigner.operator.views.status import OverallProgress, StatusView
+
+
+def row_to_json(row: Any) -> dict[str, Any]:
+    """A row dataclass as JSON: its fields, tuples as lists."""
+    return _plain(asdict(row))
+
+
+def reassignment_row_to_json(row: ReassignmentRow) -> dict[str, Any]:
+    return {**row_to_json(row), "progress": row.progress, "step_label": step_label(row), "bytes_left": row.bytes_left}
+
+
+def list_to_json(view: ListView | None, state_error: str | None = None) -> dict[str, Any]:
+    """The list view (None: no state to show, empty lists); `state_error`: why the state could
+    not be read fresh (the status server serves its last state then), None from the CLI."""
+    return {
+        "reassignments": [reassignment_row_to_json(r) for r in view.reassignments] if view else [],
+        "in_flight": [row_to_json(f) for f in view.in_flight] if view else [],
+        "log_dir_moves": [row_to_json(m) for m in view.log_dir_moves] if view else [],
+        "external": [row_to_json(e) for e in view.external] if view else [],
+        "state_error": state_error,
+    }
+
+
+def overall_progress_to_json(progress: OverallProgress) -> dict[str, Any]:
+    return {**asdict(progress), "fraction": progress.fraction}
+
+
+def proposal_to_json(view: ProposalView) -> dict[str, Any]:
+    return {**row_to_json(view), "replica_moves": view.replica_moves,
+            "reassignment": proposal_to_reassignment_json(view)}
+
+
+def status_to_json(view: StatusView) -> dict[str, Any]:
+    return {
+        "brokers": [row_to_json(b) for b in view.brokers],
+        "under_replicated": [row_to_json(p) for p in view.under_replicated],
+        "under_min_isr": [row_to_json(p) for p in view.under_min_isr],
+        "offline": [row_to_json(p) for p in view.offline],
+        "reassignments": [reassignment_row_to_json(r) for r in view.reassignments],
+        "in_flight": [row_to_json(s) for s in view.in_flight],
+        "topics": view.topics,
+        "partitions": view.partitions,
+        # the active reassignments' (their rows summed); "movement": finished ones included
+        "progress": {"steps_done": view.steps_done, "steps_estimated": view.steps_estimated,
+                     "fraction": OverallProgress(steps_done=view.steps_done,
+                                                 steps_estimated=view.steps_estimated).fraction,
+                     "bytes_to_move": view.bytes_to_move,
+                     "bytes_moved": view.bytes_moved, "bytes_left": view.bytes_left,
+                     "replication_rate_bytes_per_second": view.replication_rate,
+                     "time_left_seconds": view.time_left_seconds},
+        "epoch": view.epoch,
+        "last_batch": view.last_batch,
+        "proposals": list(view.proposals),
+        "paused": view.paused,
+        "config": dict(view.config),
+        "topic_selection": {"include": view.topics_include, "exclude": view.topics_exclude,
+                            "excluded_topics": list(view.excluded_topics)},
+        "log_dir_moves": [row_to_json(m) for m in view.log_dir_moves],
+        "disks": [{**row_to_json(d), "used_fraction": d.used_fraction} for d in view.disks],
+        "proposal_details": [proposal_to_json(p) for p in view.proposal_views],
+        "external": [row_to_json(e) for e in view.external],
+        "movement": overall_progress_to_json(view.movement),
+    }
+
+
+def compute_status_document(view: StatusView | None, recent_alerts: list[dict[str, Any]],
+                            cluster_name: str, state_error: str | None, now: float) -> dict[str, Any]:
+    """The body of /api/status; `movement`: the overall progress, finished partitions included
+    (the page's overall bar; also in `status`)."""
+    return {"cluster_name": cluster_name, "generated_at": now, "state_error": state_error,
+            "status": status_to_json(view) if view else None, "alerts": recent_alerts,
+            "movement": overall_progress_to_json(view.movement if view else OverallProgress())}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

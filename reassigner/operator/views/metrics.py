@@ -1,0 +1,48 @@
+"""The status server's Prometheus samples, from the status view as it is when scraped: gauges of
+the controller state, and the alert and executor-error counts the server's reader took from the
+alerts and command-results topics. Names and help are `runtime.metrics.STATUS_METRICS`'. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from schemas import ALERT_KINDS
+from reassigner.operator.views.status import StatusView
+
+Samples = dict[str, list[tuple[tuple[str, ...], float]]]
+
+
+def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, int],
+                           errors_by_code: Mapping[str, int]) -> Samples:
+    """The status server's samples (`runtime.metrics.STATUS_METRICS`: name → (label values,
+    value)); a gauge whose value is unknown is left out."""
+    samples: Samples = {
+        "reassigner_steps_in_flight": [((), len(view.in_flight) if view else 0)],
+        "reassigner_reassignments_active": [((), len(view.reassignments) if view else 0)],
+        "reassigner_progress_ratio": [((), (view.overall_progress or 0.0) if view else 0.0)],
+        "reassigner_bytes_to_move": [((), view.bytes_to_move if view else 0)],
+        "reassigner_bytes_left": [((), view.bytes_left if view else 0)],
+        "reassigner_pipeline_last_batch": [((), view.last_batch if view else -1)],
+        "reassigner_alerts": [((kind,), alert_counts.get(kind, 0))
+                              for kind in sorted(set(ALERT_KINDS) | set(alert_counts))],
+        "reassigner_executor_errors": [((), sum(errors_by_code.values()))],
+        "reassigner_executor_errors_by_code": [((code,), n) for code, n in sorted(errors_by_code.items())],
+    }
+    if view and view.replication_rate is not None:
+        samples["reassigner_replication_rate_bytes_per_second"] = [((), view.replication_rate)]
+    if view and view.time_left_seconds is not None:
+        samples["reassigner_time_left_seconds"] = [((), view.time_left_seconds)]
+    if view:
+        alive = sum(1 for b in view.brokers if b.alive)
+        samples["reassigner_brokers"] = [(("alive",), alive), (("down",), len(view.brokers) - alive),
+                                         (("draining",), sum(1 for b in view.brokers if b.draining))]
+        samples["reassigner_under_replicated_partitions"] = [((), len(view.under_replicated))]
+        samples["reassigner_under_min_isr_partitions"] = [((), len(view.under_min_isr))]
+        samples["reassigner_offline_partitions"] = [((), len(view.offline))]
+        samples["reassigner_log_dir_moves"] = [((state,), sum(1 for m in view.log_dir_moves if m.state == state))
+                                               for state in ("waiting", "copying", "cancelling")]
+        samples["reassigner_log_dir_move_bytes"] = [((), sum(m.size_bytes for m in view.log_dir_moves))]
+        samples["reassigner_log_dir_bytes"] = [((str(b.id), path), size) for b in view.brokers
+                                               for path, _count, size in b.dirs if size is not None]
+    return samples

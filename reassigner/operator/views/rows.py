@@ -1,0 +1,303 @@
+"""The rows of `list` (and of `status` and the status page): one line per partition, computed
+from a ControllerState. Pure.
+
+Step n of m: n is the step in flight (or the number done when none is); m is an estimate —
+the steps done, plus the step in flight, plus `compute_step_sequence` from where the partition
+will be (the in-flight target, or the current replicas) to the final target, assuming every
+step completes with its replicas in sync. The ISR may change the real count (a partition under
+min ISR takes bigger steps), so m can move while a reassignment runs; progress is steps done / m.
+
+Why a reassignment waits (`compute_waiting_reason`): the pipeline's own words stored with the
+state, else what the state shows (paused, mode, a retry, the ISR, a limit).
+
+Moves of other tools (`compute_external_rows`): the partitions Kafka shows reassigning with no
+step of ours in flight (`state.external_moves`), marked `external`, with the reassignment of
+ours that waits on each, if any.
+
+Bytes and time left (`planning.movement.eta`): per reassignment the bytes its final target adds,
+those already in sync, and the time left at its share of the observed replication rate.
+
+Invariants: nothing here reads a clock (`now_seconds` is an argument) or does I/O; a state that
+is inconsistent (a reassignment for a partition the cluster does not show) is shown as it is,
+with unknown fields as None, never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+from handlers.policy import Policy, effective_limits, effective_policy
+from state.model import ControllerState
+from planning.model import PartitionState
+from planning.movement.advance import compute_reachable_step
+from planning.movement.batches import PlannedStep, compute_limit_refusal
+from planning.movement.eta import compute_rate, compute_reassignment_bytes, compute_time_left
+from planning.movement.reassignment import Reassignment
+from planning.movement.partition_steps import compute_step_sequence
+
+REPLICA_MOVEMENTS_KEY = "reassignment.max.concurrent.replica.movements"
+
+
+@dataclass(frozen=True)
+class ReassignmentRow:
+    """One line of `list`: one partition's ongoing reassignment."""
+
+    topic: str
+    partition: int
+    reassignment_id: str
+    state: str
+    current_replicas: tuple[int, ...] | None  # as the cluster shows them; None = not observed
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    isr: tuple[int, ...]
+    original_replicas: tuple[int, ...]
+    final_target: tuple[int, ...]
+    step: int  # the step in flight, or the number done when none is in flight
+    steps_estimated: int | None  # m of "step n of m"; None when the replicas are unknown
+    steps_done: int
+    in_flight: bool
+    step_target: tuple[int, ...] | None
+    step_started_at: float | None
+    size_bytes: int | None
+    reason: str
+    # Bytes and time (planning.movement.eta): time left is at this reassignment's share of the
+    # observed rate once it runs; None while the rate is unknown.
+    bytes_to_move: int = 0
+    bytes_moved: int = 0
+    time_left_seconds: float | None = None
+    # Why no step of it is in flight (`compute_waiting_reason`); None while one is.
+    waiting: str | None = None
+    # Its share of the observed replication rate while a step of it is in flight (rate / steps
+    # in flight, as its time left assumes); None otherwise or while the rate is unknown.
+    rate_bytes_per_second: float | None = None
+
+    @property
+    def bytes_left(self) -> int:
+        return max(0, self.bytes_to_move - self.bytes_moved)
+
+    @property
+    def progress(self) -> float | None:
+        """Steps done / estimated steps (1.0 at the end); None when unknown."""
+        if not self.steps_estimated:
+            return None
+        return min(1.0, self.steps_done / self.steps_estimated)
+
+
+@dataclass(frozen=True)
+class InFlightRow:
+    """One step of the batch in flight."""
+
+    topic: str
+    partition: int
+    step: int
+    target: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    leader_movement: bool
+    age_seconds: float | None
+
+
+@dataclass(frozen=True)
+class ExternalRow:
+    """A partition another tool moves (`state.external_moves`): marked `external` in `list` and
+    `status`. `held_by`: the reassignment of ours that waits on it, if any."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    since_ms: int
+    age_seconds: float | None
+    held_by: str | None
+    kind: str = "external"
+
+
+@dataclass(frozen=True)
+class LogDirMoveRow:
+    """One intra-broker move the controller owns: waiting for a slot, copying, or moving back."""
+
+    topic: str
+    partition: int
+    broker_id: int
+    origin_dir: str | None
+    target_dir: str
+    size_bytes: int
+    state: str  # waiting | copying | cancelling
+    current_dir: str | None  # where the cluster shows the replica now
+    future_replica: bool  # Kafka shows the copy in progress
+    age_seconds: float | None
+    task_id: str
+    reason: str
+
+
+def compute_reassignment_rows(state: ControllerState, default_replica_movements: int,
+                              now_seconds: float | None = None,
+                              policy: Policy | None = None) -> tuple[ReassignmentRow, ...]:
+    """The rows of `list`, sorted by (topic, partition); with `now_seconds`, the time left; with
+    `policy` (the static settings'), why each waiting one waits in full."""
+    movements = _replica_movements(state.config, default_replica_movements)
+    rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
+    share = sum(1 for r in state.reassignments.values() if r.in_flight is not None)
+    flying = [PlannedStep(tp, r.in_flight.step) for tp, r in sorted(state.compute_records_in_flight().items())]
+    return tuple(replace(_row(state, r, movements, rate, share),
+                         waiting=compute_waiting_reason(state, r, policy, flying, now_seconds),
+                         rate_bytes_per_second=rate / max(1, share) if rate and r.in_flight is not None else None)
+                 for _tp, r in sorted(state.reassignments.items()))
+
+
+def compute_waiting_reason(state: ControllerState, record: Reassignment, policy: Policy | None,
+                           flying: list[PlannedStep], now_seconds: float | None = None) -> str | None:
+    """Why `record` has no step in flight, in the pipeline's words where it gave them:
+    1. the batch rule's refusal the last decision stored (`state.waiting`: a broker, the ISR,
+       min.insync.replicas, Kafka reassigning it);
+    2. paused (`reassignment.paused`) or mode observe: no step starts at all;
+    3. a failed step's retry pending;
+    4. no step possible with the replicas in sync now (it waits for the ISR);
+    5. a limit (P, L, B) with the steps in flight now (the walk passes such candidates over
+       unexamined, so the reason is computed here with the batch rule's own function);
+    6. else: planned, its step starts at the next decision.
+    Before all: moved by another tool (`state.external_moves`), in the batch rule's words.
+    None when a step is in flight. Without `policy` the limits and mode are unknown: 1, 3, 6."""
+    if record.in_flight is not None:
+        return None
+    external = state.external_moves.get(record.tp)
+    if external is not None:
+        return (f"moved by another tool: Kafka shows the partition reassigning (adding {list(external.adding)}, "
+                f"removing {list(external.removing)}) with no step of ours in flight")
+    stored = state.waiting.get(record.tp)
+    if stored is not None:
+        return stored
+    effective = effective_policy(policy, state.config) if policy is not None else None
+    if effective is not None and effective.paused:
+        return "paused: no step starts until `reassigner request resume`"
+    if effective is not None and effective.mode == "observe":
+        return "mode observe: no step starts"
+    if record.retry_at is not None and (now_seconds is None or now_seconds < record.retry_at):
+        return "a failed step is retried after a pause (step.retry.max)"
+    partition = state.cluster.partition(record.tp)
+    if partition is None:
+        return "its partition is not observed yet"
+    if effective is not None:
+        limits = effective_limits(policy, state.config)
+        step = compute_reachable_step(record, partition, state.cluster, limits)
+        if step is None:
+            return (f"no step possible with in-sync replicas {list(partition.isr)} of {list(partition.replicas)}: "
+                    "it waits for the ISR")
+        refusal = compute_limit_refusal(step, flying, limits)
+        if refusal is not None:
+            return f"waits for a slot: {refusal}"
+    return "its next step starts at the next decision"
+
+
+def compute_in_flight(state: ControllerState, now_seconds: float | None = None) -> tuple[InFlightRow, ...]:
+    """The batch in flight: every step Kafka is executing, oldest first."""
+    rows = []
+    for tp, r in sorted(state.reassignments.items()):
+        if r.in_flight is None:
+            continue
+        started = r.in_flight.started_at
+        age = None if now_seconds is None or started is None else max(0.0, now_seconds - _seconds(started))
+        step = r.in_flight.step
+        rows.append(InFlightRow(tp.topic, tp.partition, r.in_flight.number, tuple(step.target),
+                                tuple(step.adding), tuple(step.removing), step.leader_movement, age))
+    return tuple(sorted(rows, key=lambda row: (-(row.age_seconds or 0.0), row.topic, row.partition)))
+
+
+def compute_external_rows(state: ControllerState, now_seconds: float | None = None) -> tuple[ExternalRow, ...]:
+    """The moves of other tools, by (topic, partition); with `now_seconds`, how long they were seen."""
+    rows = []
+    for tp, move in sorted(state.external_moves.items()):
+        record = state.reassignments.get(tp)
+        rows.append(ExternalRow(
+            tp.topic, tp.partition, tuple(move.replicas), tuple(move.adding), tuple(move.removing), move.since_ms,
+            None if now_seconds is None else max(0.0, now_seconds - move.since_ms / 1000.0),
+            record.reassignment_id if record is not None else None))
+    return tuple(rows)
+
+
+def compute_log_dir_move_rows(state: ControllerState, now_seconds: float | None = None) -> tuple[LogDirMoveRow, ...]:
+    """The intra-broker moves, by (broker, topic, partition)."""
+    rows = []
+    for (broker_id, tp), task in sorted(state.log_dir_moves.items(), key=lambda item: (item[0][0], item[0][1])):
+        partition = state.cluster.partition(tp)
+        broker = state.cluster.broker(broker_id)
+        started = task.started_at
+        rows.append(LogDirMoveRow(
+            tp.topic, tp.partition, broker_id, task.origin_dir, task.target_dir, task.size_bytes,
+            "waiting" if started is None else ("cancelling" if task.cancelling else "copying"),
+            partition.log_dir_of(broker_id) if partition is not None else None,
+            broker is not None and broker.has_future_replica(tp),
+            None if now_seconds is None or started is None else max(0.0, now_seconds - started),
+            task.task_id, task.reason))
+    return tuple(rows)
+
+
+def step_label(row: ReassignmentRow) -> str:
+    """"step 2 of 4", "step 2 of ?" when the estimate is unknown, "0 of 3" before the first."""
+    total = "?" if row.steps_estimated is None else str(row.steps_estimated)
+    return f"step {row.step} of {total}"
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def _row(state: ControllerState, r: Reassignment, movements: int, rate: float | None = None,
+         share: int = 1) -> ReassignmentRow:
+    partition = state.cluster.partition(r.tp)
+    moving = compute_reassignment_bytes(r, partition)
+    estimated = _estimate_steps(r, partition, movements, state.cluster.min_isr(r.tp.topic))
+    in_flight = r.in_flight
+    return ReassignmentRow(
+        topic=r.tp.topic,
+        partition=r.tp.partition,
+        reassignment_id=r.reassignment_id,
+        state=r.state.value,
+        current_replicas=tuple(partition.replicas) if partition else None,
+        adding=tuple(partition.adding) if partition else (),
+        removing=tuple(partition.removing) if partition else (),
+        isr=tuple(partition.isr) if partition else (),
+        original_replicas=tuple(r.original_replicas),
+        final_target=tuple(r.final_target),
+        step=in_flight.number if in_flight else r.steps_done,
+        steps_estimated=estimated,
+        steps_done=r.steps_done,
+        in_flight=in_flight is not None,
+        step_target=tuple(in_flight.step.target) if in_flight else None,
+        step_started_at=in_flight.started_at if in_flight else None,
+        size_bytes=partition.size_bytes if partition else None,
+        reason=r.reason,
+        bytes_to_move=moving.to_move,
+        bytes_moved=moving.moved,
+        time_left_seconds=compute_time_left(moving.left, rate, share),
+    )
+
+
+def _estimate_steps(r: Reassignment, partition: PartitionState | None, movements: int,
+                    min_isr: int) -> int | None:
+    if r.in_flight is not None:
+        start, isr, done = tuple(r.in_flight.step.target), tuple(r.in_flight.step.target), r.steps_done + 1
+    elif partition is not None and partition.replicas:
+        start, isr, done = tuple(partition.replicas), tuple(partition.isr), r.steps_done
+    else:
+        return None
+    if not r.final_target:
+        return None
+    try:
+        remaining = compute_step_sequence(start, r.final_target, isr, max(1, movements), max(1, min_isr))
+    except Exception:  # an invalid list in a stored state: show it, do not fail the view
+        return None
+    return done + len(remaining)
+
+
+def _replica_movements(config: Mapping[str, str], default: int) -> int:
+    try:
+        return max(1, int(config.get(REPLICA_MOVEMENTS_KEY, default)))
+    except (TypeError, ValueError):
+        return max(1, default)
+
+
+def _seconds(started_at: float) -> float:
+    """`started_at` is seconds; a value that looks like milliseconds is read as such."""
+    return started_at / 1000.0 if started_at > 1e11 else float(started_at)

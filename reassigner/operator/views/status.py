@@ -1,0 +1,232 @@
+"""What `reassigner status` and the status page show: the brokers, their dirs and disks, the
+partitions under-replicated, under min ISR or offline, the topic selection in force, and the
+progress of the current movement, with the list view's rows (`listing`). Pure.
+
+MOVEMENT: a finished reassignment leaves the state, so the active rows alone cannot say "12 of
+15 done". The pipeline counts the reassignments of the current movement that ended, with their
+steps and bytes, in the state's replication meter (`planning.movement.eta`, FINISHED): the
+movement's partitions total = active + finished, done = finished, steps and bytes likewise, an
+ended one all done (`compute_overall_progress`). So `status`, its `--json`, the page and
+/metrics show the same overall progress from the state alone, whenever they are started.
+`StatusView.overall_progress` is that fraction (JSON: `movement`); `steps_done` and
+`steps_estimated` stay the active reassignments' sums (JSON: `progress`).
+
+Bytes and time left overall: the sums of the rows, and the time left at the whole observed
+replication rate.
+
+Invariants: nothing here reads a clock or does I/O; unknown values are None, never an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
+from state.model import ControllerState
+from planning.movement.eta import ReplicationMeter, compute_rate, compute_time_left
+from reassigner.operator.views.listing import compute_list_view
+from reassigner.operator.views.proposals import ProposalView
+from reassigner.operator.views.rows import ExternalRow, InFlightRow, LogDirMoveRow, ReassignmentRow
+
+
+@dataclass(frozen=True)
+class BrokerRow:
+    id: int
+    rack: str | None
+    alive: bool
+    draining: bool
+    dirs_online: int
+    dirs_total: int
+    offline_dirs: tuple[str, ...]
+    replicas: int
+    leaders: int
+    cannot_host: int = 0  # partitions its failed dirs held, kept off it until it restarts
+    # Per online dir, as describe-log-dirs last told: (path, replicas, bytes); None = not reported.
+    dirs: tuple[tuple[str, int | None, int | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class DiskRow:
+    """One log dir of one broker: what describe-log-dirs last told (None = not reported)."""
+
+    broker_id: int
+    path: str
+    online: bool
+    replicas: int | None
+    replica_bytes: int | None
+    total_bytes: int | None  # the volume's size (Kafka 3.3+ reports it)
+    usable_bytes: int | None
+
+    @property
+    def used_fraction(self) -> float | None:
+        """Share of the volume in use (anything on it, not only Kafka's replicas)."""
+        if not self.total_bytes or self.usable_bytes is None:
+            return None
+        return min(1.0, max(0.0, (self.total_bytes - self.usable_bytes) / self.total_bytes))
+
+
+@dataclass(frozen=True)
+class PartitionProblem:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int | None
+    min_insync_replicas: int
+
+
+@dataclass(frozen=True)
+class OverallProgress:
+    """The movement's (module docstring: MOVEMENT): finished reassignments included."""
+
+    partitions_total: int = 0
+    partitions_done: int = 0
+    steps_done: int = 0
+    steps_estimated: int = 0
+    bytes_to_move: int = 0
+    bytes_moved: int = 0
+
+    @property
+    def fraction(self) -> float | None:
+        """Steps done / steps estimated, finished reassignments included; None when nothing moves."""
+        if not self.steps_estimated:
+            return None
+        return min(1.0, self.steps_done / self.steps_estimated)
+
+
+@dataclass(frozen=True)
+class StatusView:
+    brokers: tuple[BrokerRow, ...]
+    under_replicated: tuple[PartitionProblem, ...]
+    under_min_isr: tuple[PartitionProblem, ...]
+    offline: tuple[PartitionProblem, ...]
+    reassignments: tuple[ReassignmentRow, ...]
+    in_flight: tuple[InFlightRow, ...]
+    topics: int
+    partitions: int
+    steps_done: int
+    steps_estimated: int
+    epoch: int
+    last_batch: int
+    proposals: tuple[str, ...]
+    config: Mapping[str, str]
+    # Topic selection (`topics.include` / `topics.exclude`, overrides applied): the topics only
+    # healed and drained, never rebalanced. Empty patterns when the view was built without a policy.
+    topics_include: str = ""
+    topics_exclude: str = ""
+    excluded_topics: tuple[str, ...] = ()
+    log_dir_moves: tuple[LogDirMoveRow, ...] = ()
+    bytes_to_move: int = 0
+    bytes_moved: int = 0
+    replication_rate: float | None = None  # bytes per second observed since the movement began
+    time_left_seconds: float | None = None  # all reassignments, at that rate
+    paused: bool = False  # `reassignment.paused` in force (`request pause`); False without a policy
+    disks: tuple[DiskRow, ...] = ()  # every log dir of every broker, by (broker, path)
+    proposal_views: tuple[ProposalView, ...] = ()  # the proposals with their moves
+    external: tuple[ExternalRow, ...] = ()  # moves of other tools Kafka shows
+    movement: OverallProgress = OverallProgress()  # the movement's, finished reassignments included
+
+    @property
+    def bytes_left(self) -> int:
+        return max(0, self.bytes_to_move - self.bytes_moved)
+
+    @property
+    def overall_progress(self) -> float | None:
+        """The movement's steps done / estimated, finished reassignments included (MOVEMENT)."""
+        return self.movement.fraction
+
+
+
+
+def compute_status(state: ControllerState, default_replica_movements: int,
+                   now_seconds: float | None = None, policy: Policy | None = None) -> StatusView:
+    """Everything `status` and the status page show; `policy` (the static settings') adds the
+    topic selection in force."""
+    cluster = state.cluster
+    replicas_on: dict[int, int] = {}
+    leaders_on: dict[int, int] = {}
+    under_replicated, under_min_isr, offline = [], [], []
+    for p in cluster.partitions():
+        for b in p.replicas:
+            replicas_on[b] = replicas_on.get(b, 0) + 1
+        if p.leader is not None and p.leader >= 0:
+            leaders_on[p.leader] = leaders_on.get(p.leader, 0) + 1
+        min_isr = cluster.min_isr(p.topic)
+        problem = PartitionProblem(p.topic, p.partition, tuple(p.replicas), tuple(p.isr),
+                                   p.leader if p.leader is not None and p.leader >= 0 else None, min_isr)
+        if problem.leader is None:
+            offline.append(problem)
+        if len(set(p.isr)) < len(set(p.replicas) - set(p.adding)):
+            under_replicated.append(problem)
+        if len(set(p.isr)) < min_isr:
+            under_min_isr.append(problem)
+    brokers = tuple(
+        BrokerRow(b.id, b.rack, b.alive, b.draining, sum(1 for d in b.log_dirs if d.online),
+                  len(b.log_dirs), tuple(d.path for d in b.log_dirs if not d.online),
+                  replicas_on.get(b.id, 0), leaders_on.get(b.id, 0), len(b.cannot_host),
+                  tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs))
+        for b in sorted(cluster.brokers, key=lambda b: b.id)
+    )
+    listing = compute_list_view(state, default_replica_movements, now_seconds, policy)
+    rows = listing.reassignments
+    rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
+    left = sum(r.bytes_left for r in rows)
+    return StatusView(
+        brokers=brokers,
+        under_replicated=tuple(under_replicated),
+        under_min_isr=tuple(under_min_isr),
+        offline=tuple(offline),
+        reassignments=rows,
+        in_flight=listing.in_flight,
+        topics=len(cluster.topics),
+        partitions=sum(len(t.partitions) for t in cluster.topics),
+        steps_done=sum(r.steps_done for r in rows),
+        steps_estimated=sum(r.steps_estimated or 0 for r in rows),
+        epoch=state.epoch,
+        last_batch=state.last_batch,
+        proposals=tuple(sorted(state.proposals)),
+        config=dict(state.config),
+        **_topic_selection(state, policy),
+        log_dir_moves=listing.log_dir_moves,
+        bytes_to_move=sum(r.bytes_to_move for r in rows),
+        bytes_moved=sum(r.bytes_moved for r in rows),
+        replication_rate=rate,
+        time_left_seconds=compute_time_left(left, rate) if rows else None,
+        paused=policy is not None and effective_policy(policy, state.config).paused,
+        disks=compute_disk_rows(cluster),
+        proposal_views=listing.proposals,
+        external=listing.external,
+        movement=compute_overall_progress(state.replication_meter, rows),
+    )
+
+
+def compute_disk_rows(cluster) -> tuple[DiskRow, ...]:
+    """Disk usage per broker and log dir (offline dirs too: they show as such)."""
+    return tuple(DiskRow(b.id, d.path, d.online, d.replica_count, d.replica_bytes, d.total_bytes, d.usable_bytes)
+                 for b in sorted(cluster.brokers, key=lambda b: b.id) for d in b.log_dirs)
+
+
+def compute_overall_progress(meter: ReplicationMeter, rows: tuple[ReassignmentRow, ...]) -> OverallProgress:
+    """The movement's progress (MOVEMENT): the active reassignments `rows` as they are (an
+    unknown estimate counts at least the steps done, and 1), plus the ones the meter counted
+    finished, all done."""
+    return OverallProgress(
+        partitions_total=len(rows) + meter.finished,
+        partitions_done=meter.finished,
+        steps_done=sum(r.steps_done for r in rows) + meter.finished_steps,
+        steps_estimated=sum(max(r.steps_estimated or 0, r.steps_done, 1) for r in rows) + meter.finished_steps,
+        bytes_to_move=sum(r.bytes_to_move for r in rows) + meter.finished_bytes,
+        bytes_moved=sum(min(r.bytes_moved, r.bytes_to_move) for r in rows) + meter.finished_bytes,
+    )
+
+
+def _topic_selection(state: ControllerState, policy: Policy | None) -> dict[str, Any]:
+    if policy is None:
+        return {}
+    effective = effective_policy(policy, state.config)
+    return {
+        "topics_include": effective.topics_include,
+        "topics_exclude": compute_excluded_pattern(effective),
+        "excluded_topics": tuple(sorted(compute_excluded_topics((t.name for t in state.cluster.topics), effective))),
+    }
