@@ -263,7 +263,7 @@ class Cluster:
         """A new cluster of `brokers` and `topics`, where the topics not named in `touched` are
         this cluster's own (the same objects). The partition index, when this cluster has built
         it, is carried over and updated for the touched topics only: a batch that changes one
-        partition must not rebuild an index of every partition (SCALE, issue 17).
+        partition must not rebuild an index of every partition (a million replicas).
 
         `replaced`: the caller knows that `topics` are this cluster's topics, by name and in
         order, and that each touched one holds the same partitions (keys, order) except these

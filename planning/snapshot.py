@@ -1,4 +1,4 @@
-"""Conversion between JSON documents (already parsed) and the cluster model (SPEC 8).
+"""Conversion between JSON documents (already parsed) and the cluster model.
 
 Two formats:
 - the snapshot file: `{"brokers": [{"id", "rack", "alive", "draining", "log_dirs": [{"path",

@@ -2,8 +2,8 @@
 `CHUNK` items. Inserting or removing one item copies one chunk and the tuple of chunks —
 O(CHUNK + n / CHUNK) — and leaves the old sequence as it was, so that a value holding one
 (`planning.movement.advance.SteppingMemo`) stays immutable and can be used again, without the
-O(n) copy a plain sorted tuple costs per change (issue 17: 125k waiting candidates, a few
-changes per decision).
+O(n) copy a plain sorted tuple costs per change (a big rebalance has 125k waiting
+candidates and a few changes per decision).
 
 Invariants: every chunk is non-empty and sorted, each chunk's items sort before the next
 chunk's, no item twice; `_lasts[i]` is `_chunks[i][-1]`.

@@ -1,4 +1,4 @@
-"""Validation of explicit replica targets (a `Reassign` request, SPEC 7) against a cluster.
+"""Validation of explicit replica targets (a `Reassign` request) against a cluster.
 
 Each guard is named for what it refuses and raises with the numbers and the partition named:
 - `require_known_partition`      -> UnknownTopicOrPartitionError (UNKNOWN_TOPIC_OR_PARTITION)

@@ -1,56 +1,21 @@
 """One decision over all ongoing reassignments: what completed, what to elect, what starts now.
 
-This is the movement half of a micro-batch's "decide" (SPEC 5.3: the next step of a partition is
-decided in the same decision that sees its step complete), and the only place that decides it:
-the simulator driver (`planning.simulation.simulator.run_plan`) and the pipeline (`handlers.progress`) both
-call `compute_stepping` and only carry out its decision. Pure: records and a read-only cluster
-view in, new records and what to do out; `now` is passed in.
+The movement half of a micro-batch's "decide", and the only place that decides it: the
+simulator's driver (`planning.simulation.driver.run_plan`) and the pipeline
+(`handlers.progress`) both call `compute_stepping` and only carry out its decision. Pure:
+records and a read-only cluster view in, new records and what to do out; `now` is passed in.
 
-ORDER (the code follows it):
-1. For every active record, in (topic, partition) order, read its partition from the cluster:
-   - gone (topic deleted) → DONE, ending DELETED;
-   - a step in flight the view shows (reassigning to the step's target, or at it:
-     `completion.shows_step`) is marked seen;
-   - CANCELLING and Kafka no longer shows a reassignment, in a view that can be trusted (seen,
-     at the step's target, or the cancel confirmed by the executor) → revert, keep (DONE,
-     ending STOPPED) or resume (`planning.movement.cancel.compute_cancel_observed`);
-   - step in flight complete (completion.py) → count it; Kafka finished but TR[0] does not lead
-     → ask for a preferred-leader election; not shown in a view that can tell — one that showed
-     it before, or one read after the executor applied it (another tool cancelled or replaced
-     it: `completion.is_step_interrupted`, `is_view_conclusive`) → it ends (`interrupt_step`)
-     and the partition is stepped again from the replicas Kafka shows, in this decision (held
-     by the batch rule while Kafka shows another tool's reassignment); still running past the
-     stall timeout → report it (every decision while it lasts: signalling once is the
-     caller's business);
-   - nothing in flight and replicas == final target → DONE, ending COMPLETED (or REVERTED for a
-     cancelled reassignment back at its original replicas); else its next step is a candidate
-     (`compute_reachable_step`: the SPEC 5.1 step, shedding offline leaving replicas).
-2. Choose the steps that start now (batches.py) against everything still in flight; with
-   `start_steps=False` (the pipeline's mode `observe`) there are no candidates and none starts.
-3. Mark them in flight with `started_at = now`.
-
-COST. A big rebalance has tens of thousands of reassignments waiting for a slot, and each
-decision would compute every one's next step and rank them all. `SteppingMemo` carries what the
-last decision computed for the waiting ones — their candidate step and its rank — and a record
-is taken from it as it is when nothing it was computed from changed: the same record object (it
-waits: running or reverting, nothing in flight, no retry pending), the same topic object (so the
-same partitions and min.insync.replicas: events replace a topic whenever they change it) or else
-the same partition object and min.insync.replicas, the same limits, and brokers alive, draining and with online dirs
-as they were (`compute_broker_signature`). Everything else is decided afresh,
-in (topic, partition) order as before; the candidates stay in rank order (patched, not
-re-sorted). The decision is the same as without the memo — a property test runs both side by
-side — and the memo is derived data: absent (a restart), it is rebuilt by one full decision.
-
-A caller that knows what changed since the decision that made the memo (the simulator does)
-passes it as `changed`: then not even the records are walked. Only the partitions in `changed`,
-and the records the memo lists as unsettled (a step in flight, a retry pending, or anything
-else not waiting as it was), are looked at: O(changed + in flight), not O(reassignments). Given
-`reassignments` as an `immutables.Map`, the records come back as one too, patched, not copied.
-
-The candidates are kept in two orders: the steps that move leadership and the others, walked
-merged (`compute_split_batch_decision`); once L leader movements are in flight the first
-order is not walked any more (none of it can start), so a backlog of leader-moving steps
-waiting for L costs nothing per decision.
+RULES (the order is in `compute_stepping`):
+- a partition's next step is decided in the same decision that sees its step complete;
+- a step ends only on what a view that can tell shows: complete (`completion`), cancelled or
+  replaced by another tool (then the partition is stepped again from what Kafka shows), or, for
+  a cancel, Kafka no longer reassigning (then revert, keep or resume: `cancel`);
+- a step running past the stall timeout is reported in every decision while it lasts;
+- a record at its final target with nothing in flight is DONE (`Ending` says how);
+- the steps that start are chosen by the batch rule (`batches`) against everything in flight,
+  and none starts with `start_steps=False` (mode `observe`).
+COST: O(what changed + what is in flight) per decision, not O(reassignments), and the same
+decision as one computed afresh (a property test runs both side by side): see `SteppingMemo`.
 """
 
 from __future__ import annotations
@@ -111,7 +76,23 @@ class _Waiting:
 
 @dataclass(frozen=True)
 class SteppingMemo:
-    """See COST in the module docstring. Derived data, never stored.
+    """What the last decision computed for the records waiting for a slot, so the next one need
+    not compute it again. Derived data, never stored: absent (a restart), it is rebuilt by one
+    full decision.
+
+    Why: a big rebalance has tens of thousands of reassignments waiting for a slot, and each
+    decision would compute every one's next step and rank them all. A waiting entry is taken as
+    it is when nothing it was computed from changed: the same record object (it waits: running
+    or reverting, nothing in flight, no retry pending), the same topic object (events replace a
+    topic whenever they change it) or else the same partition object and min.insync.replicas,
+    the same limits, and brokers alive, draining and with online dirs as they were
+    (`compute_broker_signature`). Everything else is decided afresh, in (topic, partition)
+    order; the candidates stay in rank order (patched, not re-sorted). A caller that knows what
+    changed (the simulator does) passes it as `changed`: then only those partitions and the
+    `unsettled` records are looked at. Given `reassignments` as an `immutables.Map`, the records
+    come back as one too, patched, not copied. The candidates are kept in two orders, the steps
+    that move leadership and the others, walked merged (`compute_split_batch_decision`); once L
+    leader movements are in flight the first is not walked, so a backlog waiting for L is free.
 
     Invariants: every (rank, tp) of `leader_order` / `other_order` is a `waiting` entry with a
     candidate that moves leadership / does not, and every such entry is in its order, once;
@@ -168,10 +149,33 @@ def compute_stepping(
     memo: SteppingMemo | None = None,
     changed: Collection[TopicPartition] | None = None,
 ) -> SteppingDecision:
-    """See the module docstring; `stall_timeout` and `now` are in seconds. `changed` (with
+    """The decision (module docstring); `stall_timeout` and `now` are in seconds. `changed` (with
     `memo`): every partition whose record or whose `PartitionState` (by identity), or whose
     topic's min.insync.replicas, may differ from those of the decision that made `memo` (its
-    returned records, the cluster it read); None: unknown, every record is looked at."""
+    returned records, the cluster it read); None: unknown, every record is looked at.
+
+    ORDER (the code follows it):
+    1. For every active record, in (topic, partition) order, read its partition from the cluster:
+       - gone (topic deleted) → DONE, ending DELETED;
+       - a step in flight the view shows (reassigning to the step's target, or at it:
+         `completion.shows_step`) is marked seen;
+       - CANCELLING and Kafka no longer shows a reassignment, in a view that can be trusted
+         (seen, at the step's target, or the cancel confirmed by the executor) → revert, keep
+         (DONE, ending STOPPED) or resume (`planning.movement.cancel.compute_cancel_observed`);
+       - step in flight complete → count it; Kafka finished but TR[0] does not lead → ask for a
+         preferred-leader election; not shown in a view that can tell — one that showed it
+         before, or one read after the executor applied it (`completion.is_step_interrupted`,
+         `is_view_conclusive`) → it ends (`interrupt_step`) and the partition is stepped again
+         from the replicas Kafka shows, in this decision (held by the batch rule while Kafka
+         shows another tool's reassignment); still running past the stall timeout → report it
+         (signalling once is the caller's business);
+       - nothing in flight and replicas == final target → DONE, ending COMPLETED (or REVERTED
+         for a cancelled reassignment back at its original replicas); else its next step is a
+         candidate (`compute_reachable_step`, shedding offline leaving replicas).
+    2. Choose the steps that start now (batches.py) against everything still in flight; with
+       `start_steps=False` there are no candidates and none starts.
+    3. Mark them in flight with `started_at = now`.
+    """
     persistent = isinstance(reassignments, immutables.Map)
     updated = reassignments.mutate() if persistent else dict(reassignments)
     elections: list[TopicPartition] = []
@@ -375,12 +379,14 @@ def _compute_orders(memo: SteppingMemo | None, known: Mapping[TopicPartition, _W
 def compute_reachable_step(
     record: Reassignment, partition: PartitionState, cluster: Cluster, limits: Limits
 ) -> Step | None:
-    """The SPEC 5.1 step, also dropping the offline leaving replicas it would keep.
+    """The next step (`partition_steps.compute_next_step`), also dropping the offline leaving
+    replicas it would keep.
 
     A replica on a dead broker or an offline dir can never rejoin the ISR, so a step whose target
-    keeps it never completes (SPEC 5.3) — and it would target a dead broker (SPEC 6). This
-    happens when healing makes a new broker the preferred leader (SPEC 5.1 adds it alone and
-    drops nothing), or when more replicas are lost than R lets one step drop. Such a step also
+    keeps it never completes (a step completes when all its target is in sync) — and it would
+    target a dead broker (a safety invariant). This happens when healing makes a new broker the
+    preferred leader (the next step adds it alone and drops nothing), or when more replicas are
+    lost than R lets one step drop. Such a step also
     drops every offline, out-of-sync replica that the final target does not hold. That costs no
     redundancy — they are out of sync — so these drops do not count against R
     (`planning.movement.batches.count_replica_drops`), and the ISR after the step is no smaller than

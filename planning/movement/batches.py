@@ -1,4 +1,4 @@
-"""The batch rule: which partitions start their next step now (SPEC 5.2), and the limits.
+"""The batch rule: which partitions start their next step now, and the limits.
 
 Batches are **rolling**: every decision looks at the steps in flight and the partitions that want
 their next step, and refills the free slots. A limit change applies to the next decision, never
@@ -20,9 +20,7 @@ CONSTRAINTS (a candidate that would break one is deferred, with the reason):
   waits, "moved by another tool", until Kafka shows that move ended (`planning.movement.external`);
 - a step adds at most R and drops at most R replicas; only a step restoring min ISR may add more
   (up to the deficit) — and it still counts against P. Dropping a replica that is offline and
-  out of sync is free (`count_replica_drops`): it costs no redundancy, and a partition that lost
-  more such replicas than R must still be able to shed them in one step (see
-  `planning.movement.advance.compute_reachable_step`);
+  out of sync is free (`count_replica_drops`, which says why);
 - never a step that would leave fewer than M in-sync replicas when it completes (|TR| < M);
 - never a replica targeted to a dead or draining broker or an offline log dir (replicas a step
   keeps on a draining broker are fine: they stay in sync until a later step drops them; a kept
@@ -30,9 +28,7 @@ CONSTRAINTS (a candidate that would break one is deferred, with the reason):
 
 ALGORITHM: sort candidates by (class, size, topic, partition) with class 0 = urgent, 1 = leader
 movement, 2 = rest; walk the list once, taking every candidate that passes the guards and fits
-the counters, until P is reached. Example with P = 2, L = 1: candidates a (leader move, 9 MB),
-b (leader move, 1 MB), c (1 GB), nothing in flight → b (class 1, smaller), then a is refused by
-L, then c → batch (b, c).
+the counters, until P is reached (an example at `compute_batch`).
 """
 
 from __future__ import annotations
@@ -57,7 +53,7 @@ CONFIG_KEYS = {
 
 @dataclass(frozen=True)
 class Limits:
-    """Cluster-wide movement limits (SPEC 5.2); every one is at least 1. No field has a default
+    """Cluster-wide movement limits; every one is at least 1. No field has a default
     (the defaults live in `runtime.settings.Settings` only; `compute_limits` builds this).
 
     max_partition_movements (P): partitions with a step in flight.
@@ -130,7 +126,11 @@ StepsLike = Union[Mapping[TopicPartition, Step], Iterable[PlannedStep]]
 
 
 def compute_batch(candidates: StepsLike, in_flight: StepsLike, cluster: Cluster, limits: Limits) -> tuple[PlannedStep, ...]:
-    """The steps to start now, in the order chosen (see the module docstring)."""
+    """The steps to start now, in the order chosen (see the module docstring).
+
+    Example with P = 2, L = 1: candidates a (leader move, 9 MB), b (leader move, 1 MB), c (1 GB),
+    nothing in flight → b (class 1, smaller), then a is refused by L, then c → batch (b, c).
+    """
     return compute_batch_decision(candidates, in_flight, cluster, limits).started
 
 
@@ -222,7 +222,11 @@ def is_urgent(partition: PartitionState, cluster: Cluster) -> bool:
 
 
 def count_replica_drops(step: Step, partition: PartitionState, cluster: Cluster) -> int:
-    """The replicas `step` drops that count against R: all but those offline and out of sync."""
+    """The replicas `step` drops that count against R: all but those offline and out of sync.
+
+    Such a drop costs no redundancy, and a partition that lost more such replicas than R must
+    still be able to shed them in one step (`planning.movement.advance.compute_reachable_step`).
+    """
     return sum(1 for b in step.removing if b in partition.isr or cluster.is_replica_online(partition, b))
 
 

@@ -1,4 +1,4 @@
-"""Cancel, supersede and additional requests against running reassignments (SPEC 5.4).
+"""Cancel, supersede and additional requests against running reassignments.
 
 RULES:
 - Additional: a request for partitions that are not moving starts new reassignments and leaves
@@ -19,7 +19,7 @@ Kafka's view of one step and of a cancel (KIP-455; R = replicas, I = ISR, AR/RR 
 
 COST: the records after a request are the records given, patched (`compute_patched_records`): an
 `immutables.Map` (the controller state's) is updated in O(k log n) for k records touched, sharing
-the rest, never copied whole; a plain dict gives a new dict, as before.
+the rest, never copied whole; a plain dict gives a new dict.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""When a step (or a log-dir move) is finished, and when it is stuck (SPEC 5.3).
+"""When a step (or a log-dir move) is finished, and when it is stuck.
 
 RULE. A step is complete when the cluster shows, for its partition:
 - replicas equal to the step's target list (TR), same order;
@@ -8,9 +8,7 @@ RULE. A step is complete when the cluster shows, for its partition:
 Kafka finishes a reassignment as soon as the adding replicas are in sync; the last two conditions
 are ours: a step that leaves an out-of-sync replica or the wrong leader behind is not done yet.
 A step that Kafka finished but whose TR[0] does not lead yet is `AWAITING_ELECTION`: the caller
-issues the preferred-leader election.
-
-(A log-dir move's completion is `planning.movement.log_dirs`'.)
+issues the preferred-leader election. (A log-dir move's completion is in `log_dirs`.)
 
 SHOWN. What Kafka shows a partition moving to (`compute_shown_replicas`, as a set
 `compute_shown_target`): its replicas less the removing ones while it reassigns (KIP-455: a
@@ -23,23 +21,9 @@ INTERRUPTED. A step in flight that Kafka does not show, in a view that can tell,
 replaced by someone else (`kafka-reassign-partitions.sh --cancel`, another tool's `--execute`):
 it is interrupted (`is_step_interrupted`). Completion and a pending election are judged first,
 so a step that completed before any poll showed it running is complete, not interrupted. A view
-can tell (`is_view_conclusive`) when
-- it showed the step once (`seen_in_kafka`): Kafka ran it, and now shows something else; or
-- it was read after the executor applied the step: its poll began reading at least
-  `APPLIED_VIEW_MARGIN_MS` after the time of the executor's ok CommandResult
-  (`viewed_at_ms >= applied_at_ms + APPLIED_VIEW_MARGIN_MS`). The executor stamps its result
-  once Kafka has accepted the step, and the watcher stamps a poll's events with the time the
-  poll began reading, so a poll that began before the apply and ended after it does not count.
-  The margin covers what these two clocks cannot: the metadata a broker serves lagging the
-  controller that accepted the step (the reassignment list and the replicas come from
-  different brokers), and the clocks of the executor's and the watcher's hosts differing.
-  Such a view shows the step running, or at its target (completed), or it was cancelled or
-  replaced before any poll showed it.
-Any other view proves nothing: it may predate the step (the watcher polled before the executor
-applied it), and the stall timeout is then what ends the wait. The view read after the apply
-comes with the first change the watcher sees in the partition (a cancel bumps the leader epoch;
-a replacement shows other adding/removing replicas), or at the latest with the next snapshot
-(`snapshot_interval_seconds`), which tells every partition again.
+can tell (`is_view_conclusive`) when it showed the step once, or it was read after the
+executor applied the step (with a margin); any other view proves nothing, and the stall timeout
+is then what ends the wait.
 
 A step is stalled when it has not completed `stall_timeout` seconds after it started. Times, and
 the timeout itself (`step.stall.timeout`, whose one default is in `runtime.settings`), are
@@ -117,7 +101,7 @@ def compute_step_progress(partition: PartitionState, step: Step) -> StepProgress
 
 
 def is_step_complete(partition: PartitionState, step: Step) -> bool:
-    """SPEC 5.3: replicas == TR (same order), no adding/removing, all of TR in ISR, TR[0] leads if elected."""
+    """The RULE: replicas == TR (same order), no adding/removing, all of TR in ISR, TR[0] leads if elected."""
     return (
         tuple(partition.replicas) == tuple(step.target)
         and not partition.adding
@@ -153,7 +137,21 @@ def shows_step(partition: PartitionState, step: Step) -> bool:
 
 def is_view_conclusive(flight: StepInFlight) -> bool:
     """The view of the partition can tell whether Kafka runs the step in flight (INTERRUPTED):
-    it showed the step once, or it was read after the executor applied the step."""
+    - it showed the step once (`seen_in_kafka`): Kafka ran it, and now shows something else; or
+    - it was read after the executor applied the step: its poll began reading at least
+      `APPLIED_VIEW_MARGIN_MS` after the time of the executor's ok CommandResult. The executor
+      stamps its result once Kafka has accepted the step, and the watcher stamps a poll's events
+      with the time the poll began reading, so a poll that began before the apply and ended
+      after it does not count. The margin covers what these two clocks cannot: the metadata a
+      broker serves lagging the controller that accepted the step (the reassignment list and
+      the replicas come from different brokers), and the clocks of the executor's and the
+      watcher's hosts differing. Such a view shows the step running, or at its target
+      (completed), or it was cancelled or replaced before any poll showed it.
+    Any other view proves nothing: it may predate the step (the watcher polled before the
+    executor applied it). The view read after the apply comes with the first change the watcher
+    sees in the partition (a cancel bumps the leader epoch; a replacement shows other
+    adding/removing replicas), or at the latest with the next snapshot
+    (`snapshot_interval_seconds`), which tells every partition again."""
     if flight.seen_in_kafka:
         return True
     return (flight.applied_at_ms is not None and flight.viewed_at_ms is not None

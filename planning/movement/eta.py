@@ -1,4 +1,4 @@
-"""How far the movement is and how long it will take (issue 16 item 5): bytes to move, bytes moved,
+"""How far the movement is and how long it will take: bytes to move, bytes moved,
 the observed replication rate and the time left, per reassignment and for all of them.
 
 BYTES, per reassignment (a replica weighs its partition's size in bytes):
@@ -13,14 +13,14 @@ the first step started while none was in flight — divided by the time since th
 when nothing is in flight and no reassignment waits. Unknown (None) until a step completed: an
 estimate from nothing would be a guess.
 
-FINISHED (`ReplicationMeter.finished*`, issue 19 item 7): the reassignments of the current movement
+FINISHED (`ReplicationMeter.finished*`): the reassignments of the current movement
 that ended — completed, cancelled, stopped, their topic deleted, given up after failed steps — and
 so left the state, with their steps (`steps_done` as they ended) and their bytes to move, counted
 as moved: an ended reassignment is over, nothing waits for what it did not copy. Counted where
 they end (`compute_finished_work`: the movement decision, a step given up, a topic deleted), with
-the same reset as the rate: so the
-overall progress of a movement (`reassigner.operator.views.compute_overall_progress`) is the state's
-alone — partitions total = active + finished, done = finished — whoever reads it and since when.
+the same reset as the rate: so the overall progress of a movement
+(`reassigner.operator.views.compute_overall_progress`) is the state's alone — partitions total =
+active + finished, done = finished — whoever reads it and since when.
 
 TIME LEFT: for all reassignments, bytes left / rate. For one, its bytes left / its share of the
 rate (rate / steps in flight): how long it takes once it runs, since steps share the brokers'

@@ -1,5 +1,5 @@
-"""Intra-broker log-dir moves (SPEC 3 "log dir added / unbalanced", SPEC 5.5, KIP-113): which
-replicas to move between the dirs of one broker, and how those moves progress.
+"""Intra-broker log-dir moves (KIP-113): which replicas to move between the dirs of one broker
+(a dir added, or dirs unbalanced), and how those moves progress.
 
 MEASURE. A replica weighs its partition's size in bytes; on a broker whose replicas report no
 bytes at all (a new or idle cluster) every replica weighs 1, so its dirs are evened by count.
@@ -10,22 +10,15 @@ else equal. IMBALANCE of a broker = the greatest |load - share| / share over its
 at most `logdir.imbalance.threshold`. `compute_dir_imbalance` judges it from the sums each
 describe-log-dirs reported (`LogDir.replica_bytes` / `replica_count`, cost O(dirs));
 `plan_log_dir_balance` from the partitions themselves.
-
-PLAN (`plan_log_dir_balance`). Repeat: take the online dir furthest above its share (source)
-and the one furthest below (destination); move the largest replica of the source that is no
-larger than what the source must shed and the destination may take — each byte moved is a byte
-needed, so largest-first gives the fewest moves and no overshoot the fewest bytes; when no
-replica is that small, the smallest one if the move lowers the greater deviation of the two
-dirs. Stop when balanced, when no move helps, or when every replica has moved once (a replica
-moves at most once per plan, which bounds the loop). Never into an offline dir, nor into one
-whose volume would then be fuller than `max_usage_percent` (`disk.max.usage.percent`, where the
-dir reports its volume's size); never a replica whose dir is unknown or offline, of a partition
-being reassigned, or in `skip`.
-
+PLAN (`plan_log_dir_balance`): from the dir furthest above its share to the one furthest below,
+largest fitting replica first (the fewest moves), until balanced or no move helps; a replica
+moves at most once per plan. Never into an offline dir or one whose volume would pass
+`disk.max.usage.percent`; never a replica whose dir is unknown or offline, of a partition being
+reassigned, or in `skip`.
 PROGRESS (`compute_log_dir_progress`), per move the controller owns (`LogDirTask`):
 - the partition is gone or the broker no longer holds a replica of it → ended OBSOLETE;
 - its target dir is not an online dir of the broker → ended DIR_OFFLINE;
-- the replica is in the target dir and the broker shows no future replica of it (SPEC 5.5) →
+- the replica is in the target dir and the broker shows no future replica of it →
   ended COMPLETED (REVERTED for a cancel), also for a move never started (nothing to copy);
 - started and running `stall_timeout` seconds or more → reported stalled (it keeps running);
 - moves not started start under the limit `max_per_broker` moves in flight per broker, largest
@@ -59,7 +52,8 @@ class LogDirMove:
 
 
 def is_log_dir_move_complete(partition: PartitionState, move: LogDirMove, broker: Broker | None) -> bool:
-    """SPEC 5.5: the replica is in the target dir and the broker holds no future replica of it."""
+    """Done: the replica is in the target dir and the broker holds no future replica of it (a
+    future replica is Kafka's copy in progress, KIP-113)."""
     return (
         move.broker_id in partition.replicas
         and partition.log_dir_of(move.broker_id) == move.log_dir
@@ -127,7 +121,17 @@ def plan_log_dir_balance(cluster: Cluster, broker_id: int, threshold: float,
                          skip: Collection[TopicPartition] = frozenset(),
                          max_usage_percent: float | None = None) -> LogDirPlan:
     """The moves that even out the dirs of `broker_id` (see PLAN); none when it has fewer than
-    two online dirs, is unknown, or is balanced already."""
+    two online dirs, is unknown, or is balanced already.
+
+    Repeat: take the online dir furthest above its share (source) and the one furthest below
+    (destination); move the largest replica of the source that is no larger than what the source
+    must shed and the destination may take — each byte moved is a byte needed, so largest-first
+    gives the fewest moves and no overshoot the fewest bytes; when no replica is that small, the
+    smallest one if the move lowers the greater deviation of the two dirs. Stop when balanced,
+    when no move helps, or when every replica has moved once (which bounds the loop). Never into
+    an offline dir, nor into one whose volume would then be fuller than `max_usage_percent`
+    (where the dir reports its volume's size).
+    """
     broker = cluster.broker(broker_id)
     online = broker.online_log_dirs if broker is not None else ()
     disk_room = {d.path: room for d in online if (room := d.room_bytes(max_usage_percent)) is not None}

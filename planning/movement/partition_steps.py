@@ -13,13 +13,11 @@ GOALS, in priority order:
 3. Bound the work in flight: a step adds at most R replicas (less the surplus the partition
    already carries) and drops at most R.
 4. End exactly at the final target, order included: the last step's TR equals FTR.
-
 CONSTRAINTS (a step that breaks one is a bug; `_require_*` guards raise):
 - CR and FTR are non-empty, without duplicates; R >= 1; M >= 1.
 - A step never holds a broker twice; every step makes progress (adds or drops a replica, or
   reorders once), so the sequence terminates after at most |to_add| + |to_drop| + 1 steps.
-
-ALGORITHM (SPEC 5.1). Inputs: CR (ordered), FTR (ordered), ISR, R, M.
+ALGORITHM (`compute_next_step`, a worked example there). Inputs: CR, FTR (ordered), ISR, R, M.
 - `to_add` = FTR members not in CR, in FTR order. `to_drop` = CR members not in FTR, the
   out-of-sync ones first, then in CR order. `deficit` = max(0, M - |CR ∩ ISR|).
 - CR == FTR: done (no step). Same brokers, another order: one step to FTR, electing FTR[0].
@@ -31,13 +29,6 @@ ALGORITHM (SPEC 5.1). Inputs: CR (ordered), FTR (ordered), ISR, R, M.
 - TR order: FTR members (of the new set) in FTR order, then the remaining CR members in CR order.
   A step whose TR[0] differs from CR[0], or that drops the current leader, is a leader movement;
   a step whose TR[0] differs from CR[0] elects TR[0] once it is complete.
-
-Worked example (R = 2, M = 1, leader 0), from KIP-435:
-    (0, 1, 2, 3, 4)      start
-    (5, 0, 1, 2, 3, 4)   +5, new preferred leader 5 elected   (FTR[0] not in CR: alone)
-    (5, 6, 2, 3, 4)      -[0, 1] +[6]      surplus 1: n_add = min(4, 2-1) = 1, n_drop = min(5, 2, 6+1-5) = 2
-    (5, 6, 7, 8, 4)      -[2, 3] +[7, 8]   n_add = 2, n_drop = min(3, 2, 5+2-5) = 2
-    (5, 6, 7, 8, 9)      -[4] +[9]         equals the final target
 """
 
 from __future__ import annotations
@@ -85,6 +76,13 @@ def compute_next_step(
 
     `in_sync` is the partition's ISR now. `leader` is the current leader if known (it defaults to
     CR[0]); it only decides whether the step counts as a leader movement.
+
+    Worked example (R = 2, M = 1, leader 0), from KIP-435:
+        (0, 1, 2, 3, 4)      start
+        (5, 0, 1, 2, 3, 4)   +5, new preferred leader 5 elected   (FTR[0] not in CR: alone)
+        (5, 6, 2, 3, 4)      -[0, 1] +[6]      surplus 1: n_add = min(4, 2-1) = 1, n_drop = min(5, 2, 6+1-5) = 2
+        (5, 6, 7, 8, 4)      -[2, 3] +[7, 8]   n_add = 2, n_drop = min(3, 2, 5+2-5) = 2
+        (5, 6, 7, 8, 9)      -[4] +[9]         equals the final target
     """
     current_replicas = tuple(current)
     final = tuple(final_target)

@@ -12,7 +12,7 @@ Lifecycle (every transition is a pure function returning a new record)::
 
 Cancelling with no step in flight skips CANCELLING. Invariants:
 - at most one step in flight (`in_flight`), numbered `steps_done + 1`; a number is never used
-  twice, since command ids derive from it (SPEC 6);
+  twice, since command ids derive from it (a command is applied at most once);
 - `original_replicas` never changes: it is what the partition held before the first step, the
   target of a revert even after a supersede;
 - a DONE record has no step in flight.
@@ -120,7 +120,7 @@ class Reassignment:
         return self.steps_done + 1
 
     def command_id(self, kind: str, step_number: int | None = None) -> str:
-        """Deterministic command id (SPEC 6): reassignment id + step number + kind."""
+        """Deterministic command id: reassignment id + step number + kind (the executor applies an id once)."""
         number = self.next_step_number if step_number is None else step_number
         return f"{self.reassignment_id}:{number}:{kind}"
 
@@ -186,7 +186,7 @@ def confirm_cancel(reassignment: Reassignment, step_number: int) -> Reassignment
 
 
 def complete_step(reassignment: Reassignment) -> Reassignment:
-    """The step in flight has completed (SPEC 5.3); the next one is decided at once."""
+    """The step in flight has completed (`completion.is_step_complete`); the next one is decided at once."""
     if reassignment.in_flight is None:
         return reassignment
     return replace(reassignment, in_flight=None, steps_done=reassignment.steps_done + 1,

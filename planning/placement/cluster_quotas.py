@@ -2,12 +2,11 @@
 for all topics together so that the cluster balances too, with the fewest moves.
 
 GOAL. Every broker within the floor and ceiling of its ideal share of each topic AND of the whole
-cluster (SPEC 4, soft goal 2), with the fewest replica moves (goal 1). Per-topic quotas alone
+cluster (the planner's soft goal 2), with the fewest replica moves (goal 1). Per-topic quotas alone
 (`planning.placement.quotas.compute_topic_quotas`) hand each topic's `T mod n` higher shares to
 brokers that already hold them, so when topics are small (fewer replicas than brokers) a new
-broker never gets any: 60 one-partition RF-3 topics on 6 brokers plus 2 new ones gave an empty
-plan. Here the higher shares of all topics are apportioned at once and a new broker reaches its
-cluster share (that example: 44 moves, every broker at 22 or 23 replicas).
+broker would never get any. Here the higher shares of all topics are apportioned at once and a
+new broker reaches its cluster share (docs/design.md, "Why cluster-wide quotas", has an example).
 
 THE MODEL. Variables `q[t][b]`, the replicas of topic t on eligible broker b, with
 - per topic and broker: `q[t][b]` in `[floor s_tb, ceil s_tb]`, `s_tb` b's ideal share of t
@@ -20,9 +19,8 @@ THE MODEL. Variables `q[t][b]`, the replicas of topic t on eligible broker b, wi
   plan whose counts are `q` keeps at most `min(q, c)` replicas on b, so this is the fewest moves
   that reach `q`, and it is convex in `q` (-1 per unit up to `c`, 0 above).
 As a network: source -> (t, root) -> (t, D) down t's rack tree -> broker b -> sink, every arc
-with its interval. The topic side and the cluster side are each a laminar
-family, so the least-cost flow is integral and optimal for the integer problem
-(`planning.placement.flows`). It is always feasible: the ideal shares themselves are a
+with its interval. The topic side and the cluster side are each a laminar family, so the
+least-cost flow is integral and optimal for the integer problem (`planning.placement.flows`). It is always feasible: the ideal shares themselves are a
 fractional point inside every interval. Its optimum is a lower bound on the moves of any plan
 balanced per topic and over the cluster; the per-topic greedy
 (`planning.placement.topic_replicas`) then places replicas to meet `q` and usually meets the

@@ -1,4 +1,4 @@
-"""Preferred leaders: which replica of each partition goes first (SPEC 4, soft goal 3).
+"""Preferred leaders: which replica of each partition goes first (the planner's soft goal 3).
 
 GOAL. Even leadership per topic and over the whole cluster — every eligible broker leads between
 `floor(P_t / n)` and `ceil(P_t / n)` partitions of each topic t and between `floor(L / n)` and
@@ -7,7 +7,7 @@ reordering a replica list, never by moving a replica (no data moves).
 
 RULE. A min-cost flow (`planning.placement.flows`): each partition sends one unit (its leader)
 to the pair (topic, member) of one of its eligible members, at cost 0 for the leader it has
-today, 2 for another member that stays (it is in sync already: no extra step, SPEC 5.1) and 3
+today, 2 for another member that stays (it is in sync already: no extra step to add it) and 3
 for a new replica; the pair passes it on to the broker, the broker to the sink. Balance is a
 convex penalty on the pair's and the broker's totals: each unit below the floor earns `M`, each
 unit above the ceiling costs `M`, with `M` larger than the cost of changing every leader, so
@@ -26,10 +26,6 @@ to solve). Per-topic balance stays exact in every chunk.
 Fixed partitions (explicit targets) and partitions without an eligible member keep their first
 replica; they count towards the totals. Without rebalance, a partition whose leader stays
 keeps it, and only the others are chosen (by the same flow, for balance).
-
-Example: topic of 4 partitions on brokers 1..4, all led by 1 (1,2,3,4 hold every partition).
-ceil(4/4) = 1: three partitions must change leader, to 2, 3 and 4: three changes, the minimum
-for counts 1/1/1/1.
 
 Pure: values in, a fresh tuple out.
 """
@@ -66,7 +62,12 @@ class LeaderChoice(NamedTuple):
 def compute_leaders(
     partitions: Sequence[LeaderChoice], eligible: frozenset[int], rebalance: bool
 ) -> tuple[int | None, ...]:
-    """The preferred leader of each partition (input order; None for an empty replica list)."""
+    """The preferred leader of each partition (input order; None for an empty replica list).
+
+    Example: a topic of 4 partitions on brokers 1..4, all led by 1 (1, 2, 3, 4 hold every
+    partition). ceil(4/4) = 1: three partitions must change leader, to 2, 3 and 4: three
+    changes, the minimum for counts 1/1/1/1.
+    """
     leaders: list[int | None] = [p.replicas[0] if p.replicas else None for p in partitions]
     brokers = sorted(eligible)
     if not brokers:

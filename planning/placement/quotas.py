@@ -5,7 +5,7 @@ topics at once); this per-topic apportioning is the fallback for a topic stage A
 or one re-planned without a partition `Goal.partial` leaves out. Its ideal shares
 (`compute_ideal_shares`) define "balanced" for both.
 
-GOAL. Even replica counts per topic (SPEC 4, soft goal 2) with the fewest moves (goal 1).
+GOAL. Even replica counts per topic (the planner's soft goal 2) with the fewest moves (goal 1).
 Without racks every eligible broker gets `floor(T / n)` or `ceil(T / n)` of the topic's `T`
 replicas; the `T mod n` higher quotas go first to brokers that already hold at least that many
 (each such choice saves one move), then to brokers with the fewest replicas cluster-wide
@@ -24,11 +24,8 @@ IDEAL SHARES (`compute_ideal_shares`, used for the lower bound). The same apport
 with exact fractions and without looking at where replicas are now: a node's share `X` is split
 over its children as `clamp(lambda * capacity, min, max)` with the one `lambda` that makes the
 shares add up to `X` (water-filling), where `[min, max]` is what the rack rule lets the child
-hold over all partitions. Example: brokers 0,3,6 in r0 and 1,4 / 2,5 in r1 / r2, one topic of
-50 partitions RF 3. Every partition puts exactly one replica in each rack (min = max = 50), so
-r0's brokers get 50/3 each and the others 25: the balance the racks allow is 16-17 per r0
-broker and 25 per r1/r2 broker, not the flat 21-22. Without rack constraints every broker's
-share is T / n. `compute_balanced_ranges` rounds each share down and up: a broker's count in
+hold over all partitions (an example at `compute_ideal_shares`). Without rack constraints
+every broker's share is T / n. `compute_balanced_ranges` rounds each share down and up: a broker's count in
 any plan that balances the topic as far as the racks allow.
 
 Pure: inputs are a tree and counts; the output is a fresh dict.
@@ -189,6 +186,20 @@ def compute_balanced_ranges(
     }
 
 
+def compute_topic_ranges(tree: RackTree, work, cache: dict) -> Mapping[int, tuple[int, int]]:
+    """`compute_balanced_ranges` of a topic given as its partitions (anything with a
+    `replication`: the replicas the rack rule applies to), memoised in `cache` by histogram;
+    empty when no broker is eligible."""
+    histogram: dict[int, int] = {}
+    for w in work:
+        histogram[w.replication] = histogram.get(w.replication, 0) + 1
+    key = tuple(sorted(histogram.items()))
+    ranges = cache.get(key)
+    if ranges is None:
+        ranges = cache[key] = compute_balanced_ranges(tree, histogram) if tree.broker_node else {}
+    return ranges
+
+
 def compute_ideal_shares(tree: RackTree, replica_histogram: Mapping[int, int]) -> dict[int, Fraction]:
     """Per tree broker: its exact share of a topic whose partitions hold `replica_histogram`.
 
@@ -196,6 +207,11 @@ def compute_ideal_shares(tree: RackTree, replica_histogram: Mapping[int, int]) -
     level a child's per-partition count is only known as a range (`low`..`high` over the
     parent's possible counts), which can only widen the child's [min, max]: the shares stay
     within what any rack-spread plan can reach.
+
+    Example: brokers 0, 3, 6 in r0 and 1, 4 / 2, 5 in r1 / r2, one topic of 50 partitions RF 3.
+    Every partition puts exactly one replica in each rack (min = max = 50), so r0's brokers get
+    50/3 each and the others 25: the balance the racks allow is 16-17 per r0 broker and 25 per
+    r1/r2 broker, not the flat 21-22.
     """
     return compute_shares_and_domain_ranges(tree, replica_histogram)[0]
 

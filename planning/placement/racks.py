@@ -1,4 +1,4 @@
-"""Multi-level rack spread (SPEC 4, hard constraint 3; KIP-879 style rack paths).
+"""Multi-level rack spread (the planner's hard constraint 3; KIP-879 style rack paths).
 
 THE TREE. Rack ids are paths: `/dc1/r2/host3` has three levels, a flat `r1` has one. Internal
 nodes are rack domains; brokers are the leaves and hang under the node their path names. A
@@ -12,7 +12,7 @@ THE RULE (water-filling). A node that must hold `m` replicas of a partition give
 (sub-domain or broker) either `min(capacity, q)` or `min(capacity, q + 1)` of them, where the
 capacity of a child is the number of brokers under it (1 for a broker) and `q` is the largest
 level with `sum(min(capacity, q)) <= m`; exactly `m - sum(min(capacity, q))` children get the
-higher count. This is the rule of SPEC 4 "as evenly as the tree allows": with `m` <= number of
+higher count. This is "as evenly as the tree allows": with `m` <= number of
 children every replica sits in a different child; otherwise counts differ by at most one, except
 where a child has too few brokers to take its share (then it is full and the rest spill over).
 It applies recursively inside each child with the count that child got. At the broker level it

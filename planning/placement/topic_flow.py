@@ -32,7 +32,7 @@ import numpy as np
 
 from planning.placement.flows import FlowBuilder, solve_min_cost_flow
 from planning.placement.racks import ROOT, RackTree, compute_partition_boxes
-from planning.placement.topic_replicas import PartitionFates
+from planning.placement.replica_fates import PartitionFates
 
 SIZE_BUCKETS = 32
 

@@ -1,2 +1,2 @@
-"""Simulation: an in-process Kafka cluster that runs plans under the same movement decision, and
-the one checker of the SPEC 6 safety invariants."""
+"""Simulation: an in-process Kafka cluster (`simulated_cluster`) that runs plans under the same
+movement decision (`driver`), and the one checker of the safety invariants (`invariants`)."""

@@ -1,57 +1,31 @@
-"""The SPEC 6 safety invariants: one pure checker that every observer of a reassignment feeds.
+"""The safety invariants: one pure checker that every observer of a reassignment feeds.
 
-Three observers judge the same rules and keep no copy of them: the simulator's driver
-(`planning.simulation.simulator.run_plan`, at every decision), the handler tests' loop (at every
-micro-batch) and the demo's invariant monitor (`reassigner.dev.harness.monitor`, sampling a real
-cluster every 250 ms). Each turns what it sees into the frozen values below and calls the
-`check_*` function of the moment it observes. Every check returns the `Violation`s it found,
-each a frozen value whose message carries the numbers; an empty tuple means the rules hold.
-Nothing here does I/O or reads a clock: when two samples are "close enough", the caller says so.
+Rules that must hold at all times, under any fault (docs/design.md, "Safety invariants"). Three
+observers judge them and keep no copy: the simulator's driver (`planning.simulation.driver`, every
+decision: `check_completed`, `check_started`, `check_limits`, `check_kafka_moves_are_ours`), the
+handler tests' loop (every micro-batch: `check_limits`, `check_started`) and the demo's monitor
+(`reassigner.dev.harness.monitor`, a real cluster every 250 ms: `check_limits` on Kafka's
+reassignments, `check_min_isr_while_reassigning`, `check_targets_unchanged`). Each check returns
+the `Violation`s found, messages with the numbers; empty: the rules hold. No I/O, no clock; a
+limit an observer does not know is None in `InvariantLimits` and not judged.
 
-RULES (SPEC 6: "safety invariants that must hold at all times, under any fault"; the limits are
-SPEC 5.2's, an observer that does not know one leaves it None in `InvariantLimits`):
-1. LIMITS — "never more steps in flight than the limits" (`check_limits`, over the counts of
-   `count_in_flight`):
-   a. partitions with a step in flight <= P;
-   b. steps in flight that move leadership <= L;
-   c. steps in flight adding a replica to, or dropping one from, one broker <= B;
-   d. a step started adds at most R and drops at most R replicas (dropping an offline replica
-      that is out of sync is free, `count_replica_drops`); only a step restoring min ISR may add
-      more, up to the deficit (`check_started`).
-   "In flight" is what the observer knows: the controller's steps (`moving_of_steps`: a step
-   moves leadership as `Step.leader_movement` says) or Kafka's reassignments
-   (`moving_shown_by_kafka`: one moves leadership when its target's first replica is not the
-   leader).
-2. MIN ISR — "never a step that would leave fewer than M in-sync replicas when it completes":
-   a. a step started has |TR| >= M (`check_started`);
-   b. a step that completed has |ISR ∩ TR| >= M; a step Kafka reverted because it was cancelled
-      did not complete and is not judged (`check_completed`);
-   c. as Kafka shows it from outside: no partition is under M while it is reassigning with no
-      replica offline — under M because of a step, not because of a failure
-      (`check_min_isr_while_reassigning`).
-3. TARGETS — "never a replica targeted to a dead broker, a draining broker or an offline dir":
-   a step started adds replicas only to eligible brokers (alive, not draining, an online dir
-   when dirs are known) and keeps no replica Kafka lists offline (`check_started`).
-4. ONE STEP — "never two steps in flight for one partition":
-   a. one decision starts at most one step per partition, and none on a partition Kafka shows
-      reassigning (`check_started`);
-   b. Kafka reassigns no partition that has no step of ours in flight (`check_kafka_moves_are_ours`;
-      only where every reassignment is ours, as in the simulator);
-   c. Kafka keeps one reassignment per partition, so a second step shows as the target of a
-      moving partition changing without the reassignment ending in between: between two
-      samples close enough that no step can have completed and the next started, the target
-      (as a set) of a partition moving in both does not change (`check_targets_unchanged`).
-
-WHO JUDGES WHAT:
-- the simulator's driver: `check_completed`, `check_started`, `check_limits` (its records
-  against P, L and B; Kafka's reassignments against P) and `check_kafka_moves_are_ours`;
-- the handler tests' loop: `check_limits` (the controller's records) and `check_started`;
-- the demo monitor: `check_limits` (Kafka's reassignments against P and L),
-  `check_min_isr_while_reassigning` and `check_targets_unchanged`.
-
-Example: P = 2, L = 1 and Kafka shows orders-0 moving to (2, 3, 4) led by 1, orders-1 to
-(3, 1, 4) led by 2 and orders-2 to (3, 1, 4) led by 3 → `count_in_flight` gives 3 partitions,
-2 leader movements → "3 partitions moving > P = 2" and "2 leader movements > L = 1".
+RULES (numbered as `Rule` and the checks cite them):
+1. LIMITS (`check_limits` over `count_in_flight`): a. partitions with a step in flight <= P;
+   b. steps moving leadership <= L; c. steps adding to or dropping from one broker <= B; d. a
+   step started adds and drops at most R replicas (an offline out-of-sync drop is free), only a
+   step restoring min ISR may add more, up to the deficit. "In flight" is what the observer
+   knows: our steps (`moving_of_steps`) or Kafka's reassignments (`moving_shown_by_kafka`: one
+   moves leadership when its target's first replica is not the leader).
+2. MIN ISR: a. a step started has |TR| >= M; b. a step that completed has |ISR ∩ TR| >= M (one
+   Kafka reverted on a cancel did not complete); c. seen from outside, no partition is under M
+   while reassigning with no replica offline (under M because of a step, not a failure).
+3. TARGETS: a step adds replicas only to eligible brokers (alive, not draining, an online dir
+   when dirs are known) and keeps no replica Kafka lists offline.
+4. ONE STEP: a. one decision starts at most one step per partition, and none on a partition
+   Kafka shows reassigning; b. Kafka reassigns no partition without a step of ours in flight
+   (where every reassignment is ours); c. between two samples too close for a step to complete
+   and the next to start, the target (as a set) of a partition moving in both is unchanged
+   (Kafka keeps one reassignment per partition, so a second step shows as a changed target).
 """
 
 from __future__ import annotations
@@ -68,7 +42,7 @@ from planning.movement.reassignment import Reassignment, ReassignmentState
 
 
 class Rule(str, Enum):
-    """The SPEC 6 rule a violation breaks (numbered as in the module docstring)."""
+    """The rule a violation breaks (numbered as in the module docstring)."""
 
     LIMITS = "limits"
     MIN_ISR = "min ISR"
@@ -90,7 +64,7 @@ class Violation:
 
 @dataclass(frozen=True)
 class InvariantLimits:
-    """The SPEC 5.2 limits an observer judges against; None: it does not know that limit (the
+    """The movement limits an observer judges against; None: it does not know that limit (the
     demo monitor knows P and L only), and that limit is not judged."""
 
     max_partition_movements: int | None = None  # P
@@ -186,6 +160,9 @@ def moving_shown_by_kafka(samples: Iterable[PartitionSample]) -> tuple[MovingPar
 
 
 def count_in_flight(moving: Iterable[MovingPartition]) -> InFlightCounts:
+    """What is in flight, per limit. Example: Kafka shows orders-0 moving to (2, 3, 4) led by 1,
+    orders-1 to (3, 1, 4) led by 2 and orders-2 to (3, 1, 4) led by 3 → 3 partitions, 2 leader
+    movements: with P = 2, L = 1, "3 partitions moving > P = 2" and "2 leader movements > L = 1"."""
     partitions = leaders = 0
     per_broker: Counter = Counter()
     for m in moving:

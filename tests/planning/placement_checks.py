@@ -1,6 +1,6 @@
 """Independent checks of placement results, written without reusing planning internals.
 
-`hard_constraint_violations` re-derives SPEC 4's hard constraints from the cluster and goal:
+`hard_constraint_violations` re-derives the planner's hard constraints from the cluster and goal:
 no broker twice, replication factor kept, only eligible brokers, multi-level rack spread
 (computed here by brute force per level). Also random cluster builders used by the tests, and
 `reaches_balance`, which does use the planner's definition of a broker's ideal share (the
@@ -14,7 +14,7 @@ import random
 from collections import Counter
 
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement.placer import Goal, compute_planning_cluster
+from planning.placement.goal import Goal, compute_planning_cluster
 from planning.placement.quotas import compute_balanced_ranges, compute_ideal_shares
 from planning.placement.racks import compute_rack_tree
 

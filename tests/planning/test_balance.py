@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import per_topic_spread, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement.placer import Goal, plan_placement
+from planning.placement.goal import Goal
+from planning.placement.placer import plan_placement
 
 
 @settings(max_examples=60, deadline=None)
@@ -82,9 +83,9 @@ def _drained_or_healed(parts, goal_kind):
 
 
 def test_a_slot_forced_into_a_full_rack_domain_goes_to_its_least_loaded_broker():
-    # Regression (scenario test, decommission of broker 2): t-0 and t-1 lose their only dc1
-    # replica, so both new replicas must go to dc1 = {1, 5}, whose quota (3) the kept replicas
-    # already fill. Both went to broker 1 (the first rack by tie-break): 1 held 3, 5 held 1.
+    # Decommission of broker 2: t-0 and t-1 lose their only dc1 replica, so both new replicas
+    # must go to dc1 = {1, 5}, whose quota (3) the kept replicas already fill. Taking the first
+    # rack by tie-break would put both on broker 1 (1 holding 3, 5 holding 1): they must spread.
     parts = [[2, 6, 3], [6, 2, 3], [4, 5, 1]]
     for kind in ("drain", "heal"):
         finals = _drained_or_healed(parts, kind)

@@ -1,4 +1,4 @@
-"""The rolling batch rule of SPEC 5.2: limits, order, and the guards."""
+"""The rolling batch rule (`planning.movement.batches`): limits, order, and the guards."""
 
 from __future__ import annotations
 

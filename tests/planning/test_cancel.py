@@ -1,4 +1,5 @@
-"""Cancel, supersede and additional requests (SPEC 5.4), including its two Kafka examples."""
+"""Cancel, supersede and additional requests (`planning.movement.cancel`), including the two Kafka
+examples of its module docstring."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from planning.movement.reassignment import (
     start_reassignment,
     start_step,
 )
-from planning.simulation.simulator import CancelReassignments, SimulatedCluster, SimulationParams, run_plan
+from planning.simulation.driver import CancelReassignments, run_plan
+from planning.simulation.simulated_cluster import SimulatedCluster, SimulationParams
 from planning.movement.advance import compute_stepping
 from planning.movement.partition_steps import Step
 from schemas.errors import NoReassignmentInProgressError
@@ -53,7 +55,7 @@ def test_spec_example_cancel_reverts_to_the_original_replicas():
     sim.cancel(TP)
     p = sim.partition(TP)
     assert (p.replicas, p.isr, p.adding, p.removing) == ((1, 2, 3), (1, 2, 3), (), ())
-    # The same revert as a pure function, with 4 already in the ISR as in the SPEC.
+    # The same revert as a pure function, with 4 already in the ISR.
     moving = PartitionState("t", 0, (1, 2, 3, 4, 5), (1, 2, 3, 4), 1, adding=(4, 5), removing=(1, 2))
     after = compute_partition_after_cancel(moving)
     assert (after.replicas, after.isr, after.adding, after.removing) == ((1, 2, 3), (1, 2, 3), (), ())
@@ -105,7 +107,8 @@ def test_an_unchanged_view_of_a_step_never_seen_is_not_taken_for_a_revert():
 
 
 def test_a_step_that_completed_before_the_cancel_counts_and_the_revert_starts_from_its_target():
-    # SPEC 5.4's first example completed before the cancel reached Kafka (NO_REASSIGNMENT_IN_PROGRESS).
+    # The cancel module's first example, completed before the cancel reached Kafka
+    # (NO_REASSIGNMENT_IN_PROGRESS).
     step = Step((4, 3, 2), adding=(4,), removing=(1,), elect_leader=True, leader_movement=True)
     record = start_step(start_reassignment("r", TP, (1, 2, 3), (4, 3, 2)), step, 0.0)
     cancelling = compute_cancel({TP: record}, CancelScope("t", 0)).reassignments[TP]

@@ -16,8 +16,9 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import hard_constraint_violations, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.placement.placer import Goal, plan_placement
-from planning.simulation.simulator import SimulatedCluster, SimulationParams
+from planning.placement.goal import Goal
+from planning.placement.placer import plan_placement
+from planning.simulation.simulated_cluster import SimulatedCluster, SimulationParams
 from planning.validation import validate_targets
 from schemas.errors import InvalidReplicaAssignmentError, PlanInfeasibleError
 

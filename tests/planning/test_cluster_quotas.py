@@ -1,4 +1,4 @@
-"""Stage A: cluster-wide quotas, so new brokers get their share even when every topic is small (issue 15 item 1)."""
+"""Stage A: cluster-wide quotas, so new brokers get their share even when every topic is small."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from placement_checks import RACK_SHAPES, hard_constraint_violations, reaches_balance
 from planning.model import Broker, Cluster, PartitionState, Topic
 from planning.placement.cluster_quotas import TopicDemand, compute_cluster_quotas
-from planning.placement.placer import Goal, compute_lower_bound, plan_placement
+from planning.placement.goal import Goal
+from planning.placement.lower_bound import compute_lower_bound
+from planning.placement.placer import plan_placement
 from planning.placement.quotas import compute_ideal_shares
 from planning.placement.racks import compute_rack_tree
 
@@ -50,12 +52,12 @@ def test_new_racked_brokers_get_their_share():
 @pytest.mark.parametrize(
     "broker_count, replicas",
     [
-        (7, [(5,)]),  # one RF-1 partition: the unit used to go to the DC with more capacity
-        (4, [(3, 0, 2), (1, 2, 0)]),  # the node quota 6*2//4 = 3 was stricter than "balanced"
+        (7, [(5,)]),  # one RF-1 partition: its unit must not go to the DC with more capacity
+        (4, [(3, 0, 2), (1, 2, 0)]),  # a node quota of 6*2//4 = 3 is stricter than "balanced"
     ],
 )
 def test_a_balanced_racked_topic_is_left_alone(broker_count, replicas):
-    """Regressions: two dc2x2 clusters, already balanced, that the per-topic quotas moved."""
+    """Two dc2x2 clusters, already balanced, that per-topic quotas alone would move: nothing moves."""
     shape = RACK_SHAPES["dc2x2"]
     cluster = Cluster(
         tuple(Broker(i, rack=shape(i)) for i in range(broker_count)),
@@ -163,7 +165,7 @@ def test_a_planned_cluster_needs_no_further_moves(case):
     assert again.replica_moves == 0
 
 
-# --- the honest summary (issue 15 item 4) ------------------------------------------------------
+# --- the honest summary ------------------------------------------------------------------------
 
 
 def _dc3x4(broker_count: int, replicas: list[tuple[int, ...]]) -> Cluster:
@@ -176,12 +178,12 @@ def _dc3x4(broker_count: int, replicas: list[tuple[int, ...]]) -> Cluster:
 
 def test_the_bound_counts_the_rack_repairs_a_violating_cluster_needs(monkeypatch):
     """Two partitions sit twice in dc0: each must lose a replica. The bound said 0; the optimum is 3."""
-    import planning.placement.placer as placer
+    import planning.placement.exact_placement as exact_placement
 
     cluster = _dc3x4(4, [(2, 1), (0, 3), (0, 2), (3, 0), (1, 2)])
     plan = plan_placement(cluster, Goal())  # small: the joint model, the proven optimum
     assert plan.replica_moves == plan.replica_moves_lower_bound == plan.replica_moves_optimum == 3
-    monkeypatch.setattr(placer, "JOINT_EXACT_ARCS", 0)  # the per-topic path, as on big clusters
+    monkeypatch.setattr(exact_placement, "JOINT_EXACT_ARCS", 0)  # the per-topic path, as on big clusters
     plan = plan_placement(cluster, Goal())
     assert 2 <= plan.replica_moves_lower_bound <= 3 <= plan.replica_moves
     assert plan.rack_violations == 0 and plan.replicas_outside_share == 0
@@ -199,10 +201,10 @@ def test_a_plan_never_reports_fewer_moves_than_its_bound_when_balanced():
 
 def test_a_broker_left_outside_its_share_is_named_with_the_reason(monkeypatch):
     """With the exact placements' budgets at 0, a topic the greedy cannot balance is reported."""
-    import planning.placement.placer as placer
+    import planning.placement.exact_placement as exact_placement
 
-    monkeypatch.setattr(placer, "TOPIC_EXACT_ARCS", 0)
-    monkeypatch.setattr(placer, "JOINT_EXACT_ARCS", 0)
+    monkeypatch.setattr(exact_placement, "TOPIC_EXACT_ARCS", 0)
+    monkeypatch.setattr(exact_placement, "JOINT_EXACT_ARCS", 0)
     rnd = random.Random(3)
     from placement_checks import random_spread_cluster
 

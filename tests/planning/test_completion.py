@@ -1,4 +1,4 @@
-"""Step completion, progress and stalls (SPEC 5.3)."""
+"""Step completion, progress and stalls (`planning.movement.completion`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Disk-capacity safety (issue 16 item 3; SPEC 4 rule 4): no plan puts a replica where the projected
+"""Disk-capacity safety (`planning.placement.log_dir_choice`): no plan puts a replica where the projected
 usage of the target dir would exceed `disk.max.usage.percent`; when nothing fits, PlanInfeasible
 names the dirs and figures. Bytes per broker are reported next to the counts."""
 
@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
-from planning.placement.placer import Goal, plan_placement
+from planning.placement.goal import Goal
+from planning.placement.placer import plan_placement
 from schemas.errors import PlanInfeasibleError
 
 GB = 10**9

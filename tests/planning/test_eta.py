@@ -1,4 +1,4 @@
-"""Bytes, rate and time left (planning.movement.eta; issue 16 item 5)."""
+"""Bytes, rate and time left (planning.movement.eta)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_time_left_is_bytes_over_the_rate_or_over_a_share_of_it():
 
 
 def test_ended_reassignments_count_with_their_steps_and_bytes_to_move():
-    """Issue 19 item 7: what the movement's overall progress needs once they left the state."""
+    """What the movement's overall progress needs of the reassignments that left the state."""
     at_target = PartitionState("t", 0, (4, 5, 3), (4, 5, 3), 4, size_bytes=100)
     cluster = Cluster((), (Topic("t", (at_target,)),))
     completed = Reassignment("r", TP, (1, 2, 3), (4, 5, 3), steps_done=2)

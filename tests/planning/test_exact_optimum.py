@@ -1,4 +1,4 @@
-"""The planner's moves equal the exhaustive optimum on small clusters (issue 15 item 5).
+"""The planner's moves equal the exhaustive optimum on small clusters.
 
 The brute force enumerates every rack-spread replica set of every partition (the rule re-derived
 in `placement_checks._spread_ok`, not the planner's), keeps, per topic, the count vectors within
@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from placement_checks import RACK_SHAPES, _spread_ok, eligible_brokers, hard_constraint_violations
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement.placer import Goal, compute_planning_cluster, plan_placement
+from planning.placement.goal import Goal, compute_planning_cluster
+from planning.placement.placer import plan_placement
 from planning.placement.quotas import compute_ideal_shares
 from planning.placement.racks import compute_rack_tree
 

@@ -1,4 +1,4 @@
-"""Moves of other tools (issue 19 item 2): shown, respected, and a step of ours another tool
+"""Moves of other tools: shown, respected, and a step of ours another tool
 cancelled or replaced is noticed at the next observation and re-planned.
 
 Kafka's views are the simulated cluster's (`SimulatedCluster`: KIP-455's replicas, adding and
@@ -26,7 +26,7 @@ from planning.movement.completion import (
 from planning.movement.external import ExternalMove, compute_external_moves
 from planning.movement.partition_steps import Step
 from planning.movement.reassignment import note_step_applied, note_step_viewed, start_reassignment, start_step
-from planning.simulation.simulator import SimulatedCluster, SimulationParams
+from planning.simulation.simulated_cluster import SimulatedCluster, SimulationParams
 from tests.settings_defaults import STALL_TIMEOUT, default_limits
 
 BROKERS = tuple(range(1, 7))

@@ -1,4 +1,4 @@
-"""The one SPEC 6 invariant checker (`planning.simulation.invariants`): each rule on a worked
+"""The one safety invariant checker (`planning.simulation.invariants`): each rule on a worked
 example, the numbers in its message, and properties — a limit is reported exactly when it is
 exceeded, and what the batch rule starts never breaks a rule."""
 

@@ -1,4 +1,4 @@
-"""Intra-broker log-dir balance and move progress (planning.movement.log_dirs; SPEC 3, 5.5)."""
+"""Intra-broker log-dir balance and move progress (planning.movement.log_dirs)."""
 
 from __future__ import annotations
 
@@ -205,7 +205,8 @@ def test_log_dir_batch_skips_replicas_in_flight_and_offline_dirs():
 
 
 def test_a_replica_a_step_adds_goes_to_the_least_used_online_dir_of_its_broker():
-    from planning.placement.placer import Goal, plan_placement
+    from planning.placement.goal import Goal
+    from planning.placement.placer import plan_placement
 
     dirs = (LogDir("/a", replica_bytes=5 * 10**9, replica_count=3), LogDir("/b", replica_bytes=0, replica_count=0),
             LogDir("/c", online=False))

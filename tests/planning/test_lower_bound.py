@@ -17,7 +17,9 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import RACK_SHAPES, _spread_ok, random_spread_cluster, reaches_balance
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement.placer import Goal, compute_lower_bound, compute_planning_cluster, plan_placement
+from planning.placement.goal import Goal, compute_planning_cluster
+from planning.placement.lower_bound import compute_lower_bound
+from planning.placement.placer import plan_placement
 from planning.placement.quotas import compute_balanced_ranges
 from planning.placement.racks import compute_rack_tree
 

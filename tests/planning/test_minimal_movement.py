@@ -8,7 +8,9 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import hard_constraint_violations, random_spread_cluster, reaches_balance
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement.placer import Goal, compute_lower_bound, plan_placement
+from planning.placement.goal import Goal
+from planning.placement.lower_bound import compute_lower_bound
+from planning.placement.placer import plan_placement
 
 
 def _cluster(rnd, brokers, topics, max_parts, rf):

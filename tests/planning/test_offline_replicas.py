@@ -1,6 +1,6 @@
 """Offline leaving replicas (a dead broker, an offline dir): a step sheds them, so healing completes.
 
-The SPEC 5.1 step that adds a new preferred leader alone keeps every current replica, and one
+The step rule's step that adds a new preferred leader alone keeps every current replica, and one
 bounded by R may keep some; a kept replica that can never rejoin the ISR would hold the step
 forever. `compute_reachable_step` drops such replicas too, free of R (they are out of sync), and
 keeps them when no online replica is in sync (they may hold the only data).
@@ -13,7 +13,8 @@ from dataclasses import replace
 from planning.movement.batches import Limits, PlannedStep, compute_batch_decision, count_replica_drops
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.reassignment import ReassignmentState, start_reassignment
-from planning.simulation.simulator import KillBroker, SimulationParams, run_plan
+from planning.simulation.driver import KillBroker, run_plan
+from planning.simulation.simulated_cluster import SimulationParams
 from planning.movement.advance import compute_reachable_step
 from planning.movement.partition_steps import Step
 from tests.settings_defaults import STALL_TIMEOUT, default_limits

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
-from planning.placement.placer import Goal, plan_placement
+from planning.placement.goal import Goal
+from planning.placement.placer import plan_placement
 from schemas.errors import PlanInfeasibleError
 
 

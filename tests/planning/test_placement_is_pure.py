@@ -1,5 +1,5 @@
-"""The placer's per-topic step changes nothing it is given (regression: `plan_topic_replicas`
-used to fill the caller's partition work lists and count its cluster load in place)."""
+"""The placer's per-topic step changes nothing it is given: `plan_topic_replicas` works on its own
+copies, never on the caller's partition fates or cluster load."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import RACK_SHAPES, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement.placer import Goal, _offline_dirs, _partition_fates, compute_planning_cluster
+from planning.placement.goal import Goal, compute_planning_cluster
 from planning.placement.racks import compute_rack_tree
-from planning.placement.topic_replicas import PartitionFates, plan_topic_replicas
+from planning.placement.replica_fates import PartitionFates, compute_offline_dirs, compute_partition_fates
+from planning.placement.topic_replicas import plan_topic_replicas
 
 
 def topic_inputs(cluster: Cluster, goal: Goal, topic: Topic):
@@ -22,7 +23,7 @@ def topic_inputs(cluster: Cluster, goal: Goal, topic: Topic):
     tree = compute_rack_tree(b for b in cluster.brokers if b.eligible)
     eligible = frozenset(tree.broker_node)
     partitions = sorted(topic.partitions, key=lambda p: p.partition)
-    fates = [_partition_fates(p, cluster, {}, eligible, _offline_dirs(cluster), goal.heal) for p in partitions]
+    fates = [compute_partition_fates(p, cluster, {}, eligible, compute_offline_dirs(cluster), goal.heal) for p in partitions]
     load = {b: sum(b in p.replicas for p in cluster.partitions()) for b in eligible}
     return tree, fates, load
 
@@ -47,7 +48,7 @@ def test_a_broker_added_gets_replicas_and_the_callers_values_stay_as_they_were()
     tree, fates, load = topic_inputs(cluster, Goal(add_brokers=(Broker(3),)), cluster.topics[0])
     assert load == {0: 4, 1: 4, 2: 4, 3: 0}
     placed = assert_unchanged_by_planning(tree, fates, load, rebalance=True)
-    assert sum(3 in final for final in placed.finals) == 3  # the SPEC 4 worked example: 3 moves
+    assert sum(3 in final for final in placed.finals) == 3  # `plan_topic_replicas`' worked example: 3 moves
     assert placed.cluster_load[3] == 3 and load[3] == 0
     assert all(isinstance(f, PartitionFates) and None not in placed.finals[i] for i, f in enumerate(fates))
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from placement_checks import hard_constraint_violations
 from planning.model import Broker
-from planning.placement.placer import Goal
+from planning.placement.goal import Goal
 from planning.snapshot import cluster_from_json, reassignment_from_json
 from reassigner.cli.plan import register
 from schemas.errors import MalformedInputError

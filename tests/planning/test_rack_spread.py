@@ -12,7 +12,8 @@ from hypothesis import given, settings, strategies as st
 
 from placement_checks import RACK_SHAPES, hard_constraint_violations, random_spread_cluster
 from planning.model import Broker, Cluster, PartitionState, Topic
-from planning.placement.placer import Goal, plan_placement
+from planning.placement.goal import Goal
+from planning.placement.placer import plan_placement
 from planning.placement.racks import (
     compute_partition_boxes,
     compute_ideal_domain_counts,

@@ -1,4 +1,4 @@
-"""The simulator's incremental paths change the cost, never the result (issue 17, item 3):
+"""The simulator's incremental paths change the cost, never the result:
 
 - `SimulatedCluster.snapshot()` patches the last view; after any sequence of Admin API calls,
   faults and ticks it equals a view built from nothing, and `last_changes` names every
@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_simulator_invariants import DIRS, clusters, fault_events, limits_strategy, params_strategy, targets_for
 
-import planning.simulation.simulator as simulator
+import planning.simulation.driver as driver
 import planning.sorted_chunks as sorted_chunks
 from planning.model import Cluster, Topic
-from planning.simulation.simulator import SimulatedCluster, SimulationParams, run_plan
+from planning.simulation.driver import run_plan
+from planning.simulation.simulated_cluster import SimulatedCluster, SimulationParams
 from planning.sorted_chunks import SortedChunks
 from schemas.errors import ReassignerError
 from tests.settings_defaults import STALL_TIMEOUT
@@ -122,11 +123,11 @@ def test_repeating_idle_decisions_changes_no_report(monkeypatch, data):
     stall = data.draw(st.sampled_from([STALL_TIMEOUT, 7.0]))  # a short one: steps cross it mid-run
     repeated = run_plan(cluster, targets, limits, params, events, stall_timeout=stall)
     with monkeypatch.context() as patch:
-        patch.setattr(simulator._Idle, "holds", lambda self, sim, records, stall_timeout: False)
+        patch.setattr(driver._Idle, "holds", lambda self, sim, records, stall_timeout: False)
         computed = run_plan(cluster, targets, limits, params, events, stall_timeout=stall)
     assert computed.decisions_computed == computed.decisions
     assert repeated.decisions_computed <= repeated.decisions
-    for name in simulator.SimulationReport.__dataclass_fields__:
+    for name in driver.SimulationReport.__dataclass_fields__:
         if name != "decisions_computed":
             assert getattr(repeated, name) == getattr(computed, name), name
 

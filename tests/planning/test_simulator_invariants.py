@@ -1,6 +1,6 @@
 """Random clusters, targets, limits and faults through steps + batches + the simulated cluster.
 
-At every decision the driver checks the SPEC 6 safety invariants (limits, min ISR on completion,
+At every decision the driver checks the safety invariants (limits, min ISR on completion,
 no replica targeted to a dead/draining broker or offline dir, one step per partition); these
 tests assert it saw no violation and that every reassignment ended at its target — or back at
 its original replicas when cancelled.
@@ -14,16 +14,8 @@ from hypothesis import strategies as st
 from planning.movement.batches import Limits
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.reassignment import ReassignmentState
-from planning.simulation.simulator import (
-    CancelReassignments,
-    FailLogDir,
-    KillBroker,
-    RestartBroker,
-    RestoreLogDir,
-    SimulatedCluster,
-    SimulationParams,
-    run_plan,
-)
+from planning.simulation.driver import CancelReassignments, FailLogDir, KillBroker, RestartBroker, RestoreLogDir, run_plan
+from planning.simulation.simulated_cluster import SimulatedCluster, SimulationParams
 from tests.settings_defaults import STALL_TIMEOUT, default_limits
 
 DIRS = ("/d1", "/d2")
@@ -180,10 +172,10 @@ def test_peak_replicas_per_partition_stays_within_the_larger_list_plus_r():
 
 
 def test_a_pure_removal_waits_for_a_restarted_target_replica_to_rejoin_the_isr():
-    """Regression (found by hypothesis): broker 2, the new home of an RF-1 partition, restarts
-    mid-move; the next step drops the old replica 0 while 2 is still out of the ISR. Kafka
-    finishes a reassignment only when every target replica is in sync; the simulator used to
-    finish once the *adding* ones were, leaving the partition with no in-sync replica."""
+    """Broker 2, the new home of an RF-1 partition, restarts mid-move; the next step drops the
+    old replica 0 while 2 is still out of the ISR. Kafka finishes a reassignment only when every
+    target replica is in sync, not once the *adding* ones are: finishing then would leave the
+    partition with no in-sync replica."""
     dirs = tuple(LogDir(d) for d in DIRS)
     brokers = tuple(Broker(i, log_dirs=dirs) for i in range(5))
 

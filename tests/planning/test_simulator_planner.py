@@ -6,8 +6,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planning.model import Broker, LogDir
-from planning.placement import placer as placement
-from planning.simulation.simulator import KillBroker, SimulationParams, run_plan
+from planning.placement.goal import Goal, compute_planning_cluster
+from planning.placement.placer import plan_placement
+from planning.simulation.driver import KillBroker, run_plan
+from planning.simulation.simulated_cluster import SimulationParams
 from test_simulator_invariants import DIRS, clusters, limits_strategy, params_strategy
 from tests.settings_defaults import STALL_TIMEOUT
 
@@ -20,14 +22,14 @@ def test_simulated_planner_goals_add_and_drain_end_at_their_targets(data):
     added = tuple(Broker(n + i, rack=f"r{i % 3}", log_dirs=tuple(LogDir(d) for d in DIRS))
                   for i in range(data.draw(st.integers(0, 2))))
     drain = frozenset(data.draw(st.sets(st.integers(0, n - 1), max_size=1)))
-    goal = placement.Goal(add_brokers=added, drain_brokers=drain)
+    goal = Goal(add_brokers=added, drain_brokers=drain)
     try:
-        plan = placement.plan_placement(cluster, goal)
+        plan = plan_placement(cluster, goal)
     except Exception as error:  # an infeasible goal is the planner's business, not the mover's
         if getattr(error, "code", "") in ("PLAN_INFEASIBLE", "INVALID_REPLICA_ASSIGNMENT"):
             return
         raise
-    simulated = placement.compute_planning_cluster(cluster, goal)
+    simulated = compute_planning_cluster(cluster, goal)
     report = run_plan(simulated, plan.targets, data.draw(limits_strategy), data.draw(params_strategy),
                       stall_timeout=STALL_TIMEOUT)
     assert report.invariant_violations == ()
@@ -44,7 +46,7 @@ def test_healing_a_dead_broker_keeps_the_invariants(data):
     view = cluster.with_brokers(b if b.id != dead else Broker(b.id, b.rack, False, False, b.log_dirs)
                                 for b in cluster.brokers)
     try:
-        plan = placement.plan_placement(view, placement.Goal())
+        plan = plan_placement(view, Goal())
     except Exception as error:
         if getattr(error, "code", "") in ("PLAN_INFEASIBLE", "INVALID_REPLICA_ASSIGNMENT"):
             return

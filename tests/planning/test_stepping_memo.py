@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_simulator_invariants import clusters, fault_events, limits_strategy, params_strategy, targets_for
 
-import planning.simulation.simulator as simulator
+import planning.simulation.driver as driver
 from planning.movement.advance import compute_stepping
-from planning.simulation.simulator import run_plan
+from planning.simulation.driver import run_plan
 from tests.settings_defaults import STALL_TIMEOUT
 
 
@@ -41,7 +41,7 @@ def twin_decisions(monkeypatch):
         seen["told_what_changed"] += changed is not None
         return remembered
 
-    monkeypatch.setattr(simulator, "compute_stepping", twin)
+    monkeypatch.setattr(driver, "compute_stepping", twin)
     return seen
 
 

@@ -1,4 +1,5 @@
-"""The step rule of SPEC 5.1: the worked example, the special cases, and properties."""
+"""The step rule (`planning.movement.partition_steps`): the worked example, the special cases,
+and properties."""
 
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ def test_simulate_runs_a_snapshot(run, tmp_path):
 ])
 def test_the_installed_command_exits_non_zero_on_bad_input(args):
     """Through the real entry point (`reassigner.cli.main`, not standalone): the exit code of a
-    `typer.Exit` must reach the shell (a failed demo or a rejected input used to exit 0)."""
+    `typer.Exit` must reach the shell (a failed demo or a rejected input must not exit 0)."""
     import subprocess
     import sys
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
-from planning.placement.placer import Goal, plan_placement
+from planning.placement.goal import Goal
+from planning.placement.placer import plan_placement
 from planning.validation import require_satisfiable_replication_factor, validate_targets
 from schemas.errors import (
     InvalidReplicaAssignmentError,

@@ -1,0 +1,99 @@
+"""Which log dir each replica of a plan goes to, under the disk limit.
+
+RULES (`TargetDirs.choose`, partitions in the placer's order):
+- a kept replica keeps its dir;
+- a new replica goes to its broker's least used online dir (Kafka's bytes in it, as
+  describe-log-dirs lists them; else the volume's used bytes), then the lowest path, among the
+  dirs with room for it; the chosen dir's usage grows by the partition's size, so the next new
+  replica on that broker sees it;
+- DISK CAPACITY (`Goal.disk_max_usage_percent`, as Cruise Control's DiskCapacityGoal): no new
+  replica goes into a dir whose projected usage — the volume's used bytes (total - usable) plus
+  the bytes the plan puts there — would exceed the limit. Dirs that do not report their
+  volume's size are not limited. Dirs sharing one volume each count only their own incoming
+  bytes against it (the volume is not recognised);
+- a new replica that fits no online dir of its broker gets no dir (None: any) and is recorded
+  as a `DiskOverflow`; the placer then keeps that broker out of the partition and plans again
+  (`planning.placement.placer`), and `describe_disk_overflow` words the failure when replicas
+  still do not fit.
+Bytes are not otherwise optimised: the placer evens replica counts and reports the bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from planning.model import Cluster, TopicPartition
+
+
+@dataclass(frozen=True)
+class DiskOverflow:
+    """A new replica that fits no online dir of its broker under the disk limit."""
+
+    tp: TopicPartition
+    broker_id: int
+    size_bytes: int
+
+
+class TargetDirs:
+    """The dirs chosen so far in one plan (mutable, private to one `_plan_once` call): each
+    online dir's usage, its room under the limit, and the replicas that fit nowhere."""
+
+    def __init__(self, cluster: Cluster, limit: float | None) -> None:
+        self.cluster = cluster
+        # Bytes per online dir: Kafka's own (the replicas describe-log-dirs listed) where
+        # reported — dirs sharing one volume all report that volume's usage — else the volume's
+        # used bytes.
+        self.usage: dict[tuple[int, str], int] = {
+            (b.id, d.path): d.replica_bytes if d.replica_bytes is not None else d.used_bytes or 0
+            for b in cluster.brokers for d in b.log_dirs if d.online
+        }
+        # Bytes each online dir may still take under `limit` percent of its volume (only dirs
+        # that report their volume's size and free space).
+        self.headroom: dict[tuple[int, str], float] = {
+            (b.id, d.path): room for b in cluster.brokers for d in b.log_dirs
+            if d.online and (room := d.room_bytes(limit)) is not None
+        }
+        self.overflow: list[DiskOverflow] = []
+
+    def choose(self, p, final) -> tuple[str | None, ...]:
+        """Kept replicas keep their dir; a new one goes to its broker's least used online dir among
+        those with room for it under the disk limit (none: a `DiskOverflow`)."""
+        dirs: list[str | None] = []
+        size = p.size_bytes or 0
+        dir_usage, headroom = self.usage, self.headroom
+        for b in final:
+            if b in p.replicas:
+                dirs.append(p.log_dir_of(b))
+                continue
+            broker = self.cluster.broker(b)
+            online = broker.online_log_dirs if broker is not None else ()
+            fitting = [d for d in online if headroom.get((b, d.path), float("inf")) >= size]
+            if not fitting:
+                if online:
+                    self.overflow.append(DiskOverflow(p.tp, b, size))
+                dirs.append(None)
+                continue
+            best = min(fitting, key=lambda d: (dir_usage.get((b, d.path), 0), d.path))
+            dir_usage[(b, best.path)] = dir_usage.get((b, best.path), 0) + size
+            if (b, best.path) in headroom:
+                headroom[(b, best.path)] -= size
+            dirs.append(best.path)
+        return tuple(dirs)
+
+
+def describe_disk_overflow(cluster: Cluster, overflow: Sequence[DiskOverflow], limit: float | None) -> str:
+    """One line: which replicas fit no dir, and each dir's figures against the limit."""
+    brokers = sorted({o.broker_id for o in overflow})
+    parts = []
+    for broker_id in brokers[:5]:
+        broker = cluster.broker(broker_id)
+        dirs = ", ".join(f"{d.path} {100 * d.used_bytes / d.total_bytes:.0f}% used "
+                         f"({d.used_bytes:,} of {d.total_bytes:,} B)"
+                         for d in (broker.online_log_dirs if broker else ()) if d.total_bytes and d.used_bytes is not None)
+        mine = [o for o in overflow if o.broker_id == broker_id]
+        parts.append(f"broker {broker_id}: {len(mine)} replica(s) ({sum(o.size_bytes for o in mine):,} B, e.g. "
+                     f"{mine[0].tp}) fit none of its dirs [{dirs or 'no online dir'}]")
+    more = f"; and {len(brokers) - 5} more brokers" if len(brokers) > 5 else ""
+    return (f"no plan keeps every log dir under disk.max.usage.percent {limit:g}%: " + "; ".join(parts) + more
+            + ": free space, add brokers or disks, or raise disk.max.usage.percent")
