@@ -76,7 +76,7 @@ from typing import Callable, Iterable, Mapping, TypeVar
 
 from runtime.clients.cluster_answers import LOG_DIR_THROTTLED_RATE
 from runtime.clients.kafka_admin import ClusterAdmin
-from runtime.backoff import UNTIL_STOPPED, Backoff, retry_transient
+from runtime.backoff import COMMAND_APPLY, REPLICA_PLACEMENT, UNTIL_STOPPED, retry_transient
 from runtime.clients.kafka_consumer import build_consumer, is_end_of_partition
 from runtime.clients.kafka_producer import build_producer, publish_and_wait
 from runtime.clients.redis_io import retry_redis
@@ -107,8 +107,6 @@ COMMAND_EXPIRED = "COMMAND_EXPIRED"
 # Headers a producer may name itself by (self-declared: a hint for the operator, not a proof).
 CLIENT_ID_HEADERS = ("client.id", "client-id", "client_id")
 MAX_CLIENT_ID_CHARS = 100
-# Redis, the cluster and our own topics are waited for as long as it takes (until stopped).
-OUTAGE = UNTIL_STOPPED
 INTERRUPTED = "COMMAND_INTERRUPTED"
 # AlterReplicaLogDirs answers these while the broker does not host the replica yet.
 REPLICA_NOT_THERE_YET = frozenset({"REPLICA_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"})
@@ -209,11 +207,11 @@ class Executor:
         pipeline's (`schemas.signing`, ONE SIDE ONLY): raises InvalidConfigError when this
         executor has no key and the pipeline signs; logs a warning for any other mismatch."""
         own = self.signing_key.fingerprint if self.signing_key is not None else UNSIGNED
-        stored = retry_redis(self.ledger.read_signing, "reading the command signing", OUTAGE, self._stop)
+        stored = retry_redis(self.ledger.read_signing, "reading the command signing", UNTIL_STOPPED, self._stop)
         mismatch = compute_signing_mismatch("executor", own, stored.get("pipeline"))
         if mismatch is not None and mismatch[0] == "error":  # not recorded: this executor does not run
             raise InvalidConfigError(mismatch[1])
-        retry_redis(lambda: self.ledger.store_signing(own), "recording the command signing", OUTAGE, self._stop)
+        retry_redis(lambda: self.ledger.store_signing(own), "recording the command signing", UNTIL_STOPPED, self._stop)
         if mismatch is not None:
             log.warning("%s", mismatch[1])
         elif self.signing_key is not None:
@@ -224,7 +222,7 @@ class Executor:
         self._stop = self.throttles.stop = stop
         try:
             self.check_command_signing()
-            retry_transient(self.prepare_topics, "preparing the executor's topics", OUTAGE, stop, log)
+            retry_transient(self.prepare_topics, "preparing the executor's topics", UNTIL_STOPPED, stop, log)
         except TransientError:
             return  # stopped before the cluster (or Redis) answered
         config = {"group.id": f"{self.settings.topic_prefix}.executor",
@@ -303,7 +301,7 @@ class Executor:
             seconds = time.monotonic() - applying
             count = partial(count_command_outcome, kind, outcome.ok, outcome.error_code, seconds)
             retry_redis(lambda: self.ledger.store_outcome(command["id"], outcome),
-                        f"storing the outcome of command {command['id']}", OUTAGE, self._stop)
+                        f"storing the outcome of command {command['id']}", UNTIL_STOPPED, self._stop)
             level = logging.INFO if outcome.ok and not interrupted else logging.WARNING
             log.log(level, "%s %s (%s)%s: %s%s", kind, command["id"], command["reason"],
                     "; interrupted by a crash, settled by asking Kafka" if interrupted else "",
@@ -322,7 +320,7 @@ class Executor:
         told = False
         while True:
             verdict, detail = retry_redis(lambda: self.ledger.claim(command["id"], command["epoch"], token),
-                                          f"claiming command {command['id']}", OUTAGE, self._stop)
+                                          f"claiming command {command['id']}", UNTIL_STOPPED, self._stop)
             if verdict == "UNKNOWN":
                 refuse_after = refuse_after or time.monotonic() + UNKNOWN_EPOCH_GRACE_SECONDS
                 if time.monotonic() >= refuse_after:
@@ -375,8 +373,8 @@ class Executor:
         return self.apply_command(kind, fields)
 
     def _with_retries(self, doing: str, action: Callable[[], T]) -> T:
-        return retry_transient(action, doing, Backoff(give_up_after_seconds=self.settings.executor_retry_seconds),
-                        self._stop, log)
+        return retry_transient(action, doing, COMMAND_APPLY.giving_up_after(self.settings.executor_retry_seconds),
+                               self._stop, log)
 
     def apply_reassignment_step(self, fields: Mapping) -> None:
         """The step's throttle first (when it carries one: `reassigner.edge.throttles`), its log
@@ -420,7 +418,7 @@ class Executor:
         replica yet (it is still being created), for at most `executor_log_dir_wait_seconds`."""
         retry_transient(lambda: self.admin.alter_replica_log_dir(broker_id, topic, partition, path),
                         f"placing {topic}-{partition} in {path} on broker {broker_id}",
-                        Backoff(0.5, 0.5, self.settings.executor_log_dir_wait_seconds), self._stop,
+                        REPLICA_PLACEMENT.giving_up_after(self.settings.executor_log_dir_wait_seconds), self._stop,
                         log, retry_if=lambda error: error.code in REPLICA_NOT_THERE_YET)
 
     def apply_set_throttle(self, fields: Mapping) -> None:
@@ -484,4 +482,4 @@ class Executor:
         the executor stops (then the message is not committed and comes again)."""
         topic = topic_name(suffix, self.settings.topic_prefix)
         retry_transient(lambda: publish_and_wait(self._producer, topic, key.encode(), value, version_headers()),
-                        f"publishing to {topic}", OUTAGE, self._stop, log)
+                        f"publishing to {topic}", UNTIL_STOPPED, self._stop, log)

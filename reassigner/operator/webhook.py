@@ -18,16 +18,15 @@ DELIVERY RULE (per alert, in each partition's offset order):
 Consumers: the alerts topic is read in the consumer group `reassigner-webhook.<prefix>`, so a
 restarted forwarder resumes where it stopped and two forwarders share the work.
 
-The rule lives here, the client libraries behind their doors: `plan_message`,
-`compute_backoff_delays` is pure (the DeadLetter record is `schemas.dead_letter`'s); `deliver_with_retries` and
-`forward_alert` (steps 1–4 for one record → the DeadLetter message to publish, or None) take
-their I/O as arguments. Two runners give it the alerts, publish the dead letters and commit:
-- `run_faust_forwarder`: a faust-streaming agent (`runtime.clients.faust_app`; the package
-  the issue asked to try here);
+The rule lives here, the client libraries behind their doors: `plan_message` and
+`compute_backoff_delays` are pure (the DeadLetter record is `schemas.dead_letter`'s);
+`deliver_with_retries` and `forward_alert` (steps 1–4 for one record → the DeadLetter message to
+publish, or None) take their I/O as arguments. Two runners give it the alerts, publish the dead
+letters and commit:
+- `run_faust_forwarder`: a faust-streaming agent (`runtime.clients.faust_app`);
 - `run_confluent_forwarder`: a confluent-kafka consumer loop
   (`runtime.clients.kafka_consumer.run_committing_consumer`).
-Which one is the default, and why, is recorded in README.md ("Dependencies") and below
-`DEFAULT_RUNNER`.
+Which one is the default, and why, is recorded in docs/dependencies.md and below `DEFAULT_RUNNER`.
 """
 
 from __future__ import annotations
@@ -39,8 +38,10 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from itertools import islice
 from typing import Callable, Mapping
 
+from runtime.backoff import Backoff
 from runtime.clients.client_config import ClientConfig
 from runtime.clients.faust_app import build_committing_agent, run_worker
 from runtime.clients.kafka_consumer import (ConsumedRecord, OutgoingMessage, StopWithoutCommit,
@@ -52,11 +53,11 @@ log = logging.getLogger(__name__)
 
 RUNNERS = ("faust", "confluent")
 DEFAULT_RUNNER = "faust"
-"""faust-streaming survived the outage test (a broker stopped, and one killed, then restarted,
-under the running forwarder: every alert POSTed once, none lost; tests/operator/
-test_alert_consumers_outage.py), so the issue's choice stands. `--runner confluent` is the
-fallback with the same rule, for sites that cannot run faust's asyncio worker (it installs its
-own signal handlers and logging, and takes ~5 s to join its group)."""
+"""faust-streaming, since it rides out the outage test (a broker stopped, and one killed, then
+restarted, under the running forwarder: every alert POSTed once, none lost;
+tests/operator/test_alert_consumers_outage.py). `--runner confluent` is the fallback with the
+same rule, for sites that cannot run faust's asyncio worker (it installs its own signal handlers
+and logging, and takes ~5 s to join its group)."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,10 @@ class WebhookRefused(Exception):
 
 
 def compute_backoff_delays(max_attempts: int, base_seconds: float, cap_seconds: float) -> tuple[float, ...]:
-    """Waits between attempts: base, 2·base, 4·base, … capped; one fewer than the attempts."""
-    return tuple(min(cap_seconds, base_seconds * 2 ** k) for k in range(max(0, max_attempts - 1)))
+    """Waits between attempts: base, 2·base, 4·base, … capped (the one retry policy's doubling,
+    `runtime.backoff.Backoff`); one fewer than the attempts."""
+    backoff = Backoff(first_seconds=min(base_seconds, cap_seconds), most_seconds=cap_seconds)
+    return tuple(islice(backoff.delays(), max(0, max_attempts - 1)))
 
 
 def deliver_with_retries(post: Callable[[bytes], None], body: bytes, policy: WebhookPolicy,

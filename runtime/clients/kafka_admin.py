@@ -24,8 +24,8 @@ KAFKA-PYTHON QUIRKS handled here:
   error *strings*; `alter_partition_reassignments` answers an error class per partition.
 
 RECONNECTING: a client that cannot be created (cluster unreachable) raises `KafkaTransientError`,
-and the next attempt is refused until a backoff (`CONNECT_BACKOFF`) has passed, so a caller that
-retries in a loop never hot-loops against a dead cluster.
+and the next attempt is refused until a backoff (`runtime.backoff.ADMIN_RECONNECT`) has passed,
+so a caller that retries in a loop never hot-loops against a dead cluster.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import logging
 import time
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
-from runtime.backoff import Backoff
+from runtime.backoff import ADMIN_RECONNECT
 from runtime.clients.admin_answers import (
     compute_log_dirs,
     compute_min_insync_replicas,
@@ -65,9 +65,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# A client that cannot be created is not tried again before this backoff has passed.
-CONNECT_BACKOFF = Backoff(first_seconds=0.5, most_seconds=10.0)
-
 
 class ClusterAdmin:
     """Admin API calls with Kafka errors translated; re-creates its client after a failure."""
@@ -78,7 +75,7 @@ class ClusterAdmin:
         self.client_config = client_config or ClientConfig()
         self.request_timeout_ms = request_timeout_ms
         self._client = None
-        self._connect_delays = CONNECT_BACKOFF.delays()
+        self._connect_delays = ADMIN_RECONNECT.delays()
         self._next_connect_at = 0.0
 
     # --- client lifecycle -----------------------------------------------------------------------
@@ -115,7 +112,7 @@ class ClusterAdmin:
             if isinstance(translated, KafkaTransientError):
                 translated.retry_after_seconds = backoff
             raise translated from None
-        self._connect_delays = CONNECT_BACKOFF.delays()
+        self._connect_delays = ADMIN_RECONNECT.delays()
         return self._client
 
     def _call(self, doing: str, action: Callable[[object], T]) -> T:

@@ -31,7 +31,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal, Mapping
 
-from runtime.backoff import Backoff, retry_transient
+from runtime.backoff import END_LOOKUP, UNTIL_STOPPED, retry_transient
 from runtime.clients.client_config import ClientConfig
 from runtime.clients.kafka_errors import translate_kafka_error
 from runtime.clients.kafka_producer import (build_producer, librdkafka_settings, producer_config,
@@ -39,9 +39,6 @@ from runtime.clients.kafka_producer import (build_producer, librdkafka_settings,
 from schemas.errors import KafkaTransientError, TransientError
 
 log = logging.getLogger(__name__)
-
-# The end offset of a partition whose leader is briefly away is asked again every 0.5 s.
-END_LOOKUP = Backoff(first_seconds=0.5, most_seconds=0.5)
 
 Start = Literal["beginning", "end"]
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -264,7 +261,7 @@ def run_committing_consumer(bootstrap_servers: str, client_config: ClientConfig 
                 try:  # a cluster outage is waited out: the record stays uncommitted meanwhile
                     retry_transient(lambda: publish_and_wait(producer, side_topic, outgoing.key, outgoing.value,
                                                              list(outgoing.headers), ack_timeout_seconds),
-                                    f"publishing to {side_topic}", Backoff(), stop, log)
+                                    f"publishing to {side_topic}", UNTIL_STOPPED, stop, log)
                 except KafkaTransientError:
                     if stop.is_set():
                         break  # stopped in an outage: not committed, delivered again after a restart

@@ -30,7 +30,7 @@ import logging
 import threading
 from typing import Callable, TypeVar
 
-from runtime.backoff import Backoff, retry_transient
+from runtime.backoff import UNTIL_STOPPED, Backoff, retry_transient
 from schemas.errors import InvalidConfigError, PermanentError, ReassignerError, TransientError
 from schemas.redaction import redact, register_secret
 from state.model import ControllerState
@@ -77,7 +77,7 @@ def register_url_password(url: str) -> None:
         register_secret(unquote(password))
 
 
-def check_redis(client, url: str, backoff: Backoff = Backoff(), stop: threading.Event | None = None) -> None:
+def check_redis(client, url: str, backoff: Backoff = UNTIL_STOPPED, stop: threading.Event | None = None) -> None:
     """One PING through `client`, at a process's start: refused credentials (or another
     permanent error) raise at once; a Redis that is away is waited for under `backoff` until
     `stop` is set."""
@@ -147,7 +147,7 @@ def call_redis(action: Callable[[], T], doing: str) -> T:
         raise translate_redis_error(error, doing) from None
 
 
-def retry_redis(action: Callable[[], T], doing: str, backoff: Backoff = Backoff(),
+def retry_redis(action: Callable[[], T], doing: str, backoff: Backoff = UNTIL_STOPPED,
                 stop: threading.Event | None = None) -> T:
     """`action()`, riding out a Redis outage under `backoff` (see `retry_transient`)."""
     return retry_transient(lambda: call_redis(action, doing), doing, backoff, stop, log)

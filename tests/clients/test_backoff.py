@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from runtime import backoff as table
 from runtime.backoff import Backoff, compute_wait, retry_transient
 from schemas.errors import KafkaPermanentError, KafkaTransientError, TransientError
 
@@ -103,3 +104,20 @@ def test_compute_wait_honours_a_client_that_backs_off_already_up_to_most():
     delays = backoff.delays()
     assert compute_wait(delays, TransientError("x", retry_after_seconds=30), backoff) == 8
     assert compute_wait(delays, ValueError("not transient"), backoff) == 2
+
+
+def test_a_row_given_its_setting_keeps_its_waits_and_gives_up_after_it():
+    bounded = table.COMMAND_APPLY.giving_up_after(60.0)
+    assert (bounded.first_seconds, bounded.most_seconds, bounded.give_up_after_seconds) == (0.5, 10.0, 60.0)
+    assert table.COMMAND_APPLY.give_up_after_seconds is None  # the row itself is unchanged
+
+
+def test_the_table_holds_every_named_policy_with_its_numbers():
+    rows = {name: (row.first_seconds, row.most_seconds, row.give_up_after_seconds)
+            for name, row in vars(table).items() if isinstance(row, Backoff)}
+    assert rows == {
+        "UNTIL_STOPPED": (0.5, 10.0, None), "ADMIN_RECONNECT": (0.5, 10.0, None),
+        "END_LOOKUP": (0.5, 0.5, None), "COMMAND_APPLY": (0.5, 10.0, None),
+        "REPLICA_PLACEMENT": (0.5, 0.5, None), "REDIS_OUTAGE": (0.2, 5.0, 300.0),
+        "PUBLISH_OUTAGE": (0.5, 30.0, None), "QUERY_RESTART": (1.0, 60.0, None),
+    }
