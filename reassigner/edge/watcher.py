@@ -1,37 +1,31 @@
 """The watcher: polls the cluster, diffs against its last view, publishes what changed.
 
 ONE POLL, in this order:
-1. observe the cluster through the Admin API (`ClusterAdmin.observe`), reading the log dirs when
-   they are due (every `log_dirs_interval_seconds`, and for every snapshot; the admin reads them
-   sooner when the metadata hints a change);
+1. observe the cluster (`ClusterAdmin.observe`), reading the log dirs when due (every
+   `log_dirs_interval_seconds`, and for every snapshot) or when the metadata hints a change;
 2. compute the events: a full snapshot when one is due (on start, then every
-   `snapshot_interval_seconds`), else the change events against the last *published* view;
-   SLICED SNAPSHOTS: a cluster of more than `snapshot_slice_partitions` partitions gets its
-   snapshot over several polls — the change events of each poll as usual, plus the START
-   (brokers, topics, dirs) and the partitions' state `snapshot_slice_partitions` at a time,
-   each as that poll sees them, then the END with that poll's inventory (see
-   `reassigner.edge.observation`): a poll never waits on a whole snapshot (12 s to build and
-   encode at 300,000 partitions);
+   `snapshot_interval_seconds`), else the change events against the last *published* view. A
+   cluster of more than `snapshot_slice_partitions` partitions gets its snapshot over several
+   polls (SLICED SNAPSHOTS, `reassigner.edge.observation`): each poll's change events, plus the
+   START, the partitions `snapshot_slice_partitions` at a time and the END with that poll's
+   inventory — no poll waits on a whole snapshot (12 s to build and encode at 300,000 partitions);
 3. publish them (idempotent producer, acks=all) and wait for every acknowledgement;
-4. only then adopt the observation as the new view, and count the poll (`runtime.metrics`:
-   polls by outcome, durations by phase, events by type, a finished snapshot's duration).
+4. only then adopt the observation as the new view, and count the poll (`runtime.metrics`).
 A poll that fails anywhere leaves the view as it was, so the next successful poll publishes the
-changes again (state-carrying events make a repeat harmless) — nothing is lost in an outage.
+changes again (state-carrying events make a repeat harmless): nothing is lost in an outage.
 
-TIMES. Every event of a poll carries the poll's time: when it began reading the cluster, not
-when the answers were in. What it read is Kafka's state at that time or later, so a view stamped
-after a moment (the executor's report that it applied a step) was read after it, also when the
-poll took long (`planning.movement.completion` INTERRUPTED). Polls do not overlap, so the events
-of a later poll carry a later time.
+TIMES. Every event of a poll carries the time the poll began reading the cluster. What it read
+is Kafka's state at that time or later, so a view stamped after a moment (the executor's report
+that it applied a step) was read after it, however long the poll took, which
+`planning.movement.completion` relies on (INTERRUPTED); polls do not overlap.
 
 INVARIANTS
 - The clock is read here (`clock()`, default `time.time`), never in `observation.py`.
 - A poll never runs more often than every `poll_interval_seconds`; after a failure the wait
-  doubles up to `watcher_max_backoff_seconds` and the log says "will retry in N s" — the loop
+  doubles up to `watcher_max_backoff_seconds` and the log says "will retry in N s": the loop
   never hot-loops against a dead cluster and never stops because of one.
-- The cycle collector runs only between polls, on what the poll made, and the surviving heap is
-  frozen (`runtime.heap`): at 300,000 partitions CPython's own full collections over the
-  view and the answers cost more CPU than the polls' work.
+- The cycle collector runs only between polls, and the surviving heap is frozen (`runtime.heap`):
+  at 300,000 partitions CPython's own full collections cost more CPU than the polls' work.
 - INFO is logged only for real changes (a broker, topic or dir changing, a reassignment starting
   or ending); the partition-level churn of a busy cluster is DEBUG.
 """

@@ -30,10 +30,10 @@ def open_admin_client(**options):
     Its constructor starts the client's network thread and then bootstraps; a bootstrap that
     fails (cluster unreachable, wrong password) raises with that thread, its connections and
     their sockets left alive for the life of the process. A watcher or executor retrying through
-    a Kafka outage leaked one thread and its sockets per attempt, and a test run reached 1,900
-    open descriptors (py4j's callback server, which waits with select(), then could not serve
-    Spark: see `streams.spark_session`). So the object is made first and its constructor run
-    second: whatever it started is stopped before the error goes on."""
+    a Kafka outage would leak one thread and its sockets per attempt: past 1,024 open descriptors
+    py4j's callback server, which waits with select(), can no longer serve Spark (see
+    `streams.spark_session`). So the object is made first and its constructor run second:
+    whatever it started is stopped before the error goes on."""
     from kafka.admin import KafkaAdminClient
 
     client = KafkaAdminClient.__new__(KafkaAdminClient)

@@ -2,8 +2,9 @@
 
 Every `interval` (default 250 ms) it asks Kafka (Admin API) for every partition of every topic
 and the ongoing reassignments, turns each reassignment into a `PartitionSample`, and judges
-them with the one checker of the SPEC 6 safety invariants, `planning.simulation.invariants`
-(which holds the rules; this module reads Kafka and keeps the series). From outside, Kafka shows
+them with the one checker of the safety invariants, `planning.simulation.invariants`
+(which holds the rules, docs/design.md "Safety invariants"; this module reads Kafka and keeps
+the series). From outside, Kafka shows
 rules 1a-b (partitions moving <= P, reassignments moving leadership <= L: the target's first
 replica is not the leader), 2c (no partition under min ISR while reassigning with every replica
 on a live broker) and 4c (no second step on a moving partition: Kafka keeps one reassignment per

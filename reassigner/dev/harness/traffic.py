@@ -40,7 +40,8 @@ class TrafficReport:
     retriable_errors: int = 0
     missing: list[str] = field(default_factory=list)  # the first few missing records, described
     # For a partition with a missing record: its first delivery reports and the first sequences
-    # its log holds (the flake below is always at a partition's first records).
+    # its log holds (a lost record is one of a partition's first, produced while its replicas were
+    # still coming in sync: see `Stage.setup`).
     evidence: list[str] = field(default_factory=list)
 
     @property
@@ -148,9 +149,9 @@ class SequencedTraffic:
             self.report.fatal_errors.append(f"{message.topic()}-{message.partition()}: {error}")
             return
         self.report.acknowledged += 1
-        # Diagnostics for a flake seen three times (issue 14/15 notes): the counter said every
-        # record was acknowledged while two first sequences of one partition were neither in this
-        # map nor in the log. Anything odd about an acknowledgement is recorded, not dropped.
+        # Anything odd about an acknowledgement (a value that is not ours, a sequence acknowledged
+        # twice) is recorded, not dropped: a counter alone can say every record was acknowledged
+        # while some sequence is neither in this map nor in the log.
         key = (message.topic(), message.partition())
         try:
             sequence = int(message.value().decode().split(":")[1])

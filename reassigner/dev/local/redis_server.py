@@ -1,7 +1,7 @@
 """The local stack's Redis: Debian's `redis-server` on a loopback port, AOF with fsync always.
 
-`appendfsync always` is what SPEC 6 asks of the state store: a micro-batch acknowledged by Redis
-is on disk, so a Redis restart loses no applied transition.
+`appendfsync always` is what the product asks of its state store (docs/operations.md): a
+micro-batch acknowledged by Redis is on disk, so a Redis restart loses no applied transition.
 """
 
 from __future__ import annotations

@@ -47,7 +47,8 @@ SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 # (resource type, resource name, pattern type, operations): the product's principal needs these
-# and no more (issue 18: found by running every process under exactly this list).
+# and no more (the secured stack runs every process under exactly this list; docs/security.md,
+# "ACLs").
 PRODUCT_ACLS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("CLUSTER", "kafka-cluster", "LITERAL", ("DESCRIBE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")),
     ("TOPIC", "reassigner.", "PREFIXED", ("READ", "WRITE", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS")),
