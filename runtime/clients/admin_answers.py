@@ -10,7 +10,7 @@ merge compares in C.
 INVARIANTS
 - Pure but for reading kafka-python's error table (`compute_log_dirs`): no I/O, no clock.
 - A topic being deleted (a topic-level error other than LEADER_NOT_AVAILABLE, or no partitions)
-  is left out; a negative leader is None; a negative size is unknown (None).
+  is left out; a negative leader is None, and so is a dir's negative total or usable bytes.
 - A dir's replicas are sorted by key, (topic, partition, is_future).
 """
 
