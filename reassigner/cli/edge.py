@@ -3,11 +3,13 @@
 - `watch` polls the cluster and publishes state-carrying events (see `reassigner.edge.watcher`);
 - `execute` applies the pipeline's commands and publishes their results
   (see `reassigner.edge.executor`);
-- `snapshot --output FILE` writes the SPEC 8 snapshot JSON of a live cluster.
+- `snapshot --output FILE` writes a live cluster as the snapshot JSON `plan` and `simulate` read
+  (`planning.snapshot`).
 
-Connections: `--bootstrap-server` (and `--redis-url` for `execute`); without them, the local
-stack's state file in `--stack-dir` names them. `--command-config` is a Kafka client properties
-file, as for Kafka's own tools. The long-running commands stop cleanly on SIGTERM or Ctrl-C.
+Connections (`connections.connect`): `--bootstrap-server` (and `--redis-url` for `execute`);
+without them, the local stack's state file in `--stack-dir` names them. `--command-config` is a
+Kafka client properties file, as for Kafka's own tools. The long-running commands stop cleanly
+on SIGTERM or Ctrl-C.
 """
 
 from __future__ import annotations
@@ -19,75 +21,31 @@ from typing import Optional
 
 import typer
 
-from reassigner.cli.connections import resolve_connections
-from reassigner.cli.options import (
-    AllowRemoteMetrics,
-    BootstrapServer,
-    ClusterName,
-    CommandConfig,
-    CommandSigningKeyFile,
-    MetricsHost,
-    MetricsPort,
-    RedisUrl,
-    StackDir,
-    TopicPrefix,
-    configure_logging,
-    start_metrics_endpoint,
-    stop_on_signals,
-)
+from reassigner.cli.connections import connect, load, resolve
+from reassigner.cli.options import (METRICS_FLAGS, SharedFlags, configure_logging, start_metrics_endpoint,
+                                    stop_on_signals, takes_flags)
 from reassigner.cli.printing import one_line_errors
-from runtime.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
+
 
 def register(app: typer.Typer) -> None:
     app.command("watch", help="Poll the cluster and publish what changes (and snapshots).")(
         one_line_errors(watch))
     app.command("execute", help="Apply commands from the commands topic; publish results.")(
         one_line_errors(execute))
-    app.command("snapshot", help="Dump a live cluster to a snapshot file (SPEC 8 JSON).")(
+    app.command("snapshot", help="Dump a live cluster to a snapshot file (the JSON `plan` and `simulate` read).")(
         one_line_errors(snapshot))
 
 
-def _settings(bootstrap_server: Optional[str], command_config: Optional[Path],
-              stack_dir: Optional[Path], redis_url: Optional[str] = None,
-              topic_prefix: Optional[str] = None, cluster_name: Optional[str] = None,
-              need_redis: bool = False, command_signing_key_file: Optional[Path] = None,
-              metrics: tuple[Optional[int], Optional[str], bool] = (None, None, False)) -> Settings:
-    metrics_port, metrics_host, allow_remote_metrics = metrics
-    settings = load_settings(bootstrap_servers=bootstrap_server, command_config=command_config,
-                             stack_dir=stack_dir, redis_url=redis_url, topic_prefix=topic_prefix,
-                             cluster_name=cluster_name, command_signing_key_file=command_signing_key_file,
-                             metrics_port=metrics_port, metrics_host=metrics_host,
-                             metrics_allow_remote=allow_remote_metrics or None)
-    connections = resolve_connections(settings, need_redis=need_redis)
-    return settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
-                                       "redis_url": connections.redis_url or settings.redis_url,
-                                       "command_config": connections.command_config})
-
-
-def _client_config(settings: Settings):
-    from runtime.clients.client_config import read_command_config
-
-    config = read_command_config(settings.command_config)
-    if config.ignored:
-        log.info("--command-config: the Python clients ignore %s", ", ".join(config.ignored))
-    return config
-
-
+@takes_flags("bootstrap_server", "command_config", "stack_dir", "topic_prefix", *METRICS_FLAGS)
 def watch(
-    bootstrap_server: Optional[str] = BootstrapServer,
-    command_config: Optional[Path] = CommandConfig,
-    stack_dir: Optional[Path] = StackDir,
-    topic_prefix: Optional[str] = TopicPrefix,
     poll_interval: Optional[float] = typer.Option(None, "--poll-interval", min=0.05,
                                                   help="Seconds between polls (default 1)."),
     snapshot_interval: Optional[float] = typer.Option(None, "--snapshot-interval", min=1,
                                                       help="Seconds between full snapshots (default 60)."),
-    metrics_port: Optional[int] = MetricsPort,
-    metrics_host: Optional[str] = MetricsHost,
-    allow_remote_metrics: bool = AllowRemoteMetrics,
     verbose: bool = typer.Option(False, "--verbose", help="Log every partition change."),
+    *, flags: SharedFlags,
 ) -> None:
     from runtime.clients.kafka_admin import ClusterAdmin
     from runtime.clients.kafka_producer import EventPublisher, producer_config
@@ -95,12 +53,11 @@ def watch(
     from reassigner.edge.watcher import WATCHER_TOPICS, Watcher
 
     configure_logging(verbose)
-    settings = _settings(bootstrap_server, command_config, stack_dir, topic_prefix=topic_prefix,
-                         metrics=(metrics_port, metrics_host, allow_remote_metrics))
+    connected = connect(flags, need_redis=False)
     updates = {k: v for k, v in (("poll_interval_seconds", poll_interval),
                                  ("snapshot_interval_seconds", snapshot_interval)) if v is not None}
-    settings = settings.model_copy(update=updates)
-    client_config = _client_config(settings)
+    settings = connected.settings.model_copy(update=updates)
+    client_config = connected.client_config
     check_kafka_access(settings.bootstrap_servers, client_config, "watch",
                        [settings.topic(suffix) for suffix in WATCHER_TOPICS], settings.topic_prefix)
     start_metrics_endpoint(settings)
@@ -117,19 +74,9 @@ def watch(
             admin.close()
 
 
-def execute(
-    bootstrap_server: Optional[str] = BootstrapServer,
-    command_config: Optional[Path] = CommandConfig,
-    redis_url: Optional[str] = RedisUrl,
-    stack_dir: Optional[Path] = StackDir,
-    topic_prefix: Optional[str] = TopicPrefix,
-    cluster_name: Optional[str] = ClusterName,
-    command_signing_key_file: Optional[Path] = CommandSigningKeyFile,
-    metrics_port: Optional[int] = MetricsPort,
-    metrics_host: Optional[str] = MetricsHost,
-    allow_remote_metrics: bool = AllowRemoteMetrics,
-    verbose: bool = typer.Option(False, "--verbose"),
-) -> None:
+@takes_flags("bootstrap_server", "command_config", "redis_url", "stack_dir", "topic_prefix", "cluster_name",
+             "command_signing_key_file", *METRICS_FLAGS)
+def execute(verbose: bool = typer.Option(False, "--verbose"), *, flags: SharedFlags) -> None:
     from runtime.clients.kafka_admin import ClusterAdmin
     from runtime.clients.kafka_producer import producer_config
     from runtime.clients.redis_io import check_redis, connect_redis
@@ -140,11 +87,10 @@ def execute(
     from schemas.errors import TransientError
 
     configure_logging(verbose)
-    settings = _settings(bootstrap_server, command_config, stack_dir, redis_url, topic_prefix,
-                         cluster_name, need_redis=True, command_signing_key_file=command_signing_key_file,
-                         metrics=(metrics_port, metrics_host, allow_remote_metrics))
-    start_metrics_endpoint(settings)
-    client_config = _client_config(settings)
+    connected = resolve(load(flags), need_redis=True)
+    settings = connected.settings
+    start_metrics_endpoint(settings)  # a port taken fails before the client settings are read
+    client_config = connected.client_config
     redis_client = connect_redis(settings.redis_url, settings.redis_socket_timeout_seconds,
                                  settings.redis_connect_timeout_seconds)
     with stop_on_signals() as stop:
@@ -173,19 +119,18 @@ def execute(
             admin.close()
 
 
+@takes_flags("bootstrap_server", "command_config", "stack_dir")
 def snapshot(
     output: Path = typer.Option(..., "--output", help="Where to write the snapshot JSON."),
-    bootstrap_server: Optional[str] = BootstrapServer,
-    command_config: Optional[Path] = CommandConfig,
-    stack_dir: Optional[Path] = StackDir,
+    *, flags: SharedFlags,
 ) -> None:
     from planning.snapshot import cluster_to_json
     from runtime.clients.kafka_access import check_kafka_access
     from runtime.clients.kafka_admin import ClusterAdmin
     from reassigner.edge.observation import compute_cluster
 
-    settings = _settings(bootstrap_server, command_config, stack_dir)
-    client_config = _client_config(settings)
+    connected = connect(flags, need_redis=False)
+    settings, client_config = connected.settings, connected.client_config
     check_kafka_access(settings.bootstrap_servers, client_config, "snapshot", [], settings.topic_prefix)
     with ClusterAdmin(settings.bootstrap_servers, client_config) as admin:
         observation = admin.observe()

@@ -1,4 +1,4 @@
-"""`reassigner plan`: offline planning from a snapshot file, no cluster needed (SPEC 8).
+"""`reassigner plan`: offline planning from a snapshot file (`reassigner snapshot`), no cluster needed.
 
 Reads the snapshot, applies `--add-broker ID[:RACK]` and `--remove-broker ID`, plans with
 `planning.placement.placer.plan_placement`, writes the Kafka tool's reassignment JSON (changed

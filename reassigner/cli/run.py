@@ -27,11 +27,10 @@ from typing import Optional
 
 import typer
 
-from reassigner.cli.options import (STOP_SIGNALS, AllowRemoteMetrics, BootstrapServer, ClusterName, CommandConfig,
-                                    CommandSigningKeyFile, MetricsHost, MetricsPort, RedisUrl, StackDir,
-                                    StoppedBySignal, TopicPrefix, configure_logging, note_stop_signal,
-                                    start_metrics_endpoint)
-from runtime.settings import compute_policy, load_settings, read_command_signing_key
+from reassigner.cli.connections import load, resolve
+from reassigner.cli.options import (METRICS_FLAGS, STOP_SIGNALS, SharedFlags, StoppedBySignal, configure_logging,
+                                    note_stop_signal, start_metrics_endpoint, takes_flags)
+from runtime.settings import compute_policy, read_command_signing_key
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +41,9 @@ def stop_requested() -> bool:
     return requested.is_set()
 
 
+@takes_flags("bootstrap_server", "redis_url", "command_config", "cluster_name", "topic_prefix", "stack_dir",
+             "command_signing_key_file", *METRICS_FLAGS)
 def run(
-    bootstrap_server: Optional[str] = BootstrapServer,
-    redis_url: Optional[str] = RedisUrl,
-    command_config: Optional[Path] = CommandConfig,
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[2])."),
     spark_jars: Optional[str] = typer.Option(None, "--spark-jars",
                                              help="Spark's Kafka/Avro connector jars, comma-separated "
@@ -53,19 +51,11 @@ def run(
     checkpoint_dir: Optional[Path] = typer.Option(None, "--checkpoint-dir", help="Streaming checkpoints."),
     conf: list[str] = typer.Option([], "--conf", help="A Spark setting spark.KEY=VALUE for the pipeline's "
                                    "session (repeat for several); wins over the product's own."),
-    cluster_name: Optional[str] = ClusterName,
-    topic_prefix: Optional[str] = TopicPrefix,
     mode: Optional[str] = typer.Option(None, "--mode", help="auto | approve | observe."),
-    stack_dir: Optional[Path] = StackDir,
-    command_signing_key_file: Optional[Path] = CommandSigningKeyFile,
-    metrics_port: Optional[int] = MetricsPort,
-    metrics_host: Optional[str] = MetricsHost,
-    allow_remote_metrics: bool = AllowRemoteMetrics,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
+    *, flags: SharedFlags,
 ) -> None:
     """Run the pipeline until Ctrl-C / SIGTERM: events in, commands and alerts out."""
-    from reassigner.cli.connections import resolve_connections
-    from runtime.clients.client_config import read_command_config
     from runtime.clients.kafka_access import check_kafka_access
     from runtime.clients.kafka_admin import ensure_topics
     from runtime.clients.kafka_consumer import TopicReader
@@ -126,29 +116,20 @@ def run(
     for signum in STOP_SIGNALS:
         signal.signal(signum, shut_down)
     spark_conf = parse_spark_conf(conf)  # a bad one fails here, before anything starts
-    settings = load_settings(bootstrap_servers=bootstrap_server, redis_url=redis_url,
-                             command_config=command_config, spark_master=master,
-                             checkpoint_dir=checkpoint_dir, cluster_name=cluster_name, mode=mode,
-                             stack_dir=stack_dir, topic_prefix=topic_prefix, spark_jars=spark_jars,
-                             command_signing_key_file=command_signing_key_file, metrics_port=metrics_port,
-                             metrics_host=metrics_host, metrics_allow_remote=allow_remote_metrics or None)
+    settings = load(flags, spark_master=master, checkpoint_dir=checkpoint_dir, mode=mode, spark_jars=spark_jars)
     read_command_signing_key(settings)  # a missing or short key file fails here, before anything starts
     start_metrics_endpoint(settings)  # a port taken fails here too
-    connections = resolve_connections(settings)
-    settings = settings.model_copy(update={"bootstrap_servers": connections.bootstrap_servers,
-                                           "redis_url": connections.redis_url,
-                                           "command_config": connections.command_config})
-    client = read_command_config(settings.command_config)
-    redis_client = connect_redis(connections.redis_url, settings.redis_socket_timeout_seconds,
+    connected = resolve(settings)
+    settings, bootstrap = connected.settings, connected.bootstrap
+    client = connected.client_config
+    redis_client = connect_redis(connected.redis_url, settings.redis_socket_timeout_seconds,
                                  settings.redis_connect_timeout_seconds)
-    # Before Kafka and Spark: a wrong Redis password fails here, in one line, within seconds
-    # (it used to be retried as an outage, then crash the query minutes later).
-    check_redis(redis_client, connections.redis_url, REDIS_OUTAGE)
-    check_kafka_access(connections.bootstrap_servers, client, "run", compute_topic_names(settings),
-                       settings.topic_prefix)
-    ensure_topics(connections.bootstrap_servers, client, compute_topic_names(settings),
-                  settings.event_topic_partitions)
-    producer = build_producer(producer_config(connections.bootstrap_servers, client, "reassigner-pipeline"))
+    # Before Kafka and Spark: a wrong Redis password fails here, in one line, within seconds,
+    # not as an outage that ends the query minutes later.
+    check_redis(redis_client, connected.redis_url, REDIS_OUTAGE)
+    check_kafka_access(bootstrap, client, "run", compute_topic_names(settings), settings.topic_prefix)
+    ensure_topics(bootstrap, client, compute_topic_names(settings), settings.event_topic_partitions)
+    producer = build_producer(producer_config(bootstrap, client, "reassigner-pipeline"))
     policy = compute_policy(settings)
     runner = PipelineRunner(settings, redis_client, producer, policy)
     launching.append(True)
@@ -162,7 +143,7 @@ def run(
         spark.stop()
         raise StoppedBySignal(stop_signals[-1])
     stop_before_spark(spark, stop_before_the_jvm)
-    offsets_reader = TopicReader(connections.bootstrap_servers, client, "reassigner-pipeline-offsets")
+    offsets_reader = TopicReader(bootstrap, client, "reassigner-pipeline-offsets")
 
     def start_query():
         query = run_pipeline(spark, settings, runner, dict(client.java),
@@ -173,7 +154,7 @@ def run(
                                                           settings.topic("alerts"), runner.signing_key))
         queries.append(query)
         typer.echo(f"pipeline running (epoch {runner.state.epoch}) against "
-                   f"{connections.bootstrap_servers}; Ctrl-C stops it", err=True)
+                   f"{bootstrap}; Ctrl-C stops it", err=True)
         if stop.is_set():  # a signal while it was starting
             stop_in_background()
         return query

@@ -1,6 +1,7 @@
 """`reassigner steps` and `reassigner simulate`: the movement rules, offline, no cluster needed.
 
-- `steps --from 0,1,2,3,4 --to 5,6,7,8,9` prints the step sequence of one partition (SPEC 5.1).
+- `steps --from 0,1,2,3,4 --to 5,6,7,8,9` prints the step sequence of one partition (the rule:
+  docs/design.md, "Incremental steps and the batch rule").
 - `simulate --snapshot FILE [--add-broker ...] [--remove-broker ...] [--kill-broker ...]` plans
   with the placement planner, then runs the plan through the simulated cluster under the limits
   and prints steps, peak concurrency per limit, peak replicas per partition, simulated makespan
@@ -11,7 +12,8 @@ settings (`load_settings()`: flags, REASSIGNER_* variables, config file, `Settin
 through `compute_limits`), and the simulator under its `step_stall_timeout_seconds`; a limit
 flag overrides its one setting.
 
-Errors are `ReassignerError`s printed as one line (`error: [CODE] message`) with exit code 2.
+Durations and rates read as in `status` (`reassigner.operator.views.units`). Errors are
+`ReassignerError`s printed as one line (`error: [CODE] message`) with exit code 2.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import typer
 
 from reassigner.cli.printing import one_line_errors
 
+from reassigner.operator.views.units import format_duration, format_rate
 from planning.movement.batches import Limits
 from planning.model import Broker, Cluster, LogDir
 from planning.simulation.simulator import KillBroker, SimulationParams, SimulationReport, run_plan
@@ -35,7 +38,7 @@ _SETTING = "default: the product's setting"
 
 
 def register(app: typer.Typer) -> None:
-    app.command("steps", help="Print the incremental steps that move one partition (SPEC 5.1).")(one_line_errors(steps))
+    app.command("steps", help="Print the incremental steps that move one partition.")(one_line_errors(steps))
     app.command("simulate", help="Plan, then run the plan through a simulated cluster.")(one_line_errors(simulate))
 
 
@@ -213,9 +216,10 @@ def report_json(report: SimulationReport, limits: Limits, partitions: int, bytes
 
 
 def report_lines(report: SimulationReport, limits: Limits, partitions: int, bytes_to_move: int = 0) -> list[str]:
-    makespan = "did not finish" if report.makespan_seconds is None else _duration(report.makespan_seconds)
-    rate = (f"{bytes_to_move / report.makespan_seconds / 1e6:,.1f} MB/s overall"
-            if report.makespan_seconds else "unknown")
+    seconds = report.makespan_seconds
+    makespan = "did not finish" if seconds is None else \
+        format_duration(seconds) + (f" ({round(seconds):,} s)" if seconds >= 60 else "")
+    rate = f"{format_rate(bytes_to_move / seconds)} overall" if seconds else "unknown"
     lines = [
         f"partitions to move:          {partitions}",
         f"bytes to move:               {bytes_to_move:,} ({rate}; `status` shows the same "
@@ -238,10 +242,3 @@ def report_lines(report: SimulationReport, limits: Limits, partitions: int, byte
         lines.append(f"blocked at the end:          {len(report.blocked)} partitions")
         lines += [f"  {tp}: {reason}" for tp, reason in report.blocked[:20]]
     return lines
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h {minutes:02d}m {secs:02d}s ({seconds} s)"

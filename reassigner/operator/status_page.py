@@ -117,7 +117,7 @@ function render(doc) {
           (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : ""),
         esc(b.replicas), esc(b.leaders),
         esc((b.dirs || []).map(d => d[0].split("/").pop() + ": " + (d[1] ?? "?") + ", " +
-          (d[2] === null ? "?" : d[2].toLocaleString())).join("  "))]), "no brokers observed yet");
+          size(d[2])).join("  "))]), "no brokers observed yet");
     document.getElementById("reassignments-body").innerHTML = table(
       ["partition", "state", "current", "adding", "removing", "final target", "step", "progress",
        "bytes moved / to move", "rate", "ETA", "waits for"],
@@ -156,13 +156,13 @@ function render(doc) {
       ["partition", "step", "target", "adding", "removing", "leader move", "running for"],
       s.in_flight.map(f => [esc(f.topic + "-" + f.partition), esc(f.step), esc(list(f.target)),
         esc(list(f.adding)), esc(list(f.removing)), f.leader_movement ? "yes" : "no",
-        f.age_seconds === null ? "–" : esc(Math.round(f.age_seconds) + " s")]), "nothing in flight");
+        f.age_seconds === null ? "–" : esc(duration(f.age_seconds))]), "nothing in flight");
     document.getElementById("logdirs-body").innerHTML = table(
-      ["partition", "broker", "from", "to", "bytes", "state", "now in", "running for"],
+      ["partition", "broker", "from", "to", "size", "state", "now in", "running for"],
       (s.log_dir_moves || []).map(m => [esc(m.topic + "-" + m.partition), esc(m.broker_id), esc(m.origin_dir),
-        esc(m.target_dir), esc(m.size_bytes.toLocaleString()),
+        esc(m.target_dir), esc(size(m.size_bytes)),
         `<span class="pill">${esc(m.state)}</span>` + (m.future_replica ? " copying" : ""), esc(m.current_dir),
-        m.age_seconds === null ? "–" : esc(Math.round(m.age_seconds) + " s")]), "no log-dir move");
+        m.age_seconds === null ? "–" : esc(duration(m.age_seconds))]), "no log-dir move");
   }
   document.getElementById("alerts-body").innerHTML = table(
     ["time", "severity", "kind", "subject", "message"],
