@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from state.model import Proposal
 from test_status_progress import movement_state
 
 NOW = 1_700_000_000.0
+OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "openapi.yaml"
 
 
 def state():
@@ -66,7 +68,9 @@ def printed(monkeypatch, capsys, *arguments: str) -> dict:
 def test_list_json_is_the_reassignments_document_of_the_api(monkeypatch, capsys, served):
     document = printed(monkeypatch, capsys, "list", "--json")
     assert document == served("/api/reassignments")
-    assert set(document) == {"reassignments", "in_flight", "log_dir_moves", "external", "state_error"}
+    schema = (json.loads(OPENAPI.read_text())["paths"]["/api/reassignments"]["get"]["responses"]["200"]
+              ["content"]["application/json"]["schema"])
+    assert set(document) == set(schema["required"]) == set(schema["properties"])  # the documented shape
     assert [r["partition"] for r in document["reassignments"]] == [0, 1, 2]
     assert [m["partition"] for m in document["log_dir_moves"]] == [2] and document["state_error"] is None
     assert document["external"][0]["kind"] == "external" and document["in_flight"][0]["partition"] == 0
