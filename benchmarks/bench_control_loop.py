@@ -213,7 +213,7 @@ def run_product(work: Path, cache_dir: Path, arguments) -> tuple[Run, dict[int, 
 def run_all_at_once(work: Path, cache_dir: Path, arguments, final: dict[int, list[int]]) -> Run:
     from kafka.structs import TopicPartition
 
-    from runtime.clients.cluster_answers import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
+    from runtime.clients.cluster_observation import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
     from runtime.clients.kafka_admin import ClusterAdmin, group_throttled_replicas
 
     stack, state = start_cluster(work, cache_dir, arguments.partitions, arguments.megabytes)

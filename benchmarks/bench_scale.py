@@ -248,7 +248,8 @@ def measure_watcher(partitions: int, repeat: int) -> dict:
     import random
 
     from bench_watcher import log_dirs_answer, synthetic_observation
-    from runtime.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
+    from runtime.clients.cluster_merge import compute_observation
+    from runtime.clients.cluster_observation import PartitionList, PartitionObservation
     from runtime.clients.kafka_admin import compute_log_dirs
     from reassigner.edge.observation import compute_events, compute_snapshot_events, compute_snapshot_slice
     from runtime.heap import HeapKeeper

@@ -23,12 +23,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runtime.clients.cluster_answers import (  # noqa: E402
+from runtime.clients.cluster_merge import compute_observation
+
+from runtime.clients.cluster_observation import (
+
     BrokerObservation,
+
     LogDirObservation,
+
     PartitionObservation,
+
     ReplicaInDir,
-    compute_observation,
+
 )
 from reassigner.edge.observation import compute_events, compute_snapshot_events  # noqa: E402
 from schemas.codec import TOPICS, encode  # noqa: E402

@@ -36,7 +36,8 @@ T0 = 1_800_000_000_000
 
 def run_polls(partitions: int, polls: int, mode: str) -> dict:
     from bench_watcher import log_dirs_answer, synthetic_observation
-    from runtime.clients.cluster_answers import PartitionList, PartitionObservation, compute_observation
+    from runtime.clients.cluster_merge import compute_observation
+    from runtime.clients.cluster_observation import PartitionList, PartitionObservation
     from runtime.clients.kafka_admin import compute_log_dirs
     from reassigner.edge.observation import compute_events, compute_snapshot_slice
     from runtime.heap import HeapKeeper

@@ -65,7 +65,7 @@ from planning.model import TopicPartition
 from planning.movement.reassignment import confirm_cancel, fail_step, note_step_applied
 
 # The error codes of CommandResult as the executor writes them (Kafka's names; librdkafka's local
-# ones without their leading underscore: `runtime.clients.kafka_admin.kafka_error_name`).
+# ones without their leading underscore: `runtime.clients.kafka_errors.kafka_error_name`).
 RETRIED_STEP_ERRORS = frozenset({
     "REQUEST_TIMED_OUT", "NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER",
     "REASSIGNMENT_IN_PROGRESS", "BROKER_NOT_AVAILABLE", "NETWORK_EXCEPTION", "CONNECTION_ERROR",
@@ -76,8 +76,8 @@ REMEDIES = {
     "INVALID_REPLICA_ASSIGNMENT": "the target names a broker Kafka does not know, or one twice: check "
                                   "the brokers and request the partition again",
     "UNKNOWN_TOPIC_OR_PARTITION": "the topic or partition no longer exists",
-    "CLUSTER_AUTHORIZATION_FAILED": "grant the executor's principal ALTER on the cluster (README, "
-                                    "\"Pointing it at a real cluster\") and request the partition again",
+    "CLUSTER_AUTHORIZATION_FAILED": "grant the executor's principal ALTER on the cluster (docs/security.md, "
+                                    "\"ACLs\") and request the partition again",
     "TOPIC_AUTHORIZATION_FAILED": "grant the executor's principal DESCRIBE on the topic and request "
                                   "the partition again",
     "POLICY_VIOLATION": "a broker-side policy refused the change: see the brokers' log",

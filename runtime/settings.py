@@ -123,7 +123,7 @@ class Settings(BaseSettings):
         "many partitions a poll, so that no poll waits on a whole snapshot.")
     log_dirs_interval_seconds: float = Field(
         2.0, gt=0, description="Longest time between two reads of every broker's log dirs; a poll "
-        "reads them sooner when the metadata hints a dir changed (see runtime.clients.kafka_admin).")
+        "reads them sooner when the metadata hints a dir changed (see runtime.clients.cluster_poll).")
     watcher_max_backoff_seconds: float = Field(
         30.0, gt=0, description="Longest wait between polls while the cluster is unreachable.")
     event_topic_partitions: int = Field(

@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from runtime.backoff import Backoff
+from runtime.backoff import QUERY_RESTART, Backoff
 from runtime.settings import Settings
 from schemas.codec import TOPICS
 from schemas.errors import TransientError
@@ -131,8 +131,6 @@ def await_query(query, runner: PipelineRunner, poll_seconds: float = 1.0) -> str
         return (str(error).strip() or type(error).__name__).splitlines()[0][:300]
 
 
-# A failed query is started again, waiting 1 s doubling to a minute between attempts.
-QUERY_RESTART = Backoff(first_seconds=1.0, most_seconds=60.0)
 
 
 def run_until_stopped(start_query: Callable[[], Any], stop: threading.Event, runner: PipelineRunner,

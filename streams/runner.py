@@ -52,7 +52,7 @@ from typing import Any, Callable, Iterable, Mapping
 from handlers.decide import decide_isolating
 from handlers.outbox import ERROR, build_alert, compute_restamped
 from handlers.policy import Policy
-from runtime.backoff import Backoff, retry_transient
+from runtime.backoff import PUBLISH_OUTAGE, REDIS_OUTAGE, retry_transient
 from runtime.clients.kafka_producer import publish_all_and_wait
 from runtime.clients.redis_io import retry_redis
 from runtime.heap import HeapKeeper
@@ -86,11 +86,6 @@ class PipelineStats:
 
 InputLogs = Mapping[tuple[str, int], tuple[int, int]]  # (topic, partition) → (log start, log end)
 
-# A Redis restart is ridden out for up to 5 minutes; then the batch fails and Spark re-runs it
-# when the query is restarted.
-REDIS_OUTAGE = Backoff(first_seconds=0.2, most_seconds=5.0, give_up_after_seconds=300.0)
-# A committed outbox is published however long Kafka is away (the next batch waits for it).
-PUBLISH_OUTAGE = Backoff(first_seconds=0.5, most_seconds=30.0)
 
 
 class _Phases:

@@ -31,11 +31,11 @@ shows (moving or reached), or a CancelReassignment whose partition moves no more
 ok; otherwise the command is applied now — every command kind is idempotent in Kafka (the same
 target, the same election, the same configs), so applying an interrupted one again is safe, also
 when a broker's metadata lagged and hid that it had been applied.
-Only when Kafka cannot be asked is the result COMMAND_INTERRUPTED (regression: every
-interrupted step was reported so and its partition abandoned, though Kafka could tell).
+Only when Kafka cannot be asked is the result COMMAND_INTERRUPTED (reporting every interrupted
+step so would abandon partitions whose state Kafka can tell).
 Any other failure while handling one message (a defect, a result Kafka refuses) dead-letters that
 message with the error as the reason, and the executor goes on: one message never stops it, on
-this run or on the next (regression: a ~1 MB command killed the executor on every restart).
+this run or on the next (a ~1 MB command must not stop the executor on every restart).
 A result's message is cut to `MAX_REASON_CHARS`, so a result always fits a Kafka message.
 METRICS (`runtime.metrics`), counted once the result (or dead letter) is published: commands
 applied by kind and outcome (ok or the error code) with the time applying took, refusals by
@@ -74,7 +74,7 @@ import uuid
 from functools import partial
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from runtime.clients.cluster_answers import LOG_DIR_THROTTLED_RATE
+from runtime.clients.cluster_observation import LOG_DIR_THROTTLED_RATE
 from runtime.clients.kafka_admin import ClusterAdmin
 from runtime.backoff import COMMAND_APPLY, REPLICA_PLACEMENT, UNTIL_STOPPED, retry_transient
 from runtime.clients.kafka_consumer import build_consumer, is_end_of_partition

@@ -1,6 +1,6 @@
 """The events that tell what changed between two polls of the cluster (pure).
 
-A `ClusterObservation` (`runtime.clients.cluster_answers`) is one poll's answer of the Admin
+A `ClusterObservation` (`runtime.clients.cluster_observation`) is one poll's answer of the Admin
 API, merged.
 
 `compute_events(previous, current, now_ms)` gives the state-carrying events for what changed, as
@@ -49,15 +49,28 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from runtime.clients.cluster_answers import (
-    BrokerObservation,
-    ClusterObservation,
-    LogDirObservation,
-    PartitionObservation,
-    TopicObservation,
+from runtime.clients.cluster_merge import (
+
     compute_changed_log_dirs,
+
     compute_changed_partitions,
+
     compute_partition_sizes,
+
+)
+
+from runtime.clients.cluster_observation import (
+
+    BrokerObservation,
+
+    ClusterObservation,
+
+    LogDirObservation,
+
+    PartitionObservation,
+
+    TopicObservation,
+
 )
 from schemas.codec import partition_key
 from schemas.loader import CURRENT_SCHEMA_VERSION

@@ -23,7 +23,7 @@ import threading
 from typing import Callable, Iterable, Mapping
 
 from runtime.backoff import UNTIL_STOPPED
-from runtime.clients.cluster_answers import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE, LOG_DIR_THROTTLED_RATE
+from runtime.clients.cluster_observation import FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE, LOG_DIR_THROTTLED_RATE
 from runtime.clients.kafka_admin import ClusterAdmin
 from runtime.clients.kafka_consumer import TopicReader
 from runtime.clients.redis_io import retry_redis
@@ -42,7 +42,6 @@ from schemas.published import read_published
 
 log = logging.getLogger(__name__)
 
-OUTAGE = UNTIL_STOPPED  # Redis is waited for as long as it takes, as by every executor step
 
 def recent_commands_reader(bootstrap_servers: str, client_config, settings: Settings) -> Callable[[], list[Mapping]]:
     """ADOPTION's evidence: the product's newest commands read back from the commands topic,
@@ -82,7 +81,7 @@ class ThrottleKeeper:
     def _owned(self, current) -> dict[str, dict]:
         """The executor's records; where Redis held none at all when first read, with what the
         product's recent steps set among the `current` configs adopted first (ADOPTION)."""
-        owned = retry_redis(self.ledger.read_throttles, "reading the executor's throttles", OUTAGE, self.stop)
+        owned = retry_redis(self.ledger.read_throttles, "reading the executor's throttles", UNTIL_STOPPED, self.stop)
         if self._recent_commands is None or not self.ledger.found_nothing:
             return owned
         if self._recent_throttles is None:
@@ -99,7 +98,7 @@ class ThrottleKeeper:
         log.warning("adopting %d throttles the product's recent steps set, as Kafka shows them, as the executor's "
                     "own (its records of them were gone from Redis; a rate someone else set to the same value on "
                     "these brokers is taken too): %s", len(adopted), ", ".join(sorted(adopted)))
-        retry_redis(lambda: self.ledger.store_throttles(adopted), "recording the adopted throttles", OUTAGE,
+        retry_redis(lambda: self.ledger.store_throttles(adopted), "recording the adopted throttles", UNTIL_STOPPED,
                     self.stop)
         return {**owned, **adopted}
 
@@ -113,9 +112,9 @@ class ThrottleKeeper:
 
     def _write(self, changes: ThrottleChanges) -> None:
         retry_redis(lambda: self.ledger.store_throttles(changes.record), "recording the executor's throttles",
-                    OUTAGE, self.stop)
+                    UNTIL_STOPPED, self.stop)
         for broker_id, configs in sorted(changes.broker_configs.items()):
             self.admin.alter_broker_configs([broker_id], configs)
         self.admin.alter_topic_configs(changes.topic_configs)
         retry_redis(lambda: self.ledger.forget_throttles(changes.forget), "forgetting cleared throttles",
-                    OUTAGE, self.stop)
+                    UNTIL_STOPPED, self.stop)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from runtime.clients.kafka_admin import ClusterAdmin
-from runtime.clients.cluster_answers import EMPTY, ClusterObservation
+from runtime.clients.cluster_observation import EMPTY, ClusterObservation
 from reassigner.edge.observation import (Event, compute_events, compute_snapshot_end, compute_snapshot_events,
                                          compute_snapshot_slice, compute_snapshot_start)
 from runtime.clients.kafka_producer import EventPublisher

@@ -146,7 +146,7 @@ def kept_dirs(replicas, told, before) -> tuple:
 def without_volatile_numbers(cluster: Cluster) -> Cluster:
     """Partition sizes and dir usage (the volume's, and the bytes of the replicas a dir holds) are
     volatile: the watcher tells no change of them alone (`field(compare=False)` in
-    `cluster_answers`), so the pipeline holds the last ones told. They are the one thing the
+    `cluster_merge`), so the pipeline holds the last ones told. They are the one thing the
     comparison leaves out."""
     return Cluster(
         tuple(replace(b, log_dirs=tuple(replace(d, total_bytes=None, usable_bytes=None, replica_bytes=None)
