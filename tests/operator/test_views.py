@@ -34,7 +34,7 @@ def worked_example(in_flight: StepInFlight | None, steps_done: int, replicas, ad
 
 
 def test_step_n_of_m_follows_the_spec_worked_example():
-    # SPEC 5.1 with R = 2: four steps from (0..4) to (5..9).
+    # The worked example of docs/design.md ("Incremental steps"), R = 2: four steps from (0..4) to (5..9).
     before = compute_reassignment_rows(worked_example(None, 0, (0, 1, 2, 3, 4)), default_replica_movements=1)[0]
     assert (before.step, before.steps_estimated, before.progress) == (0, 4, 0.0)
     first = Step(target=(5, 0, 1, 2, 3, 4), adding=(5,), elect_leader=True, leader_movement=True)
