@@ -18,8 +18,8 @@ RULES (`claim` is one Lua script, atomic):
 - an epoch above the planner epoch the controller store holds (`reassigner:{c}:meta` field
   `epoch`, bumped by each pipeline instance as it starts) is UNKNOWN: no pipeline issued it (a
   forged command, or one written for another cluster's state). It changes nothing, so it
-  cannot raise the highest epoch and make every real command STALE (issue 18: one forged
-  command with epoch 1,000,000 stopped the product for good);
+  cannot raise the highest epoch and make every real command STALE (one forged command with
+  epoch 1,000,000 would otherwise stop the product for good);
 - an epoch older than the highest seen is STALE; otherwise the highest is raised and the id is
   marked APPLYING with the token.
 

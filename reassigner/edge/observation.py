@@ -17,8 +17,8 @@ API, merged.
 `compute_snapshot_events(current, snapshot_id, now_ms)` gives a START marker, the state of every
 broker, topic, log dir and partition carrying the snapshot id, and an END marker with the counts
 and the inventory (every topic with its partition count, every broker id): the pipeline drops
-what is absent from it and was not observed after the START (a deletion event that was lost,
-SPEC 2), see `handlers.events`. A big cluster's snapshot is spread over several polls (the
+what is absent from it and was not observed after the START (a deletion event that was lost),
+see `handlers.events`. A big cluster's snapshot is spread over several polls (the
 watcher's SLICED SNAPSHOTS): `compute_snapshot_start`, then `compute_snapshot_slice` of some
 partitions per poll, each as that poll shows it, then `compute_snapshot_end` with the inventory
 of the last poll and the START's time — the same guarantee, since an entity created after the

@@ -1,4 +1,4 @@
-"""Replication throttles the executor sets and removes, computed without I/O (issue 19 item 1).
+"""Replication throttles the executor sets and removes, computed without I/O.
 
 WHEN (the decision, and why): the throttle a step needs travels **in its ReassignmentStep
 command** (`throttle_rate_bytes_per_sec`, schema set version 5), and the executor sets it before
