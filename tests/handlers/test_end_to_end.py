@@ -1,15 +1,17 @@
-"""decide() driving the simulated cluster (planning.simulation.simulator) from random clusters and goals.
+"""decide() driving the simulated cluster (planning.simulation.simulated_cluster) from random clusters and goals.
 
-At every decision the SPEC 6 safety invariants are checked (`Loop.check`): steps in flight within
-P, L and B; never two steps for one partition; never |TR| below min ISR; never a replica added to
-a dead, draining or dir-less broker; every message encodes. At the end everything is at its
-target: the requested replicas, nothing left on a decommissioned or dead broker, load on an
-added broker.
+At every decision the safety invariants are checked (`Loop.check`): steps in flight within P, L
+and B; never two steps for one partition; never |TR| below min ISR; never a replica added to a
+dead, draining or dir-less broker; every message encodes. At the end everything is at its
+target: the requested replicas, nothing left on a decommissioned or dead broker, an added broker
+holding its fair share of every topic and of the cluster.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
+from fractions import Fraction
 from functools import partial
 
 from hypothesis import HealthCheck, given, settings
@@ -101,18 +103,71 @@ def test_a_decommissioned_broker_ends_empty(cluster, policy, data):
         assert all(victim not in p.replicas for p in loop.sim.snapshot().partitions())
 
 
+def _fair_shares(cluster: Cluster, broker_id: int) -> tuple[dict[str, Fraction], Fraction]:
+    """`broker_id`'s ideal share of each topic and of the cluster, worked out here for the layout
+    `clusters()` draws (racks r0-r2 by id % 3, or none; RF at most 3; every broker eligible), not
+    with the planner's code. Without racks a broker's share of a topic of T replicas is T / n.
+    With racks, each partition puts at most one replica in a rack (it has at most 3 replicas and
+    there are 3 racks), so a rack holds between 0 and P of a topic's P partitions' replicas, and
+    exactly P when RF is 3; within that, a topic's replicas go to the racks in proportion to
+    their broker counts (water-filling: a rack that would take more than P is held at P and the
+    rest goes to the others); inside a rack its brokers share evenly. The cluster share is the
+    sum of the topic shares. The planner keeps every broker between floor and ceil of both."""
+    rack_of = {b.id: b.rack for b in cluster.brokers}
+    size = {r: sum(1 for b in cluster.brokers if b.rack == r) for r in set(rack_of.values())}
+    shares: dict[str, Fraction] = {}
+    for topic in cluster.topics:
+        count = len(topic.partitions)
+        total = sum(len(p.replicas) for p in topic.partitions)
+        if rack_of[broker_id] is None:
+            shares[topic.name] = Fraction(total, len(cluster.brokers))
+            continue
+        full: set = set()  # racks held at one replica per partition
+        level = Fraction(0)
+        while len(full) < len(size):
+            level = Fraction(total - count * len(full), sum(c for r, c in size.items() if r not in full))
+            over = {r for r, c in size.items() if r not in full and level * c >= count}
+            if not over:
+                break
+            full |= over
+        rack = rack_of[broker_id]
+        held = count if rack in full else level * size[rack]
+        shares[topic.name] = held / size[rack]
+    return shares, sum(shares.values(), Fraction(0))
+
+
+# decide() executes a plan only in mode "auto" and while not paused: `policies` keeps the
+# product's default mode and draws no pause, and every limit it draws is at least 1, so steps
+# always run; this test also draws the two modes in which a plan is made and nothing moves.
+EXECUTING_OR_NOT = st.sampled_from(("auto", "auto", "auto", "observe", "approve"))
+
+
 @SETTINGS
-@given(cluster=clusters(), policy=policies)
-def test_an_added_broker_takes_load(cluster, policy):
+@given(cluster=clusters(), policy=policies, mode=EXECUTING_OR_NOT)
+def test_an_added_broker_takes_load(cluster, policy, mode):
+    """Rule 2 of `handlers.triggers` ("Broker added"): a rebalance of the whole cluster, which
+    brings the new broker to floor/ceil of its share of every topic and of the cluster."""
+    policy = replace(policy, mode=mode)
     loop = Loop.start(cluster, policy)
     loop.step()
     new = Broker(len(cluster.brokers), rack=cluster.brokers[0].rack, log_dirs=tuple(LogDir(d) for d in DIRS))
     loop.sim.add_broker(new)
     _run_to_idle(loop)
     assert not loop.violations, loop.violations
-    total = sum(len(p.replicas) for p in cluster.partitions())
-    held = sum(new.id in p.replicas for p in loop.sim.snapshot().partitions())
-    assert held >= total // (len(cluster.brokers) + 1) - 1 or held >= 1 or total < len(cluster.brokers) + 1
+    after = loop.sim.snapshot()
+    placed = {p.tp: p.replicas for p in after.partitions()}
+    if policy.mode != "auto" or policy.paused:
+        # observe: a PlanCreated alert; approve: a proposal nobody approves. Nothing moves.
+        assert placed == {p.tp: p.replicas for p in cluster.partitions()}
+        return
+    assert min(policy.max_partition_movements, policy.max_leader_movements, policy.max_replica_movements,
+               policy.max_movements_per_broker) >= 1  # else nothing could move
+    topic_shares, cluster_share = _fair_shares(after, new.id)
+    held = {t.name: sum(new.id in p.replicas for p in t.partitions) for t in after.topics}
+    for name, share in topic_shares.items():
+        assert math.floor(share) <= held[name] <= math.ceil(share), (name, held, topic_shares, placed)
+    total = sum(held.values())
+    assert math.floor(cluster_share) <= total <= math.ceil(cluster_share), (total, cluster_share, placed)
 
 
 @SETTINGS
