@@ -130,8 +130,10 @@ def broker_subject(broker_id: int) -> str:
 
 def reassignment_step_fields(tp: TopicPartition, target: tuple[int, ...], adding: tuple[int, ...],
                              removing: tuple[int, ...], elect_leader: bool,
-                             target_log_dirs: Mapping[int, str] | None = None) -> dict[str, Any]:
-    """A ReassignmentStep payload; log dirs parallel to the target ("any" where not chosen)."""
+                             target_log_dirs: Mapping[int, str] | None = None,
+                             final_target: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """A ReassignmentStep payload; log dirs parallel to the target ("any" where not chosen);
+    `final_target`: where the reassignment the step belongs to ends."""
     dirs = dict(target_log_dirs or {})
     return {
         "topic": tp.topic,
@@ -141,6 +143,7 @@ def reassignment_step_fields(tp: TopicPartition, target: tuple[int, ...], adding
         "removing": list(removing),
         "elect_leader": elect_leader,
         "target_log_dirs": [dirs.get(b, "any") for b in target] if dirs else [],
+        "final_target_replicas": list(final_target) if final_target is not None else None,
     }
 
 

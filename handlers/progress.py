@@ -105,7 +105,7 @@ def handle_progress(context: BatchContext) -> None:
             record.command_id("ReassignmentStep", number), tp_key(planned.tp), record.reassignment_id,
             number, f"{record.reason}: step {number} to {list(step.target)}", "ReassignmentStep",
             reassignment_step_fields(planned.tp, step.target, step.adding, step.removing,
-                                     step.elect_leader, dict(planned.target_log_dirs))
+                                     step.elect_leader, dict(planned.target_log_dirs), record.final_target)
             | compute_step_throttle_fields(context, planned.tp, step.adding))
     for tp in finished:  # the state holds active records only: drop the ones that ended
         patch[tp] = None

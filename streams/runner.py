@@ -67,8 +67,8 @@ from state.model import ControllerState, OutboundMessage
 from streams.batch_plan import reduce_batch
 from streams.input_rows import InputRow, compute_batch_inputs
 from streams.offsets import compute_advanced, compute_consumed, compute_unapplied
-from streams.store_recovery import (PublishedMarks, compute_rebuilt_offsets, compute_rebuilt_state,
-                                    compute_store_behind)
+from streams.store_recovery import (PlansToResume, PublishedMarks, compute_caught_up, compute_rebuilt_offsets,
+                                    compute_rebuilt_state, compute_resume_request, compute_store_behind)
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +122,7 @@ class PipelineRunner:
         self.applied: dict[tuple[str, int], int] = {}  # input offsets applied (streams.offsets)
         self.fenced: FencedError | None = None  # set when a newer instance took over
         self.stopping = False  # set by `stop_taking_batches`
+        self.resume: PlansToResume | None = None  # plans to request again after a rebuild's replay
         self._lock = threading.Lock()
         self.heap = HeapKeeper()
         self.signing_key = read_command_signing_key(settings)
@@ -240,6 +241,7 @@ class PipelineRunner:
             return
         self._count_committed(new_state, inputs, decision.report)
         self.applied = {**self.applied, **advanced}
+        self.resume_plans()
         with timer("publish"):
             self.publish(decision.outbox)  # 6
             with_redis_retry(lambda: self.store.mark_published(batch_id),  # 7
@@ -315,23 +317,46 @@ class PipelineRunner:
 
     def rebuild_from_kafka(self, behind: str, published: PublishedMarks, input_logs: InputLogs) -> None:
         """The store is behind what the product published (`streams.store_recovery`): nothing of
-        it is loaded; the state starts again from Kafka, and one ERROR alert says so."""
+        it is loaded; the state starts again from Kafka, the plans that were running are resumed
+        once the replay has caught up (`resume_plans`), and one ERROR alert says so."""
         state = compute_rebuilt_state(self.state, self.state.epoch, published)
         skipped = [self.settings.topic(suffix) for suffix in ("requests", "command-results")]
         log.error("%s: rebuilding it from Kafka (the cluster from the watcher's events, read again from the start "
                   "of their topics; requests and results already in their topics are not applied again; the "
                   "batches go on from %d)", behind, state.last_batch + 1)
         epoch = self._write_back(state, compute_rebuilt_offsets(input_logs, skipped), "rebuilding the state store")
+        ends = {key: high - 1 for key, (low, high) in input_logs.items() if high > low and key[0] not in skipped}
+        self.resume = PlansToResume(published.plans, ends) if published.plans else None
+        plans = (f"the plans that were running ({len(published.plans)} partitions, from the commands published) "
+                 "are requested again once the replay has caught up" if published.plans
+                 else "no running plan was found among the commands published")
         self._announce_store_lost(
             f"alert-{state.last_batch}-store-rebuilt",
             f"{behind}; the pipeline rebuilt it from Kafka under epoch {epoch}: the cluster from the watcher's "
             "events, the dynamic settings it still held; old requests are not applied again. Reassignments "
             "Kafka runs now are awaited as other tools' moves, and the throttles of the steps published are "
-            "cleared once Kafka moves none of their partitions; a plan that was running is not resumed: "
-            "request it again. Settings made with `reassigner config set` and decommissions are as the store "
-            "held them (none if it was emptied): check `reassigner config get` and `reassigner status`, set "
-            "them again. Check what happened to Redis (persistence, failover, a restore)",
-            {"found": behind, "epoch": epoch, "last_batch": state.last_batch})
+            f"cleared once Kafka moves none of their partitions; {plans}. Settings made with `reassigner config "
+            "set` and decommissions are as the store held them (none if it was emptied): check `reassigner "
+            "config get` and `reassigner status`, set them again. Check what happened to Redis (persistence, "
+            "failover, a restore)",
+            {"found": behind, "epoch": epoch, "last_batch": state.last_batch, "plans": len(published.plans)})
+
+    def resume_plans(self) -> None:
+        """After a committed batch: once a rebuild's replay has caught up, request the plans that
+        were running again (`streams.store_recovery`, RESUME), once."""
+        if self.resume is None or not compute_caught_up(self.applied, self.resume.ends):
+            return
+        pending, self.resume = self.resume, None
+        request = compute_resume_request(pending, self.state, int(self.clock() * 1000), f"resume-{uuid.uuid4()}")
+        if request is None:
+            log.info("the plans found running when the state store was rebuilt are over: nothing to resume")
+            return
+        partitions = request["payload"][1]["partitions"]
+        log.warning("resuming %d partitions of the plans that were running when the state store was lost "
+                    "(request %s)", len(partitions), request["id"])
+        retry_transient(lambda: publish_all_and_wait(self.producer, [(
+            self.settings.topic("requests"), b"reassign", encode("Request", request), version_headers())]),
+            "publishing the resume request", PUBLISH_OUTAGE, logger=log)
 
     def _write_back(self, state: ControllerState, applied: Mapping[tuple[str, int], int], doing: str) -> int:
         """`state` and `applied` written whole in the store's place (`ControllerStore.reseed`) and

@@ -24,14 +24,23 @@ every one used, so no command id is issued twice and no older throttle clear out
 step. The dynamic settings the store still holds are kept (an emptied store held none: the
 settings made with `config set` and the decommissions in progress are to be set again, as the
 alert says). Reassignments Kafka runs are then
-seen as other tools' moves and waited for; a plan that was running is not resumed by itself
-(its targets were in the lost store): the `StateStoreLost` alert says so.
+seen as other tools' moves and waited for; the plans that were running are requested again once
+the replay has caught up (RESUME).
 
 THROTTLES are not left behind: the throttled steps and log-dir moves among the commands read
 give the rebuilt state its throttle markers (`handlers.progress`, `handlers.log_dirs`), so the
 pipeline issues the ClearThrottle once Kafka moves none of those partitions any more; an
 executor that lost its own records of them with the store adopts them from the brokers' configs
 (`reassigner.edge.throttles`, ADOPTION).
+
+RESUME: every step command carries the final target of its reassignment, so the plans that were
+running are known from the commands read (a partition whose newest command is a step, not a
+cancel). Once the replay has applied every input partition up to where its log ended when the
+rebuild began (`compute_caught_up`: the view is the present one again), the pipeline requests
+them again as one Reassign request (`compute_resume_request`: only the partitions not yet at
+their target), which plans them afresh from where Kafka is, under the usual checks and verdict
+alert. What the lost store held beyond that (dynamic settings, decommissions in progress) is
+not in the commands: the alert says to set them again.
 
 The evidence is the product's own topics, which only the product may write (docs: ACLs);
 commands are counted only when their signature holds, where commands are signed
@@ -46,6 +55,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from handlers.log_dirs import THROTTLE_MARKER as LOG_DIR_THROTTLE_MARKER
+from planning.model import TopicPartition
+from schemas.loader import CURRENT_SCHEMA_VERSION
 from handlers.progress import compute_throttle_marker
 from schemas.published import TAIL_RECORDS, read_published
 from state.model import ControllerState
@@ -69,6 +80,9 @@ class PublishedMarks:
     """The partitions of those steps."""
     log_dir_throttled: frozenset[int] = frozenset()
     """The brokers of throttled LogDirMoves."""
+    plans: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    """(topic, partition, final target) of the reassignments whose newest command is a step
+    (not a cancel), as far as the newest records tell: the plans that were running."""
 
 
 def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mapping]) -> PublishedMarks:
@@ -77,6 +91,7 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
     brokers: set[int] = set()
     partitions: set[tuple[str, int]] = set()
     log_dirs: set[int] = set()
+    newest: dict[tuple[str, int], tuple[int, ...] | None] = {}  # commands of one partition share a key: in order
     for command in commands:
         epoch = max(epoch, int(command.get("epoch") or 0))
         payload = command.get("payload")
@@ -84,6 +99,9 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
         if not isinstance(fields, Mapping):
             continue
         sequence = max(sequence, int(fields.get("throttle_sequence") or 0))
+        if kind in ("ReassignmentStep", "CancelReassignment") and "topic" in fields:
+            final = fields.get("final_target_replicas") if kind == "ReassignmentStep" else None
+            newest[(fields["topic"], int(fields["partition"]))] = tuple(final) if final else None
         if kind == "ReassignmentStep" and fields.get("throttle_rate_bytes_per_sec") is not None:
             brokers |= set(fields.get("throttle_leader_broker_ids") or ())
             brokers |= set(fields.get("throttle_follower_broker_ids") or ())
@@ -95,7 +113,9 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
         found = ALERT_ID.match(str(alert.get("id", "")))
         if found:
             batch = max(batch, int(found.group(1)))
-    return PublishedMarks(epoch, batch, sequence, frozenset(brokers), frozenset(partitions), frozenset(log_dirs))
+    plans = tuple((topic, partition, final) for (topic, partition), final in sorted(newest.items()) if final)
+    return PublishedMarks(epoch, batch, sequence, frozenset(brokers), frozenset(partitions), frozenset(log_dirs),
+                          plans)
 
 
 def compute_store_behind(taken_epoch: int, stored_last_batch: int, marks: PublishedMarks) -> str | None:
@@ -141,3 +161,36 @@ def read_published_marks(reader, commands_topic: str, alerts_topic: str, signing
     topics (`schemas.published`); `reader` is a `runtime.clients.kafka_consumer.TopicReader`."""
     found = read_published(reader, [commands_topic, alerts_topic], commands_topic, signing_key, count, timeout)
     return compute_published_marks(found[commands_topic], found[alerts_topic])
+
+
+@dataclass(frozen=True)
+class PlansToResume:
+    """The plans a rebuild found running, and the input log ends the replay must reach first."""
+
+    plans: tuple[tuple[str, int, tuple[int, ...]], ...]
+    ends: Mapping[tuple[str, int], int]
+    """(topic, partition) of an input topic → the offset of its last record when the rebuild began."""
+
+
+def compute_caught_up(applied: Mapping[tuple[str, int], int], ends: Mapping[tuple[str, int], int]) -> bool:
+    """Whether every input partition was applied up to where its log ended at the rebuild."""
+    return all(applied.get(key, -1) >= end for key, end in ends.items())
+
+
+def compute_resume_request(pending: PlansToResume, state: ControllerState, now_ms: int,
+                           request_id: str) -> dict | None:
+    """The Reassign request that resumes the plans, once the replay has caught up (RESUME): the
+    partitions the cluster still has, not at their final target and not reassigned by a plan of
+    ours since; None when none is left."""
+    partitions = []
+    for topic, partition, final in pending.plans:
+        tp = TopicPartition(topic, partition)
+        current = state.cluster.partition(tp)
+        if current is None or tuple(current.replicas) == final or tp in state.reassignments:
+            continue
+        partitions.append({"topic": topic, "partition": partition, "replicas": list(final), "log_dirs": None})
+    if not partitions:
+        return None
+    return {"schema_version": CURRENT_SCHEMA_VERSION, "event_time": now_ms, "id": request_id, "key": "reassign",
+            "requested_by": "pipeline (state store rebuilt: resuming the plans that were running)",
+            "payload": ("Reassign", {"version": 1, "partitions": partitions, "additional": True}), "action": None}

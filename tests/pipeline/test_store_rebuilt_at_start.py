@@ -57,7 +57,7 @@ class Product:
             "reason": "rebalance", "payload": ("ReassignmentStep", {
                 "topic": "orders", "partition": 0, "target_replicas": [1, 2, 3], "throttle_sequence": sequence,
                 "throttle_rate_bytes_per_sec": 1000, "throttle_leader_broker_ids": [1, 2],
-                "throttle_follower_broker_ids": [3]})})
+                "throttle_follower_broker_ids": [3], "final_target_replicas": [1, 2, 4]})})
         self.kafka.send("alerts", {
             "schema_version": 5, "event_time": now, "id": f"alert-{batch}-0", "key": "orders-0", "severity": "INFO",
             "kind": "PlanCreated", "subject": "orders-0", "message": "a plan", "details": {}})
@@ -89,14 +89,18 @@ def test_a_store_emptied_while_the_pipeline_was_stopped_is_rebuilt_from_kafka(pr
     assert not state.reassignments and not state.cluster.brokers
     # the published step's throttle is cleared once Kafka moves none of its partitions
     assert state.open_alerts == {compute_throttle_marker([1, 2, 3], [("orders", 0)])}
+    # the plan that was running is requested again once the replay has caught up
+    assert runner.resume is not None and runner.resume.plans == (("orders", 0, (1, 2, 4)),)
     requests_end = {p: high for p, (_low, high) in
                     TopicReader(product.bootstrap, None, "t").watermarks(settings.topic("requests"), [0, 1]).items()}
     assert runner.applied == {(settings.topic("requests"), p): end - 1 for p, end in requests_end.items() if end}
     assert runner.store.load().with_changes(epoch=0) == state.with_changes(epoch=0)
     [alert] = product.store_lost_alerts(1)
     assert alert["severity"] == "ERROR" and "commands of epoch 7" in alert["message"]
+    assert "the plans that were running (1 partitions" in alert["message"]
     runner.process_rows([tick_row(settings, 10)])  # batches go on, verified, above any used
     assert runner.store.load().last_batch == 41
+    assert runner.resume is None  # caught up (no event to replay); orders-0 unknown here: nothing requested
 
 
 def test_a_store_rolled_back_while_the_pipeline_was_stopped_is_rebuilt_from_kafka(product):

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
+from planning.model import TopicPartition
 from state.model import ControllerState
-from streams.store_recovery import (PublishedMarks, compute_published_marks, compute_rebuilt_offsets,
-                                    compute_rebuilt_state, compute_store_behind)
+from streams.store_recovery import (PlansToResume, PublishedMarks, compute_caught_up, compute_published_marks,
+                                    compute_rebuilt_offsets, compute_rebuilt_state, compute_resume_request,
+                                    compute_store_behind)
 
 
 def command(epoch: int, sequence: int = 0, kind: str = "ReassignmentStep") -> dict:
@@ -87,3 +89,47 @@ def test_a_rebuilt_state_carries_the_throttle_markers_so_their_throttles_are_cle
     rebuilt = compute_rebuilt_state(ControllerState(), 5, marks)
     assert rebuilt.open_alerts == {'Throttle:{"brokers":[1,2,4],"partitions":[["orders",0]]}'}
     assert compute_rebuilt_state(ControllerState(), 5, PublishedMarks(3, 9, 4)).open_alerts == frozenset()
+
+
+def step_to(topic: str, partition: int, final, kind: str = "ReassignmentStep") -> dict:
+    fields = {"topic": topic, "partition": partition}
+    if kind == "ReassignmentStep":
+        fields["final_target_replicas"] = final
+    return {"id": f"b5-rebalance-1/{topic}-{partition}:1:{kind}", "epoch": 3, "payload": (kind, fields)}
+
+
+def test_the_plans_running_are_the_partitions_whose_newest_command_is_a_step():
+    marks = compute_published_marks([step_to("a", 0, [1, 2, 3]), step_to("a", 1, [4, 5, 6]),
+                                     step_to("a", 1, None, "CancelReassignment"), step_to("b", 2, None),
+                                     step_to("a", 0, [1, 2, 4])], [])
+    assert marks.plans == (("a", 0, (1, 2, 4)),)  # a-1 cancelled; b-2 from a pipeline that did not say
+
+
+def test_the_replay_has_caught_up_once_every_partition_reached_its_end_at_the_rebuild():
+    ends = {("p.isr-changes", 0): 41, ("p.snapshots", 0): 3}
+    assert not compute_caught_up({("p.isr-changes", 0): 41}, ends)
+    assert compute_caught_up({("p.isr-changes", 0): 41, ("p.snapshots", 0): 7}, ends)
+    assert compute_caught_up({}, {})
+
+
+def test_the_resume_request_asks_only_for_partitions_not_at_their_target_nor_planned_since():
+    from handlers.micro_batch import BatchInputs
+    from handlers.decide import decide
+    from tests.handlers.handler_builders import T0, cluster_events, simple_cluster
+    from tests.settings_defaults import default_policy
+
+    cluster = simple_cluster(6, {"t": (3, 3)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), default_policy()).state
+    plans = (("t", 0, (3, 4, 5)), ("t", 1, tuple(state.cluster.partition(TopicPartition("t", 1)).replicas)),
+             ("gone", 0, (1, 2, 3)))
+    request = compute_resume_request(PlansToResume(plans, {}), state, T0 + 5, "resume-1")
+    assert request["payload"][0] == "Reassign" and request["payload"][1]["additional"] is True
+    assert request["payload"][1]["partitions"] == [{"topic": "t", "partition": 0, "replicas": [3, 4, 5],
+                                                    "log_dirs": None}]
+    assert_encodes_request(request)
+    assert compute_resume_request(PlansToResume(plans[1:], {}), state, T0 + 5, "resume-2") is None
+
+
+def assert_encodes_request(request: dict) -> None:
+    from schemas.codec import decode, encode
+    assert decode("Request", encode("Request", request))["payload"] == request["payload"]

@@ -203,6 +203,7 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
                 "throttle_follower_broker_ids": [5],
                 "throttle_log_dir_rate_bytes_per_sec": None,
                 "throttle_sequence": 41,
+                "final_target_replicas": [5, 0, 1],
             },
         ),
         command("CancelReassignment", {"topic": "orders", "partition": 7}),
