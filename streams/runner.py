@@ -326,7 +326,7 @@ class PipelineRunner:
                   "batches go on from %d)", behind, state.last_batch + 1)
         epoch = self._write_back(state, compute_rebuilt_offsets(input_logs, skipped), "rebuilding the state store")
         ends = {key: high - 1 for key, (low, high) in input_logs.items() if high > low and key[0] not in skipped}
-        self.resume = PlansToResume(published.plans, ends) if published.plans else None
+        self.resume = PlansToResume(published.plans, ends, published.rebalance_topics) if published.plans else None
         plans = (f"the plans that were running ({len(published.plans)} partitions, from the commands published) "
                  "are requested again once the replay has caught up" if published.plans
                  else "no running plan was found among the commands published")
@@ -351,11 +351,12 @@ class PipelineRunner:
         if request is None:
             log.info("the plans found running when the state store was rebuilt are over: nothing to resume")
             return
-        partitions = request["payload"][1]["partitions"]
-        log.warning("resuming %d partitions of the plans that were running when the state store was lost "
-                    "(request %s)", len(partitions), request["id"])
+        kind, fields = request["payload"]
+        log.warning("resuming the plans that were running when the state store was lost: %s request %s (%s)",
+                    kind, request["id"], f"{len(fields['partitions'])} partitions" if kind == "Reassign"
+                    else f"topics {fields['topics'] or 'all'}")
         retry_transient(lambda: publish_all_and_wait(self.producer, [(
-            self.settings.topic("requests"), b"reassign", encode("Request", request), version_headers())]),
+            self.settings.topic("requests"), request["key"].encode(), encode("Request", request), version_headers())]),
             "publishing the resume request", PUBLISH_OUTAGE, logger=log)
 
     def _write_back(self, state: ControllerState, applied: Mapping[tuple[str, int], int], doing: str) -> int:
