@@ -326,9 +326,10 @@ class PipelineRunner:
                   "batches go on from %d)", behind, state.last_batch + 1)
         epoch = self._write_back(state, compute_rebuilt_offsets(input_logs, skipped), "rebuilding the state store")
         ends = {key: high - 1 for key, (low, high) in input_logs.items() if high > low and key[0] not in skipped}
-        self.resume = PlansToResume(published.plans, ends, published.rebalance_topics) if published.plans else None
-        plans = (f"the plans that were running ({len(published.plans)} partitions, from the commands published) "
-                 "are requested again once the replay has caught up" if published.plans
+        self.resume = PlansToResume(published.plans, ends) if published.plans else None
+        plans = (f"the plans that were running ({len(published.plans)} partitions stepped, from the commands "
+                 "published) are requested again once the replay has caught up; partitions of those plans no "
+                 "step had reached are not: request a rebalance again if one was running" if published.plans
                  else "no running plan was found among the commands published")
         self._announce_store_lost(
             f"alert-{state.last_batch}-store-rebuilt",

@@ -37,10 +37,11 @@ RESUME: every step command carries the final target of its reassignment, so the 
 running are known from the commands read (a partition whose newest command is a step, not a
 cancel). Once the replay has applied every input partition up to where its log ended when the
 rebuild began (`compute_caught_up`: the view is the present one again), the pipeline requests
-them again (`compute_resume_request`): a rebalance as a Rebalance request (its partitions not
-stepped yet are in no command), other plans as one Reassign request of the partitions not yet at
-their target; either is planned afresh from where Kafka is, under the usual checks and verdict
-alert. Heals need nothing: the replayed events show the brokers down, and their grace is over. What the lost store held beyond that (dynamic settings, decommissions in progress) is
+them again as one Reassign request of the partitions not yet at their target
+(`compute_resume_request`), planned afresh from where Kafka is, under the usual checks and
+verdict alert. The partitions of a plan that no step had reached yet are in no command: a
+rebalance cut so is not finished (the alert says to request it again). Heals need nothing: the
+replayed events show the brokers down, and their grace is over. What the lost store held beyond that (dynamic settings, decommissions in progress) is
 not in the commands: the alert says to set them again.
 
 The evidence is the product's own topics, which only the product may write (docs: ACLs);
@@ -63,7 +64,6 @@ from schemas.published import TAIL_RECORDS, read_published
 from state.model import ControllerState
 
 ALERT_ID = re.compile(r"^alert-(\d+)-")
-REBALANCE_PLAN = re.compile(r"^b\d+-rebalance-\d+")  # the id of a rebalance a broker addition planned
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,6 @@ class PublishedMarks:
     plans: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
     """(topic, partition, final target) of the reassignments whose newest command is a step
     (not a cancel), as far as the newest records tell: the plans that were running."""
-    rebalance_topics: frozenset[str] | None = None
-    """Where those steps belong to a rebalance: the topics to rebalance again (empty: all, when a
-    broker addition planned it); None: no rebalance was running."""
 
 
 def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mapping]) -> PublishedMarks:
@@ -97,7 +94,6 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
     partitions: set[tuple[str, int]] = set()
     log_dirs: set[int] = set()
     newest: dict[tuple[str, int], tuple[int, ...] | None] = {}  # commands of one partition share a key: in order
-    rebalancing: dict[tuple[str, int], str] = {}  # partition → "trigger" | "request"
     for command in commands:
         epoch = max(epoch, int(command.get("epoch") or 0))
         payload = command.get("payload")
@@ -109,11 +105,6 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
             final = fields.get("final_target_replicas") if kind == "ReassignmentStep" else None
             key = (fields["topic"], int(fields["partition"]))
             newest[key] = tuple(final) if final else None
-            rebalancing.pop(key, None)
-            if final and REBALANCE_PLAN.search(str(command.get("reassignment_id") or "")):
-                rebalancing[key] = "trigger"
-            elif final and str(command.get("reason") or "").startswith("rebalance request"):
-                rebalancing[key] = "request"
         if kind == "ReassignmentStep" and fields.get("throttle_rate_bytes_per_sec") is not None:
             brokers |= set(fields.get("throttle_leader_broker_ids") or ())
             brokers |= set(fields.get("throttle_follower_broker_ids") or ())
@@ -126,12 +117,8 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
         if found:
             batch = max(batch, int(found.group(1)))
     plans = tuple((topic, partition, final) for (topic, partition), final in sorted(newest.items()) if final)
-    rebalance_topics = None
-    if rebalancing:
-        rebalance_topics = (frozenset() if "trigger" in rebalancing.values()
-                            else frozenset(topic for topic, _ in rebalancing))
     return PublishedMarks(epoch, batch, sequence, frozenset(brokers), frozenset(partitions), frozenset(log_dirs),
-                          plans, rebalance_topics)
+                          plans)
 
 
 def compute_store_behind(taken_epoch: int, stored_last_batch: int, marks: PublishedMarks) -> str | None:
@@ -186,8 +173,7 @@ class PlansToResume:
     plans: tuple[tuple[str, int, tuple[int, ...]], ...]
     ends: Mapping[tuple[str, int], int]
     """(topic, partition) of an input topic → the offset of its last record when the rebuild began."""
-    rebalance_topics: frozenset[str] | None = None
-    """As `PublishedMarks.rebalance_topics`."""
+
 
 
 def compute_caught_up(applied: Mapping[tuple[str, int], int], ends: Mapping[tuple[str, int], int]) -> bool:
@@ -197,21 +183,11 @@ def compute_caught_up(applied: Mapping[tuple[str, int], int], ends: Mapping[tupl
 
 def compute_resume_request(pending: PlansToResume, state: ControllerState, now_ms: int,
                            request_id: str) -> dict | None:
-    """The request that resumes the plans once the replay has caught up (RESUME), None when none
-    is left: a rebalance that was running is planned again as a Rebalance request (of every topic
-    when a broker addition planned it, else of the topics its steps named), which plans every
-    partition afresh from where Kafka is, the ones its steps had not reached included; other plans
-    as one Reassign request of the partitions the cluster still has, not at their final target
-    and not reassigned by a plan of ours since."""
-    envelope = {"schema_version": CURRENT_SCHEMA_VERSION, "event_time": now_ms, "id": request_id,
-                "requested_by": "pipeline (state store rebuilt: resuming the plans that were running)",
-                "action": None}
-    if pending.rebalance_topics is not None:
-        topics = sorted(t for t in pending.rebalance_topics if t in state.cluster.topics_by_name)
-        if pending.rebalance_topics and not topics:
-            return None
-        return {**envelope, "key": "rebalance",
-                "payload": ("Rebalance", {"topics": topics, "log_dirs": False, "broker_ids": []})}
+    """The Reassign request that resumes the plans once the replay has caught up (RESUME): the
+    partitions the cluster still has, not at their final target and not reassigned by a plan of
+    ours since; None when none is left. A step Kafka finished after the store was lost may have
+    left a partition at its step's target (a replica added, the one it replaces not dropped yet):
+    the final target puts it back at its replication factor."""
     partitions = []
     for topic, partition, final in pending.plans:
         tp = TopicPartition(topic, partition)
@@ -221,5 +197,6 @@ def compute_resume_request(pending: PlansToResume, state: ControllerState, now_m
         partitions.append({"topic": topic, "partition": partition, "replicas": list(final), "log_dirs": None})
     if not partitions:
         return None
-    return {**envelope, "key": "reassign",
-            "payload": ("Reassign", {"version": 1, "partitions": partitions, "additional": True})}
+    return {"schema_version": CURRENT_SCHEMA_VERSION, "event_time": now_ms, "id": request_id, "key": "reassign",
+            "requested_by": "pipeline (state store rebuilt: resuming the plans that were running)",
+            "payload": ("Reassign", {"version": 1, "partitions": partitions, "additional": True}), "action": None}

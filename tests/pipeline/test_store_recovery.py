@@ -133,27 +133,3 @@ def test_the_resume_request_asks_only_for_partitions_not_at_their_target_nor_pla
 def assert_encodes_request(request: dict) -> None:
     from schemas.codec import decode, encode
     assert decode("Request", encode("Request", request))["payload"] == request["payload"]
-
-
-def test_a_rebalance_that_was_running_is_resumed_as_a_rebalance():
-    from handlers.micro_batch import BatchInputs
-    from handlers.decide import decide
-    from tests.handlers.handler_builders import T0, cluster_events, simple_cluster
-    from tests.settings_defaults import default_policy
-
-    by_trigger = dict(step_to("t", 0, [3, 4, 5]), reassignment_id="b12-rebalance-1/t-0")
-    by_request = dict(step_to("t", 1, [3, 4, 5]), reassignment_id="r-9/t-1", reason="rebalance request r-9: step 1")
-    assert compute_published_marks([by_trigger, by_request], []).rebalance_topics == frozenset()  # every topic
-    assert compute_published_marks([by_request], []).rebalance_topics == {"t"}
-    assert compute_published_marks([step_to("t", 2, [1, 2, 3])], []).rebalance_topics is None
-    cancelled = [by_request, step_to("t", 1, None, "CancelReassignment")]
-    assert compute_published_marks(cancelled, []).rebalance_topics is None
-
-    cluster = simple_cluster(6, {"t": (3, 3)})
-    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), default_policy()).state
-    marks = compute_published_marks([by_request], [])
-    request = compute_resume_request(PlansToResume(marks.plans, {}, marks.rebalance_topics), state, T0, "resume-3")
-    assert request["payload"] == ("Rebalance", {"topics": ["t"], "log_dirs": False, "broker_ids": []})
-    assert_encodes_request(request)
-    gone = PlansToResume(marks.plans, {}, frozenset({"deleted-since"}))
-    assert compute_resume_request(gone, state, T0, "resume-4") is None
