@@ -352,10 +352,8 @@ class PipelineRunner:
         if request is None:
             log.info("the plans found running when the state store was rebuilt are over: nothing to resume")
             return
-        kind, fields = request["payload"]
-        log.warning("resuming the plans that were running when the state store was lost: %s request %s (%s)",
-                    kind, request["id"], f"{len(fields['partitions'])} partitions" if kind == "Reassign"
-                    else f"topics {fields['topics'] or 'all'}")
+        log.warning("resuming the plans that were running when the state store was lost: Reassign request %s "
+                    "(%d partitions)", request["id"], len(request["payload"][1]["partitions"]))
         retry_transient(lambda: publish_all_and_wait(self.producer, [(
             self.settings.topic("requests"), request["key"].encode(), encode("Request", request), version_headers())]),
             "publishing the resume request", PUBLISH_OUTAGE, logger=log)
