@@ -15,6 +15,11 @@ turns them into the handlers' `BatchInputs`:
   subject, so only the latest decoded one per (topic, subject) is kept; the subject is the Kafka
   key, except for log dirs, keyed by broker but each the state of one dir (key and path). A row
   without a key never collapses. Requests, command results and snapshot markers all survive.
+  An event implausible in itself (`handlers.event_checks`: a partition -1, 10,000 replicas) takes
+  no part in the collapse: it neither supersedes a true event nor is superseded by one, so it
+  always reaches the handlers, which refuse it with a BadEvent alert. (A batch too big to
+  collect whole is collapsed in Spark on the key alone: there a superseded implausible event is
+  dropped unreported; the latest one per subject is still checked.)
 - ORDER: entity events before partitions (a partition event may name a broker or topic the same
   batch introduces), then requests, then results; by (partition, offset) inside each topic.
 - TIME: the batch's `now_ms` is the greatest event time among its records.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, NamedTuple
 
+from handlers.event_checks import compute_event_problem
 from handlers.micro_batch import BadRecord, BatchInputs
 from runtime.settings import Settings
 from schemas.codec import TOPICS, decode, writer_version_from_headers
@@ -78,7 +84,7 @@ def compute_batch_inputs(batch_id: int, rows: Iterable[InputRow | tuple], settin
                                  f"not a valid {TOPICS[suffix]} record (Avro decoding failed: {error})"))
             continue
         subject = _subject(suffix, row, record)
-        if subject is None:
+        if subject is None or compute_event_problem(TOPICS[suffix], record) is not None:
             decoded.append((row, suffix, record))
             continue
         known = latest.get((row.topic, subject))
