@@ -71,6 +71,8 @@ from schemas.errors import (
     UnknownTopicOrPartitionError,
 )
 
+REBALANCE_REASON = "rebalance request"  # how the reason of a Rebalance request's steps starts
+
 
 class ReassignmentInProgressError(InvalidInputError):
     """A Reassign without `additional` while reassignments are running (the tool refuses it)."""
@@ -273,7 +275,7 @@ def handle_rebalance(context: BatchContext, request_id: str, fields: Mapping[str
                              "rebalance: already balanced, nothing to move",
                              {"plan_id": request_id, "partitions": 0, "replica_moves": 0})
         return
-    handle_plan(context, request_id, targets, f"rebalance request {request_id}", request_id,
+    handle_plan(context, request_id, targets, f"{REBALANCE_REASON} {request_id}", request_id,
                 target_log_dirs=dirs, details={"lower_bound": plan.replica_moves_lower_bound})
 
 

@@ -61,6 +61,8 @@ from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.placement.placer import Goal
 from schemas.errors import ReassignerError
 
+REBALANCE_PLAN_KIND = "rebalance"  # a broker addition's rebalance is plan `b<batch>-rebalance-<n>`
+
 
 def handle_triggers(context: BatchContext, effects: EventEffects) -> None:
     """Run the reactions of the module docstring, in order."""
@@ -168,7 +170,7 @@ def handle_broker_additions(context: BatchContext) -> None:
     if not new:
         return
     reason = f"broker{'s' if len(new) > 1 else ''} {', '.join(map(str, new))} added"
-    plan_id = context.next_plan_id("rebalance")
+    plan_id = context.next_plan_id(REBALANCE_PLAN_KIND)
     _plan_or_alert(context, plan_id, Goal(heal=False, rebalance=True), reason,
                    subject=broker_subject(new[0]))
 

@@ -68,7 +68,7 @@ from streams.batch_plan import reduce_batch
 from streams.input_rows import InputRow, compute_batch_inputs
 from streams.offsets import compute_advanced, compute_consumed, compute_unapplied
 from streams.store_recovery import (PlansToResume, PublishedMarks, compute_caught_up, compute_rebuilt_offsets,
-                                    compute_rebuilt_state, compute_resume_request, compute_store_behind)
+                                    compute_rebuilt_state, compute_resume_step, compute_store_behind)
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +241,7 @@ class PipelineRunner:
             return
         self._count_committed(new_state, inputs, decision.report)
         self.applied = {**self.applied, **advanced}
-        self.resume_plans()
+        self.resume_plans(r.get("id") for r in inputs.requests)
         with timer("publish"):
             self.publish(decision.outbox)  # 6
             with_redis_retry(lambda: self.store.mark_published(batch_id),  # 7
@@ -326,10 +326,13 @@ class PipelineRunner:
                   "batches go on from %d)", behind, state.last_batch + 1)
         epoch = self._write_back(state, compute_rebuilt_offsets(input_logs, skipped), "rebuilding the state store")
         ends = {key: high - 1 for key, (low, high) in input_logs.items() if high > low and key[0] not in skipped}
-        self.resume = PlansToResume(published.plans, ends) if published.plans else None
+        self.resume = (PlansToResume(published.plans, ends, published.rebalance_topics)
+                       if published.plans else None)
+        rebalance = ("; the rebalance they belonged to is requested again once they are over (if it does not "
+                     "complete, for instance because the pipeline stopped before, request it again)"
+                     if published.rebalance_topics is not None else "")
         plans = (f"the plans that were running ({len(published.plans)} partitions stepped, from the commands "
-                 "published) are requested again once the replay has caught up; partitions of those plans no "
-                 "step had reached are not: request a rebalance again if one was running" if published.plans
+                 f"published) are requested again once the replay has caught up{rebalance}" if published.plans
                  else "no running plan was found among the commands published")
         self._announce_store_lost(
             f"alert-{state.last_batch}-store-rebuilt",
@@ -342,18 +345,23 @@ class PipelineRunner:
             "failover, a restore)",
             {"found": behind, "epoch": epoch, "last_batch": state.last_batch, "plans": len(published.plans)})
 
-    def resume_plans(self) -> None:
-        """After a committed batch: once a rebuild's replay has caught up, request the plans that
-        were running again (`streams.store_recovery`, RESUME), once."""
+    def resume_plans(self, applied_request_ids: Iterable[str] = ()) -> None:
+        """After a committed batch (`applied_request_ids`: the ids of the requests it applied):
+        once a rebuild's replay has caught up, request the plans that were running again
+        (`streams.store_recovery`, RESUME: a Reassign, then a Rebalance once it is over)."""
         if self.resume is None or not compute_caught_up(self.applied, self.resume.ends):
             return
-        pending, self.resume = self.resume, None
-        request = compute_resume_request(pending, self.state, int(self.clock() * 1000), f"resume-{uuid.uuid4()}")
+        request, self.resume = compute_resume_step(self.resume, self.state, applied_request_ids,
+                                                   int(self.clock() * 1000), f"resume-{uuid.uuid4()}")
         if request is None:
-            log.info("the plans found running when the state store was rebuilt are over: nothing to resume")
+            if self.resume is None:
+                log.info("the plans found running when the state store was rebuilt are resumed or over")
             return
-        log.warning("resuming the plans that were running when the state store was lost: Reassign request %s "
-                    "(%d partitions)", request["id"], len(request["payload"][1]["partitions"]))
+        kind, fields = request["payload"]
+        count = (f"{len(fields['partitions'])} partitions" if kind == "Reassign"
+                 else f"topics {', '.join(fields['topics']) or 'all'}")
+        log.warning("resuming the plans that were running when the state store was lost: %s request %s (%s)",
+                    kind, request["id"], count)
         retry_transient(lambda: publish_all_and_wait(self.producer, [(
             self.settings.topic("requests"), request["key"].encode(), encode("Request", request), version_headers())]),
             "publishing the resume request", PUBLISH_OUTAGE, logger=log)

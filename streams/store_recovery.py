@@ -37,12 +37,22 @@ RESUME: every step command carries the final target of its reassignment, so the 
 running are known from the commands read (a partition whose newest command is a step, not a
 cancel). Once the replay has applied every input partition up to where its log ended when the
 rebuild began (`compute_caught_up`: the view is the present one again), the pipeline requests
-them again as one Reassign request of the partitions not yet at their target
-(`compute_resume_request`), planned afresh from where Kafka is, under the usual checks and
-verdict alert. The partitions of a plan that no step had reached yet are in no command: a
-rebalance cut so is not finished (the alert says to request it again). Heals need nothing: the
-replayed events show the brokers down, and their grace is over. What the lost store held beyond that (dynamic settings, decommissions in progress) is
-not in the commands: the alert says to set them again.
+them again (`compute_resume_step`), planned afresh from where Kafka is, under the usual checks
+and verdict alerts, in two requests:
+1. one Reassign request of the stepped partitions not yet at their final target. A step Kafka
+   finished after the store was lost may have left a partition with a replica too many (the one
+   it replaces not dropped yet): the final target gives it back its replication factor;
+2. when those steps belonged to a rebalance (one a broker addition planned, or a Rebalance
+   request), once the Reassign request was applied and none of its partitions moves any more: a
+   Rebalance request (every topic when a broker addition planned it, else the topics its steps
+   named), so that its partitions no step had reached, which are in no command, are planned
+   too. After 1, not with it: planned while a partition still held a replica too many, the
+   rebalance would keep that many.
+The two requests are held in memory: a pipeline stopped between them does not send the second
+(the alert says to request the rebalance again if it does not complete). Heals need nothing:
+the replayed events show the brokers down, and their grace is over. What the lost store held
+beyond that (dynamic settings, decommissions in progress) is not in the commands: the alert
+says to set them again.
 
 The evidence is the product's own topics, which only the product may write (docs: ACLs);
 commands are counted only when their signature holds, where commands are signed
@@ -53,10 +63,12 @@ All functions but `read_published_marks` (it reads Kafka through the reader it i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
 from handlers.log_dirs import THROTTLE_MARKER as LOG_DIR_THROTTLE_MARKER
+from handlers.requests import REBALANCE_REASON
+from handlers.triggers import REBALANCE_PLAN_KIND
 from planning.model import TopicPartition
 from schemas.loader import CURRENT_SCHEMA_VERSION
 from handlers.progress import compute_throttle_marker
@@ -64,6 +76,7 @@ from schemas.published import TAIL_RECORDS, read_published
 from state.model import ControllerState
 
 ALERT_ID = re.compile(r"^alert-(\d+)-")
+REBALANCE_PLAN = re.compile(rf"^b\d+-{REBALANCE_PLAN_KIND}-\d+")  # a rebalance a broker addition planned
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,9 @@ class PublishedMarks:
     plans: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
     """(topic, partition, final target) of the reassignments whose newest command is a step
     (not a cancel), as far as the newest records tell: the plans that were running."""
+    rebalance_topics: frozenset[str] | None = None
+    """Where those steps belong to a rebalance: the topics to rebalance again (empty: all, when a
+    broker addition planned it); None: no rebalance was running."""
 
 
 def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mapping]) -> PublishedMarks:
@@ -94,6 +110,7 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
     partitions: set[tuple[str, int]] = set()
     log_dirs: set[int] = set()
     newest: dict[tuple[str, int], tuple[int, ...] | None] = {}  # commands of one partition share a key: in order
+    rebalancing: dict[tuple[str, int], str] = {}  # partition → "trigger" | "request"
     for command in commands:
         epoch = max(epoch, int(command.get("epoch") or 0))
         payload = command.get("payload")
@@ -105,6 +122,11 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
             final = fields.get("final_target_replicas") if kind == "ReassignmentStep" else None
             key = (fields["topic"], int(fields["partition"]))
             newest[key] = tuple(final) if final else None
+            rebalancing.pop(key, None)
+            if final and REBALANCE_PLAN.search(str(command.get("reassignment_id") or "")):
+                rebalancing[key] = "trigger"
+            elif final and str(command.get("reason") or "").startswith(REBALANCE_REASON):
+                rebalancing[key] = "request"
         if kind == "ReassignmentStep" and fields.get("throttle_rate_bytes_per_sec") is not None:
             brokers |= set(fields.get("throttle_leader_broker_ids") or ())
             brokers |= set(fields.get("throttle_follower_broker_ids") or ())
@@ -117,8 +139,12 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
         if found:
             batch = max(batch, int(found.group(1)))
     plans = tuple((topic, partition, final) for (topic, partition), final in sorted(newest.items()) if final)
+    rebalance_topics = None
+    if rebalancing:
+        rebalance_topics = (frozenset() if "trigger" in rebalancing.values()
+                            else frozenset(topic for topic, _ in rebalancing))
     return PublishedMarks(epoch, batch, sequence, frozenset(brokers), frozenset(partitions), frozenset(log_dirs),
-                          plans)
+                          plans, rebalance_topics)
 
 
 def compute_store_behind(taken_epoch: int, stored_last_batch: int, marks: PublishedMarks) -> str | None:
@@ -168,12 +194,18 @@ def read_published_marks(reader, commands_topic: str, alerts_topic: str, signing
 
 @dataclass(frozen=True)
 class PlansToResume:
-    """The plans a rebuild found running, and the input log ends the replay must reach first."""
+    """The plans a rebuild found running, the input log ends the replay must reach first, and
+    how far their resume went (RESUME)."""
 
     plans: tuple[tuple[str, int, tuple[int, ...]], ...]
     ends: Mapping[tuple[str, int], int]
     """(topic, partition) of an input topic → the offset of its last record when the rebuild began."""
-
+    rebalance_topics: frozenset[str] | None = None
+    """As `PublishedMarks.rebalance_topics`."""
+    reassign_id: str | None = None
+    """The id of the Reassign request sent (step 1), while the Rebalance (step 2) waits for it."""
+    reassign_applied: bool = False
+    """Whether a batch has applied that Reassign request."""
 
 
 def compute_caught_up(applied: Mapping[tuple[str, int], int], ends: Mapping[tuple[str, int], int]) -> bool:
@@ -181,13 +213,39 @@ def compute_caught_up(applied: Mapping[tuple[str, int], int], ends: Mapping[tupl
     return all(applied.get(key, -1) >= end for key, end in ends.items())
 
 
-def compute_resume_request(pending: PlansToResume, state: ControllerState, now_ms: int,
-                           request_id: str) -> dict | None:
-    """The Reassign request that resumes the plans once the replay has caught up (RESUME): the
-    partitions the cluster still has, not at their final target and not reassigned by a plan of
-    ours since; None when none is left. A step Kafka finished after the store was lost may have
-    left a partition at its step's target (a replica added, the one it replaces not dropped yet):
-    the final target puts it back at its replication factor."""
+def compute_resume_step(pending: PlansToResume, state: ControllerState, applied_request_ids: Iterable[str],
+                        now_ms: int, request_id: str) -> tuple[dict | None, PlansToResume | None]:
+    """The request to send now to resume the plans (RESUME), if any, and what is left to do
+    after it (None: the resume is over). Called after each committed batch once the replay has
+    caught up; `applied_request_ids` are the ids of the requests that batch applied."""
+    envelope = {"schema_version": CURRENT_SCHEMA_VERSION, "event_time": now_ms, "id": request_id,
+                "requested_by": "pipeline (state store rebuilt: resuming the plans that were running)",
+                "action": None}
+    if pending.reassign_id is None:
+        partitions = _not_at_target(pending, state)
+        if partitions:
+            left = (replace(pending, reassign_id=request_id)
+                    if pending.rebalance_topics is not None else None)
+            return {**envelope, "key": "reassign",
+                    "payload": ("Reassign", {"version": 1, "partitions": partitions, "additional": True})}, left
+    else:
+        if not pending.reassign_applied and pending.reassign_id in set(applied_request_ids):
+            pending = replace(pending, reassign_applied=True)
+        resumed = {TopicPartition(topic, partition) for topic, partition, _ in pending.plans}
+        if not pending.reassign_applied or any(tp in state.reassignments for tp in resumed):
+            return None, pending
+    if pending.rebalance_topics is None:
+        return None, None
+    topics = sorted(t for t in pending.rebalance_topics if t in state.cluster.topics_by_name)
+    if pending.rebalance_topics and not topics:
+        return None, None
+    return {**envelope, "key": "rebalance",
+            "payload": ("Rebalance", {"topics": topics, "log_dirs": False, "broker_ids": []})}, None
+
+
+def _not_at_target(pending: PlansToResume, state: ControllerState) -> list[dict]:
+    """The Reassign request's partitions: those the cluster still has, not at their final target
+    and not reassigned by a plan of ours since."""
     partitions = []
     for topic, partition, final in pending.plans:
         tp = TopicPartition(topic, partition)
@@ -195,8 +253,4 @@ def compute_resume_request(pending: PlansToResume, state: ControllerState, now_m
         if current is None or tuple(current.replicas) == final or tp in state.reassignments:
             continue
         partitions.append({"topic": topic, "partition": partition, "replicas": list(final), "log_dirs": None})
-    if not partitions:
-        return None
-    return {"schema_version": CURRENT_SCHEMA_VERSION, "event_time": now_ms, "id": request_id, "key": "reassign",
-            "requested_by": "pipeline (state store rebuilt: resuming the plans that were running)",
-            "payload": ("Reassign", {"version": 1, "partitions": partitions, "additional": True}), "action": None}
+    return partitions

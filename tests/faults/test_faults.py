@@ -26,6 +26,8 @@ doubled or reordered.
      data: the same
  9b. Redis emptied while the pipeline and the executor are stopped, a throttled move copying:
      the pipeline rebuilds from Kafka at its start, Kafka finishes the move, no throttle is left
+ 9c. the same during the rebalance onto an added broker: the rebuilt pipeline requests the
+     rebalance again, the new broker ends with its share
  10. SIGTERM to the whole process group of the pipeline (Spark's JVM gets it too, as under
      systemd), three times in a row: each exits 0 without a traceback, and the next start resumes;
      then a broker flapping (killed and restarted three times across the failure grace) while a
@@ -429,6 +431,44 @@ def test_9b_redis_emptied_while_the_pipeline_and_executor_were_stopped_leaves_no
     for name in ("pipeline", "watcher", "executor", "status-server"):
         assert world.process(name).poll() is None, f"the {name} exited"
     world.move_completes()
+
+
+def test_9c_a_rebalance_cut_by_redis_emptied_while_stopped_is_resumed(world):
+    """A broker added, its rebalance under way (throttled), then the pipeline and the executor
+    stopped and Redis emptied: the rebuilt pipeline requests the rebalance again once its replay
+    has caught up (its partitions not stepped yet are in no command), and the new broker ends
+    with its share of replicas, no throttle left, the view Kafka's."""
+    demo = world.demo
+    since = demo.alerts.mark()
+    demo.cli("config", "set", "throttle.bytes.per.sec=200000")
+    added = demo.stack.add_broker(rack="/dc1/r3")
+    demo.alerts.wait_for("PlanCreated", since, 120)
+    world.wait("the rebalance's first steps copying",
+               lambda: any(p["reassigning"] for p in demo.partitions().values()), 120)
+    world.stop_cleanly("pipeline")
+    world.stop_cleanly("executor")
+    partitions = demo.partitions()
+    total = sum(len(p["replicas"]) for p in partitions.values())
+    share = total // len(world.live_brokers())
+    held = demo.replicas_on(added.id)
+    assert held < share // 2, f"the rebalance was nearly over before the fault ({held} of {share}): nothing tested"
+    demo.store.client.flushall()
+    demo.product.start_one("pipeline")
+    demo.product.start_one("executor")
+    demo.alerts.wait_for("StateStoreLost", since, 240)
+    lost = [a for a in demo.alerts.records(since) if a["kind"] == "StateStoreLost"]
+    assert len(lost) == 1 and "the plans that were running" in lost[0]["message"], lost
+    world.wait("the new broker holds its share of replicas again",
+               lambda: demo.replicas_on(added.id) >= share - len({t for t, _ in partitions}), 420)
+    world.wait("nothing moves", lambda: not any(p["reassigning"] for p in demo.partitions().values())
+               and not demo.controller_state().reassignments, 300)
+    live = world.live_brokers()
+    world.wait("the product clears its throttle (nothing moves)",
+               lambda: not throttled_brokers(demo.bootstrap, live), 120)
+    world.wait("the product's view of every partition is Kafka's",
+               lambda: not replica_disagreements(demo.partitions(), demo.controller_state()), 120)
+    for name in ("pipeline", "watcher", "executor", "status-server"):
+        assert world.process(name).poll() is None, f"the {name} exited"
 
 
 def test_10_sigterm_to_the_pipelines_whole_process_group_is_clean_three_times(world):

@@ -3,12 +3,14 @@ the pure rules."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, strategies as st
 
 from planning.model import TopicPartition
 from state.model import ControllerState
 from streams.store_recovery import (PlansToResume, PublishedMarks, compute_caught_up, compute_published_marks,
-                                    compute_rebuilt_offsets, compute_rebuilt_state, compute_resume_request,
+                                    compute_rebuilt_offsets, compute_rebuilt_state, compute_resume_step,
                                     compute_store_behind)
 
 
@@ -122,14 +124,54 @@ def test_the_resume_request_asks_only_for_partitions_not_at_their_target_nor_pla
     state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), default_policy()).state
     plans = (("t", 0, (3, 4, 5)), ("t", 1, tuple(state.cluster.partition(TopicPartition("t", 1)).replicas)),
              ("gone", 0, (1, 2, 3)))
-    request = compute_resume_request(PlansToResume(plans, {}), state, T0 + 5, "resume-1")
+    request, left = compute_resume_step(PlansToResume(plans, {}), state, [], T0 + 5, "resume-1")
+    assert left is None  # no rebalance was running: nothing after the Reassign
     assert request["payload"][0] == "Reassign" and request["payload"][1]["additional"] is True
     assert request["payload"][1]["partitions"] == [{"topic": "t", "partition": 0, "replicas": [3, 4, 5],
                                                     "log_dirs": None}]
     assert_encodes_request(request)
-    assert compute_resume_request(PlansToResume(plans[1:], {}), state, T0 + 5, "resume-2") is None
+    assert compute_resume_step(PlansToResume(plans[1:], {}), state, [], T0 + 5, "resume-2") == (None, None)
 
 
 def assert_encodes_request(request: dict) -> None:
     from schemas.codec import decode, encode
     assert decode("Request", encode("Request", request))["payload"] == request["payload"]
+
+
+def test_a_rebalance_that_was_running_is_resumed_by_a_reassign_then_a_rebalance():
+    """The Reassign first (a partition a finished step left with a replica too many gets its
+    replication factor back), the Rebalance once that Reassign was applied and is over."""
+    from handlers.micro_batch import BatchInputs
+    from handlers.decide import decide
+    from tests.handlers.handler_builders import T0, cluster_events, simple_cluster
+    from tests.settings_defaults import default_policy
+
+    by_trigger = dict(step_to("t", 0, [3, 4, 5]), reassignment_id="b12-rebalance-1/t-0")
+    by_request = dict(step_to("t", 1, [3, 4, 5]), reassignment_id="r-9/t-1", reason="rebalance request r-9: step 1")
+    assert compute_published_marks([by_trigger, by_request], []).rebalance_topics == frozenset()  # every topic
+    assert compute_published_marks([by_request], []).rebalance_topics == {"t"}
+    assert compute_published_marks([step_to("t", 2, [1, 2, 3])], []).rebalance_topics is None
+    cancelled = [by_request, step_to("t", 1, None, "CancelReassignment")]
+    assert compute_published_marks(cancelled, []).rebalance_topics is None
+
+    cluster = simple_cluster(6, {"t": (3, 3)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), default_policy()).state
+    marks = compute_published_marks([by_request], [])
+    pending = PlansToResume(marks.plans, {}, marks.rebalance_topics)
+    request, pending = compute_resume_step(pending, state, [], T0, "resume-3")
+    assert request["payload"][0] == "Reassign" and pending.reassign_id == "resume-3"
+    # Not applied yet: the Rebalance waits, however often it is asked.
+    assert compute_resume_step(pending, state, ["someone-else"], T0, "resume-4") == (None, pending)
+    moving = replace(state, reassignments={TopicPartition("t", 1): object()})  # only its keys are read
+    request, pending = compute_resume_step(pending, moving, ["resume-3"], T0, "resume-5")
+    assert request is None and pending.reassign_applied  # applied, its partition still moving
+    request, left = compute_resume_step(pending, state, [], T0, "resume-6")
+    assert left is None and request["payload"] == ("Rebalance", {"topics": ["t"], "log_dirs": False, "broker_ids": []})
+    assert_encodes_request(request)
+    # Nothing left to reassign (every partition at its target): the Rebalance at once.
+    at_target = tuple(state.cluster.partition(TopicPartition("t", 1)).replicas)
+    done = PlansToResume((("t", 1, at_target),), {}, frozenset())
+    request, left = compute_resume_step(done, state, [], T0, "resume-7")
+    assert left is None and request["payload"][1]["topics"] == []  # every topic
+    gone = PlansToResume(marks.plans, {}, frozenset({"deleted-since"}), "resume-3", True)
+    assert compute_resume_step(gone, state, [], T0, "resume-8") == (None, None)
