@@ -174,6 +174,28 @@ def _disk_weights(cluster: Cluster, brokers: Sequence[int]) -> dict[int, int] | 
     return sizes if len(set(sizes.values())) > 1 else None
 
 
+@dataclass(frozen=True)
+class Bands:
+    """Per eligible broker: its shares and the [low, high] a balanced plan keeps it in."""
+
+    disk_share: Mapping[int, Fraction]
+    replica_share: Mapping[int, Fraction]
+    disk: Mapping[int, tuple[int, int]]
+    replicas: Mapping[int, tuple[int, int]]
+
+
+def compute_bands(cluster: Cluster, tolerances: Tolerances = Tolerances(), goal: Goal = REBALANCE) -> Bands:
+    """The bands `plan_bytes_balance` balances to (module docstring, BALANCED)."""
+    cluster = compute_planning_cluster(cluster, goal)
+    tree = _planning_tree(cluster, goal)
+    brokers = tuple(sorted(tree.broker_node))
+    parts, topics = _parts(cluster, goal, tree, brokers)
+    model = _Model(cluster, tree, brokers, parts, topics, tolerances)
+    return Bands(MappingProxyType(dict(model.byte_share)), MappingProxyType(dict(model.count_share)),
+                 MappingProxyType({b: (model.blo[b], model.bhi[b]) for b in brokers}),
+                 MappingProxyType({b: (model.clo[b], model.chi[b]) for b in brokers}))
+
+
 # --- the plan ----------------------------------------------------------------------------------
 
 
@@ -290,6 +312,8 @@ class _Model:
         self.group_members: dict[int, list[int]] = {}
         for b in self.brokers:
             self.group_members.setdefault(self.group[b], []).append(b)
+        # What each group's node holds in the end, less what the closed groups nested in it hold.
+        inside = {g: 0 for g in self.group_members}
         self.group_bytes = {g: 0 for g in self.group_members}
         self.group_count = {g: 0 for g in self.group_members}
         for part in self.parts:
@@ -300,6 +324,13 @@ class _Model:
                 held = r if g == ROOT else boxes[r][g][0]
                 self.group_bytes[g] += held * part.size
                 self.group_count[g] += held
+        nodes = sorted(self.group_members, key=lambda n: -len(tree.node_ancestry[n]))  # deepest first
+        totals_bytes, totals_count = dict(self.group_bytes), dict(self.group_count)
+        for g in nodes:
+            parent = next((n for n in reversed(tree.node_ancestry[g][:-1]) if n in inside), None)
+            if parent is not None:
+                self.group_bytes[parent] -= totals_bytes[g]
+                self.group_count[parent] -= totals_count[g]
 
     def _topic_limits(self) -> None:
         """Per (topic, broker): the most replicas of the topic a move may leave on the broker."""
