@@ -20,13 +20,15 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
 2. Balance (`Goal.rebalance`): while some broker is outside a band, take the one furthest out
    (relative to its share) and make the single move touching it — a replica out of it, or into
    it, within its closed rack group — that keeps every hard rule, strictly lowers the total
-   violation, and minimises, in order: bytes moved plus the lower bound that remains (so a
-   byte that fixes an excess and a deficit at once wins), the replica-count bound that
-   remains, harm to the other broker (one it also helps first; then one kept on its side of
-   its share), and the distance of the size from what the broker still needs per replica (its
-   bytes to fix over its replicas to fix: few large replicas, or many small ones, as needed).
-   When no single move helps, a swap (one replica each way) may. Stop when every broker is
-   within its bands or nothing helps.
+   violation, and minimises, in order: bytes moved plus the lower bound that remains plus the
+   bytes it traps (left to fix on a broker with no replica room: only a swap can), so a byte
+   that fixes an excess and a deficit at once wins; the replica-count bound that remains; harm
+   to the other broker (one it also helps first; then one kept on its side of its share); the
+   distance of the size from what the broker still needs per replica (its bytes to fix over its
+   replicas to fix or its replica room: few large replicas, or many small ones, as needed).
+   When no single move helps, a swap (a replica each way) may. Stop when every broker is within
+   its bands or nothing helps. Then shrink: a moved replica goes back and a smaller one takes
+   its place when no broker ends further outside its bands (largest first).
 3. Exact (clusters within `EXACT_VARIABLES` placement variables): the same problem as an
    integer program (`planning.placement.milp`, CP-SAT, a deterministic budget), started from
    the greedy plan; its plan replaces the greedy's when it is better (bytes, then replicas),
@@ -68,10 +70,11 @@ from planning.placement.racks import ROOT, RackTree, compute_partition_boxes, sa
 # The exact model runs when the cluster has at most this many (partition, broker) placement
 # variables (about 100 partitions on 15 brokers), within a deterministic budget per solve.
 EXACT_VARIABLES = 1_500
-EXACT_DETERMINISTIC_SECONDS = 5.0
+EXACT_DETERMINISTIC_SECONDS = 2.0
 _SCAN = 32  # replicas looked at either side of a wanted size before giving up on a pair
 _PROBED_DEFICITS = 4  # other brokers' needs used as wanted sizes for a replica out
 _SWAP_SMALLS = 4  # the smallest replicas tried as the way back of a swap
+_SHRINK_PASSES = 3
 
 REBALANCE = Goal(heal=False, rebalance=True)
 
@@ -218,6 +221,8 @@ def plan_bytes_balance(cluster: Cluster, tolerances: Tolerances = Tolerances(), 
     ledger = model.ledger()
     unplaced = _place_slots(model, ledger)
     steps = _balance(model, ledger) if goal.rebalance and brokers else 0
+    if goal.rebalance and brokers:
+        _shrink(model, ledger)
     greedy_finals = [tuple(part.final) for part in parts]
     greedy_bytes = sum(_new_bytes(part, final) for part, final in zip(parts, greedy_finals))
     greedy_within = model.within_bands(ledger.load, ledger.count)
@@ -494,12 +499,24 @@ class _Ledger:
         count_out = max(0, count - m.chi[b]) + max(0, m.clo[b] - count)
         return max(bytes_out / max(1, m.bshare_floor[b]), count_out / max(1, m.cshare_floor[b]))
 
+    def trapped(self, b: int, load: int, count: int) -> int:
+        """Bytes b must still shed (receive) when it has no replica left to give (room to take):
+        only a swap can fix them, which moves at least as much again."""
+        m = self.m
+        if load > m.bhi[b] and count <= m.clo[b]:
+            return load - m.bhi[b]
+        if load < m.blo[b] and count >= m.chi[b]:
+            return m.blo[b] - load
+        return 0
+
     def evaluate(self, s: int | None, d: int | None, x: int) -> tuple[int, int, int, int]:
         """For `x` bytes (one replica) moving from s to d (None: from outside or to outside the
-        tree): (bytes bound after, replica bound after, change of s's violation, of d's)."""
+        tree): (bytes bound after plus the bytes it traps (`trapped`), replica bound after, change
+        of s's violation, of d's)."""
         m = self.m
         changes: dict[int, list[int]] = {}
         deltas = [0, 0]
+        trap = 0
         for side, (b, sign) in enumerate(((s, -1), (d, 1))):
             if b is None:
                 continue
@@ -513,7 +530,8 @@ class _Ledger:
             change[4] += max(0, c1 - m.chi[b]) - max(0, c0 - m.chi[b])
             change[5] += max(0, m.clo[b] - c1) - max(0, m.clo[b] - c0)
             deltas[side] = self.violation(b, l1, c1) - self.violation(b, l0, c0)
-        lb = self.bound()
+            trap += self.trapped(b, l1, c1) - self.trapped(b, l0, c0)
+        lb = self.bound() + trap
         cb = self.count_bound()
         for g, (dh, de, dd, dch, dce, dcd) in changes.items():
             held, exc, deficit = self.g_held[g], self.g_exc[g], self.g_def[g]
@@ -698,7 +716,8 @@ def _best_move(model: _Model, ledger: _Ledger, b: int):
     best = None
     parts = model.parts
     if over_bytes or over_count:
-        wanted = over_bytes / max(1, over_count)
+        # What it still needs per replica, and at least what its replica room allows.
+        wanted = max(over_bytes / max(1, over_count), over_bytes / max(1, ledger.count[b] - model.clo[b]))
         deficits = sorted((ledger.load[d] - model.blo[d], d) for d in peers if ledger.load[d] < model.blo[d])
         probes = sorted({wanted, 0} | {min(wanted, -gap) for gap, _ in deficits[:_PROBED_DEFICITS]})
         values = ledger.items[b]
@@ -717,7 +736,7 @@ def _best_move(model: _Model, ledger: _Ledger, b: int):
                     if key is not None and (best is None or key < best[0]):
                         best = (key, item[1], b, d)
     if under_bytes or under_count:
-        wanted = under_bytes / max(1, under_count)
+        wanted = max(under_bytes / max(1, under_count), under_bytes / max(1, model.chi[b] - ledger.count[b]))
 
         def accept(item):
             part = parts[item[1]]
@@ -779,6 +798,62 @@ def _best_swap(model: _Model, ledger: _Ledger, b: int):
                         best = (key, (big[1], giver, taker), (small[1], taker, giver))
                 break
     return best
+
+
+def _shrink(model: _Model, ledger: _Ledger) -> int:
+    """Once the greedy is done: a replica moved from s to d goes back to s and a smaller one of a
+    peer in d's group moves to d instead, when no broker touched ends further outside its bands
+    and the bytes fall (largest moves first, until a pass finds nothing). Returns the bytes saved."""
+    parts, tree = model.parts, model.tree
+    saved = 0
+    for _ in range(_SHRINK_PASSES):
+        changes = []
+        for index, part in enumerate(parts):
+            if not part.movable:
+                continue
+            new = [b for b in part.final if b not in part.original]
+            gone = [b for b in part.original if b not in part.final and b in tree.broker_node]
+            if len(new) == 1 and len(gone) == 1:
+                changes.append((part.size, index, gone[0], new[0]))
+        changes.sort(key=lambda c: (-c[0], c[1]))
+        found = 0
+        for x, index, s, d in changes:
+            part = parts[index]
+            if not (model.may_take(part.topic, s) and model.fits(part, d, s)):
+                continue
+            touched = {s, d}
+            before = {b: ledger.violation(b, ledger.load[b], ledger.count[b]) for b in touched}
+            ledger.move(index, d, s)
+            best = None
+            need = max(0, model.blo[d] - ledger.load[d])
+            for peer in model.group_members[model.group[d]]:
+                if peer == d:
+                    continue
+                values = ledger.items[peer]
+                start = bisect.bisect_left(values, (need, -1))
+                for y, other in values[start:start + _SCAN]:
+                    if y >= x or (best is not None and y >= best[0]):
+                        break
+                    candidate = parts[other]
+                    if other == index or not (model.may_take(candidate.topic, d) and model.fits(candidate, peer, d)):
+                        continue
+                    old = sum(before.values()) + (0 if peer in touched else
+                                                  ledger.violation(peer, ledger.load[peer], ledger.count[peer]))
+                    lb, cb, dp, dd = ledger.evaluate(peer, d, y)
+                    now = sum(ledger.violation(b, ledger.load[b], ledger.count[b]) for b in touched | {peer}) + dp + dd
+                    if now <= old:
+                        best = (y, other, peer)
+                    break
+            if best is None:
+                ledger.move(index, s, d)
+                continue
+            y, other, peer = best
+            ledger.move(other, peer, d)
+            saved += x - y
+            found += 1
+        if not found:
+            break
+    return saved
 
 
 # --- 3. the exact model ---------------------------------------------------------------------------
