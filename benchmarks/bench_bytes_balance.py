@@ -9,6 +9,8 @@ random broker of its DC, leaders in random order: a random rack-spread start):
   (b) the same, add 3 empty brokers (one per DC)
   (c) the same, remove one broker (all its replicas must leave; its share is 0)
   (d) 60 brokers, 6,000 partitions (200 topics of 30), sizes log-uniform 1 MB-1 GB: add 3
+  (e) (not run by default) 100 brokers, 100,000 partitions in 1,000 topics, sizes log-uniform
+      1 MB-1 GB: add 7
 
 For each: `plan_bytes_balance` (this planner) and, in the same run, today's `plan_placement` as
 the product calls it (broker added / rebalance: `Goal(heal=False, rebalance=True)` on the
@@ -66,6 +68,10 @@ def with_new_brokers(cluster: Cluster, count: int) -> tuple[Cluster, list[int]]:
 
 def scenario(key: str, seed: int):
     """(cluster, new broker ids, drained broker ids)."""
+    if key == "e":
+        cluster = build_cluster(100, 1000, (100, 100), 1 << 20, 1 << 30, seed)
+        cluster, added = with_new_brokers(cluster, 7)
+        return cluster, added, frozenset()
     if key == "d":
         cluster = build_cluster(60, 200, (30, 30), 1 << 20, 1 << 30, seed)
         cluster, added = with_new_brokers(cluster, 3)

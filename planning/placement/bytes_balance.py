@@ -472,6 +472,8 @@ class _Ledger:
             self.gc_held[g] += count[b]
             self.gc_exc[g] += max(0, count[b] - model.chi[b])
             self.gc_def[g] += max(0, model.clo[b] - count[b])
+        self.lb_total = self.bound()
+        self.cb_total = self.count_bound()
         self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
         for index, part in enumerate(model.parts):
             if part.movable:
@@ -499,46 +501,55 @@ class _Ledger:
         count_out = max(0, count - m.chi[b]) + max(0, m.clo[b] - count)
         return max(bytes_out / max(1, m.bshare_floor[b]), count_out / max(1, m.cshare_floor[b]))
 
-    def trapped(self, b: int, load: int, count: int) -> int:
-        """Bytes b must still shed (receive) when it has no replica left to give (room to take):
-        only a swap can fix them, which moves at least as much again."""
-        m = self.m
-        if load > m.bhi[b] and count <= m.clo[b]:
-            return load - m.bhi[b]
-        if load < m.blo[b] and count >= m.chi[b]:
-            return m.blo[b] - load
-        return 0
-
     def evaluate(self, s: int | None, d: int | None, x: int) -> tuple[int, int, int, int]:
         """For `x` bytes (one replica) moving from s to d (None: from outside or to outside the
-        tree): (bytes bound after plus the bytes it traps (`trapped`), replica bound after, change
-        of s's violation, of d's)."""
+        tree): (bytes bound after plus the bytes it traps, replica bound after, change of s's
+        violation, of d's). Trapped: bytes a broker must still shed (receive) when it has no
+        replica left to give (no room to take one): only a swap can fix them, which moves at
+        least as much again."""
         m = self.m
         changes: dict[int, list[int]] = {}
         deltas = [0, 0]
         trap = 0
-        for side, (b, sign) in enumerate(((s, -1), (d, 1))):
+        for side, b, sign in ((0, s, -1), (1, d, 1)):
             if b is None:
                 continue
             l0, c0 = self.load[b], self.count[b]
             l1, c1 = l0 + sign * x, c0 + sign
-            change = changes.setdefault(m.group[b], [0, 0, 0, 0, 0, 0])
+            hi, lo, chi, clo = m.bhi[b], m.blo[b], m.chi[b], m.clo[b]
+            e0 = l0 - hi if l0 > hi else 0
+            e1 = l1 - hi if l1 > hi else 0
+            f0 = lo - l0 if l0 < lo else 0
+            f1 = lo - l1 if l1 < lo else 0
+            ce0 = c0 - chi if c0 > chi else 0
+            ce1 = c1 - chi if c1 > chi else 0
+            cf0 = clo - c0 if c0 < clo else 0
+            cf1 = clo - c1 if c1 < clo else 0
+            change = changes.get(m.group[b])
+            if change is None:
+                change = changes[m.group[b]] = [0, 0, 0, 0, 0, 0]
             change[0] += sign * x
-            change[1] += max(0, l1 - m.bhi[b]) - max(0, l0 - m.bhi[b])
-            change[2] += max(0, m.blo[b] - l1) - max(0, m.blo[b] - l0)
+            change[1] += e1 - e0
+            change[2] += f1 - f0
             change[3] += sign
-            change[4] += max(0, c1 - m.chi[b]) - max(0, c0 - m.chi[b])
-            change[5] += max(0, m.clo[b] - c1) - max(0, m.clo[b] - c0)
-            deltas[side] = self.violation(b, l1, c1) - self.violation(b, l0, c0)
-            trap += self.trapped(b, l1, c1) - self.trapped(b, l0, c0)
-        lb = self.bound() + trap
-        cb = self.count_bound()
+            change[4] += ce1 - ce0
+            change[5] += cf1 - cf0
+            deltas[side] = (e1 + f1 - e0 - f0) * self.cunit + (ce1 + cf1 - ce0 - cf0) * self.bunit
+            if e1 and c1 <= clo:
+                trap += e1
+            elif f1 and c1 >= chi:
+                trap += f1
+            if e0 and c0 <= clo:
+                trap -= e0
+            elif f0 and c0 >= chi:
+                trap -= f0
+        lb = self.lb_total + trap
+        cb = self.cb_total
         for g, (dh, de, dd, dch, dce, dcd) in changes.items():
-            held, exc, deficit = self.g_held[g], self.g_exc[g], self.g_def[g]
-            lb += self._group_bound(g, held + dh, exc + de, deficit + dd) - self._group_bound(g, held, exc, deficit)
-            held, exc, deficit = self.gc_held[g], self.gc_exc[g], self.gc_def[g]
-            cb += (self._group_count_bound(g, held + dch, exc + dce, deficit + dcd)
-                   - self._group_count_bound(g, held, exc, deficit))
+            held, exc, deficit, target = self.g_held[g], self.g_exc[g], self.g_def[g], m.group_bytes[g]
+            lb += max(deficit + dd, exc + de + target - held - dh) - max(deficit, exc + target - held)
+            held, exc, deficit, target = self.gc_held[g], self.gc_exc[g], self.gc_def[g], m.group_count[g]
+            cb += max(deficit + dcd, exc + dce + target - held - dch) - max(deficit, exc + target - held)
         return lb, cb, deltas[0], deltas[1]
 
     def bound(self) -> int:
@@ -552,12 +563,16 @@ class _Ledger:
         g = m.group[b]
         l0, c0 = self.load[b], self.count[b]
         l1, c1 = l0 + sign * x, c0 + sign
+        self.lb_total -= self._group_bound(g, self.g_held[g], self.g_exc[g], self.g_def[g])
+        self.cb_total -= self._group_count_bound(g, self.gc_held[g], self.gc_exc[g], self.gc_def[g])
         self.g_held[g] += sign * x
         self.g_exc[g] += max(0, l1 - m.bhi[b]) - max(0, l0 - m.bhi[b])
         self.g_def[g] += max(0, m.blo[b] - l1) - max(0, m.blo[b] - l0)
         self.gc_held[g] += sign
         self.gc_exc[g] += max(0, c1 - m.chi[b]) - max(0, c0 - m.chi[b])
         self.gc_def[g] += max(0, m.clo[b] - c1) - max(0, m.clo[b] - c0)
+        self.lb_total += self._group_bound(g, self.g_held[g], self.g_exc[g], self.g_def[g])
+        self.cb_total += self._group_count_bound(g, self.gc_held[g], self.gc_exc[g], self.gc_def[g])
         self.load[b], self.count[b] = l1, c1
 
     def move(self, index: int, s: int | None, d: int) -> None:
