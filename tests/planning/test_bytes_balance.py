@@ -326,3 +326,24 @@ def test_explicit_targets_are_refused():
 
 def test_the_default_goal_is_the_products_rebalance():
     assert REBALANCE == Goal(heal=False, rebalance=True)
+
+
+def test_the_bound_counts_a_closed_rack_inside_a_larger_group_once():
+    """Racks of 1, 3 and 2 brokers, RF 3 and RF 4: the one-broker rack holds exactly one replica
+    of every partition (a closed group inside the root's group, which holds the rest). The
+    root group's target is what it holds less what the closed rack holds; counting it twice
+    put the bound above the optimum."""
+    rnd = random.Random(5)
+    racks = {0: "r0", 1: "r1", 2: "r1", 3: "r1", 4: "r2", 5: "r2"}
+    brokers = tuple(Broker(b, rack=r) for b, r in racks.items())
+    topics = []
+    for t, rf in enumerate((3, 4, 3)):
+        parts = tuple(PartitionState(f"t{t}", i, tuple(rnd.sample(range(6), rf)), size_bytes=rnd.randint(10, 1000))
+                      for i in range(8))
+        topics.append(Topic(f"t{t}", parts))
+    cluster = Cluster(brokers, tuple(topics))
+    tolerances = Tolerances(disk=0.2, replicas=0.3, leaders=0.3, topic_spread=None)
+    greedy = plan_bytes_balance(cluster, tolerances, exact_variables=0)
+    exact = plan_bytes_balance(cluster, tolerances, exact_variables=10_000, exact_seconds=20.0)
+    assert exact.bytes_moved_optimum is not None
+    assert greedy.bytes_moved_lower_bound <= exact.bytes_moved_optimum <= greedy.bytes_moved
