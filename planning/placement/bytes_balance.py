@@ -75,6 +75,7 @@ _SCAN = 32  # replicas looked at either side of a wanted size before giving up o
 _PROBED_DEFICITS = 4  # other brokers' needs used as wanted sizes for a replica out
 _SWAP_SMALLS = 4  # the smallest replicas tried as the way back of a swap
 _SHRINK_PASSES = 3
+_COUNTERPARTS = 8  # peers looked at first for a move
 
 REBALANCE = Goal(heal=False, rebalance=True)
 
@@ -725,18 +726,36 @@ def _move_key(model: _Model, ledger: _Ledger, index: int, s: int, d: int, b: int
 
 
 def _best_move(model: _Model, ledger: _Ledger, b: int):
-    """The best single move into or out of broker b: (key, partition index, from, to) or None."""
-    over_bytes, over_count, under_bytes, under_count = _needs(ledger, b)
+    """The best single move into or out of broker b: (key, partition index, from, to) or None.
+    Looks at the `_COUNTERPARTS` most useful peers first (those outside their bands the other
+    way, then the furthest from their share the other way), and at all of them when none of
+    those has a move."""
     peers = [c for c in model.group_members[model.group[b]] if c != b]
+    if len(peers) <= _COUNTERPARTS:
+        return _best_move_among(model, ledger, b, peers, peers)
+
+    def relative(c: int) -> float:
+        return ledger.load[c] / max(1, model.bshare_floor[c])
+
+    receivers = sorted(peers, key=lambda c: (ledger.load[c] >= model.blo[c] and ledger.count[c] >= model.clo[c],
+                                             relative(c), c))[:_COUNTERPARTS]
+    donors = sorted(peers, key=lambda c: (ledger.load[c] <= model.bhi[c] and ledger.count[c] <= model.chi[c],
+                                          -relative(c), c))[:_COUNTERPARTS]
+    best = _best_move_among(model, ledger, b, receivers, donors)
+    return best if best is not None else _best_move_among(model, ledger, b, peers, peers)
+
+
+def _best_move_among(model: _Model, ledger: _Ledger, b: int, receivers: list[int], donors: list[int]):
+    over_bytes, over_count, under_bytes, under_count = _needs(ledger, b)
     best = None
     parts = model.parts
     if over_bytes or over_count:
         # What it still needs per replica, and at least what its replica room allows.
         wanted = max(over_bytes / max(1, over_count), over_bytes / max(1, ledger.count[b] - model.clo[b]))
-        deficits = sorted((ledger.load[d] - model.blo[d], d) for d in peers if ledger.load[d] < model.blo[d])
+        deficits = sorted((ledger.load[d] - model.blo[d], d) for d in receivers if ledger.load[d] < model.blo[d])
         probes = sorted({wanted, 0} | {min(wanted, -gap) for gap, _ in deficits[:_PROBED_DEFICITS]})
         values = ledger.items[b]
-        for d in peers:
+        for d in receivers:
             def accept(item, d=d):
                 part = parts[item[1]]
                 return model.may_take(part.topic, d) and model.fits(part, b, d)
@@ -757,7 +776,7 @@ def _best_move(model: _Model, ledger: _Ledger, b: int):
             part = parts[item[1]]
             return model.may_take(part.topic, b) and model.fits(part, donor, b)
 
-        for donor in peers:
+        for donor in donors:
             excess = ledger.load[donor] - model.bhi[donor]
             probes = {wanted, 0}
             if excess > 0:
@@ -834,6 +853,8 @@ def _shrink(model: _Model, ledger: _Ledger) -> int:
         found = 0
         for x, index, s, d in changes:
             part = parts[index]
+            if d not in part.members or s in part.members:  # changed earlier in this pass
+                continue
             if not (model.may_take(part.topic, s) and model.fits(part, d, s)):
                 continue
             touched = {s, d}
