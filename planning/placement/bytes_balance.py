@@ -656,13 +656,11 @@ def _balance(model: _Model, ledger: _Ledger) -> int:
     steps = 0
     budget = 2 * sum(len(p.members) for p in model.parts) + 100
     stuck: set[int] = set()
+    outside = {b: ledger.relative_violation(b) for b in model.brokers}  # kept for the brokers moves touch
     while steps < budget:
         worst, worst_value = None, 0.0
-        for b in model.brokers:
-            if b in stuck:
-                continue
-            value = ledger.relative_violation(b)
-            if value > worst_value:
+        for b, value in outside.items():
+            if value > worst_value and b not in stuck:
                 worst, worst_value = b, value
         if worst is None:
             break
@@ -670,6 +668,7 @@ def _balance(model: _Model, ledger: _Ledger) -> int:
         if move is not None:
             _, index, s, d = move
             ledger.move(index, s, d)
+            touched = (s, d)
         else:
             swap = _best_swap(model, ledger, worst)
             if swap is None:
@@ -678,6 +677,9 @@ def _balance(model: _Model, ledger: _Ledger) -> int:
             _, (i1, s1, d1), (i2, s2, d2) = swap
             ledger.move(i1, s1, d1)
             ledger.move(i2, s2, d2)
+            touched = (s1, d1)
+        for b in touched:
+            outside[b] = ledger.relative_violation(b)
         steps += 1
         stuck.clear()
     return steps
@@ -908,6 +910,9 @@ class _ExactOutcome:
 def _exact(model: _Model, greedy_finals, budget: int, seconds: float) -> _ExactOutcome:
     """The disk and replica bands as an integer program: fewest bytes, then fewest replicas."""
     tree, parts = model.tree, model.parts
+    most = len(model.brokers) * sum(1 for part in parts if part.replication > 0 and not part.fixed)
+    if most > 4 * budget:  # far over: not worth counting exactly
+        return _ExactOutcome(f"not run (up to {most} placement variables, over the budget of {budget})")
     candidates: list[list[int]] = []
     variables = 0
     boxes = {r: compute_partition_boxes(tree, r) for r in model.replications}
