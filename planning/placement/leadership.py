@@ -174,9 +174,9 @@ def _solve_chunk(rows, columns, costs, row_topic, row_count, n, sizes, fixed_key
     first_broker = builder.add_nodes(n)
     sink = builder.add_node(-row_count)
     first_arc = builder.add_arcs(first_partition + rows, first_pair + arc_pair, 0, 1, costs)
-    _add_penalised(builder, first_pair + np.arange(pair_count), first_broker + pair_broker,
+    add_penalised_bounds(builder, first_pair + np.arange(pair_count), first_broker + pair_broker,
                    size // n - already, -(-size // n) - already, holds, big_m)
-    _add_penalised(builder, first_broker + np.arange(n), np.full(n, sink), goal_low - led, goal_high - led,
+    add_penalised_bounds(builder, first_broker + np.arange(n), np.full(n, sink), goal_low - led, goal_high - led,
                    np.full(n, row_count), big_m)
     solution = solve_min_cost_flow(builder.problem())
     used = np.flatnonzero(solution.flows[first_arc:first_arc + len(rows)])
@@ -185,7 +185,7 @@ def _solve_chunk(rows, columns, costs, row_topic, row_count, n, sizes, fixed_key
     return picked
 
 
-def _add_penalised(builder: FlowBuilder, tails, heads, low, high, capacity, big_m: int) -> None:
+def add_penalised_bounds(builder: FlowBuilder, tails, heads, low, high, capacity, big_m: int) -> None:
     """Arcs tail -> head carrying up to `capacity`: units below `low` earn `big_m`, units above
     `high` cost `big_m` (a convex penalty on the total; bounds are clipped to [0, capacity])."""
     low = np.clip(low, 0, capacity)

@@ -134,7 +134,7 @@ def _plan_once(cluster: Cluster, goal: Goal) -> tuple[PlacementPlan, list[DiskOv
     target_log_dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
     dirs = TargetDirs(cluster, goal.disk_max_usage_percent)
     for (name, partitions, work), finals in zip(topic_work, placed_finals):
-        led = [final if not final or final[0] == leader else _led_by(final, leader)
+        led = [final if not final or final[0] == leader else compute_led_by(final, leader)
                for final, leader in zip(finals, itertools.islice(leaders, len(finals)))]
         for p, w, final in zip(partitions, work, led):
             if final != p.replicas:
@@ -169,7 +169,7 @@ def _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal: Goal, e
             work[index] = PartitionFates(p.tp, p.replicas, members, frozenset(), len(members), 0, True)
 
 
-def _led_by(final: tuple[int, ...], leader: int | None) -> tuple[int, ...]:
+def compute_led_by(final: tuple[int, ...], leader: int | None) -> tuple[int, ...]:
     """`final` with `leader` first, the others in their order."""
     if leader is None or not final or final[0] == leader:
         return tuple(final)

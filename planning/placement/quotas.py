@@ -200,7 +200,8 @@ def compute_topic_ranges(tree: RackTree, work, cache: dict) -> Mapping[int, tupl
     return ranges
 
 
-def compute_ideal_shares(tree: RackTree, replica_histogram: Mapping[int, int]) -> dict[int, Fraction]:
+def compute_ideal_shares(tree: RackTree, replica_histogram: Mapping[int, int],
+                         weights: Mapping[int, int] | None = None) -> dict[int, Fraction]:
     """Per tree broker: its exact share of a topic whose partitions hold `replica_histogram`.
 
     Only the rack rule and the broker counts matter, not where replicas are now. Below the top
@@ -212,16 +213,29 @@ def compute_ideal_shares(tree: RackTree, replica_histogram: Mapping[int, int]) -
     Every partition puts exactly one replica in each rack (min = max = 50), so r0's brokers get
     50/3 each and the others 25: the balance the racks allow is 16-17 per r0 broker and 25 per
     r1/r2 broker, not the flat 21-22.
+
+    The histogram's values may be any non-negative weights of the partitions, not only their
+    numbers: everything here is linear in them, so `{replicas: bytes of those partitions}`
+    gives each broker's share of the bytes. `weights` (per tree broker, positive; default 1
+    each) shares a node's amount among its children in proportion to their summed weights
+    instead of their broker counts (brokers of different disk sizes); the rack rule's ranges
+    stay counted in brokers.
     """
-    return compute_shares_and_domain_ranges(tree, replica_histogram)[0]
+    return compute_shares_and_domain_ranges(tree, replica_histogram, weights)[0]
 
 
 def compute_shares_and_domain_ranges(
-    tree: RackTree, replica_histogram: Mapping[int, int]
+    tree: RackTree, replica_histogram: Mapping[int, int], weights: Mapping[int, int] | None = None
 ) -> tuple[dict[int, Fraction], dict[int, tuple[int, int]]]:
     """`compute_ideal_shares`, and per rack domain below the root the [min, max] replicas of the
     topic the rack rule lets it hold (summed over partitions; a relaxation below the top level,
     so every rack-spread plan is within it). Domains no replica can reach are left out."""
+    node_weight = list(tree.node_capacity)
+    if weights is not None:
+        node_weight = [0] * len(tree.node_labels)
+        for broker_id, node in tree.broker_node.items():
+            for ancestor in tree.node_ancestry[node]:
+                node_weight[ancestor] += weights[broker_id]
     shares: dict[int, Fraction] = {b: Fraction(0) for b in tree.broker_node}
     domain_ranges: dict[int, tuple[int, int]] = {}
     total = sum(r * k for r, k in replica_histogram.items())
@@ -231,14 +245,16 @@ def compute_shares_and_domain_ranges(
         node, amount, groups = pending.pop()
         if not groups:
             continue
-        children = []  # (child node or None, broker id or None, capacity, min, max, groups)
+        children = []  # (child node or None, broker id or None, weight, capacity, min, max, groups)
         for child in tree.node_children[node]:
-            children.append((child, None) + _child_range(tree, node, tree.node_capacity[child], groups))
+            children.append((child, None, node_weight[child])
+                            + _child_range(tree, node, tree.node_capacity[child], groups))
         for broker_id in tree.node_brokers[node]:
-            children.append((None, broker_id) + _child_range(tree, node, 1, groups))
-        level = _water_level(amount, [(cap, low, high) for _, _, cap, low, high, _ in children])
-        for child, broker_id, cap, low, high, child_groups in children:
-            share = min(max(level * cap, low), high)
+            children.append((None, broker_id, 1 if weights is None else weights[broker_id])
+                            + _child_range(tree, node, 1, groups))
+        level = _water_level(amount, [(weight, low, high) for _, _, weight, _, low, high, _ in children])
+        for child, broker_id, weight, _, low, high, child_groups in children:
+            share = min(max(level * weight, low), high)
             if broker_id is not None:
                 shares[broker_id] = share
             else:

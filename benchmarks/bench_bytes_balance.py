@@ -1,0 +1,172 @@
+"""Bytes-balance benchmark: prints figures, never asserts timings.
+
+Run: `.venv/bin/python benchmarks/bench_bytes_balance.py [a b c d] [--seeds 1,2] [--tolerance 0.10]`
+
+Clusters (seeded; 3 DCs with 2 racks each, `/dcK/rJ`; RF 3, one replica per DC, each on a
+random broker of its DC, leaders in random order: a random rack-spread start):
+  (a) 30 brokers, 400 topics of 10-50 partitions (about 12,000), sizes log-uniform 1 MB-30 GB
+      per partition: plain rebalance
+  (b) the same, add 3 empty brokers (one per DC)
+  (c) the same, remove one broker (all its replicas must leave; its share is 0)
+  (d) 60 brokers, 6,000 partitions (200 topics of 30), sizes log-uniform 1 MB-1 GB: add 3
+  (e) (not run by default) 100 brokers, 100,000 partitions in 1,000 topics, sizes log-uniform
+      1 MB-1 GB: add 7
+
+For each: `plan_bytes_balance` (this planner) and, in the same run, today's `plan_placement` as
+the product calls it (broker added / rebalance: `Goal(heal=False, rebalance=True)` on the
+cluster with the new brokers registered; decommission: `Goal(drain_brokers=..., heal=False,
+rebalance=False)`, and also with `rebalance=True` as `reassigner plan` does): bytes moved (TB,
+10^12) next to the lower bound, replica moves, leader changes, disk CV and max/mean before and
+after, replica-count and leader spread (max - min), the new brokers' bytes as a multiple of the
+mean, rack violations, planning time.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from planning.model import Broker, Cluster, PartitionState, Topic  # noqa: E402
+from planning.placement.bytes_balance import Tolerances, plan_bytes_balance  # noqa: E402
+from planning.placement.placer import Goal, plan_placement  # noqa: E402
+from planning.placement.racks import compute_rack_tree, satisfies_rack_spread  # noqa: E402
+
+TB = 1e12
+
+
+def rack(i: int) -> str:
+    return f"/dc{i % 3}/r{(i // 3) % 2}"
+
+
+def build_cluster(brokers: int, topics: int, partitions: tuple[int, int], low: int, high: int, seed: int) -> Cluster:
+    rnd = random.Random(seed)
+    nodes = [Broker(i, rack=rack(i)) for i in range(brokers)]
+    by_dc = [[b.id for b in nodes if b.rack.startswith(f"/dc{k}/")] for k in range(3)]
+    result = []
+    for t in range(topics):
+        name = f"topic-{t:04d}"
+        parts = []
+        for p in range(rnd.randint(*partitions)):
+            replicas = [rnd.choice(by_dc[k]) for k in range(3)]
+            rnd.shuffle(replicas)
+            size = int(math.exp(rnd.uniform(math.log(low), math.log(high))))
+            parts.append(PartitionState(name, p, tuple(replicas), size_bytes=size))
+        result.append(Topic(name, tuple(parts), 2))
+    return Cluster(tuple(nodes), tuple(result))
+
+
+def with_new_brokers(cluster: Cluster, count: int) -> tuple[Cluster, list[int]]:
+    first = max(b.id for b in cluster.brokers) + 1
+    added = [Broker(first + i, rack=rack(first + i)) for i in range(count)]
+    return Cluster(cluster.brokers + tuple(added), cluster.topics), [b.id for b in added]
+
+
+def scenario(key: str, seed: int):
+    """(cluster, new broker ids, drained broker ids)."""
+    if key == "e":
+        cluster = build_cluster(100, 1000, (100, 100), 1 << 20, 1 << 30, seed)
+        cluster, added = with_new_brokers(cluster, 7)
+        return cluster, added, frozenset()
+    if key == "d":
+        cluster = build_cluster(60, 200, (30, 30), 1 << 20, 1 << 30, seed)
+        cluster, added = with_new_brokers(cluster, 3)
+        return cluster, added, frozenset()
+    cluster = build_cluster(30, 400, (10, 50), 1 << 20, 30 << 30, seed)
+    if key == "b":
+        cluster, added = with_new_brokers(cluster, 3)
+        return cluster, added, frozenset()
+    if key == "c":
+        return cluster, [], frozenset({7})
+    return cluster, [], frozenset()
+
+
+def stats(values: list[int]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    cv = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) / mean
+    return cv, max(values) / mean
+
+
+def after_counts(cluster: Cluster, targets, eligible) -> tuple[list[int], list[int], list[int]]:
+    held = {b: 0 for b in eligible}
+    count = {b: 0 for b in eligible}
+    leads = {b: 0 for b in eligible}
+    for p in cluster.partitions():
+        final = targets.get(p.tp, p.replicas)
+        for b in final:
+            if b in held:
+                held[b] += p.size_bytes or 0
+                count[b] += 1
+        if final and final[0] in leads:
+            leads[final[0]] += 1
+    return [held[b] for b in eligible], [count[b] for b in eligible], [leads[b] for b in eligible]
+
+
+def describe(name: str, cluster: Cluster, eligible: list[int], added: list[int], targets, seconds: float,
+             moved: int, moves: int, leader_changes: int, bound: int | None = None, extra: str = "") -> dict:
+    held, count, leads = after_counts(cluster, targets, eligible)
+    cv, max_mean = stats(held)
+    mean = sum(held) / len(held)
+    new = [held[eligible.index(b)] / mean for b in added]
+    tree = compute_rack_tree(b for b in cluster.brokers if b.id in set(eligible))
+    violations = sum(1 for final in targets.values() if not satisfies_rack_spread(tree, final))
+    bound_text = f" (bound {bound / TB:.3f}, gap {100 * (moved - bound) / bound if bound else 0:.1f} %)" if bound is not None else ""
+    new_text = f", new brokers {min(new):.2f}-{max(new):.2f}x mean bytes" if new else ""
+    print(f"  {name:<34} {moved / TB:7.3f} TB{bound_text}, {moves:5d} replica moves, {leader_changes:5d} leader "
+          f"changes; disk CV {cv:.3f} max/mean {max_mean:.3f}; replica spread {max(count) - min(count)}, "
+          f"leader spread {max(leads) - min(leads)}{new_text}; rack violations {violations}; {seconds:.2f} s{extra}",
+          flush=True)
+    return {"tb": moved / TB, "cv": cv, "max_mean": max_mean}
+
+
+def run(key: str, seed: int, tolerance: float) -> None:
+    cluster, added, drained = scenario(key, seed)
+    eligible = sorted(b.id for b in cluster.brokers if b.id not in drained)
+    held, count, leads = after_counts(cluster, {}, eligible)
+    cv, max_mean = stats(held)
+    partitions = sum(len(t.partitions) for t in cluster.topics)
+    total = sum(p.size_bytes or 0 for p in cluster.partitions()) * 1.0
+    print(f"({key}) seed {seed}: {len(cluster.brokers)} brokers, {partitions} partitions, {3 * total / TB:.1f} TB of "
+          f"replicas{'; add ' + str(added) if added else ''}{'; remove ' + str(sorted(drained)) if drained else ''}; "
+          f"before: disk CV {cv:.3f} max/mean {max_mean:.3f}, replica spread {max(count) - min(count)}, leader "
+          f"spread {max(leads) - min(leads)}", flush=True)
+
+    goal = Goal(heal=False, rebalance=True, drain_brokers=drained)
+    tolerances = Tolerances(disk=tolerance, replicas=tolerance, leaders=tolerance)
+    started = time.perf_counter()
+    plan = plan_bytes_balance(cluster, tolerances, goal)
+    seconds = time.perf_counter() - started
+    describe(f"bytes balance ±{tolerance:.0%}", cluster, eligible, added, plan.targets, seconds, plan.bytes_moved,
+             plan.replica_moves, plan.leader_changes, plan.bytes_moved_lower_bound,
+             f"; within tolerance: {plan.within_tolerance}")
+
+    goals = [("today (product's goal)", goal if not drained else Goal(heal=False, rebalance=False,
+                                                                     drain_brokers=drained))]
+    if drained:
+        goals.append(("today (rebalance while draining)", goal))
+    for name, today_goal in goals:
+        started = time.perf_counter()
+        today = plan_placement(cluster, today_goal)
+        seconds = time.perf_counter() - started
+        describe(name, cluster, eligible, added, today.targets, seconds, today.bytes_moved, today.replica_moves,
+                 today.leader_changes)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    seeds, tolerance = [1], 0.10
+    if "--seeds" in args:
+        at = args.index("--seeds")
+        seeds = [int(s) for s in args[at + 1].split(",")]
+        del args[at:at + 2]
+    if "--tolerance" in args:
+        at = args.index("--tolerance")
+        tolerance = float(args[at + 1])
+        del args[at:at + 2]
+    for key in args or ["a", "b", "c", "d"]:
+        for seed in seeds:
+            run(key, seed, tolerance)

@@ -1,0 +1,344 @@
+"""Balance disk bytes, replica counts and leaders within tolerances, moving the fewest bytes.
+
+BALANCED. Each eligible broker b has a fair share of the cluster's replica bytes and of its
+replica count: `compute_ideal_shares` (the rack rule decides what each domain holds; inside a
+domain the share is even, or in proportion to disk size when every broker reports it). b is
+within tolerance t on a resource when `(1 - t) * share <= value <= (1 + t) * share` (bytes
+rounded inwards, counts outwards to whole replicas); leaders likewise around `L / n`. A
+draining broker's share is 0: all its replicas leave. Loose per-topic spread: no move raises a
+topic's count on a broker above `share + max(slack, topic_spread * share)` (or above what it
+already holds there).
+
+HARD RULES (never broken): rack spread at every level (`planning.placement.racks`), no broker
+twice in a partition, the replication factor kept, new replicas only on eligible brokers that
+may host the partition; replicas on dead brokers or offline dirs are replaced (`Goal.heal`),
+excluded topics only lose what must leave.
+
+THE PLAN, in this order; everything in a canonical order (topics, partitions, broker ids):
+1. Forced: rack repairs (followers first) and every replica that must leave, largest first,
+   each to the broker that lowers the bound below most, then the least loaded for its share.
+2. Balance (`Goal.rebalance`): while some broker is outside a band, take the one furthest out
+   (relative to its share) and make the single move touching it — a replica out of it, or into
+   it, within its closed rack group — that keeps every hard rule, strictly lowers the total
+   violation, and minimises, in order: bytes moved plus the lower bound that remains plus the
+   bytes it traps (left to fix on a broker with no replica room: only a swap can), so a byte
+   that fixes an excess and a deficit at once wins; the replica-count bound that remains; harm
+   to the other broker (one it also helps first; then one kept on its side of its share); the
+   distance of the size from what the broker still needs per replica (its bytes to fix over its
+   replicas to fix or its replica room: few large replicas, or many small ones, as needed).
+   When no single move helps, a swap (a replica each way) may. Stop when every broker is within
+   its bands or nothing helps. Then shrink: a moved replica goes back and a smaller one takes
+   its place when no broker ends further outside its bands (largest first).
+3. Exact (clusters within `EXACT_VARIABLES` placement variables): the same problem as an
+   integer program (`planning.placement.milp`, CP-SAT, a deterministic budget), started from
+   the greedy plan; its plan replaces the greedy's when it is better (bytes, then replicas),
+   and its optimum or its bound is reported.
+4. Leaders, by reordering replica lists only (no data moves): one min-cost flow puts every
+   broker's leader count in its band with the fewest leadership changes (the kept leader
+   first, then a replica already in sync).
+
+THE BOUND (`bytes_moved_lower_bound`). A closed group is a rack domain whose every partition
+has a fixed number of replicas in it (3 DCs, RF 3: each DC): its bytes never change, so what
+arrives at its brokers is at least `max(deficits, departures + what it still lacks)`, with
+departures at least the excesses (at least the smallest replica that covers an excess, when
+the smaller ones together do not). The sum over groups bounds every plan that meets the bands;
+the exact model's proven bound replaces it when higher. `gap_percent` is measured against it.
+
+Modules: `bytes_model` (shares, bands, rack groups, topic limits, the bound), `bytes_moves`
+(steps 1 and 2), `bytes_exact` (step 3); leaders and the report here. Pure: no I/O, no clock,
+no randomness; the same cluster gives the same plan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from planning.model import Cluster, TopicPartition
+from planning.placement.bytes_exact import EXACT_DETERMINISTIC_SECONDS, EXACT_VARIABLES, solve_exact
+from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_fraction, compute_parts, count_moves,
+                                            count_new_bytes)
+from planning.placement.bytes_moves import Ledger, balance_moves, place_slots, shrink_moves
+from planning.placement.flows import FlowBuilder, solve_min_cost_flow
+from planning.placement.leadership import add_penalised_bounds
+from planning.placement.goal import Goal, compute_planning_cluster
+from planning.placement.log_dir_choice import TargetDirs
+from planning.placement.placer import compute_led_by
+from planning.placement.replica_fates import compute_planning_tree
+from planning.placement.racks import satisfies_rack_spread
+
+__all__ = ["EXACT_DETERMINISTIC_SECONDS", "EXACT_VARIABLES", "REBALANCE", "Bands", "BytesBalancePlan",
+           "ResourceReport", "Spread", "Tolerances", "compute_bands", "plan_bytes_balance"]
+
+REBALANCE = Goal(heal=False, rebalance=True)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One resource over the eligible brokers: coefficient of variation, max and min over the
+    mean, and how many brokers are outside their band."""
+
+    cv: float
+    max_over_mean: float
+    min_over_mean: float
+    outside: int
+
+
+@dataclass(frozen=True)
+class ResourceReport:
+    before: Spread
+    after: Spread
+
+
+@dataclass(frozen=True)
+class BytesBalancePlan:
+    targets: Mapping[TopicPartition, tuple[int, ...]]  # only partitions whose list changes
+    target_log_dirs: Mapping[TopicPartition, tuple[str | None, ...]]
+    bytes_moved: int
+    bytes_moved_lower_bound: int
+    bytes_moved_optimum: int | None  # set when proven fewest (the exact model's optimum)
+    forced_bytes: int  # bytes of replicas that had to leave (dead, draining, offline, racks)
+    replica_moves: int
+    leader_changes: int
+    within_tolerance: bool  # every eligible broker inside its disk, replica and leader bands
+    tolerance_reachable: bool | None  # the exact model's verdict on disk and replicas; None: not run
+    resources: Mapping[str, ResourceReport]  # "disk", "replicas", "leaders"
+    disk_shares: Mapping[int, int]
+    bytes_before: Mapping[int, int]
+    bytes_after: Mapping[int, int]
+    replicas_after: Mapping[int, int]
+    leaders_after: Mapping[int, int]
+    eligible_brokers: tuple[int, ...]
+    rack_violations: int
+    greedy_bytes_moved: int  # the greedy plan's, before the exact model
+    greedy_within_tolerance: bool  # disk and replicas, before the exact model
+    exact: str  # what the exact model did
+    steps: int  # balance moves made by the greedy
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def gap_percent(self) -> float:
+        bound = self.bytes_moved_lower_bound
+        return 100.0 * (self.bytes_moved - bound) / bound if bound else 0.0
+
+
+@dataclass(frozen=True)
+class Bands:
+    """Per eligible broker: its shares and the [low, high] a balanced plan keeps it in."""
+
+    disk_share: Mapping[int, Fraction]
+    replica_share: Mapping[int, Fraction]
+    disk: Mapping[int, tuple[int, int]]
+    replicas: Mapping[int, tuple[int, int]]
+
+
+def compute_bands(cluster: Cluster, tolerances: Tolerances = Tolerances(), goal: Goal = REBALANCE) -> Bands:
+    """The bands `plan_bytes_balance` balances to (module docstring, BALANCED)."""
+    cluster = compute_planning_cluster(cluster, goal)
+    tree = compute_planning_tree(cluster, goal)
+    brokers = tuple(sorted(tree.broker_node))
+    parts, topics = compute_parts(cluster, goal, tree, brokers)
+    model = BalanceModel(cluster, tree, brokers, parts, topics, tolerances)
+    return Bands(MappingProxyType(dict(model.byte_share)), MappingProxyType(dict(model.count_share)),
+                 MappingProxyType({b: (model.blo[b], model.bhi[b]) for b in brokers}),
+                 MappingProxyType({b: (model.clo[b], model.chi[b]) for b in brokers}))
+
+
+# --- the plan ----------------------------------------------------------------------------------
+
+
+def plan_bytes_balance(cluster: Cluster, tolerances: Tolerances = Tolerances(), goal: Goal = REBALANCE,
+                       exact_variables: int = EXACT_VARIABLES,
+                       exact_seconds: float = EXACT_DETERMINISTIC_SECONDS) -> BytesBalancePlan:
+    """The plan for `goal` on `cluster` (see the module docstring). `goal.explicit_targets`
+    are not supported here (the count planner, `plan_placement`, takes them)."""
+    if goal.explicit_targets:
+        raise ValueError("plan_bytes_balance takes no explicit targets")
+    cluster = compute_planning_cluster(cluster, goal)
+    tree = compute_planning_tree(cluster, goal)
+    brokers = tuple(sorted(tree.broker_node))
+    warnings = list(tree.warnings)
+    parts, topics = compute_parts(cluster, goal, tree, brokers)
+    model = BalanceModel(cluster, tree, brokers, parts, topics, tolerances)
+    bound = model.closed_form_bound()
+    forced = model.repair_racks()
+    forced += sum(part.size * part.final.count(None) for part in parts)
+    ledger = Ledger(model, *model.loads())
+    unplaced = place_slots(model, ledger)
+    steps = balance_moves(model, ledger) if goal.rebalance and brokers else 0
+    if goal.rebalance and brokers:
+        shrink_moves(model, ledger)
+    greedy_finals = [tuple(part.final) for part in parts]
+    greedy_bytes = sum(count_new_bytes(part, final) for part, final in zip(parts, greedy_finals))
+    greedy_within = model.within_bands(ledger.load, ledger.count)
+
+    optimum, reachable, exact = None, None, "not run (no rebalance)"
+    finals = greedy_finals
+    if goal.rebalance and brokers:
+        outcome = solve_exact(model, greedy_finals, exact_variables, exact_seconds)
+        exact = outcome.note
+        reachable = outcome.reachable
+        if outcome.bound is not None:
+            bound = max(bound, outcome.bound)
+        if outcome.finals is not None:
+            greedy_key = (not greedy_within, greedy_bytes, count_moves(parts, greedy_finals))
+            exact_key = (False, outcome.bytes, count_moves(parts, outcome.finals))
+            if exact_key < greedy_key:
+                finals = outcome.finals
+                exact += "; its plan replaced the greedy's"
+            elif outcome.optimal:
+                exact += "; the greedy's plan was as good"
+            if outcome.optimal:  # the plan kept is within the bands with the fewest bytes
+                optimum = outcome.bytes
+    for part, final in zip(parts, finals):
+        part.final = list(final)
+    leaders = _choose_leaders(model, goal.rebalance)
+    return _report(model, goal, parts, leaders, bound, optimum, forced, reachable, exact, steps,
+                   greedy_bytes, greedy_within, unplaced, warnings)
+
+
+# --- 4. leaders ----------------------------------------------------------------------------------
+
+
+def _choose_leaders(model: BalanceModel, rebalance: bool) -> list[int | None]:
+    """Every partition's leader (its final list's first entry): each broker's count inside its
+    band, with the fewest changes, by one min-cost flow (module docstring, step 4)."""
+    brokers = model.brokers
+    column = {b: j for j, b in enumerate(brokers)}
+    n = len(brokers)
+    leaders: list[int | None] = []
+    fixed = np.zeros(max(1, n), dtype=np.int64)
+    rows: list[int] = []
+    members_row, members_column, members_cost = [], [], []
+    for index, part in enumerate(model.parts):
+        original = part.original[0] if part.original else None
+        eligible = [b for b in part.final if b in column]
+        stays = original in column and original in part.final
+        if not eligible or (original is not None and original not in column and original in part.final):
+            leaders.append(part.final[0] if part.final else None)  # nothing to choose, or a pinned leader
+            continue
+        if len(eligible) == 1 or (stays and (not rebalance or not part.movable)):
+            leader = original if stays else eligible[0]
+            leaders.append(leader)
+            fixed[column[leader]] += 1
+            continue
+        leaders.append(None)
+        row = len(rows)
+        rows.append(index)
+        for b in eligible:
+            members_row.append(row)
+            members_column.append(column[b])
+            members_cost.append(0 if b == original else 1 if b in part.kept else 2)
+    if rows:
+        total = len(rows) + int(fixed.sum())
+        share = Fraction(total, n)
+        tolerance = as_fraction(model.tolerances.leaders)
+        low = np.array([math.floor((1 - tolerance) * share)] * n, dtype=np.int64) - fixed
+        high = np.array([math.ceil((1 + tolerance) * share)] * n, dtype=np.int64) - fixed
+        builder = FlowBuilder()
+        first_row = builder.add_nodes(len(rows), supply=1)
+        first_broker = builder.add_nodes(n)
+        sink = builder.add_node(-len(rows))
+        r = np.asarray(members_row, dtype=np.int64)
+        c = np.asarray(members_column, dtype=np.int64)
+        first_arc = builder.add_arcs(first_row + r, first_broker + c, 0, 1, np.asarray(members_cost, dtype=np.int64))
+        capacity = np.bincount(c, minlength=n)
+        add_penalised_bounds(builder, first_broker + np.arange(n), np.full(n, sink), low, high, capacity,
+                       2 * len(rows) + 1)
+        solution = solve_min_cost_flow(builder.problem())
+        used = np.flatnonzero(solution.flows[first_arc:first_arc + len(r)])
+        for arc in used.tolist():
+            leaders[rows[members_row[arc]]] = brokers[members_column[arc]]
+    return leaders
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+def _spread(values: Mapping[int, int], low: Mapping[int, int], high: Mapping[int, int]) -> Spread:
+    numbers = list(values.values())
+    if not numbers:
+        return Spread(0.0, 0.0, 0.0, 0)
+    mean = sum(numbers) / len(numbers)
+    if mean == 0:
+        return Spread(0.0, 0.0, 0.0, 0)
+    variance = sum((v - mean) ** 2 for v in numbers) / len(numbers)
+    outside = sum(1 for b, v in values.items() if v < low[b] or v > high[b])
+    return Spread(math.sqrt(variance) / mean, max(numbers) / mean, min(numbers) / mean, outside)
+
+
+def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, optimum, forced, reachable, exact,
+            steps, greedy_bytes, greedy_within, unplaced, warnings) -> BytesBalancePlan:
+    cluster, tree, brokers = model.cluster, model.tree, model.brokers
+    in_tree = set(brokers)
+    bytes_before = {b: 0 for b in brokers}
+    count_before = {b: 0 for b in brokers}
+    leaders_before = {b: 0 for b in brokers}
+    bytes_after = {b: 0 for b in brokers}
+    count_after = {b: 0 for b in brokers}
+    leaders_after = {b: 0 for b in brokers}
+    targets: dict[TopicPartition, tuple[int, ...]] = {}
+    dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
+    target_dirs = TargetDirs(cluster, goal.disk_max_usage_percent)
+    moved = moves = changes = violations = 0
+    for part, leader in zip(parts, leaders):
+        for b in part.original:
+            if b in in_tree:
+                bytes_before[b] += part.size
+                count_before[b] += 1
+        if part.original and part.original[0] in in_tree:
+            leaders_before[part.original[0]] += 1
+        final = compute_led_by(tuple(part.final), leader)
+        for b in final:
+            if b in in_tree:
+                bytes_after[b] += part.size
+                count_after[b] += 1
+        if final and final[0] in in_tree:
+            leaders_after[final[0]] += 1
+        if final == tuple(part.original):
+            continue
+        tp = part.state.tp
+        targets[tp] = final
+        new = sum(1 for b in final if b not in part.original)
+        moves += new
+        moved += new * part.size
+        changes += bool(final and part.original and final[0] != part.original[0])
+        if not satisfies_rack_spread(tree, [b for b in final if b in in_tree]):
+            violations += 1
+        dirs[tp] = target_dirs.choose(part.state, final)
+    leader_total = sum(leaders_after.values())
+    n = max(1, len(brokers))
+    tolerance = as_fraction(model.tolerances.leaders)
+    leader_low = {b: math.floor((1 - tolerance) * Fraction(leader_total, n)) for b in brokers}
+    leader_high = {b: math.ceil((1 + tolerance) * Fraction(leader_total, n)) for b in brokers}
+    resources = {
+        "disk": ResourceReport(_spread(bytes_before, model.blo, model.bhi), _spread(bytes_after, model.blo, model.bhi)),
+        "replicas": ResourceReport(_spread(count_before, model.clo, model.chi),
+                                   _spread(count_after, model.clo, model.chi)),
+        "leaders": ResourceReport(_spread(leaders_before, leader_low, leader_high),
+                                  _spread(leaders_after, leader_low, leader_high)),
+    }
+    within = all(r.after.outside == 0 for r in resources.values())
+    if unplaced:
+        warnings.append(f"{len(unplaced)} partitions cannot be completed on the eligible brokers and stay "
+                        f"as they are: {', '.join(map(str, unplaced[:5]))}")
+    for name, resource in resources.items():
+        if resource.after.outside:
+            warnings.append(f"{resource.after.outside} brokers end outside their {name} band")
+    if target_dirs.overflow:
+        warnings.append(f"{len(target_dirs.overflow)} new replicas fit no dir under the disk limit")
+    return BytesBalancePlan(
+        targets=MappingProxyType(targets), target_log_dirs=MappingProxyType(dirs), bytes_moved=moved,
+        bytes_moved_lower_bound=bound,
+        bytes_moved_optimum=optimum, forced_bytes=forced, replica_moves=moves, leader_changes=changes,
+        within_tolerance=within, tolerance_reachable=reachable, resources=MappingProxyType(resources),
+        disk_shares=MappingProxyType({b: math.floor(s) for b, s in model.byte_share.items()}),
+        bytes_before=MappingProxyType(bytes_before), bytes_after=MappingProxyType(bytes_after),
+        replicas_after=MappingProxyType(count_after), leaders_after=MappingProxyType(leaders_after),
+        eligible_brokers=brokers, rack_violations=violations, greedy_bytes_moved=greedy_bytes,
+        greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings))

@@ -1,0 +1,261 @@
+"""The fixed data of one bytes-balance plan (`planning.placement.bytes_balance`): the partitions
+as the plan sees them, each broker's shares and bands, the closed rack groups and the per-topic
+limits, and the closed-form lower bound on the bytes any plan within the bands moves.
+
+Pure: values in, fresh values out (a `Part`'s lists are the plan's scratch, never returned).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Mapping, Sequence
+
+from planning.model import Cluster, PartitionState
+from planning.placement.goal import Goal
+from planning.placement.replica_fates import compute_offline_dirs, compute_partition_fates
+from planning.placement.quotas import compute_ideal_shares
+from planning.placement.racks import ROOT, RackTree, compute_partition_boxes
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """Relative bands around each broker's share (0.10: within ±10 %)."""
+
+    disk: float = 0.10
+    replicas: float = 0.10
+    leaders: float = 0.10
+    topic_spread: float | None = 0.25  # None: no per-topic limit
+    topic_slack: int = 2
+
+
+
+class Part:
+    """One partition while planning (scratch: mutated by the plan, never returned)."""
+
+    __slots__ = ("state", "topic", "size", "original", "final", "replication", "movable", "excluded",
+                 "members", "kept", "fixed")
+
+    def __init__(self, state: PartitionState, topic: int, final: list, replication: int, movable: bool,
+                 excluded: frozenset[int], members: set[int], size: int) -> None:
+        self.state = state
+        self.topic = topic
+        self.size = size
+        self.original = state.replicas
+        self.final = final  # broker per position, None while a slot is open
+        self.replication = replication  # positions in the rack tree (pinned ones are not)
+        self.movable = movable
+        self.excluded = excluded
+        self.members = members  # tree brokers in `final`
+        self.kept = frozenset(members)  # tree brokers that could stay (before rack repair)
+        self.fixed = False  # left as it is: it cannot be completed on the eligible brokers
+
+
+def as_fraction(value: float) -> Fraction:
+    return Fraction(repr(value))
+
+
+def disk_weights(cluster: Cluster, brokers: Sequence[int]) -> dict[int, int] | None:
+    """Each broker's disk size (its online dirs' volumes) when every one reports it and they
+    differ; None (even shares) otherwise."""
+    sizes = {}
+    for b in brokers:
+        broker = cluster.broker(b)
+        dirs = broker.online_log_dirs if broker is not None else ()
+        if not dirs or any(not d.total_bytes for d in dirs):
+            return None
+        sizes[b] = sum(d.total_bytes for d in dirs)
+    return sizes if len(set(sizes.values())) > 1 else None
+
+
+def compute_parts(cluster: Cluster, goal: Goal, tree: RackTree, brokers) -> tuple[list[Part], list[str]]:
+    eligible = frozenset(brokers)
+    offline = compute_offline_dirs(cluster)
+    parts: list[Part] = []
+    topics: list[str] = []
+    for topic in sorted(cluster.topics, key=lambda t: t.name):
+        index = len(topics)
+        topics.append(topic.name)
+        movable = goal.rebalance and topic.name not in goal.excluded_topics
+        for p in sorted(topic.partitions, key=lambda p: p.partition):
+            w = compute_partition_fates(p, cluster, {}, eligible, offline, goal.heal)
+            final = list(w.replicas)
+            members = {b for b in final if b is not None and b in tree.broker_node}
+            parts.append(Part(p, index, final, w.replication, movable, w.excluded, members, p.size_bytes or 0))
+    return parts, topics
+
+
+def count_new_bytes(part: Part, final: Sequence[int | None]) -> int:
+    return part.size * sum(1 for b in final if b is not None and b not in part.original)
+
+
+def count_moves(parts: Sequence[Part], finals) -> int:
+    return sum(sum(1 for b in final if b is not None and b not in part.original) for part, final in zip(parts, finals))
+
+
+class BalanceModel:
+    """The fixed data of one plan: brokers, shares, bands, rack groups, topic limits."""
+
+    def __init__(self, cluster: Cluster, tree: RackTree, brokers: tuple[int, ...], parts: list[Part],
+                 topics: list[str], tolerances: Tolerances) -> None:
+        self.cluster, self.tree, self.brokers, self.parts, self.topics = cluster, tree, brokers, parts, topics
+        self.tolerances = tolerances
+        bytes_histogram: dict[int, int] = {}
+        count_histogram: dict[int, int] = {}
+        for part in parts:
+            if part.replication > 0:
+                bytes_histogram[part.replication] = bytes_histogram.get(part.replication, 0) + part.size
+                count_histogram[part.replication] = count_histogram.get(part.replication, 0) + 1
+        self.replications = sorted(count_histogram)
+        zero = {b: Fraction(0) for b in brokers}
+        weights = disk_weights(cluster, brokers)
+        self.byte_share = compute_ideal_shares(tree, bytes_histogram, weights) if brokers else zero
+        self.count_share = compute_ideal_shares(tree, count_histogram) if brokers else zero
+        disk, replicas = as_fraction(tolerances.disk), as_fraction(tolerances.replicas)
+        self.blo = {b: math.ceil((1 - disk) * s) for b, s in self.byte_share.items()}
+        self.bhi = {b: math.floor((1 + disk) * s) for b, s in self.byte_share.items()}
+        self.clo = {b: math.floor((1 - replicas) * s) for b, s in self.count_share.items()}
+        self.chi = {b: math.ceil((1 + replicas) * s) for b, s in self.count_share.items()}
+        self.bshare_floor = {b: math.floor(s) for b, s in self.byte_share.items()}
+        self.cshare_floor = {b: math.floor(s) for b, s in self.count_share.items()}
+        self._groups(bytes_histogram)
+        self._topic_limits()
+
+    def _groups(self, bytes_histogram) -> None:
+        """Closed rack groups: each broker's deepest domain whose replicas per partition are fixed,
+        and what every group holds once the plan is done (bytes and replicas)."""
+        tree = self.tree
+        boxes = {r: compute_partition_boxes(tree, r)[0] for r in self.replications}
+        closed = [ROOT == node or all(node in box and box[node][0] == box[node][1] for box in boxes.values())
+                  for node in range(len(tree.node_labels))]
+        self.group = {b: max((n for n in tree.node_ancestry[tree.broker_node[b]] if closed[n]),
+                             key=lambda n: len(tree.node_ancestry[n])) for b in self.brokers}
+        self.group_members: dict[int, list[int]] = {}
+        for b in self.brokers:
+            self.group_members.setdefault(self.group[b], []).append(b)
+        # What each group's node holds in the end, less what the closed groups nested in it hold.
+        inside = {g: 0 for g in self.group_members}
+        self.group_bytes = {g: 0 for g in self.group_members}
+        self.group_count = {g: 0 for g in self.group_members}
+        for part in self.parts:
+            r = part.replication
+            if r <= 0:
+                continue
+            for g in self.group_members:
+                held = r if g == ROOT else boxes[r][g][0]
+                self.group_bytes[g] += held * part.size
+                self.group_count[g] += held
+        nodes = sorted(self.group_members, key=lambda n: -len(tree.node_ancestry[n]))  # deepest first
+        totals_bytes, totals_count = dict(self.group_bytes), dict(self.group_count)
+        for g in nodes:
+            parent = next((n for n in reversed(tree.node_ancestry[g][:-1]) if n in inside), None)
+            if parent is not None:
+                self.group_bytes[parent] -= totals_bytes[g]
+                self.group_count[parent] -= totals_count[g]
+
+    def _topic_limits(self) -> None:
+        """Per (topic, broker): the most replicas of the topic a move may leave on the broker."""
+        self.topic_count: dict[tuple[int, int], int] = {}
+        for part in self.parts:
+            for b in part.members:
+                key = (part.topic, b)
+                self.topic_count[key] = self.topic_count.get(key, 0) + 1
+        self.topic_cap: dict[tuple[int, int], int] | None = None
+        spread = self.tolerances.topic_spread
+        if spread is None or not self.brokers:
+            return
+        histograms: dict[int, dict[int, int]] = {}
+        for part in self.parts:
+            if part.replication > 0:
+                h = histograms.setdefault(part.topic, {})
+                h[part.replication] = h.get(part.replication, 0) + 1
+        cache: dict[tuple, dict[int, Fraction]] = {}
+        slack, fraction = self.tolerances.topic_slack, as_fraction(spread)
+        self.topic_cap = {}
+        for topic, histogram in histograms.items():
+            key = tuple(sorted(histogram.items()))
+            shares = cache.get(key)
+            if shares is None:
+                shares = cache[key] = compute_ideal_shares(self.tree, histogram)
+            for b, s in shares.items():
+                cap = math.floor(s + max(slack, fraction * s))
+                self.topic_cap[(topic, b)] = max(cap, self.topic_count.get((topic, b), 0))
+
+    def may_take(self, topic: int, broker: int, extra: int = 1) -> bool:
+        if self.topic_cap is None:
+            return True
+        return self.topic_count.get((topic, broker), 0) + extra <= self.topic_cap.get((topic, broker), 0)
+
+    def fits(self, part: Part, leaving: int | None, coming: int) -> bool:
+        """`coming` may join `part` in place of `leaving` (None: into an open slot)."""
+        if coming in part.members or coming in part.excluded:
+            return False
+        tree = self.tree
+        if tree.is_flat:
+            return True
+        nodes = [tree.broker_node[b] for b in part.members if b != leaving]
+        nodes.append(tree.broker_node[coming])
+        return tree.fits(tuple(sorted(nodes)), part.replication)
+
+    def repair_racks(self) -> int:
+        """Open slots until every partition's kept members can be completed rack-spread (the
+        placer's rule: followers before the leader, later positions first). Returns the bytes of
+        the replicas dropped."""
+        tree = self.tree
+        dropped = 0
+        if tree.is_flat:
+            return 0
+        for part in self.parts:
+            while part.members and not tree.fits(tuple(sorted(tree.broker_node[b] for b in part.members)),
+                                                 part.replication):
+                leader = part.final[0]
+                candidates = sorted(part.members, key=lambda b: (b == leader, -part.final.index(b)))
+                victim = candidates[0]
+                for b in candidates:
+                    rest = part.members - {b}
+                    if tree.fits(tuple(sorted(tree.broker_node[m] for m in rest)), part.replication):
+                        victim = b
+                        break
+                part.final[part.final.index(victim)] = None
+                part.members.discard(victim)
+                self.topic_count[(part.topic, victim)] -= 1
+                dropped += part.size
+        return dropped
+
+    def loads(self) -> tuple[dict[int, int], dict[int, int]]:
+        load = {b: 0 for b in self.brokers}
+        count = {b: 0 for b in self.brokers}
+        for part in self.parts:
+            for b in part.members:
+                load[b] += part.size
+                count[b] += 1
+        return load, count
+
+    def within_bands(self, load: Mapping[int, int], count: Mapping[int, int]) -> bool:
+        return all(self.blo[b] <= load[b] <= self.bhi[b] and self.clo[b] <= count[b] <= self.chi[b]
+                   for b in self.brokers)
+
+    def closed_form_bound(self) -> int:
+        """THE BOUND (`planning.placement.bytes_balance`), from the replicas that may stay."""
+        load = {b: 0 for b in self.brokers}
+        leaving: dict[int, list[int]] = {b: [] for b in self.brokers}
+        for part in self.parts:
+            for b in part.kept:
+                load[b] += part.size
+                if part.movable:
+                    leaving[b].append(part.size)
+        bound = 0
+        for g, members in self.group_members.items():
+            held = sum(load[b] for b in members)
+            deficit = sum(max(0, self.blo[b] - load[b]) for b in members)
+            departures = 0
+            for b in members:
+                excess = load[b] - self.bhi[b]
+                if excess <= 0:
+                    continue
+                smaller = sum(s for s in leaving[b] if s < excess)
+                larger = [s for s in leaving[b] if s >= excess]
+                departures += min(larger) if smaller < excess and larger else excess
+            bound += max(deficit, departures + self.group_bytes[g] - held)
+        return bound

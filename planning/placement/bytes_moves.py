@@ -1,0 +1,464 @@
+"""The greedy of the bytes-balance plan (`planning.placement.bytes_balance`, steps 1 and 2): the
+ledger of every broker's bytes and replicas, the forced moves, the balance moves and swaps, and
+the shrink pass.
+
+Pure: works on the plan's scratch (`Part`s, a `Ledger`), deterministic.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from planning.model import TopicPartition
+from planning.placement.bytes_model import BalanceModel
+
+_SCAN = 32  # replicas looked at either side of a wanted size before giving up on a pair
+_PROBED_DEFICITS = 4  # other brokers' needs used as wanted sizes for a replica out
+_SWAP_SMALLS = 4  # the smallest replicas tried as the way back of a swap
+_SHRINK_PASSES = 3
+_COUNTERPARTS = 8  # peers looked at first for a move
+
+
+class Ledger:
+    """Per broker bytes and replicas, per closed group the sums the bound reads, updated move by
+    move; and per broker its movable replicas sorted by size."""
+
+    def __init__(self, model: BalanceModel, load: dict[int, int], count: dict[int, int]) -> None:
+        self.m = model
+        self.load, self.count = load, count
+        n = max(1, len(model.brokers))
+        self.bunit = max(1, sum(model.byte_share.values()) // n if model.brokers else 1)
+        self.cunit = max(1, sum(model.count_share.values()) // n if model.brokers else 1)
+        self.g_held = {g: 0 for g in model.group_members}
+        self.g_exc = dict.fromkeys(model.group_members, 0)
+        self.g_def = dict.fromkeys(model.group_members, 0)
+        self.gc_held = dict.fromkeys(model.group_members, 0)
+        self.gc_exc = dict.fromkeys(model.group_members, 0)
+        self.gc_def = dict.fromkeys(model.group_members, 0)
+        for b in model.brokers:
+            g = model.group[b]
+            self.g_held[g] += load[b]
+            self.g_exc[g] += max(0, load[b] - model.bhi[b])
+            self.g_def[g] += max(0, model.blo[b] - load[b])
+            self.gc_held[g] += count[b]
+            self.gc_exc[g] += max(0, count[b] - model.chi[b])
+            self.gc_def[g] += max(0, model.clo[b] - count[b])
+        self.lb_total = self.bound()
+        self.cb_total = self.count_bound()
+        self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
+        for index, part in enumerate(model.parts):
+            if part.movable:
+                for b in part.members:
+                    self.items[b].append((part.size, index))
+        for values in self.items.values():
+            values.sort()
+
+    def _group_bound(self, g: int, held: int, exc: int, deficit: int) -> int:
+        return max(deficit, exc + self.m.group_bytes[g] - held)
+
+    def _group_count_bound(self, g: int, held: int, exc: int, deficit: int) -> int:
+        return max(deficit, exc + self.m.group_count[g] - held)
+
+    def violation(self, b: int, load: int, count: int) -> int:
+        m = self.m
+        bytes_out = max(0, load - m.bhi[b]) + max(0, m.blo[b] - load)
+        count_out = max(0, count - m.chi[b]) + max(0, m.clo[b] - count)
+        return bytes_out * self.cunit + count_out * self.bunit
+
+    def relative_violation(self, b: int) -> float:
+        m = self.m
+        load, count = self.load[b], self.count[b]
+        bytes_out = max(0, load - m.bhi[b]) + max(0, m.blo[b] - load)
+        count_out = max(0, count - m.chi[b]) + max(0, m.clo[b] - count)
+        return max(bytes_out / max(1, m.bshare_floor[b]), count_out / max(1, m.cshare_floor[b]))
+
+    def evaluate(self, s: int | None, d: int | None, x: int) -> tuple[int, int, int, int]:
+        """For `x` bytes (one replica) moving from s to d (None: from outside or to outside the
+        tree): (bytes bound after plus the bytes it traps, replica bound after, change of s's
+        violation, of d's). Trapped: bytes a broker must still shed (receive) when it has no
+        replica left to give (no room to take one): only a swap can fix them, which moves at
+        least as much again."""
+        m = self.m
+        changes: dict[int, list[int]] = {}
+        deltas = [0, 0]
+        trap = 0
+        for side, b, sign in ((0, s, -1), (1, d, 1)):
+            if b is None:
+                continue
+            l0, c0 = self.load[b], self.count[b]
+            l1, c1 = l0 + sign * x, c0 + sign
+            hi, lo, chi, clo = m.bhi[b], m.blo[b], m.chi[b], m.clo[b]
+            e0 = l0 - hi if l0 > hi else 0
+            e1 = l1 - hi if l1 > hi else 0
+            f0 = lo - l0 if l0 < lo else 0
+            f1 = lo - l1 if l1 < lo else 0
+            ce0 = c0 - chi if c0 > chi else 0
+            ce1 = c1 - chi if c1 > chi else 0
+            cf0 = clo - c0 if c0 < clo else 0
+            cf1 = clo - c1 if c1 < clo else 0
+            change = changes.get(m.group[b])
+            if change is None:
+                change = changes[m.group[b]] = [0, 0, 0, 0, 0, 0]
+            change[0] += sign * x
+            change[1] += e1 - e0
+            change[2] += f1 - f0
+            change[3] += sign
+            change[4] += ce1 - ce0
+            change[5] += cf1 - cf0
+            deltas[side] = (e1 + f1 - e0 - f0) * self.cunit + (ce1 + cf1 - ce0 - cf0) * self.bunit
+            if e1 and c1 <= clo:
+                trap += e1
+            elif f1 and c1 >= chi:
+                trap += f1
+            if e0 and c0 <= clo:
+                trap -= e0
+            elif f0 and c0 >= chi:
+                trap -= f0
+        lb = self.lb_total + trap
+        cb = self.cb_total
+        for g, (dh, de, dd, dch, dce, dcd) in changes.items():
+            held, exc, deficit, target = self.g_held[g], self.g_exc[g], self.g_def[g], m.group_bytes[g]
+            lb += max(deficit + dd, exc + de + target - held - dh) - max(deficit, exc + target - held)
+            held, exc, deficit, target = self.gc_held[g], self.gc_exc[g], self.gc_def[g], m.group_count[g]
+            cb += max(deficit + dcd, exc + dce + target - held - dch) - max(deficit, exc + target - held)
+        return lb, cb, deltas[0], deltas[1]
+
+    def bound(self) -> int:
+        return sum(self._group_bound(g, self.g_held[g], self.g_exc[g], self.g_def[g]) for g in self.g_held)
+
+    def count_bound(self) -> int:
+        return sum(self._group_count_bound(g, self.gc_held[g], self.gc_exc[g], self.gc_def[g]) for g in self.g_held)
+
+    def shift(self, b: int, x: int, sign: int) -> None:
+        m = self.m
+        g = m.group[b]
+        l0, c0 = self.load[b], self.count[b]
+        l1, c1 = l0 + sign * x, c0 + sign
+        self.lb_total -= self._group_bound(g, self.g_held[g], self.g_exc[g], self.g_def[g])
+        self.cb_total -= self._group_count_bound(g, self.gc_held[g], self.gc_exc[g], self.gc_def[g])
+        self.g_held[g] += sign * x
+        self.g_exc[g] += max(0, l1 - m.bhi[b]) - max(0, l0 - m.bhi[b])
+        self.g_def[g] += max(0, m.blo[b] - l1) - max(0, m.blo[b] - l0)
+        self.gc_held[g] += sign
+        self.gc_exc[g] += max(0, c1 - m.chi[b]) - max(0, c0 - m.chi[b])
+        self.gc_def[g] += max(0, m.clo[b] - c1) - max(0, m.clo[b] - c0)
+        self.lb_total += self._group_bound(g, self.g_held[g], self.g_exc[g], self.g_def[g])
+        self.cb_total += self._group_count_bound(g, self.gc_held[g], self.gc_exc[g], self.gc_def[g])
+        self.load[b], self.count[b] = l1, c1
+
+    def move(self, index: int, s: int | None, d: int) -> None:
+        """Apply: partition `index`'s replica on s (None: an open slot) goes to d."""
+        m = self.m
+        part = m.parts[index]
+        position = part.final.index(s)
+        part.final[position] = d
+        if s is not None:
+            part.members.discard(s)
+            self.shift(s, part.size, -1)
+            m.topic_count[(part.topic, s)] -= 1
+            if part.movable:
+                values = self.items[s]
+                del values[bisect.bisect_left(values, (part.size, index))]
+        part.members.add(d)
+        self.shift(d, part.size, 1)
+        m.topic_count[(part.topic, d)] = m.topic_count.get((part.topic, d), 0) + 1
+        if part.movable:
+            bisect.insort(self.items[d], (part.size, index))
+
+
+# --- 1. forced moves -------------------------------------------------------------------------------
+
+
+def place_slots(model: BalanceModel, ledger: Ledger) -> list[TopicPartition]:
+    """Fill every open slot, largest replica first; the partitions that could not be completed
+    (too few eligible brokers for the rack rule) go back to their original replicas."""
+    slots = sorted(((part.size, index) for index, part in enumerate(model.parts) for b in part.final if b is None),
+                   key=lambda s: (-s[0], s[1]))
+    unplaced: list[TopicPartition] = []
+    for size, index in slots:
+        part = model.parts[index]
+        if None not in part.final:
+            continue
+        best, best_key = None, None
+        for d in model.brokers:
+            if not model.fits(part, None, d):
+                continue
+            lb, cb, _, _ = ledger.evaluate(None, d, size)
+            key = (not model.may_take(part.topic, d), lb, cb,
+                   (ledger.load[d] + size) / max(1, model.bshare_floor[d]),
+                   (ledger.count[d] + 1) / max(1, model.cshare_floor[d]), d)
+            if best_key is None or key < best_key:
+                best, best_key = d, key
+        if best is None:
+            unplaced.append(part.state.tp)
+            _restore(model, ledger, index)
+            continue
+        ledger.move(index, None, best)
+    return unplaced
+
+
+def _restore(model: BalanceModel, ledger: Ledger, index: int) -> None:
+    """Give a partition that cannot be completed its original replicas back (it stays as it is)."""
+    part = model.parts[index]
+    for b in list(part.members):
+        position = part.final.index(b)
+        part.final[position] = None
+        part.members.discard(b)
+        ledger.shift(b, part.size, -1)
+        model.topic_count[(part.topic, b)] -= 1
+        if part.movable:
+            values = ledger.items[b]
+            del values[bisect.bisect_left(values, (part.size, index))]
+    part.final = list(part.original)
+    part.movable = False
+    part.fixed = True
+    for b in part.final:
+        if b in model.tree.broker_node:
+            part.members.add(b)
+            ledger.shift(b, part.size, 1)
+            model.topic_count[(part.topic, b)] = model.topic_count.get((part.topic, b), 0) + 1
+
+
+# --- 2. balance --------------------------------------------------------------------------------------
+
+
+def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
+    steps = 0
+    budget = 2 * sum(len(p.members) for p in model.parts) + 100
+    stuck: set[int] = set()
+    outside = {b: ledger.relative_violation(b) for b in model.brokers}  # kept for the brokers moves touch
+    while steps < budget:
+        worst, worst_value = None, 0.0
+        for b, value in outside.items():
+            if value > worst_value and b not in stuck:
+                worst, worst_value = b, value
+        if worst is None:
+            break
+        move = _best_move(model, ledger, worst)
+        if move is not None:
+            _, index, s, d = move
+            ledger.move(index, s, d)
+            touched = (s, d)
+        else:
+            swap = _best_swap(model, ledger, worst)
+            if swap is None:
+                stuck.add(worst)
+                continue
+            _, (i1, s1, d1), (i2, s2, d2) = swap
+            ledger.move(i1, s1, d1)
+            ledger.move(i2, s2, d2)
+            touched = (s1, d1)
+        for b in touched:
+            outside[b] = ledger.relative_violation(b)
+        steps += 1
+        stuck.clear()
+    return steps
+
+
+def _needs(ledger: Ledger, b: int) -> tuple[int, int, int, int]:
+    """(bytes over, replicas over, bytes under, replicas under) of broker b."""
+    m = ledger.m
+    load, count = ledger.load[b], ledger.count[b]
+    return (max(0, load - m.bhi[b]), max(0, count - m.chi[b]),
+            max(0, m.blo[b] - load), max(0, m.clo[b] - count))
+
+
+def _nearest(values: list[tuple[int, int]], wanted: float, accept) -> list[tuple[int, int]]:
+    """The largest entry of `values` at most `wanted` and the smallest above it that `accept`
+    takes (each within `_SCAN` entries of the wanted size)."""
+    found = []
+    start = bisect.bisect_right(values, (wanted, 1 << 62))
+    for i in range(start - 1, max(-1, start - 1 - _SCAN), -1):
+        if accept(values[i]):
+            found.append(values[i])
+            break
+    for i in range(start, min(len(values), start + _SCAN)):
+        if accept(values[i]):
+            found.append(values[i])
+            break
+    return found
+
+
+def _move_key(model: BalanceModel, ledger: Ledger, index: int, s: int, d: int, b: int, wanted: float):
+    """The ranking of one move (smaller is better), or None when it does not lower the total
+    violation (`planning.placement.bytes_balance`, step 2)."""
+    part = model.parts[index]
+    x = part.size
+    lb, cb, ds, dd = ledger.evaluate(s, d, x)
+    if ds + dd >= 0:
+        return None
+    if s == b:
+        other_delta = dd
+        other_side = ledger.load[d] + x <= model.bshare_floor[d] and ledger.count[d] + 1 <= model.cshare_floor[d] + 1
+    else:
+        other_delta = ds
+        other_side = ledger.load[s] - x >= model.bshare_floor[s] and ledger.count[s] - 1 >= model.cshare_floor[s]
+    harm = 0 if other_delta < 0 else (1 if other_side else 2)
+    return (x + lb, cb, harm, abs(x - wanted), s, d, index)
+
+
+def _best_move(model: BalanceModel, ledger: Ledger, b: int):
+    """The best single move into or out of broker b: (key, partition index, from, to) or None.
+    Looks at the `_COUNTERPARTS` most useful peers first (those outside their bands the other
+    way, then the furthest from their share the other way), and at all of them when none of
+    those has a move."""
+    peers = [c for c in model.group_members[model.group[b]] if c != b]
+    if len(peers) <= _COUNTERPARTS:
+        return _best_move_among(model, ledger, b, peers, peers)
+
+    def relative(c: int) -> float:
+        return ledger.load[c] / max(1, model.bshare_floor[c])
+
+    receivers = sorted(peers, key=lambda c: (ledger.load[c] >= model.blo[c] and ledger.count[c] >= model.clo[c],
+                                             relative(c), c))[:_COUNTERPARTS]
+    donors = sorted(peers, key=lambda c: (ledger.load[c] <= model.bhi[c] and ledger.count[c] <= model.chi[c],
+                                          -relative(c), c))[:_COUNTERPARTS]
+    best = _best_move_among(model, ledger, b, receivers, donors)
+    return best if best is not None else _best_move_among(model, ledger, b, peers, peers)
+
+
+def _best_move_among(model: BalanceModel, ledger: Ledger, b: int, receivers: list[int], donors: list[int]):
+    over_bytes, over_count, under_bytes, under_count = _needs(ledger, b)
+    best = None
+    parts = model.parts
+    if over_bytes or over_count:
+        # What it still needs per replica, and at least what its replica room allows.
+        wanted = max(over_bytes / max(1, over_count), over_bytes / max(1, ledger.count[b] - model.clo[b]))
+        deficits = sorted((ledger.load[d] - model.blo[d], d) for d in receivers if ledger.load[d] < model.blo[d])
+        probes = sorted({wanted, 0} | {min(wanted, -gap) for gap, _ in deficits[:_PROBED_DEFICITS]})
+        values = ledger.items[b]
+        for d in receivers:
+            def accept(item, d=d):
+                part = parts[item[1]]
+                return model.may_take(part.topic, d) and model.fits(part, b, d)
+
+            seen = set()
+            for probe in probes:
+                for item in _nearest(values, probe, accept):
+                    if item in seen:
+                        continue
+                    seen.add(item)
+                    key = _move_key(model, ledger, item[1], b, d, b, wanted)
+                    if key is not None and (best is None or key < best[0]):
+                        best = (key, item[1], b, d)
+    if under_bytes or under_count:
+        wanted = max(under_bytes / max(1, under_count), under_bytes / max(1, model.chi[b] - ledger.count[b]))
+
+        def accept(item):
+            part = parts[item[1]]
+            return model.may_take(part.topic, b) and model.fits(part, donor, b)
+
+        for donor in donors:
+            excess = ledger.load[donor] - model.bhi[donor]
+            probes = {wanted, 0}
+            if excess > 0:
+                probes |= {excess, min(wanted, excess)}
+            seen = set()
+            for probe in sorted(probes):
+                for item in _nearest(ledger.items[donor], probe, accept):
+                    if item in seen:
+                        continue
+                    seen.add(item)
+                    key = _move_key(model, ledger, item[1], donor, b, b, wanted)
+                    if key is not None and (best is None or key < best[0]):
+                        best = (key, item[1], donor, b)
+    return best
+
+
+def _best_swap(model: BalanceModel, ledger: Ledger, b: int):
+    """When no single move helps b on bytes: one replica from a giver to a taker and a smaller one
+    back (b is one of them), whose difference covers b's bytes need and lowers the total
+    violation. The smallest replicas go back, each against the smallest one out that covers
+    it: the fewest bytes for the net change."""
+    over_bytes, _, under_bytes, _ = _needs(ledger, b)
+    need = over_bytes or under_bytes
+    if not need:
+        return None
+    parts = model.parts
+    peers = [c for c in model.group_members[model.group[b]] if c != b]
+    best = None
+    for peer in peers:
+        giver, taker = (b, peer) if over_bytes else (peer, b)
+        smalls = []
+        for item in ledger.items[taker][:_SCAN]:
+            part = parts[item[1]]
+            if model.may_take(part.topic, giver) and model.fits(part, taker, giver):
+                smalls.append(item)
+                if len(smalls) == _SWAP_SMALLS:
+                    break
+        bigs = ledger.items[giver]
+        for small in smalls:
+            start = bisect.bisect_left(bigs, (small[0] + need, -1))
+            for big in bigs[start:start + _SCAN]:
+                part = parts[big[1]]
+                if big[1] == small[1] or not (model.may_take(part.topic, taker) and model.fits(part, giver, taker)):
+                    continue
+                before = sum(ledger.violation(c, ledger.load[c], ledger.count[c]) for c in (giver, taker))
+                ledger.move(big[1], giver, taker)
+                lb, cb, ds, dd = ledger.evaluate(taker, giver, small[0])
+                after = sum(ledger.violation(c, ledger.load[c], ledger.count[c]) for c in (giver, taker)) + ds + dd
+                ledger.move(big[1], taker, giver)
+                if after < before:
+                    key = (big[0] + small[0] + lb, cb, giver, taker, big[1], small[1])
+                    if best is None or key < best[0]:
+                        best = (key, (big[1], giver, taker), (small[1], taker, giver))
+                break
+    return best
+
+
+def shrink_moves(model: BalanceModel, ledger: Ledger) -> int:
+    """Once the greedy is done: a replica moved from s to d goes back to s and a smaller one of a
+    peer in d's group moves to d instead, when no broker touched ends further outside its bands
+    and the bytes fall (largest moves first, until a pass finds nothing). Returns the bytes saved."""
+    parts, tree = model.parts, model.tree
+    saved = 0
+    for _ in range(_SHRINK_PASSES):
+        changes = []
+        for index, part in enumerate(parts):
+            if not part.movable:
+                continue
+            new = [b for b in part.final if b not in part.original]
+            gone = [b for b in part.original if b not in part.final and b in tree.broker_node]
+            if len(new) == 1 and len(gone) == 1:
+                changes.append((part.size, index, gone[0], new[0]))
+        changes.sort(key=lambda c: (-c[0], c[1]))
+        found = 0
+        for x, index, s, d in changes:
+            part = parts[index]
+            if d not in part.members or s in part.members:  # changed earlier in this pass
+                continue
+            if not (model.may_take(part.topic, s) and model.fits(part, d, s)):
+                continue
+            touched = {s, d}
+            before = {b: ledger.violation(b, ledger.load[b], ledger.count[b]) for b in touched}
+            ledger.move(index, d, s)
+            best = None
+            need = max(0, model.blo[d] - ledger.load[d])
+            for peer in model.group_members[model.group[d]]:
+                if peer == d:
+                    continue
+                values = ledger.items[peer]
+                start = bisect.bisect_left(values, (need, -1))
+                for y, other in values[start:start + _SCAN]:
+                    if y >= x or (best is not None and y >= best[0]):
+                        break
+                    candidate = parts[other]
+                    if other == index or not (model.may_take(candidate.topic, d) and model.fits(candidate, peer, d)):
+                        continue
+                    old = sum(before.values()) + (0 if peer in touched else
+                                                  ledger.violation(peer, ledger.load[peer], ledger.count[peer]))
+                    lb, cb, dp, dd = ledger.evaluate(peer, d, y)
+                    now = sum(ledger.violation(b, ledger.load[b], ledger.count[b]) for b in touched | {peer}) + dp + dd
+                    if now <= old:
+                        best = (y, other, peer)
+                    break
+            if best is None:
+                ledger.move(index, s, d)
+                continue
+            y, other, peer = best
+            ledger.move(other, peer, d)
+            saved += x - y
+            found += 1
+        if not found:
+            break
+    return saved
