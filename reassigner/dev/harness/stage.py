@@ -317,10 +317,12 @@ class Stage:
         return "\n".join(parts)
 
     def set_config(self, assignment: str, timeout: float = 90) -> dict:
-        """`reassigner config set KEY=VALUE`, then the pipeline's ConfigChanged alert for it."""
+        """`reassigner config set KEY=VALUE`, then the pipeline's ConfigChanged alert for it; the
+        CLI waits for the verdict as long (its own default, 60 s, was shorter than a pipeline
+        starting on a fresh checkpoint on a loaded machine: fault test 3, 2026-11-26)."""
         since = self.alerts.mark()
         key = assignment.partition("=")[0]
-        self.cli("config", "set", assignment)
+        self.cli("config", "set", assignment, "--timeout", f"{timeout:g}")
         return self.alerts.wait_for("ConfigChanged", since, timeout,
                                     where=lambda a: a["details"].get("key") == key)
 
