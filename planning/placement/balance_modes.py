@@ -7,9 +7,11 @@ RULE. `balance.mode` chooses how a plan that rebalances is made:
   bytes, the replica count and the leaders, with a loose per-topic spread, moving the fewest
   bytes (proven against its bound in bytes).
 
-Goals that are not a balance stay with the count planner in either mode, for what they need
-that the bytes planner does not do: explicit targets (a Reassign request), `partial` plans (a
-heal that places what it can and names the rest) and a heal's last resort (`ignore_racks`).
+Some goals stay with the count planner in either mode, for what they need that the bytes
+planner does not do: explicit targets (a Reassign request), `partial` plans (a heal that places
+what it can and names the rest) and a heal's last resort (`ignore_racks`). A drain in mode
+`bytes` places the leaving replicas by bytes; when some partition cannot be completed there, the
+count planner plans it, and refuses it with the reason (`PlanInfeasibleError`) when it cannot.
 Both planners keep the hard rules (rack spread at every level, the replication factor, eligible
 brokers only). The plan returned is a `PlacementPlan` either way; with `bytes` it carries
 `bytes_moved_lower_bound`, `within_tolerance` and each resource's spread before and after.
@@ -44,9 +46,12 @@ def plan_balanced(cluster: Cluster, goal: Goal, balance: Balance = Balance()) ->
     what `plan_placement` raises."""
     if balance.mode not in BALANCE_MODES:
         raise ValueError(f"balance mode {balance.mode!r} is not one of {', '.join(BALANCE_MODES)}")
-    if balance.mode == "strict" or not goal.rebalance or goal.explicit_targets or goal.partial or goal.ignore_racks:
+    if balance.mode == "strict" or goal.explicit_targets or goal.partial or goal.ignore_racks:
         return plan_placement(cluster, goal)
-    return as_placement_plan(plan_bytes_balance(cluster, balance.tolerances, goal))
+    plan = plan_bytes_balance(cluster, balance.tolerances, goal)
+    if plan.unplaced:
+        return plan_placement(cluster, goal)
+    return as_placement_plan(plan)
 
 
 def as_placement_plan(plan: BytesBalancePlan) -> PlacementPlan:

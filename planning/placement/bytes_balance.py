@@ -122,6 +122,7 @@ class BytesBalancePlan:
     exact: str  # what the exact model did
     steps: int  # balance moves made by the greedy
     warnings: tuple[str, ...] = ()
+    unplaced: tuple[TopicPartition, ...] = ()  # partitions that cannot be completed: left as they are
 
     @property
     def gap_percent(self) -> float:
@@ -344,4 +345,5 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         replicas_before=MappingProxyType(count_before), replicas_after=MappingProxyType(count_after),
         leaders_before=MappingProxyType(leaders_before), leaders_after=MappingProxyType(leaders_after),
         eligible_brokers=brokers, rack_violations=violations, greedy_bytes_moved=greedy_bytes,
-        greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings))
+        greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings),
+        unplaced=tuple(unplaced))

@@ -80,3 +80,21 @@ def test_the_balance_mode_changes_live_and_a_bad_value_is_refused():
     planned = loop.step([request("Rebalance", {"topics": []}, loop.now_ms, "rb-1")])
     [plan] = alerts(planned, "PlanCreated")
     assert plan["details"].get("balance_mode") == "bytes", plan
+
+
+def test_a_decommission_in_bytes_mode_drains_the_broker_and_an_impossible_one_is_refused():
+    policy = default_policy(balance_mode="bytes", max_partition_movements=10, max_movements_per_broker=10)
+    loop = Loop.start(skewed_cluster(), policy)
+    loop.step()
+    decided = loop.step([request("Decommission", {"broker_ids": [5]}, loop.now_ms, "dc-1")])
+    [plan] = alerts(decided, "PlanCreated")
+    assert plan["details"]["balance_mode"] == "bytes"
+    loop.run(900, until=lambda lp: lp.idle())
+    assert loop.idle() and not loop.violations
+    assert all(5 not in p.replicas for p in loop.sim.snapshot().partitions())
+    # Four more leaving would leave one broker for partitions of RF 3: refused with the reason,
+    # as the count planner refuses it, and nothing starts.
+    refused = loop.step([request("Decommission", {"broker_ids": [0, 1, 2, 3]}, loop.now_ms, "dc-2")])
+    [rejected] = alerts(refused, "RequestRejected")
+    assert "needs 3 replicas but only 1 brokers are eligible" in rejected["message"], rejected
+    assert not loop.state.reassignments
