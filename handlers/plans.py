@@ -42,7 +42,9 @@ from planning.movement.cancel import compute_reassign_request
 from state.model import ControllerState, Proposal
 from planning.model import Cluster, PartitionState, TopicPartition
 from planning.movement.completion import compute_shown_replicas
-from planning.placement.placer import Goal, PlacementPlan, plan_placement
+from planning.placement.balance_modes import Balance, plan_balanced
+from planning.placement.bytes_balance import Tolerances
+from planning.placement.placer import Goal, PlacementPlan
 from planning.movement.reassignment import ReassignmentState
 
 Targets = Mapping[TopicPartition, tuple[int, ...]]
@@ -76,6 +78,22 @@ def _at_target(partition: PartitionState, target: tuple[int, ...]) -> PartitionS
     )
 
 
+def compute_balance(policy: Policy) -> Balance:
+    """How plans balance, from the policy (`balance.*` settings)."""
+    return Balance(policy.balance_mode, Tolerances(
+        disk=policy.balance_disk_tolerance, replicas=policy.balance_replica_tolerance,
+        leaders=policy.balance_leader_tolerance, topic_spread=policy.balance_topic_spread))
+
+
+def compute_plan_proof(plan: PlacementPlan) -> dict[str, object]:
+    """What a plan's alert says of its optimality: the bound of the planner that made it."""
+    if plan.bytes_moved_lower_bound is None:
+        return {"lower_bound": plan.replica_moves_lower_bound}
+    return {"balance_mode": plan.balance_mode, "bytes_moved": plan.bytes_moved,
+            "bytes_lower_bound": plan.bytes_moved_lower_bound, "gap_percent": round(plan.gap_percent, 2),
+            "within_tolerance": str(bool(plan.within_tolerance)).lower()}
+
+
 def compute_plan(state: ControllerState, policy: Policy, goal: Goal,
                  keep: Callable[[TopicPartition], bool] | None = None) -> tuple[PlacementPlan, dict, dict]:
     """Plan `goal` on the projected cluster; the targets (and dirs) of the partitions kept.
@@ -86,8 +104,9 @@ def compute_plan(state: ControllerState, policy: Policy, goal: Goal,
     """
     cluster = compute_projected_cluster(state)
     excluded = compute_excluded_topics((t.name for t in cluster.topics), policy)
-    plan = plan_placement(cluster, replace(goal, excluded_topics=goal.excluded_topics | excluded,
-                                          disk_max_usage_percent=policy.disk_max_usage_percent))
+    plan = plan_balanced(cluster, replace(goal, excluded_topics=goal.excluded_topics | excluded,
+                                          disk_max_usage_percent=policy.disk_max_usage_percent),
+                         compute_balance(policy))
     targets = {tp: t for tp, t in plan.targets.items() if keep is None or keep(tp)}
     dirs = {tp: plan.target_log_dirs[tp] for tp in targets if tp in plan.target_log_dirs}
     return plan, targets, dirs

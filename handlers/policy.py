@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 from planning.movement.batches import CONFIG_KEYS, Limits
+from planning.placement.balance_modes import BALANCE_MODES
 from schemas.errors import InvalidConfigError
 
 MODES = ("auto", "approve", "observe")
@@ -71,6 +72,11 @@ class Policy:
     logdir_imbalance_threshold: float
     disk_max_usage_percent: float
     max_logdir_movements_per_broker: int
+    balance_mode: str
+    balance_disk_tolerance: float
+    balance_replica_tolerance: float
+    balance_leader_tolerance: float
+    balance_topic_spread: float
     topics_include: str
     topics_exclude: str | None  # None: Kafka's internal topics and the product's own
     topic_prefix: str
@@ -261,6 +267,16 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "a broker's dirs further from their share than this are balanced"),
     DynamicKey("reassignment.max.concurrent.logdir.movements.per.broker", "max_logdir_movements_per_broker",
                _integer_kind(1), "intra-broker log-dir moves in flight per broker"),
+    DynamicKey("balance.mode", "balance_mode", _choice_kind(BALANCE_MODES),
+               "strict: exact replica counts, fewest moves; bytes: disk bytes within tolerances, fewest bytes"),
+    DynamicKey("balance.disk.tolerance", "balance_disk_tolerance", FRACTION,
+               "(balance.mode=bytes) how far a broker's bytes may be from its share"),
+    DynamicKey("balance.replica.tolerance", "balance_replica_tolerance", FRACTION,
+               "(balance.mode=bytes) how far a broker's replica count may be from its share"),
+    DynamicKey("balance.leader.tolerance", "balance_leader_tolerance", FRACTION,
+               "(balance.mode=bytes) how far a broker's leader count may be from its share"),
+    DynamicKey("balance.topic.spread", "balance_topic_spread", FRACTION,
+               "(balance.mode=bytes) a topic's replicas on a broker stay within share + max(2, this x share)"),
     DynamicKey("mode", "mode", _choice_kind(MODES),
                "auto executes, approve waits for approval, observe only alerts"),
     DynamicKey(PAUSED_KEY, "paused", BOOLEAN,

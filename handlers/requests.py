@@ -55,7 +55,7 @@ from typing import Any, Mapping
 from handlers.outbox import INFO, WARNING, compute_bounded_text, summarise, tp_key
 from handlers.context import BatchContext
 from handlers.log_dirs import cancel_log_dir_moves, handle_balance_dirs_request, plan_requested_dirs
-from handlers.plans import compute_plan, handle_plan
+from handlers.plans import compute_plan, compute_plan_proof, handle_plan
 from handlers.proposals import handle_reject, require_proposal
 from handlers.policy import (compute_config_text, compute_excluded_pattern, compute_excluded_topics,
                              require_dynamic_key)
@@ -249,7 +249,7 @@ def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[
         context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
     handle_plan(context, request_id, targets,
                 f"decommission of broker{'s' if len(broker_ids) > 1 else ''} {', '.join(map(str, broker_ids))}",
-                request_id, target_log_dirs=dirs, details={"lower_bound": plan.replica_moves_lower_bound})
+                request_id, target_log_dirs=dirs, details=compute_plan_proof(plan))
 
 
 def handle_rebalance(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
@@ -273,10 +273,11 @@ def handle_rebalance(context: BatchContext, request_id: str, fields: Mapping[str
     if not targets:
         context.outbox.alert("PlanCreated", INFO, request_id,
                              "rebalance: already balanced, nothing to move",
-                             {"plan_id": request_id, "partitions": 0, "replica_moves": 0})
+                             {"plan_id": request_id, "partitions": 0, "replica_moves": 0,
+                              **compute_plan_proof(plan)})
         return
     handle_plan(context, request_id, targets, f"{REBALANCE_REASON} {request_id}", request_id,
-                target_log_dirs=dirs, details={"lower_bound": plan.replica_moves_lower_bound})
+                target_log_dirs=dirs, details=compute_plan_proof(plan))
 
 
 def handle_approve(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:

@@ -56,7 +56,7 @@ from dataclasses import replace
 from handlers.outbox import CRITICAL, ERROR, INFO, WARNING, broker_subject, summarise
 from handlers.context import BatchContext
 from handlers.events import EventEffects
-from handlers.plans import compute_plan, handle_plan
+from handlers.plans import compute_plan, compute_plan_proof, handle_plan
 from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.placement.placer import Goal
 from schemas.errors import ReassignerError
@@ -311,7 +311,7 @@ def _plan_or_alert(context: BatchContext, plan_id: str, goal: Goal, reason: str,
         targets, dirs = _heal_left_out(context, plan_id, goal, reason, subject, left_out,
                                        dict(targets), dict(dirs))
     handle_plan(context, plan_id, targets, reason, subject, target_log_dirs=dirs,
-                details={"lower_bound": plan.replica_moves_lower_bound})
+                details=compute_plan_proof(plan))
 
 
 def _heal_left_out(context: BatchContext, plan_id: str, goal: Goal, reason: str, subject: str,

@@ -174,6 +174,24 @@ class Settings(BaseSettings):
         "whose volume would then be fuller than this (used bytes as the broker reports them, plus "
         "what the plan moves in); when nothing fits, PlanInfeasible names the dirs.")
 
+    # --- how plans balance --------------------------------------------------------------
+    balance_mode: Literal["strict", "bytes"] = Field(
+        "strict", description="`balance.mode`: strict makes every broker's replica count exact (per "
+        "topic and over the cluster) with the fewest replica moves; bytes puts every broker within "
+        "the tolerances below of its share of disk bytes, replicas and leaders, moving the fewest bytes.")
+    balance_disk_tolerance: float = Field(
+        0.10, gt=0, le=1, description="`balance.disk.tolerance`: (mode bytes) a broker is balanced on "
+        "disk within this fraction of its share of the replica bytes.")
+    balance_replica_tolerance: float = Field(
+        0.10, gt=0, le=1, description="`balance.replica.tolerance`: (mode bytes) the same for its "
+        "replica count.")
+    balance_leader_tolerance: float = Field(
+        0.10, gt=0, le=1, description="`balance.leader.tolerance`: (mode bytes) the same for its "
+        "leader count.")
+    balance_topic_spread: float = Field(
+        0.25, gt=0, le=1, description="`balance.topic.spread`: (mode bytes) no move puts more of one "
+        "topic on a broker than its share plus max(2, this fraction of the share).")
+
     # --- log-dir balance ---------------------------------------------------------------
     logdir_imbalance_threshold: float = Field(
         0.1, gt=0, le=1, description="`logdir.imbalance.threshold`: a broker's log dirs are balanced "

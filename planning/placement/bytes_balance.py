@@ -111,7 +111,9 @@ class BytesBalancePlan:
     disk_shares: Mapping[int, int]
     bytes_before: Mapping[int, int]
     bytes_after: Mapping[int, int]
+    replicas_before: Mapping[int, int]
     replicas_after: Mapping[int, int]
+    leaders_before: Mapping[int, int]
     leaders_after: Mapping[int, int]
     eligible_brokers: tuple[int, ...]
     rack_violations: int
@@ -120,6 +122,7 @@ class BytesBalancePlan:
     exact: str  # what the exact model did
     steps: int  # balance moves made by the greedy
     warnings: tuple[str, ...] = ()
+    unplaced: tuple[TopicPartition, ...] = ()  # partitions that cannot be completed: left as they are
 
     @property
     def gap_percent(self) -> float:
@@ -339,6 +342,8 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         within_tolerance=within, tolerance_reachable=reachable, resources=MappingProxyType(resources),
         disk_shares=MappingProxyType({b: math.floor(s) for b, s in model.byte_share.items()}),
         bytes_before=MappingProxyType(bytes_before), bytes_after=MappingProxyType(bytes_after),
-        replicas_after=MappingProxyType(count_after), leaders_after=MappingProxyType(leaders_after),
+        replicas_before=MappingProxyType(count_before), replicas_after=MappingProxyType(count_after),
+        leaders_before=MappingProxyType(leaders_before), leaders_after=MappingProxyType(leaders_after),
         eligible_brokers=brokers, rack_violations=violations, greedy_bytes_moved=greedy_bytes,
-        greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings))
+        greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings),
+        unplaced=tuple(unplaced))

@@ -61,12 +61,22 @@ class PlacementPlan:
     cluster_leader_spread: int = 0
     bytes_after: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))  # per broker
     cluster_bytes_spread: int = 0  # max - min bytes over eligible brokers, after the plan
+    # Set by the tolerance planner (`balance.mode=bytes`, `planning.placement.balance_modes`),
+    # which proves its plan in bytes, not in replica moves:
+    balance_mode: str = "strict"
+    bytes_moved_lower_bound: int | None = None
+    within_tolerance: bool | None = None  # every eligible broker inside its disk/replica/leader band
+    resources: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))  # name → before/after
 
     @property
     def gap_percent(self) -> float:
-        """How far the moves are above the lower bound, in % (0: proven optimal)."""
-        bound = self.replica_moves_lower_bound
-        return 100.0 * (self.replica_moves - bound) / bound if bound else 0.0
+        """How far the plan is above its lower bound, in % (0: proven optimal): in bytes moved
+        when the bytes bound is set, else in replica moves."""
+        if self.bytes_moved_lower_bound is not None:
+            bound, value = self.bytes_moved_lower_bound, self.bytes_moved
+        else:
+            bound, value = self.replica_moves_lower_bound, self.replica_moves
+        return 100.0 * (value - bound) / bound if bound else 0.0
 
 
 class PlanTally:

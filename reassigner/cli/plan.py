@@ -1,7 +1,8 @@
 """`reassigner plan`: offline planning from a snapshot file (`reassigner snapshot`), no cluster needed.
 
-Reads the snapshot, applies `--add-broker ID[:RACK]` and `--remove-broker ID`, plans with
-`planning.placement.placer.plan_placement`, writes the Kafka tool's reassignment JSON (changed
+Reads the snapshot, applies `--add-broker ID[:RACK]` and `--remove-broker ID`, plans with the
+planner `--balance-mode` chooses (`planning.placement.balance_modes`: exact counts, or disk bytes
+within the `balance.*` tolerances of the settings), writes the Kafka tool's reassignment JSON (changed
 partitions only) to `--output` or stdout, a readable summary to stderr, and optionally a
 machine-readable summary to `--summary-json`. This module does the file I/O; planning is pure.
 """
@@ -18,7 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from planning.model import Broker
-from planning.placement.placer import Goal, PlacementPlan, plan_placement
+from planning.placement.balance_modes import BALANCE_MODES, plan_balanced
+from planning.placement.placer import Goal, PlacementPlan
 from planning.snapshot import cluster_from_json, reassignment_to_json
 from schemas.errors import MalformedInputError
 
@@ -43,19 +45,30 @@ def plan_command(
     disk_max_usage_percent: Optional[float] = typer.Option(
         None, "--disk-max-usage-percent", min=0.001, max=100,
         help="No new replica where its dir's volume would be fuller than this (default: the setting, 85)."),
+    balance_mode: Optional[str] = typer.Option(
+        None, "--balance-mode", help="strict: exact replica counts, fewest moves; bytes: disk bytes, "
+        "replicas and leaders within the balance.* tolerances, fewest bytes (default: the setting, strict)."),
 ) -> None:
-    from runtime.settings import load_settings
+    from dataclasses import replace
 
+    from handlers.plans import compute_balance
+    from runtime.settings import compute_policy, load_settings
+
+    if balance_mode is not None and balance_mode.lower() not in BALANCE_MODES:
+        raise MalformedInputError("--balance-mode", balance_mode, f"one of {', '.join(BALANCE_MODES)}")
     cluster = cluster_from_json(read_json_file(snapshot), str(snapshot))
-    limit = disk_max_usage_percent if disk_max_usage_percent is not None else \
-        load_settings().disk_max_usage_percent
+    settings = load_settings()
+    limit = disk_max_usage_percent if disk_max_usage_percent is not None else settings.disk_max_usage_percent
+    balance = compute_balance(compute_policy(settings))
+    if balance_mode is not None:
+        balance = replace(balance, mode=balance_mode.lower())
     goal = Goal(
         add_brokers=tuple(parse_added_broker(spec) for spec in add_broker),
         drain_brokers=frozenset(remove_broker),
         rebalance=not no_rebalance,
         disk_max_usage_percent=limit,
     )
-    plan = plan_placement(cluster, goal)
+    plan = plan_balanced(cluster, goal, balance)
     document = json.dumps(reassignment_to_json(plan.targets, plan.target_log_dirs), indent=2)
     if output is None:
         sys.stdout.write(document + "\n")
@@ -123,6 +136,11 @@ def compute_summary(plan: PlacementPlan) -> dict:
         "leaders_after": by_broker(plan.leaders_after),
         "eligible_brokers": list(eligible),
         "warnings": list(plan.warnings),
+        "balance_mode": plan.balance_mode,
+        "bytes_moved_lower_bound": plan.bytes_moved_lower_bound,
+        "within_tolerance": plan.within_tolerance,
+        "resources": {name: {"before": vars(report.before), "after": vars(report.after)}
+                      for name, report in plan.resources.items()},
     }
 
 
@@ -140,20 +158,32 @@ def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
             f"{plan.bytes_after.get(b, 0):,}",
         )
     console.print(table)
-    proof = ("proven fewest" if plan.replica_moves_optimum is not None
-             else f"lower bound {plan.replica_moves_lower_bound}, gap {plan.gap_percent:.1f} %")
-    console.print(
-        f"partitions changed: {summary['partitions_changed']}  "
-        f"replica moves: {plan.replica_moves} ({proof})  "
-        f"bytes moved: {plan.bytes_moved}  leader changes: {plan.leader_changes}"
-    )
-    console.print(
-        f"spread (max - min) per topic: replicas {plan.max_topic_replica_spread}, "
-        f"leaders {plan.max_topic_leader_spread}; over the cluster: replicas "
-        f"{plan.cluster_replica_spread}, leaders {plan.cluster_leader_spread}, bytes "
-        f"{plan.cluster_bytes_spread:,}; beyond the shares "
-        f"the racks allow: {plan.replicas_outside_share} replicas, {plan.leaders_outside_share} "
-        f"leaders; rack violations: {plan.rack_violations}"
-    )
+    if plan.bytes_moved_lower_bound is not None:  # balance.mode=bytes: proven in bytes
+        console.print(
+            f"partitions changed: {summary['partitions_changed']}  replica moves: {plan.replica_moves}  "
+            f"bytes moved: {plan.bytes_moved:,} (lower bound {plan.bytes_moved_lower_bound:,}, gap "
+            f"{plan.gap_percent:.1f} %)  leader changes: {plan.leader_changes}  within tolerance: "
+            f"{'yes' if plan.within_tolerance else 'no'}")
+        for name, report in plan.resources.items():
+            console.print(f"{name}: CV {report.before.cv:.3f} -> {report.after.cv:.3f}, max/mean "
+                          f"{report.before.max_over_mean:.2f} -> {report.after.max_over_mean:.2f}, brokers "
+                          f"outside their band {report.before.outside} -> {report.after.outside}")
+        console.print(f"rack violations: {plan.rack_violations}")
+    else:
+        proof = ("proven fewest" if plan.replica_moves_optimum is not None
+                 else f"lower bound {plan.replica_moves_lower_bound}, gap {plan.gap_percent:.1f} %")
+        console.print(
+            f"partitions changed: {summary['partitions_changed']}  "
+            f"replica moves: {plan.replica_moves} ({proof})  "
+            f"bytes moved: {plan.bytes_moved}  leader changes: {plan.leader_changes}"
+        )
+        console.print(
+            f"spread (max - min) per topic: replicas {plan.max_topic_replica_spread}, "
+            f"leaders {plan.max_topic_leader_spread}; over the cluster: replicas "
+            f"{plan.cluster_replica_spread}, leaders {plan.cluster_leader_spread}, bytes "
+            f"{plan.cluster_bytes_spread:,}; beyond the shares "
+            f"the racks allow: {plan.replicas_outside_share} replicas, {plan.leaders_outside_share} "
+            f"leaders; rack violations: {plan.rack_violations}"
+        )
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}")

@@ -127,7 +127,10 @@ def simulate(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     # Imported here: the planner modules belong to the placement half of the planning core.
-    from planning.placement.placer import Goal, compute_planning_cluster, plan_placement
+    from handlers.plans import compute_balance
+    from planning.placement.balance_modes import plan_balanced
+    from planning.placement.placer import Goal, compute_planning_cluster
+    from runtime.settings import compute_policy
     from planning.snapshot import cluster_from_json
 
     settings = load_settings(max_partition_movements=max_partition_movements, max_leader_movements=max_leader_movements,
@@ -148,7 +151,7 @@ def simulate(
     )
     goal = Goal(add_brokers=added, drain_brokers=frozenset(remove_broker), explicit_targets={},
                 disk_max_usage_percent=settings.disk_max_usage_percent)
-    plan = plan_placement(planning_view, goal)
+    plan = plan_balanced(planning_view, goal, compute_balance(compute_policy(settings)))  # as the pipeline plans
     # The simulated cluster starts with every broker alive; `--kill-broker` kills at t = 0.
     simulated = compute_planning_cluster(cluster, goal)
     params = SimulationParams(bytes_per_sec=bytes_per_sec, tick_seconds=tick_seconds)

@@ -140,7 +140,9 @@ def test_the_pipeline_reads_the_canonical_value_the_cli_sends_as_the_same_value(
                "self.healing.max.failed.brokers": "0", "self.healing.max.failed.fraction": "0.50",
                "topics.include": "orders-.*", "topics.exclude": "__.*|orders-eu",
                "replica.alter.log.dirs.io.max.bytes.per.second": "5MiB", "logdir.imbalance.threshold": "0.20",
-               "reassignment.paused": "True", "proposal.expiry": "2h"}
+               "reassignment.paused": "True", "proposal.expiry": "2h", "balance.mode": "Bytes",
+               "balance.disk.tolerance": "0.05", "balance.replica.tolerance": "0.1",
+               "balance.leader.tolerance": "0.20", "balance.topic.spread": "1"}
     for key in DYNAMIC_KEYS.values():
         assert key.field in Policy.__dataclass_fields__, key.name
         _name, canonical = compute_config_value(f"{key.name}={samples.get(key.name, '+3')}")

@@ -88,3 +88,46 @@ def test_bad_add_broker_flag(app, tmp_path):
     path, _ = snapshot(tmp_path)
     result = CliRunner().invoke(app, ["plan", "--snapshot", str(path), "--add-broker", "x:r1"])
     assert isinstance(result.exception, MalformedInputError)
+
+
+def test_plan_in_bytes_mode_proves_bytes_and_reports_each_resource(app, tmp_path):
+    """`--balance-mode bytes` on partitions of four decades of size: three brokers added get
+    their share of the bytes (the count planner fills them with the smallest replicas), the plan
+    reports its bytes against a bound and each resource's spread before and after."""
+    data = {
+        "brokers": [{"id": i, "rack": f"r{i % 3}"} for i in range(6)],
+        "topics": [{"name": name, "partitions": [
+            {"partition": p, "replicas": [p % 6, (p + 1) % 6, (p + 2) % 6], "size_bytes": 10 ** (3 + (p * 5 + k) % 4)}
+            for p in range(count)]} for k, (name, count) in enumerate((("orders", 48), ("audit", 24)))],
+    }
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(data))
+    summaries = {}
+    for mode in ("BYTES", "strict"):
+        summary = tmp_path / f"{mode}.json"
+        result = CliRunner().invoke(app, ["plan", "--snapshot", str(path), "--add-broker", "6:r0", "--add-broker",
+                                          "7:r1", "--add-broker", "8:r2", "--balance-mode", mode, "--summary-json",
+                                          str(summary), "--output", str(tmp_path / f"{mode}-plan.json")])
+        assert result.exit_code == 0, result.output
+        summaries[mode.lower()] = json.loads(summary.read_text())
+    by_bytes, by_count = summaries["bytes"], summaries["strict"]
+    assert by_bytes["balance_mode"] == "bytes" and by_bytes["rack_violations"] == 0
+    assert 0 < by_bytes["bytes_moved_lower_bound"] <= by_bytes["bytes_moved"]
+    assert set(by_bytes["resources"]) == {"disk", "replicas", "leaders"}
+    disk = by_bytes["resources"]["disk"]
+    assert disk["after"]["cv"] < disk["before"]["cv"] and disk["before"]["outside"] > 0
+    assert by_bytes["within_tolerance"] is all(r["after"]["outside"] == 0 for r in by_bytes["resources"].values())
+
+    def new_brokers_share(summary: dict) -> float:
+        held = {int(b): v for b, v in summary["bytes_after"].items()}
+        mean = sum(held.values()) / len(held)
+        return min(held[b] for b in (6, 7, 8)) / mean
+    assert new_brokers_share(by_bytes) >= 0.9 > new_brokers_share(by_count)
+    assert by_count["balance_mode"] == "strict" and by_count["bytes_moved_lower_bound"] is None
+
+
+def test_an_unknown_balance_mode_is_refused_in_one_line(app, tmp_path):
+    path, _ = snapshot(tmp_path)
+    result = CliRunner().invoke(app, ["plan", "--snapshot", str(path), "--balance-mode", "fastest"])
+    assert isinstance(result.exception, MalformedInputError)
+    assert "one of strict, bytes" in str(result.exception)

@@ -1,0 +1,85 @@
+"""Which planner a goal gets: exact counts (`strict`) or disk bytes within tolerances (`bytes`).
+
+RULE. `balance.mode` chooses how a plan that rebalances is made:
+- `strict`: `plan_placement` makes every broker's replica count exact, per topic and over the
+  cluster, with the fewest replica moves (proven against its bound in moves);
+- `bytes`: `plan_bytes_balance` puts every broker within ±tolerance of its share of the disk
+  bytes, the replica count and the leaders, with a loose per-topic spread, moving the fewest
+  bytes (proven against its bound in bytes).
+
+Some goals stay with the count planner in either mode, for what they need that the bytes
+planner does not do: explicit targets (a Reassign request), `partial` plans (a heal that places
+what it can and names the rest) and a heal's last resort (`ignore_racks`). A drain in mode
+`bytes` places the leaving replicas by bytes; when some partition cannot be completed there, the
+count planner plans it, and refuses it with the reason (`PlanInfeasibleError`) when it cannot.
+Both planners keep the hard rules (rack spread at every level, the replication factor, eligible
+brokers only). The plan returned is a `PlacementPlan` either way; with `bytes` it carries
+`bytes_moved_lower_bound`, `within_tolerance` and each resource's spread before and after.
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from planning.model import Cluster
+from planning.placement.bytes_balance import BytesBalancePlan, Tolerances, plan_bytes_balance
+from planning.placement.goal import Goal
+from planning.placement.placer import plan_placement
+from planning.placement.plan_summary import PlacementPlan
+
+BALANCE_MODES = ("strict", "bytes")
+
+
+@dataclass(frozen=True)
+class Balance:
+    """How plans balance: the mode and, for `bytes`, the tolerances."""
+
+    mode: str = "strict"
+    tolerances: Tolerances = Tolerances()
+
+
+def plan_balanced(cluster: Cluster, goal: Goal, balance: Balance = Balance()) -> PlacementPlan:
+    """The plan for `goal` by the planner `balance.mode` chooses (the module's RULE). Raises
+    what `plan_placement` raises."""
+    if balance.mode not in BALANCE_MODES:
+        raise ValueError(f"balance mode {balance.mode!r} is not one of {', '.join(BALANCE_MODES)}")
+    if balance.mode == "strict" or goal.explicit_targets or goal.partial or goal.ignore_racks:
+        return plan_placement(cluster, goal)
+    plan = plan_bytes_balance(cluster, balance.tolerances, goal)
+    if plan.unplaced:
+        return plan_placement(cluster, goal)
+    return as_placement_plan(plan)
+
+
+def as_placement_plan(plan: BytesBalancePlan) -> PlacementPlan:
+    """The bytes planner's plan in the shape every caller reads."""
+    brokers = plan.eligible_brokers
+    bytes_after = [plan.bytes_after[b] for b in brokers]
+    replicas_after = [plan.replicas_after[b] for b in brokers]
+    leaders_after = [plan.leaders_after[b] for b in brokers]
+    return PlacementPlan(
+        targets=plan.targets,
+        target_log_dirs=plan.target_log_dirs,
+        replica_moves=plan.replica_moves,
+        replica_moves_lower_bound=0,  # this planner proves bytes, not moves
+        bytes_moved=plan.bytes_moved,
+        leader_changes=plan.leader_changes,
+        warnings=plan.warnings,
+        replicas_before=plan.replicas_before,
+        replicas_after=plan.replicas_after,
+        leaders_before=plan.leaders_before,
+        leaders_after=plan.leaders_after,
+        rack_violations=plan.rack_violations,
+        eligible_brokers=brokers,
+        cluster_replica_spread=max(replicas_after) - min(replicas_after) if brokers else 0,
+        cluster_leader_spread=max(leaders_after) - min(leaders_after) if brokers else 0,
+        bytes_after=plan.bytes_after,
+        cluster_bytes_spread=max(bytes_after) - min(bytes_after) if brokers else 0,
+        balance_mode="bytes",
+        bytes_moved_lower_bound=plan.bytes_moved_lower_bound,
+        within_tolerance=plan.within_tolerance,
+        resources=MappingProxyType(dict(plan.resources)),
+    )
