@@ -10,8 +10,10 @@ RULE. `balance.mode` chooses how a plan that rebalances is made:
 Some goals stay with the count planner in either mode, for what they need that the bytes
 planner does not do: explicit targets (a Reassign request), `partial` plans (a heal that places
 what it can and names the rest) and a heal's last resort (`ignore_racks`). A drain in mode
-`bytes` places the leaving replicas by bytes; when some partition cannot be completed there, the
-count planner plans it, and refuses it with the reason (`PlanInfeasibleError`) when it cannot.
+`bytes` places the leaving replicas by bytes. When the bytes plan leaves some partition
+incomplete, or puts a new replica where no dir of its broker has room under
+`disk.max.usage.percent`, the count planner plans the goal instead: it keeps such brokers out and
+plans again, and refuses with the reason (`PlanInfeasibleError`) when nothing fits.
 Both planners keep the hard rules (rack spread at every level, the replication factor, eligible
 brokers only). The plan returned is a `PlacementPlan` either way; with `bytes` it carries
 `bytes_moved_lower_bound`, `within_tolerance` and each resource's spread before and after.
@@ -49,7 +51,7 @@ def plan_balanced(cluster: Cluster, goal: Goal, balance: Balance = Balance()) ->
     if balance.mode == "strict" or goal.explicit_targets or goal.partial or goal.ignore_racks:
         return plan_placement(cluster, goal)
     plan = plan_bytes_balance(cluster, balance.tolerances, goal)
-    if plan.unplaced:
+    if plan.unplaced or plan.disk_overflow:
         return plan_placement(cluster, goal)
     return as_placement_plan(plan)
 

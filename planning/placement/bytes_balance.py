@@ -123,6 +123,7 @@ class BytesBalancePlan:
     steps: int  # balance moves made by the greedy
     warnings: tuple[str, ...] = ()
     unplaced: tuple[TopicPartition, ...] = ()  # partitions that cannot be completed: left as they are
+    disk_overflow: int = 0  # new replicas that fit no dir of their broker under the disk limit
 
     @property
     def gap_percent(self) -> float:
@@ -346,4 +347,4 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         leaders_before=MappingProxyType(leaders_before), leaders_after=MappingProxyType(leaders_after),
         eligible_brokers=brokers, rack_violations=violations, greedy_bytes_moved=greedy_bytes,
         greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings),
-        unplaced=tuple(unplaced))
+        unplaced=tuple(unplaced), disk_overflow=len(target_dirs.overflow))

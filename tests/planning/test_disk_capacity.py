@@ -101,3 +101,33 @@ def test_no_plan_ever_pushes_a_dir_over_the_limit(case):
             used = d.total_bytes - d.usable_bytes
             if into.get(d.path):
                 assert used + into[d.path] <= limit / 100 * d.total_bytes, (b.id, d.path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(crowded_clusters())
+def test_the_limit_holds_in_bytes_mode_too(case):
+    """`balance.mode=bytes`: a plan whose new replicas fit no dir under the limit is planned by
+    the count planner instead, which keeps such brokers out (or refuses)."""
+    from planning.placement.balance_modes import Balance, plan_balanced
+
+    cluster, limit = case
+    try:
+        plan = plan_balanced(cluster, Goal(heal=False, rebalance=True, disk_max_usage_percent=limit),
+                             Balance("bytes"))
+    except PlanInfeasibleError as error:
+        assert "disk.max.usage.percent" in str(error) or "rack" in str(error)
+        return
+    for b in cluster.brokers:
+        into = incoming(plan, cluster, b.id)
+        for d in b.log_dirs:
+            used = d.total_bytes - d.usable_bytes
+            if into.get(d.path):
+                assert used + into[d.path] <= limit / 100 * d.total_bytes, (b.id, d.path)
+
+
+def test_a_nearly_full_new_broker_in_bytes_mode_gets_only_what_fits():
+    from planning.placement.balance_modes import Balance, plan_balanced
+
+    cluster = cluster_of((disk("/d0", 830),))  # 20 GB of room under 85 %
+    plan = plan_balanced(cluster, Goal(heal=False, rebalance=True, disk_max_usage_percent=85), Balance("bytes"))
+    assert sum(incoming(plan, cluster, 3).values()) <= 20 * GB
