@@ -170,22 +170,28 @@ class BalanceModel:
             if part.replication > 0:
                 h = histograms.setdefault(part.topic, {})
                 h[part.replication] = h.get(part.replication, 0) + 1
-        cache: dict[tuple, dict[int, Fraction]] = {}
+        # Topics of the same shape (replicas per partition) share their caps: computed once each
+        # (exact fractions are slow, and a big cluster has thousands of topics of a few shapes).
+        cache: dict[tuple, list[tuple[int, int]]] = {}
         slack, fraction = self.tolerances.topic_slack, as_fraction(spread)
         self.topic_cap = {}
+        count = self.topic_count
         for topic, histogram in histograms.items():
             key = tuple(sorted(histogram.items()))
-            shares = cache.get(key)
-            if shares is None:
-                shares = cache[key] = compute_ideal_shares(self.tree, histogram)
-            for b, s in shares.items():
-                cap = math.floor(s + max(slack, fraction * s))
-                self.topic_cap[(topic, b)] = max(cap, self.topic_count.get((topic, b), 0))
+            caps = cache.get(key)
+            if caps is None:
+                caps = cache[key] = [(b, math.floor(s + max(slack, fraction * s)))
+                                     for b, s in compute_ideal_shares(self.tree, histogram).items()]
+            for b, cap in caps:
+                held = count.get((topic, b), 0)
+                self.topic_cap[(topic, b)] = cap if cap >= held else held
 
     def may_take(self, topic: int, broker: int, extra: int = 1) -> bool:
-        if self.topic_cap is None:
+        caps = self.topic_cap
+        if caps is None:
             return True
-        return self.topic_count.get((topic, broker), 0) + extra <= self.topic_cap.get((topic, broker), 0)
+        key = (topic, broker)
+        return self.topic_count.get(key, 0) + extra <= caps.get(key, 0)
 
     def fits(self, part: Part, leaving: int | None, coming: int) -> bool:
         """`coming` may join `part` in place of `leaving` (None: into an open slot)."""
@@ -194,9 +200,11 @@ class BalanceModel:
         tree = self.tree
         if tree.is_flat:
             return True
-        nodes = [tree.broker_node[b] for b in part.members if b != leaving]
-        nodes.append(tree.broker_node[coming])
-        return tree.fits(tuple(sorted(nodes)), part.replication)
+        node = tree.broker_node
+        nodes = [node[b] for b in part.members if b != leaving]
+        nodes.append(node[coming])
+        nodes.sort()
+        return tree.fits(tuple(nodes), part.replication)
 
     def repair_racks(self) -> int:
         """Open slots until every partition's kept members can be completed rack-spread (the

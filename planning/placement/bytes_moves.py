@@ -8,6 +8,7 @@ Pure: works on the plan's scratch (`Part`s, a `Ledger`), deterministic.
 from __future__ import annotations
 
 import bisect
+import heapq
 
 from planning.model import TopicPartition
 from planning.placement.bytes_model import BalanceModel
@@ -21,7 +22,13 @@ _COUNTERPARTS = 8  # peers looked at first for a move
 
 class Ledger:
     """Per broker bytes and replicas, per closed group the sums the bound reads, updated move by
-    move; and per broker its movable replicas sorted by size."""
+    move; and per broker its movable replicas sorted by size.
+
+    INVARIANT. `items[b]` is the sorted list of `(size, partition index)` of b's movable replicas
+    and `sizes[b]` its sizes alone, position for position: searches bisect the plain integers
+    (a tuple comparison per probe costs several times more, and the balance loop makes about
+    sixteen searches per move). `band[b]` is `(bhi, blo, chi, clo, group)`, read together on
+    every evaluation."""
 
     def __init__(self, model: BalanceModel, load: dict[int, int], count: dict[int, int]) -> None:
         self.m = model
@@ -45,6 +52,8 @@ class Ledger:
             self.gc_def[g] += max(0, model.clo[b] - count[b])
         self.lb_total = self.bound()
         self.cb_total = self.count_bound()
+        self.band = {b: (model.bhi[b], model.blo[b], model.chi[b], model.clo[b], model.group[b])
+                     for b in model.brokers}
         self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
         for index, part in enumerate(model.parts):
             if part.movable:
@@ -52,6 +61,19 @@ class Ledger:
                     self.items[b].append((part.size, index))
         for values in self.items.values():
             values.sort()
+        self.sizes = {b: [size for size, _ in values] for b, values in self.items.items()}
+
+    def take_item(self, b: int, size: int, index: int) -> None:
+        values = self.items[b]
+        position = bisect.bisect_left(values, (size, index))
+        del values[position]
+        del self.sizes[b][position]
+
+    def put_item(self, b: int, size: int, index: int) -> None:
+        values = self.items[b]
+        position = bisect.bisect_right(values, (size, index))
+        values.insert(position, (size, index))
+        self.sizes[b].insert(position, size)
 
     def _group_bound(self, g: int, held: int, exc: int, deficit: int) -> int:
         return max(deficit, exc + self.m.group_bytes[g] - held)
@@ -82,12 +104,13 @@ class Ledger:
         changes: dict[int, list[int]] = {}
         deltas = [0, 0]
         trap = 0
+        cunit, bunit = self.cunit, self.bunit
         for side, b, sign in ((0, s, -1), (1, d, 1)):
             if b is None:
                 continue
             l0, c0 = self.load[b], self.count[b]
             l1, c1 = l0 + sign * x, c0 + sign
-            hi, lo, chi, clo = m.bhi[b], m.blo[b], m.chi[b], m.clo[b]
+            hi, lo, chi, clo, g = self.band[b]
             e0 = l0 - hi if l0 > hi else 0
             e1 = l1 - hi if l1 > hi else 0
             f0 = lo - l0 if l0 < lo else 0
@@ -96,16 +119,17 @@ class Ledger:
             ce1 = c1 - chi if c1 > chi else 0
             cf0 = clo - c0 if c0 < clo else 0
             cf1 = clo - c1 if c1 < clo else 0
-            change = changes.get(m.group[b])
+            change = changes.get(g)
             if change is None:
-                change = changes[m.group[b]] = [0, 0, 0, 0, 0, 0]
-            change[0] += sign * x
-            change[1] += e1 - e0
-            change[2] += f1 - f0
-            change[3] += sign
-            change[4] += ce1 - ce0
-            change[5] += cf1 - cf0
-            deltas[side] = (e1 + f1 - e0 - f0) * self.cunit + (ce1 + cf1 - ce0 - cf0) * self.bunit
+                changes[g] = [sign * x, e1 - e0, f1 - f0, sign, ce1 - ce0, cf1 - cf0]
+            else:
+                change[0] += sign * x
+                change[1] += e1 - e0
+                change[2] += f1 - f0
+                change[3] += sign
+                change[4] += ce1 - ce0
+                change[5] += cf1 - cf0
+            deltas[side] = (e1 + f1 - e0 - f0) * cunit + (ce1 + cf1 - ce0 - cf0) * bunit
             if e1 and c1 <= clo:
                 trap += e1
             elif f1 and c1 >= chi:
@@ -157,13 +181,12 @@ class Ledger:
             self.shift(s, part.size, -1)
             m.topic_count[(part.topic, s)] -= 1
             if part.movable:
-                values = self.items[s]
-                del values[bisect.bisect_left(values, (part.size, index))]
+                self.take_item(s, part.size, index)
         part.members.add(d)
         self.shift(d, part.size, 1)
         m.topic_count[(part.topic, d)] = m.topic_count.get((part.topic, d), 0) + 1
         if part.movable:
-            bisect.insort(self.items[d], (part.size, index))
+            self.put_item(d, part.size, index)
 
 
 # --- 1. forced moves -------------------------------------------------------------------------------
@@ -207,8 +230,7 @@ def _restore(model: BalanceModel, ledger: Ledger, index: int) -> None:
         ledger.shift(b, part.size, -1)
         model.topic_count[(part.topic, b)] -= 1
         if part.movable:
-            values = ledger.items[b]
-            del values[bisect.bisect_left(values, (part.size, index))]
+            ledger.take_item(b, part.size, index)
     part.final = list(part.original)
     part.movable = False
     part.fixed = True
@@ -263,11 +285,11 @@ def _needs(ledger: Ledger, b: int) -> tuple[int, int, int, int]:
             max(0, m.blo[b] - load), max(0, m.clo[b] - count))
 
 
-def _nearest(values: list[tuple[int, int]], wanted: float, accept) -> list[tuple[int, int]]:
+def _nearest(values: list[tuple[int, int]], sizes: list[int], wanted: float, accept) -> list[tuple[int, int]]:
     """The largest entry of `values` at most `wanted` and the smallest above it that `accept`
-    takes (each within `_SCAN` entries of the wanted size)."""
+    takes (each within `_SCAN` entries of the wanted size); `sizes` are the values' sizes."""
     found = []
-    start = bisect.bisect_right(values, (wanted, 1 << 62))
+    start = bisect.bisect_right(sizes, wanted)
     for i in range(start - 1, max(-1, start - 1 - _SCAN), -1):
         if accept(values[i]):
             found.append(values[i])
@@ -306,13 +328,17 @@ def _best_move(model: BalanceModel, ledger: Ledger, b: int):
     if len(peers) <= _COUNTERPARTS:
         return _best_move_among(model, ledger, b, peers, peers)
 
-    def relative(c: int) -> float:
-        return ledger.load[c] / max(1, model.bshare_floor[c])
-
-    receivers = sorted(peers, key=lambda c: (ledger.load[c] >= model.blo[c] and ledger.count[c] >= model.clo[c],
-                                             relative(c), c))[:_COUNTERPARTS]
-    donors = sorted(peers, key=lambda c: (ledger.load[c] <= model.bhi[c] and ledger.count[c] <= model.chi[c],
-                                          -relative(c), c))[:_COUNTERPARTS]
+    load, count, band, floor = ledger.load, ledger.count, ledger.band, model.bshare_floor
+    # (within or above its low bands, relative load, id) and (within or below its high bands,
+    # minus the relative load, id): the keys are distinct (ids), so the smallest few are exact.
+    receiving, giving = [], []
+    for c in peers:
+        hi, lo, chi, clo, _ = band[c]
+        relative = load[c] / (floor[c] or 1)
+        receiving.append((load[c] >= lo and count[c] >= clo, relative, c))
+        giving.append((load[c] <= hi and count[c] <= chi, -relative, c))
+    receivers = [c for _, _, c in heapq.nsmallest(_COUNTERPARTS, receiving)]
+    donors = [c for _, _, c in heapq.nsmallest(_COUNTERPARTS, giving)]
     best = _best_move_among(model, ledger, b, receivers, donors)
     return best if best is not None else _best_move_among(model, ledger, b, peers, peers)
 
@@ -326,7 +352,7 @@ def _best_move_among(model: BalanceModel, ledger: Ledger, b: int, receivers: lis
         wanted = max(over_bytes / max(1, over_count), over_bytes / max(1, ledger.count[b] - model.clo[b]))
         deficits = sorted((ledger.load[d] - model.blo[d], d) for d in receivers if ledger.load[d] < model.blo[d])
         probes = sorted({wanted, 0} | {min(wanted, -gap) for gap, _ in deficits[:_PROBED_DEFICITS]})
-        values = ledger.items[b]
+        values, sizes = ledger.items[b], ledger.sizes[b]
         for d in receivers:
             def accept(item, d=d):
                 part = parts[item[1]]
@@ -334,7 +360,7 @@ def _best_move_among(model: BalanceModel, ledger: Ledger, b: int, receivers: lis
 
             seen = set()
             for probe in probes:
-                for item in _nearest(values, probe, accept):
+                for item in _nearest(values, sizes, probe, accept):
                     if item in seen:
                         continue
                     seen.add(item)
@@ -355,7 +381,7 @@ def _best_move_among(model: BalanceModel, ledger: Ledger, b: int, receivers: lis
                 probes |= {excess, min(wanted, excess)}
             seen = set()
             for probe in sorted(probes):
-                for item in _nearest(ledger.items[donor], probe, accept):
+                for item in _nearest(ledger.items[donor], ledger.sizes[donor], probe, accept):
                     if item in seen:
                         continue
                     seen.add(item)
@@ -388,7 +414,7 @@ def _best_swap(model: BalanceModel, ledger: Ledger, b: int):
                     break
         bigs = ledger.items[giver]
         for small in smalls:
-            start = bisect.bisect_left(bigs, (small[0] + need, -1))
+            start = bisect.bisect_left(ledger.sizes[giver], small[0] + need)
             for big in bigs[start:start + _SCAN]:
                 part = parts[big[1]]
                 if big[1] == small[1] or not (model.may_take(part.topic, taker) and model.fits(part, giver, taker)):
@@ -438,7 +464,7 @@ def shrink_moves(model: BalanceModel, ledger: Ledger) -> int:
                 if peer == d:
                     continue
                 values = ledger.items[peer]
-                start = bisect.bisect_left(values, (need, -1))
+                start = bisect.bisect_left(ledger.sizes[peer], need)
                 for y, other in values[start:start + _SCAN]:
                     if y >= x or (best is not None and y >= best[0]):
                         break
