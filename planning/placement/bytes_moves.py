@@ -249,11 +249,25 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
     budget = 2 * sum(len(p.members) for p in model.parts) + 100
     stuck: set[int] = set()
     outside = {b: ledger.relative_violation(b) for b in model.brokers}  # kept for the brokers moves touch
+    # The brokers outside, furthest first (ties: lowest id), as a heap of (-violation, broker):
+    # an entry is current while it matches `outside`; a move pushes the new values of the two
+    # brokers it touches and stale entries are dropped when they surface (O(log n) a step, not
+    # a walk over every broker).
+    heap = [(-value, b) for b, value in outside.items() if value > 0]
+    heapq.heapify(heap)
     while steps < budget:
-        worst, worst_value = None, 0.0
-        for b, value in outside.items():
-            if value > worst_value and b not in stuck:
-                worst, worst_value = b, value
+        worst, aside = None, []
+        while heap:
+            value, b = heap[0]
+            if -value != outside[b]:
+                heapq.heappop(heap)
+            elif b in stuck:
+                aside.append(heapq.heappop(heap))
+            else:
+                worst = b
+                break
+        for entry in aside:
+            heapq.heappush(heap, entry)
         if worst is None:
             break
         move = _best_move(model, ledger, worst)
@@ -271,7 +285,9 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
             ledger.move(i2, s2, d2)
             touched = (s1, d1)
         for b in touched:
-            outside[b] = ledger.relative_violation(b)
+            value = outside[b] = ledger.relative_violation(b)
+            if value > 0:
+                heapq.heappush(heap, (-value, b))
         steps += 1
         stuck.clear()
     return steps
@@ -301,22 +317,87 @@ def _nearest(values: list[tuple[int, int]], sizes: list[int], wanted: float, acc
     return found
 
 
-def _move_key(model: BalanceModel, ledger: Ledger, index: int, s: int, d: int, b: int, wanted: float):
-    """The ranking of one move (smaller is better), or None when it does not lower the total
-    violation (`planning.placement.bytes_balance`, step 2)."""
-    part = model.parts[index]
-    x = part.size
-    lb, cb, ds, dd = ledger.evaluate(s, d, x)
-    if ds + dd >= 0:
-        return None
-    if s == b:
-        other_delta = dd
-        other_side = ledger.load[d] + x <= model.bshare_floor[d] and ledger.count[d] + 1 <= model.cshare_floor[d] + 1
-    else:
-        other_delta = ds
-        other_side = ledger.load[s] - x >= model.bshare_floor[s] and ledger.count[s] - 1 >= model.cshare_floor[s]
-    harm = 0 if other_delta < 0 else (1 if other_side else 2)
-    return (x + lb, cb, harm, abs(x - wanted), s, d, index)
+def _pair_scorer(model: BalanceModel, ledger: Ledger, s: int, d: int, b: int, wanted: float):
+    """The ranking of a move of any replica from s to d, to relieve b (smaller is better), as a
+    function of the replica's size and index: None when the move does not lower the total
+    violation (`planning.placement.bytes_balance`, step 2).
+
+    The balance step ranks about 25 replicas on a handful of (s, d) pairs, and only the bytes
+    terms depend on the replica: the replica counts after the move, the count bound, each side's
+    count violation and the bytes terms before the move are worked out once per pair here. The
+    arithmetic is `Ledger.evaluate`'s, term for term (the same integers, so the same keys)."""
+    load, count, band = ledger.load, ledger.count, ledger.band
+    cunit, bunit = ledger.cunit, ledger.bunit
+    ls, cs, ld, cd = load[s], count[s], load[d], count[d]
+    his, los, chis, clos, gs = band[s]
+    hid, lod, chid, clod, gd = band[d]
+    cs1, cd1 = cs - 1, cd + 1
+    es0, fs0 = max(0, ls - his), max(0, los - ls)
+    ed0, fd0 = max(0, ld - hid), max(0, lod - ld)
+    ces = max(0, cs1 - chis) - max(0, cs - chis)
+    cfs = max(0, clos - cs1) - max(0, clos - cs)
+    ced = max(0, cd1 - chid) - max(0, cd - chid)
+    cfd = max(0, clod - cd1) - max(0, clod - cd)
+    count_ds, count_dd = (ces + cfs) * bunit, (ced + cfd) * bunit
+    trap_before = ((es0 if es0 and cs <= clos else fs0 if fs0 and cs >= chis else 0)
+                   + (ed0 if ed0 and cd <= clod else fd0 if fd0 and cd >= chid else 0))
+    s_traps_excess, s_traps_deficit = cs1 <= clos, cs1 >= chis
+    d_traps_excess, d_traps_deficit = cd1 <= clod, cd1 >= chid
+    # The replica-count bound after the move (no bytes in it) and each group's bytes terms.
+    cb = ledger.cb_total
+    count_changes = {gs: [-1, ces, cfs]}
+    other = count_changes.setdefault(gd, [0, 0, 0])
+    other[0] += 1
+    other[1] += ced
+    other[2] += cfd
+    for g, (dch, dce, dcd) in count_changes.items():
+        held, exc, deficit, target = ledger.gc_held[g], ledger.gc_exc[g], ledger.gc_def[g], model.group_count[g]
+        cb += max(deficit + dcd, exc + dce + target - held - dch) - max(deficit, exc + target - held)
+    groups = []  # (group, sign of x in its held bytes, its deficit, its excess term, its term before)
+    for g, sign in ((gs, -1), (gd, 1)) if gs != gd else ((gs, 0),):
+        deficit, rest = ledger.g_def[g], ledger.g_exc[g] + model.group_bytes[g] - ledger.g_held[g]
+        groups.append((g, sign, deficit, rest, max(deficit, rest)))
+    base = ledger.lb_total - trap_before
+    d_is_other = s == b
+    bfloor_s, bfloor_d = model.bshare_floor[s], model.bshare_floor[d]
+    count_side_d, count_side_s = cd1 <= model.cshare_floor[d] + 1, cs1 >= model.cshare_floor[s]
+
+    def score(x: int, index: int):
+        l1 = ls - x
+        es1 = l1 - his if l1 > his else 0
+        fs1 = los - l1 if l1 < los else 0
+        l1 = ld + x
+        ed1 = l1 - hid if l1 > hid else 0
+        fd1 = lod - l1 if l1 < lod else 0
+        ds = (es1 + fs1 - es0 - fs0) * cunit + count_ds
+        dd = (ed1 + fd1 - ed0 - fd0) * cunit + count_dd
+        if ds + dd >= 0:
+            return None
+        lb = base
+        if s_traps_excess and es1:
+            lb += es1
+        elif s_traps_deficit and fs1:
+            lb += fs1
+        if d_traps_excess and ed1:
+            lb += ed1
+        elif d_traps_deficit and fd1:
+            lb += fd1
+        for g, sign, deficit, rest, before in groups:
+            if sign < 0:
+                de, df, dh = es1 - es0, fs1 - fs0, -x
+            elif sign > 0:
+                de, df, dh = ed1 - ed0, fd1 - fd0, x
+            else:
+                de, df, dh = es1 - es0 + ed1 - ed0, fs1 - fs0 + fd1 - fd0, 0
+            lb += max(deficit + df, rest + de - dh) - before
+        if d_is_other:
+            other_delta, other_side = dd, ld + x <= bfloor_d and count_side_d
+        else:
+            other_delta, other_side = ds, ls - x >= bfloor_s and count_side_s
+        harm = 0 if other_delta < 0 else (1 if other_side else 2)
+        return (x + lb, cb, harm, abs(x - wanted), s, d, index)
+
+    return score
 
 
 def _best_move(model: BalanceModel, ledger: Ledger, b: int):
@@ -359,12 +440,13 @@ def _best_move_among(model: BalanceModel, ledger: Ledger, b: int, receivers: lis
                 return model.may_take(part.topic, d) and model.fits(part, b, d)
 
             seen = set()
+            score = _pair_scorer(model, ledger, b, d, b, wanted)
             for probe in probes:
                 for item in _nearest(values, sizes, probe, accept):
                     if item in seen:
                         continue
                     seen.add(item)
-                    key = _move_key(model, ledger, item[1], b, d, b, wanted)
+                    key = score(*item)
                     if key is not None and (best is None or key < best[0]):
                         best = (key, item[1], b, d)
     if under_bytes or under_count:
@@ -380,12 +462,13 @@ def _best_move_among(model: BalanceModel, ledger: Ledger, b: int, receivers: lis
             if excess > 0:
                 probes |= {excess, min(wanted, excess)}
             seen = set()
+            score = _pair_scorer(model, ledger, donor, b, b, wanted)
             for probe in sorted(probes):
                 for item in _nearest(ledger.items[donor], ledger.sizes[donor], probe, accept):
                     if item in seen:
                         continue
                     seen.add(item)
-                    key = _move_key(model, ledger, item[1], donor, b, b, wanted)
+                    key = score(*item)
                     if key is not None and (best is None or key < best[0]):
                         best = (key, item[1], donor, b)
     return best
