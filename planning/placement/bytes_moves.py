@@ -521,11 +521,14 @@ def shrink_moves(model: BalanceModel, ledger: Ledger) -> int:
     and the bytes fall (largest moves first, until a pass finds nothing). Returns the bytes saved."""
     parts, tree = model.parts, model.tree
     saved = 0
+    # Only a partition with a new replica can be a change to shrink: those the greedy moved
+    # (one walk), and those a shrink moves in (added as it goes), never a walk per pass.
+    moved = {index for index, part in enumerate(parts)
+             if part.movable and any(b not in part.original for b in part.final)}
     for _ in range(_SHRINK_PASSES):
         changes = []
-        for index, part in enumerate(parts):
-            if not part.movable:
-                continue
+        for index in moved:
+            part = parts[index]
             new = [b for b in part.final if b not in part.original]
             gone = [b for b in part.original if b not in part.final and b in tree.broker_node]
             if len(new) == 1 and len(gone) == 1:
@@ -546,9 +549,11 @@ def shrink_moves(model: BalanceModel, ledger: Ledger) -> int:
             for peer in model.group_members[model.group[d]]:
                 if peer == d:
                     continue
-                values = ledger.items[peer]
-                start = bisect.bisect_left(ledger.sizes[peer], need)
-                for y, other in values[start:start + _SCAN]:
+                sizes = ledger.sizes[peer]
+                start = bisect.bisect_left(sizes, need)
+                if start == len(sizes) or sizes[start] >= (x if best is None else best[0]):
+                    continue  # nothing smaller than the best so far that covers the need
+                for y, other in ledger.items[peer][start:start + _SCAN]:
                     if y >= x or (best is not None and y >= best[0]):
                         break
                     candidate = parts[other]
@@ -566,6 +571,7 @@ def shrink_moves(model: BalanceModel, ledger: Ledger) -> int:
                 continue
             y, other, peer = best
             ledger.move(other, peer, d)
+            moved.add(other)
             saved += x - y
             found += 1
         if not found:
