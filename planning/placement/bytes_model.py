@@ -35,7 +35,7 @@ class Part:
     """One partition while planning (scratch: mutated by the plan, never returned)."""
 
     __slots__ = ("state", "topic", "size", "original", "final", "replication", "movable", "excluded",
-                 "members", "kept", "fixed")
+                 "members", "kept", "fixed", "hang")
 
     def __init__(self, state: PartitionState, topic: int, final: list, replication: int, movable: bool,
                  excluded: frozenset[int], members: set[int], size: int) -> None:
@@ -50,6 +50,11 @@ class Part:
         self.members = members  # tree brokers in `final`
         self.kept = frozenset(members)  # tree brokers that could stay (before rack repair)
         self.fixed = False  # left as it is: it cannot be completed on the eligible brokers
+        self.hang: tuple[int, ...] | None = None  # members' tree nodes, sorted; None: to work out again
+
+    def changed(self) -> None:
+        """Its members changed: what was derived from them is worked out again when asked."""
+        self.hang = None
 
 
 def as_fraction(value: float) -> Fraction:
@@ -119,6 +124,7 @@ class BalanceModel:
         self.chi = {b: math.ceil((1 + replicas) * s) for b, s in self.count_share.items()}
         self.bshare_floor = {b: math.floor(s) for b, s in self.byte_share.items()}
         self.cshare_floor = {b: math.floor(s) for b, s in self.count_share.items()}
+        self._fits: dict[tuple, bool] = {}  # `fits`'s answers (pure questions about the tree)
         self._groups(bytes_histogram)
         self._topic_limits()
 
@@ -194,17 +200,31 @@ class BalanceModel:
         return self.topic_count.get(key, 0) + extra <= caps.get(key, 0)
 
     def fits(self, part: Part, leaving: int | None, coming: int) -> bool:
-        """`coming` may join `part` in place of `leaving` (None: into an open slot)."""
-        if coming in part.members or coming in part.excluded:
+        """`coming` may join `part` in place of `leaving` (None: into an open slot).
+
+        The rack rule only sees the tree nodes the members hang at: the answer is remembered per
+        (replication, members' nodes, leaving's node, coming's node), a few hundred keys on a
+        rack tree, so the balance loop's thousands of questions a step cost a lookup each."""
+        members = part.members
+        if coming in members or coming in part.excluded:
             return False
         tree = self.tree
         if tree.is_flat:
             return True
         node = tree.broker_node
-        nodes = [node[b] for b in part.members if b != leaving]
-        nodes.append(node[coming])
-        nodes.sort()
-        return tree.fits(tuple(nodes), part.replication)
+        hang = part.hang
+        if hang is None:
+            hang = part.hang = tuple(sorted(node[b] for b in members))
+        key = (part.replication, hang, node[leaving] if leaving in members else -1, node[coming])
+        verdict = self._fits.get(key)
+        if verdict is None:
+            nodes = list(hang)
+            if key[2] >= 0:
+                nodes.remove(key[2])
+            nodes.append(key[3])
+            nodes.sort()
+            verdict = self._fits[key] = tree.fits(tuple(nodes), part.replication)
+        return verdict
 
     def repair_racks(self) -> int:
         """Open slots until every partition's kept members can be completed rack-spread (the
@@ -227,6 +247,7 @@ class BalanceModel:
                         break
                 part.final[part.final.index(victim)] = None
                 part.members.discard(victim)
+                part.changed()
                 self.topic_count[(part.topic, victim)] -= 1
                 dropped += part.size
         return dropped

@@ -178,11 +178,13 @@ class Ledger:
         part.final[position] = d
         if s is not None:
             part.members.discard(s)
+            part.changed()
             self.shift(s, part.size, -1)
             m.topic_count[(part.topic, s)] -= 1
             if part.movable:
                 self.take_item(s, part.size, index)
         part.members.add(d)
+        part.changed()
         self.shift(d, part.size, 1)
         m.topic_count[(part.topic, d)] = m.topic_count.get((part.topic, d), 0) + 1
         if part.movable:
@@ -227,6 +229,7 @@ def _restore(model: BalanceModel, ledger: Ledger, index: int) -> None:
         position = part.final.index(b)
         part.final[position] = None
         part.members.discard(b)
+        part.changed()
         ledger.shift(b, part.size, -1)
         model.topic_count[(part.topic, b)] -= 1
         if part.movable:
@@ -237,6 +240,7 @@ def _restore(model: BalanceModel, ledger: Ledger, index: int) -> None:
     for b in part.final:
         if b in model.tree.broker_node:
             part.members.add(b)
+            part.changed()
             ledger.shift(b, part.size, 1)
             model.topic_count[(part.topic, b)] = model.topic_count.get((part.topic, b), 0) + 1
 
@@ -411,66 +415,78 @@ def _best_move(model: BalanceModel, ledger: Ledger, b: int):
 
     load, count, band, floor = ledger.load, ledger.count, ledger.band, model.bshare_floor
     # (within or above its low bands, relative load, id) and (within or below its high bands,
-    # minus the relative load, id): the keys are distinct (ids), so the smallest few are exact.
+    # minus the relative load, id): the keys are distinct (ids), so the first few are exact.
     receiving, giving = [], []
     for c in peers:
         hi, lo, chi, clo, _ = band[c]
         relative = load[c] / (floor[c] or 1)
         receiving.append((load[c] >= lo and count[c] >= clo, relative, c))
         giving.append((load[c] <= hi and count[c] <= chi, -relative, c))
-    receivers = [c for _, _, c in heapq.nsmallest(_COUNTERPARTS, receiving)]
-    donors = [c for _, _, c in heapq.nsmallest(_COUNTERPARTS, giving)]
+    receiving.sort()
+    giving.sort()
+    receivers = [c for _, _, c in receiving[:_COUNTERPARTS]]
+    donors = [c for _, _, c in giving[:_COUNTERPARTS]]
     best = _best_move_among(model, ledger, b, receivers, donors)
     return best if best is not None else _best_move_among(model, ledger, b, peers, peers)
+
+
+def _acceptor(model: BalanceModel, leaving: int, coming: int):
+    """`accept(item)`: the replica `item` (size, partition index) on `leaving` may move to
+    `coming` (topic limit, rack rule), each partition asked once: the probes of one pair scan
+    overlapping stretches of the same sorted list."""
+    parts, caps, counts = model.parts, model.topic_cap, model.topic_count
+    verdicts: dict[int, bool] = {}
+
+    def accept(item) -> bool:
+        index = item[1]
+        verdict = verdicts.get(index)
+        if verdict is None:
+            part = parts[index]
+            key = (part.topic, coming)
+            verdict = verdicts[index] = ((caps is None or counts.get(key, 0) + 1 <= caps.get(key, 0))
+                                         and model.fits(part, leaving, coming))
+        return verdict
+
+    return accept
 
 
 def _best_move_among(model: BalanceModel, ledger: Ledger, b: int, receivers: list[int], donors: list[int]):
     over_bytes, over_count, under_bytes, under_count = _needs(ledger, b)
     best = None
-    parts = model.parts
     if over_bytes or over_count:
         # What it still needs per replica, and at least what its replica room allows.
         wanted = max(over_bytes / max(1, over_count), over_bytes / max(1, ledger.count[b] - model.clo[b]))
         deficits = sorted((ledger.load[d] - model.blo[d], d) for d in receivers if ledger.load[d] < model.blo[d])
         probes = sorted({wanted, 0} | {min(wanted, -gap) for gap, _ in deficits[:_PROBED_DEFICITS]})
-        values, sizes = ledger.items[b], ledger.sizes[b]
         for d in receivers:
-            def accept(item, d=d):
-                part = parts[item[1]]
-                return model.may_take(part.topic, d) and model.fits(part, b, d)
-
-            seen = set()
-            score = _pair_scorer(model, ledger, b, d, b, wanted)
-            for probe in probes:
-                for item in _nearest(values, sizes, probe, accept):
-                    if item in seen:
-                        continue
-                    seen.add(item)
-                    key = score(*item)
-                    if key is not None and (best is None or key < best[0]):
-                        best = (key, item[1], b, d)
+            best = _best_of_pair(model, ledger, b, d, b, wanted, probes, best)
     if under_bytes or under_count:
         wanted = max(under_bytes / max(1, under_count), under_bytes / max(1, model.chi[b] - ledger.count[b]))
-
-        def accept(item):
-            part = parts[item[1]]
-            return model.may_take(part.topic, b) and model.fits(part, donor, b)
-
         for donor in donors:
             excess = ledger.load[donor] - model.bhi[donor]
             probes = {wanted, 0}
             if excess > 0:
                 probes |= {excess, min(wanted, excess)}
-            seen = set()
-            score = _pair_scorer(model, ledger, donor, b, b, wanted)
-            for probe in sorted(probes):
-                for item in _nearest(ledger.items[donor], ledger.sizes[donor], probe, accept):
-                    if item in seen:
-                        continue
-                    seen.add(item)
-                    key = score(*item)
-                    if key is not None and (best is None or key < best[0]):
-                        best = (key, item[1], donor, b)
+            best = _best_of_pair(model, ledger, donor, b, b, wanted, sorted(probes), best)
+    return best
+
+
+def _best_of_pair(model: BalanceModel, ledger: Ledger, s: int, d: int, b: int, wanted: float, probes, best):
+    """`best`, or a better move of one of s's replicas nearest the probed sizes to d."""
+    accept = _acceptor(model, s, d)
+    values, sizes = ledger.items[s], ledger.sizes[s]
+    seen = set()
+    score = None  # made at the first replica that may move (most pairs have one)
+    for probe in probes:
+        for item in _nearest(values, sizes, probe, accept):
+            if item in seen:
+                continue
+            seen.add(item)
+            if score is None:
+                score = _pair_scorer(model, ledger, s, d, b, wanted)
+            key = score(*item)
+            if key is not None and (best is None or key < best[0]):
+                best = (key, item[1], s, d)
     return best
 
 
