@@ -357,21 +357,17 @@ def _pair_scorer(model: BalanceModel, ledger: Ledger, s: int, d: int, b: int, wa
                    + (ed0 if ed0 and cd <= clod else fd0 if fd0 and cd >= chid else 0))
     s_traps_excess, s_traps_deficit = cs1 <= clos, cs1 >= chis
     d_traps_excess, d_traps_deficit = cd1 <= clod, cd1 >= chid
-    # The replica-count bound after the move (no bytes in it) and each group's bytes terms.
+    # The replica-count bound after the move (no bytes in it), and each group's bytes terms
+    # before it: (its deficit, its excess plus what it lacks, their max). A pair in one group
+    # (every balance move: counterparts are peers) changes its held bytes and replicas by 0.
     cb = ledger.cb_total
-    count_changes = {gs: [-1, ces, cfs]}
-    other = count_changes.setdefault(gd, [0, 0, 0])
-    other[0] += 1
-    other[1] += ced
-    other[2] += cfd
-    for g, (dch, dce, dcd) in count_changes.items():
+    for g, dch, dce, dcd in ((gs, 0, ces + ced, cfs + cfd),) if gs == gd else ((gs, -1, ces, cfs), (gd, 1, ced, cfd)):
         held, exc, deficit, target = ledger.gc_held[g], ledger.gc_exc[g], ledger.gc_def[g], model.group_count[g]
         cb += max(deficit + dcd, exc + dce + target - held - dch) - max(deficit, exc + target - held)
-    groups = []  # (group, sign of x in its held bytes, its deficit, its excess term, its term before)
-    for g, sign in ((gs, -1), (gd, 1)) if gs != gd else ((gs, 0),):
-        deficit, rest = ledger.g_def[g], ledger.g_exc[g] + model.group_bytes[g] - ledger.g_held[g]
-        groups.append((g, sign, deficit, rest, max(deficit, rest)))
-    base = ledger.lb_total - trap_before
+    deficit_s, rest_s = ledger.g_def[gs], ledger.g_exc[gs] + model.group_bytes[gs] - ledger.g_held[gs]
+    deficit_d, rest_d = ledger.g_def[gd], ledger.g_exc[gd] + model.group_bytes[gd] - ledger.g_held[gd]
+    one_group = gs == gd
+    base = ledger.lb_total - trap_before - max(deficit_s, rest_s) - (0 if one_group else max(deficit_d, rest_d))
     d_is_other = s == b
     bfloor_s, bfloor_d = model.bshare_floor[s], model.bshare_floor[d]
     count_side_d, count_side_s = cd1 <= model.cshare_floor[d] + 1, cs1 >= model.cshare_floor[s]
@@ -396,14 +392,10 @@ def _pair_scorer(model: BalanceModel, ledger: Ledger, s: int, d: int, b: int, wa
             lb += ed1
         elif d_traps_deficit and fd1:
             lb += fd1
-        for g, sign, deficit, rest, before in groups:
-            if sign < 0:
-                de, df, dh = es1 - es0, fs1 - fs0, -x
-            elif sign > 0:
-                de, df, dh = ed1 - ed0, fd1 - fd0, x
-            else:
-                de, df, dh = es1 - es0 + ed1 - ed0, fs1 - fs0 + fd1 - fd0, 0
-            lb += max(deficit + df, rest + de - dh) - before
+        if one_group:
+            lb += max(deficit_s + fs1 - fs0 + fd1 - fd0, rest_s + es1 - es0 + ed1 - ed0)
+        else:
+            lb += max(deficit_s + fs1 - fs0, rest_s + es1 - es0 + x) + max(deficit_d + fd1 - fd0, rest_d + ed1 - ed0 - x)
         if d_is_other:
             other_delta, other_side = dd, ld + x <= bfloor_d and count_side_d
         else:
