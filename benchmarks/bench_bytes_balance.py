@@ -1,6 +1,6 @@
 """Bytes-balance benchmark: prints figures, never asserts timings.
 
-Run: `.venv/bin/python benchmarks/bench_bytes_balance.py [a b c d] [--seeds 1,2] [--tolerance 0.10]`
+Run: `.venv/bin/python benchmarks/bench_bytes_balance.py [a b c d] [--seeds 1,2] [--tolerance 0.10] [--bytes-only]`
 
 Clusters (seeded; 3 DCs with 2 racks each, `/dcK/rJ`; RF 3, one replica per DC, each on a
 random broker of its DC, leaders in random order: a random rack-spread start):
@@ -11,6 +11,10 @@ random broker of its DC, leaders in random order: a random rack-spread start):
   (d) 60 brokers, 6,000 partitions (200 topics of 30), sizes log-uniform 1 MB-1 GB: add 3
   (e) (not run by default) 100 brokers, 100,000 partitions in 1,000 topics, sizes log-uniform
       1 MB-1 GB: add 7
+  (f) (not run by default) 200 brokers in 3 DCs of 4 racks (`/dcK/rJ`, J < 4), 300,000
+      partitions in 1,000 topics, sizes log-uniform 1 MB-1 GB: add 10 (the scale target: at most
+      10 s and 1 GiB of RSS for the bytes planner; not met yet: 23 s and 856 MiB on 2 cores,
+      of which balance steps 10 s, leaders 5 s (4 s in the flow solver), partitions 3 s)
 
 For each: `plan_bytes_balance` (this planner) and, in the same run, today's `plan_placement` as
 the product calls it (broker added / rebalance: `Goal(heal=False, rebalance=True)` on the
@@ -18,13 +22,16 @@ cluster with the new brokers registered; decommission: `Goal(drain_brokers=..., 
 rebalance=False)`, and also with `rebalance=True` as `reassigner plan` does): bytes moved (TB,
 10^12) next to the lower bound, replica moves, leader changes, disk CV and max/mean before and
 after, replica-count and leader spread (max - min), the new brokers' bytes as a multiple of the
-mean, rack violations, planning time.
+mean, rack violations, planning time and the process's peak RSS so far (`getrusage`: the bytes planner
+runs first, so its figure is its own peak, the cluster included; today's planner's is the larger
+of the two). `--bytes-only` skips today's planner.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import resource
 import random
 import sys
 import time
@@ -39,13 +46,14 @@ from planning.placement.racks import compute_rack_tree, satisfies_rack_spread  #
 TB = 1e12
 
 
-def rack(i: int) -> str:
-    return f"/dc{i % 3}/r{(i // 3) % 2}"
+def rack(i: int, racks: int = 2) -> str:
+    return f"/dc{i % 3}/r{(i // 3) % racks}"
 
 
-def build_cluster(brokers: int, topics: int, partitions: tuple[int, int], low: int, high: int, seed: int) -> Cluster:
+def build_cluster(brokers: int, topics: int, partitions: tuple[int, int], low: int, high: int, seed: int,
+                  racks: int = 2) -> Cluster:
     rnd = random.Random(seed)
-    nodes = [Broker(i, rack=rack(i)) for i in range(brokers)]
+    nodes = [Broker(i, rack=rack(i, racks)) for i in range(brokers)]
     by_dc = [[b.id for b in nodes if b.rack.startswith(f"/dc{k}/")] for k in range(3)]
     result = []
     for t in range(topics):
@@ -60,14 +68,18 @@ def build_cluster(brokers: int, topics: int, partitions: tuple[int, int], low: i
     return Cluster(tuple(nodes), tuple(result))
 
 
-def with_new_brokers(cluster: Cluster, count: int) -> tuple[Cluster, list[int]]:
+def with_new_brokers(cluster: Cluster, count: int, racks: int = 2) -> tuple[Cluster, list[int]]:
     first = max(b.id for b in cluster.brokers) + 1
-    added = [Broker(first + i, rack=rack(first + i)) for i in range(count)]
+    added = [Broker(first + i, rack=rack(first + i, racks)) for i in range(count)]
     return Cluster(cluster.brokers + tuple(added), cluster.topics), [b.id for b in added]
 
 
 def scenario(key: str, seed: int):
     """(cluster, new broker ids, drained broker ids)."""
+    if key == "f":
+        cluster = build_cluster(200, 1000, (300, 300), 1 << 20, 1 << 30, seed, racks=4)
+        cluster, added = with_new_brokers(cluster, 10, racks=4)
+        return cluster, added, frozenset()
     if key == "e":
         cluster = build_cluster(100, 1000, (100, 100), 1 << 20, 1 << 30, seed)
         cluster, added = with_new_brokers(cluster, 7)
@@ -106,6 +118,10 @@ def after_counts(cluster: Cluster, targets, eligible) -> tuple[list[int], list[i
     return [held[b] for b in eligible], [count[b] for b in eligible], [leads[b] for b in eligible]
 
 
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 def describe(name: str, cluster: Cluster, eligible: list[int], added: list[int], targets, seconds: float,
              moved: int, moves: int, leader_changes: int, bound: int | None = None, extra: str = "") -> dict:
     held, count, leads = after_counts(cluster, targets, eligible)
@@ -118,12 +134,13 @@ def describe(name: str, cluster: Cluster, eligible: list[int], added: list[int],
     new_text = f", new brokers {min(new):.2f}-{max(new):.2f}x mean bytes" if new else ""
     print(f"  {name:<34} {moved / TB:7.3f} TB{bound_text}, {moves:5d} replica moves, {leader_changes:5d} leader "
           f"changes; disk CV {cv:.3f} max/mean {max_mean:.3f}; replica spread {max(count) - min(count)}, "
-          f"leader spread {max(leads) - min(leads)}{new_text}; rack violations {violations}; {seconds:.2f} s{extra}",
+          f"leader spread {max(leads) - min(leads)}{new_text}; rack violations {violations}; {seconds:.2f} s, peak RSS "
+          f"{peak_rss_mib():.0f} MiB{extra}",
           flush=True)
     return {"tb": moved / TB, "cv": cv, "max_mean": max_mean}
 
 
-def run(key: str, seed: int, tolerance: float) -> None:
+def run(key: str, seed: int, tolerance: float, bytes_only: bool = False) -> None:
     cluster, added, drained = scenario(key, seed)
     eligible = sorted(b.id for b in cluster.brokers if b.id not in drained)
     held, count, leads = after_counts(cluster, {}, eligible)
@@ -133,7 +150,7 @@ def run(key: str, seed: int, tolerance: float) -> None:
     print(f"({key}) seed {seed}: {len(cluster.brokers)} brokers, {partitions} partitions, {3 * total / TB:.1f} TB of "
           f"replicas{'; add ' + str(added) if added else ''}{'; remove ' + str(sorted(drained)) if drained else ''}; "
           f"before: disk CV {cv:.3f} max/mean {max_mean:.3f}, replica spread {max(count) - min(count)}, leader "
-          f"spread {max(leads) - min(leads)}", flush=True)
+          f"spread {max(leads) - min(leads)}; peak RSS {peak_rss_mib():.0f} MiB", flush=True)
 
     goal = Goal(heal=False, rebalance=True, drain_brokers=drained)
     tolerances = Tolerances(disk=tolerance, replicas=tolerance, leaders=tolerance)
@@ -148,7 +165,7 @@ def run(key: str, seed: int, tolerance: float) -> None:
                                                                      drain_brokers=drained))]
     if drained:
         goals.append(("today (rebalance while draining)", goal))
-    for name, today_goal in goals:
+    for name, today_goal in goals if not bytes_only else []:
         started = time.perf_counter()
         today = plan_placement(cluster, today_goal)
         seconds = time.perf_counter() - started
@@ -167,6 +184,8 @@ if __name__ == "__main__":
         at = args.index("--tolerance")
         tolerance = float(args[at + 1])
         del args[at:at + 2]
+    bytes_only = "--bytes-only" in args
+    args = [a for a in args if a != "--bytes-only"]
     for key in args or ["a", "b", "c", "d"]:
         for seed in seeds:
-            run(key, seed, tolerance)
+            run(key, seed, tolerance, bytes_only)

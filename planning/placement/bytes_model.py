@@ -35,7 +35,7 @@ class Part:
     """One partition while planning (scratch: mutated by the plan, never returned)."""
 
     __slots__ = ("state", "topic", "size", "original", "final", "replication", "movable", "excluded",
-                 "members", "kept", "fixed")
+                 "members", "kept", "fixed", "hang")
 
     def __init__(self, state: PartitionState, topic: int, final: list, replication: int, movable: bool,
                  excluded: frozenset[int], members: set[int], size: int) -> None:
@@ -50,6 +50,11 @@ class Part:
         self.members = members  # tree brokers in `final`
         self.kept = frozenset(members)  # tree brokers that could stay (before rack repair)
         self.fixed = False  # left as it is: it cannot be completed on the eligible brokers
+        self.hang: tuple[int, ...] | None = None  # members' tree nodes, sorted; None: to work out again
+
+    def changed(self) -> None:
+        """Its members changed: what was derived from them is worked out again when asked."""
+        self.hang = None
 
 
 def as_fraction(value: float) -> Fraction:
@@ -119,6 +124,7 @@ class BalanceModel:
         self.chi = {b: math.ceil((1 + replicas) * s) for b, s in self.count_share.items()}
         self.bshare_floor = {b: math.floor(s) for b, s in self.byte_share.items()}
         self.cshare_floor = {b: math.floor(s) for b, s in self.count_share.items()}
+        self._fits: dict[tuple, bool] = {}  # `fits`'s answers (pure questions about the tree)
         self._groups(bytes_histogram)
         self._topic_limits()
 
@@ -170,33 +176,55 @@ class BalanceModel:
             if part.replication > 0:
                 h = histograms.setdefault(part.topic, {})
                 h[part.replication] = h.get(part.replication, 0) + 1
-        cache: dict[tuple, dict[int, Fraction]] = {}
+        # Topics of the same shape (replicas per partition) share their caps: computed once each
+        # (exact fractions are slow, and a big cluster has thousands of topics of a few shapes).
+        cache: dict[tuple, list[tuple[int, int]]] = {}
         slack, fraction = self.tolerances.topic_slack, as_fraction(spread)
         self.topic_cap = {}
+        count = self.topic_count
         for topic, histogram in histograms.items():
             key = tuple(sorted(histogram.items()))
-            shares = cache.get(key)
-            if shares is None:
-                shares = cache[key] = compute_ideal_shares(self.tree, histogram)
-            for b, s in shares.items():
-                cap = math.floor(s + max(slack, fraction * s))
-                self.topic_cap[(topic, b)] = max(cap, self.topic_count.get((topic, b), 0))
+            caps = cache.get(key)
+            if caps is None:
+                caps = cache[key] = [(b, math.floor(s + max(slack, fraction * s)))
+                                     for b, s in compute_ideal_shares(self.tree, histogram).items()]
+            for b, cap in caps:
+                held = count.get((topic, b), 0)
+                self.topic_cap[(topic, b)] = cap if cap >= held else held
 
     def may_take(self, topic: int, broker: int, extra: int = 1) -> bool:
-        if self.topic_cap is None:
+        caps = self.topic_cap
+        if caps is None:
             return True
-        return self.topic_count.get((topic, broker), 0) + extra <= self.topic_cap.get((topic, broker), 0)
+        key = (topic, broker)
+        return self.topic_count.get(key, 0) + extra <= caps.get(key, 0)
 
     def fits(self, part: Part, leaving: int | None, coming: int) -> bool:
-        """`coming` may join `part` in place of `leaving` (None: into an open slot)."""
-        if coming in part.members or coming in part.excluded:
+        """`coming` may join `part` in place of `leaving` (None: into an open slot).
+
+        The rack rule only sees the tree nodes the members hang at: the answer is remembered per
+        (replication, members' nodes, leaving's node, coming's node), a few hundred keys on a
+        rack tree, so the balance loop's thousands of questions a step cost a lookup each."""
+        members = part.members
+        if coming in members or coming in part.excluded:
             return False
         tree = self.tree
         if tree.is_flat:
             return True
-        nodes = [tree.broker_node[b] for b in part.members if b != leaving]
-        nodes.append(tree.broker_node[coming])
-        return tree.fits(tuple(sorted(nodes)), part.replication)
+        node = tree.broker_node
+        hang = part.hang
+        if hang is None:
+            hang = part.hang = tuple(sorted(node[b] for b in members))
+        key = (part.replication, hang, node[leaving] if leaving in members else -1, node[coming])
+        verdict = self._fits.get(key)
+        if verdict is None:
+            nodes = list(hang)
+            if key[2] >= 0:
+                nodes.remove(key[2])
+            nodes.append(key[3])
+            nodes.sort()
+            verdict = self._fits[key] = tree.fits(tuple(nodes), part.replication)
+        return verdict
 
     def repair_racks(self) -> int:
         """Open slots until every partition's kept members can be completed rack-spread (the
@@ -219,6 +247,7 @@ class BalanceModel:
                         break
                 part.final[part.final.index(victim)] = None
                 part.members.discard(victim)
+                part.changed()
                 self.topic_count[(part.topic, victim)] -= 1
                 dropped += part.size
         return dropped

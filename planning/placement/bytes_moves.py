@@ -2,12 +2,21 @@
 ledger of every broker's bytes and replicas, the forced moves, the balance moves and swaps, and
 the shrink pass.
 
+COST. A balance step touches what its move touches: the broker furthest out comes from a heap
+(stale entries dropped as they surface), its counterparts from its rack group, each pair's
+candidates from bisects of sorted integer sizes near a few probed sizes, each candidate's rank
+from a per-pair scorer (only the bytes terms depend on the replica) and its rack check from
+answers remembered per tree-node pattern (`BalanceModel.fits`). Nothing a step does walks the
+partitions; the shrink pass walks them once and then only the partitions moved.
+
 Pure: works on the plan's scratch (`Part`s, a `Ledger`), deterministic.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
+import math
 
 from planning.model import TopicPartition
 from planning.placement.bytes_model import BalanceModel
@@ -21,7 +30,13 @@ _COUNTERPARTS = 8  # peers looked at first for a move
 
 class Ledger:
     """Per broker bytes and replicas, per closed group the sums the bound reads, updated move by
-    move; and per broker its movable replicas sorted by size."""
+    move; and per broker its movable replicas sorted by size.
+
+    INVARIANT. `items[b]` is the sorted list of `(size, partition index)` of b's movable replicas
+    and `sizes[b]` its sizes alone, position for position: searches bisect the plain integers
+    (a tuple comparison per probe costs several times more, and the balance loop makes about
+    sixteen searches per move). `band[b]` is `(bhi, blo, chi, clo, group)`, read together on
+    every evaluation."""
 
     def __init__(self, model: BalanceModel, load: dict[int, int], count: dict[int, int]) -> None:
         self.m = model
@@ -45,6 +60,8 @@ class Ledger:
             self.gc_def[g] += max(0, model.clo[b] - count[b])
         self.lb_total = self.bound()
         self.cb_total = self.count_bound()
+        self.band = {b: (model.bhi[b], model.blo[b], model.chi[b], model.clo[b], model.group[b])
+                     for b in model.brokers}
         self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
         for index, part in enumerate(model.parts):
             if part.movable:
@@ -52,6 +69,19 @@ class Ledger:
                     self.items[b].append((part.size, index))
         for values in self.items.values():
             values.sort()
+        self.sizes = {b: [size for size, _ in values] for b, values in self.items.items()}
+
+    def take_item(self, b: int, size: int, index: int) -> None:
+        values = self.items[b]
+        position = bisect.bisect_left(values, (size, index))
+        del values[position]
+        del self.sizes[b][position]
+
+    def put_item(self, b: int, size: int, index: int) -> None:
+        values = self.items[b]
+        position = bisect.bisect_right(values, (size, index))
+        values.insert(position, (size, index))
+        self.sizes[b].insert(position, size)
 
     def _group_bound(self, g: int, held: int, exc: int, deficit: int) -> int:
         return max(deficit, exc + self.m.group_bytes[g] - held)
@@ -82,12 +112,13 @@ class Ledger:
         changes: dict[int, list[int]] = {}
         deltas = [0, 0]
         trap = 0
+        cunit, bunit = self.cunit, self.bunit
         for side, b, sign in ((0, s, -1), (1, d, 1)):
             if b is None:
                 continue
             l0, c0 = self.load[b], self.count[b]
             l1, c1 = l0 + sign * x, c0 + sign
-            hi, lo, chi, clo = m.bhi[b], m.blo[b], m.chi[b], m.clo[b]
+            hi, lo, chi, clo, g = self.band[b]
             e0 = l0 - hi if l0 > hi else 0
             e1 = l1 - hi if l1 > hi else 0
             f0 = lo - l0 if l0 < lo else 0
@@ -96,16 +127,17 @@ class Ledger:
             ce1 = c1 - chi if c1 > chi else 0
             cf0 = clo - c0 if c0 < clo else 0
             cf1 = clo - c1 if c1 < clo else 0
-            change = changes.get(m.group[b])
+            change = changes.get(g)
             if change is None:
-                change = changes[m.group[b]] = [0, 0, 0, 0, 0, 0]
-            change[0] += sign * x
-            change[1] += e1 - e0
-            change[2] += f1 - f0
-            change[3] += sign
-            change[4] += ce1 - ce0
-            change[5] += cf1 - cf0
-            deltas[side] = (e1 + f1 - e0 - f0) * self.cunit + (ce1 + cf1 - ce0 - cf0) * self.bunit
+                changes[g] = [sign * x, e1 - e0, f1 - f0, sign, ce1 - ce0, cf1 - cf0]
+            else:
+                change[0] += sign * x
+                change[1] += e1 - e0
+                change[2] += f1 - f0
+                change[3] += sign
+                change[4] += ce1 - ce0
+                change[5] += cf1 - cf0
+            deltas[side] = (e1 + f1 - e0 - f0) * cunit + (ce1 + cf1 - ce0 - cf0) * bunit
             if e1 and c1 <= clo:
                 trap += e1
             elif f1 and c1 >= chi:
@@ -154,16 +186,17 @@ class Ledger:
         part.final[position] = d
         if s is not None:
             part.members.discard(s)
+            part.changed()
             self.shift(s, part.size, -1)
             m.topic_count[(part.topic, s)] -= 1
             if part.movable:
-                values = self.items[s]
-                del values[bisect.bisect_left(values, (part.size, index))]
+                self.take_item(s, part.size, index)
         part.members.add(d)
+        part.changed()
         self.shift(d, part.size, 1)
         m.topic_count[(part.topic, d)] = m.topic_count.get((part.topic, d), 0) + 1
         if part.movable:
-            bisect.insort(self.items[d], (part.size, index))
+            self.put_item(d, part.size, index)
 
 
 # --- 1. forced moves -------------------------------------------------------------------------------
@@ -204,17 +237,18 @@ def _restore(model: BalanceModel, ledger: Ledger, index: int) -> None:
         position = part.final.index(b)
         part.final[position] = None
         part.members.discard(b)
+        part.changed()
         ledger.shift(b, part.size, -1)
         model.topic_count[(part.topic, b)] -= 1
         if part.movable:
-            values = ledger.items[b]
-            del values[bisect.bisect_left(values, (part.size, index))]
+            ledger.take_item(b, part.size, index)
     part.final = list(part.original)
     part.movable = False
     part.fixed = True
     for b in part.final:
         if b in model.tree.broker_node:
             part.members.add(b)
+            part.changed()
             ledger.shift(b, part.size, 1)
             model.topic_count[(part.topic, b)] = model.topic_count.get((part.topic, b), 0) + 1
 
@@ -227,11 +261,25 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
     budget = 2 * sum(len(p.members) for p in model.parts) + 100
     stuck: set[int] = set()
     outside = {b: ledger.relative_violation(b) for b in model.brokers}  # kept for the brokers moves touch
+    # The brokers outside, furthest first (ties: lowest id), as a heap of (-violation, broker):
+    # an entry is current while it matches `outside`; a move pushes the new values of the two
+    # brokers it touches and stale entries are dropped when they surface (O(log n) a step, not
+    # a walk over every broker).
+    heap = [(-value, b) for b, value in outside.items() if value > 0]
+    heapq.heapify(heap)
     while steps < budget:
-        worst, worst_value = None, 0.0
-        for b, value in outside.items():
-            if value > worst_value and b not in stuck:
-                worst, worst_value = b, value
+        worst, aside = None, []
+        while heap:
+            value, b = heap[0]
+            if -value != outside[b]:
+                heapq.heappop(heap)
+            elif b in stuck:
+                aside.append(heapq.heappop(heap))
+            else:
+                worst = b
+                break
+        for entry in aside:
+            heapq.heappush(heap, entry)
         if worst is None:
             break
         move = _best_move(model, ledger, worst)
@@ -249,7 +297,9 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
             ledger.move(i2, s2, d2)
             touched = (s1, d1)
         for b in touched:
-            outside[b] = ledger.relative_violation(b)
+            value = outside[b] = ledger.relative_violation(b)
+            if value > 0:
+                heapq.heappush(heap, (-value, b))
         steps += 1
         stuck.clear()
     return steps
@@ -263,11 +313,13 @@ def _needs(ledger: Ledger, b: int) -> tuple[int, int, int, int]:
             max(0, m.blo[b] - load), max(0, m.clo[b] - count))
 
 
-def _nearest(values: list[tuple[int, int]], wanted: float, accept) -> list[tuple[int, int]]:
+def _nearest(values: list[tuple[int, int]], sizes: list[int], wanted: float, accept) -> list[tuple[int, int]]:
     """The largest entry of `values` at most `wanted` and the smallest above it that `accept`
-    takes (each within `_SCAN` entries of the wanted size)."""
+    takes (each within `_SCAN` entries of the wanted size); `sizes` are the values' sizes."""
     found = []
-    start = bisect.bisect_right(values, (wanted, 1 << 62))
+    # Sizes are integers, so "at most wanted" is "at most its floor": an int probe compares
+    # several times faster than a float one.
+    start = bisect.bisect_right(sizes, math.floor(wanted))
     for i in range(start - 1, max(-1, start - 1 - _SCAN), -1):
         if accept(values[i]):
             found.append(values[i])
@@ -279,22 +331,79 @@ def _nearest(values: list[tuple[int, int]], wanted: float, accept) -> list[tuple
     return found
 
 
-def _move_key(model: BalanceModel, ledger: Ledger, index: int, s: int, d: int, b: int, wanted: float):
-    """The ranking of one move (smaller is better), or None when it does not lower the total
-    violation (`planning.placement.bytes_balance`, step 2)."""
-    part = model.parts[index]
-    x = part.size
-    lb, cb, ds, dd = ledger.evaluate(s, d, x)
-    if ds + dd >= 0:
-        return None
-    if s == b:
-        other_delta = dd
-        other_side = ledger.load[d] + x <= model.bshare_floor[d] and ledger.count[d] + 1 <= model.cshare_floor[d] + 1
-    else:
-        other_delta = ds
-        other_side = ledger.load[s] - x >= model.bshare_floor[s] and ledger.count[s] - 1 >= model.cshare_floor[s]
-    harm = 0 if other_delta < 0 else (1 if other_side else 2)
-    return (x + lb, cb, harm, abs(x - wanted), s, d, index)
+def _pair_scorer(model: BalanceModel, ledger: Ledger, s: int, d: int, b: int, wanted: float):
+    """The ranking of a move of any replica from s to d, to relieve b (smaller is better), as a
+    function of the replica's size and index: None when the move does not lower the total
+    violation (`planning.placement.bytes_balance`, step 2).
+
+    The balance step ranks about 25 replicas on a handful of (s, d) pairs, and only the bytes
+    terms depend on the replica: the replica counts after the move, the count bound, each side's
+    count violation and the bytes terms before the move are worked out once per pair here. The
+    arithmetic is `Ledger.evaluate`'s, term for term (the same integers, so the same keys)."""
+    load, count, band = ledger.load, ledger.count, ledger.band
+    cunit, bunit = ledger.cunit, ledger.bunit
+    ls, cs, ld, cd = load[s], count[s], load[d], count[d]
+    his, los, chis, clos, gs = band[s]
+    hid, lod, chid, clod, gd = band[d]
+    cs1, cd1 = cs - 1, cd + 1
+    es0, fs0 = max(0, ls - his), max(0, los - ls)
+    ed0, fd0 = max(0, ld - hid), max(0, lod - ld)
+    ces = max(0, cs1 - chis) - max(0, cs - chis)
+    cfs = max(0, clos - cs1) - max(0, clos - cs)
+    ced = max(0, cd1 - chid) - max(0, cd - chid)
+    cfd = max(0, clod - cd1) - max(0, clod - cd)
+    count_ds, count_dd = (ces + cfs) * bunit, (ced + cfd) * bunit
+    trap_before = ((es0 if es0 and cs <= clos else fs0 if fs0 and cs >= chis else 0)
+                   + (ed0 if ed0 and cd <= clod else fd0 if fd0 and cd >= chid else 0))
+    s_traps_excess, s_traps_deficit = cs1 <= clos, cs1 >= chis
+    d_traps_excess, d_traps_deficit = cd1 <= clod, cd1 >= chid
+    # The replica-count bound after the move (no bytes in it), and each group's bytes terms
+    # before it: (its deficit, its excess plus what it lacks, their max). A pair in one group
+    # (every balance move: counterparts are peers) changes its held bytes and replicas by 0.
+    cb = ledger.cb_total
+    for g, dch, dce, dcd in ((gs, 0, ces + ced, cfs + cfd),) if gs == gd else ((gs, -1, ces, cfs), (gd, 1, ced, cfd)):
+        held, exc, deficit, target = ledger.gc_held[g], ledger.gc_exc[g], ledger.gc_def[g], model.group_count[g]
+        cb += max(deficit + dcd, exc + dce + target - held - dch) - max(deficit, exc + target - held)
+    deficit_s, rest_s = ledger.g_def[gs], ledger.g_exc[gs] + model.group_bytes[gs] - ledger.g_held[gs]
+    deficit_d, rest_d = ledger.g_def[gd], ledger.g_exc[gd] + model.group_bytes[gd] - ledger.g_held[gd]
+    one_group = gs == gd
+    base = ledger.lb_total - trap_before - max(deficit_s, rest_s) - (0 if one_group else max(deficit_d, rest_d))
+    d_is_other = s == b
+    bfloor_s, bfloor_d = model.bshare_floor[s], model.bshare_floor[d]
+    count_side_d, count_side_s = cd1 <= model.cshare_floor[d] + 1, cs1 >= model.cshare_floor[s]
+
+    def score(x: int, index: int):
+        l1 = ls - x
+        es1 = l1 - his if l1 > his else 0
+        fs1 = los - l1 if l1 < los else 0
+        l1 = ld + x
+        ed1 = l1 - hid if l1 > hid else 0
+        fd1 = lod - l1 if l1 < lod else 0
+        ds = (es1 + fs1 - es0 - fs0) * cunit + count_ds
+        dd = (ed1 + fd1 - ed0 - fd0) * cunit + count_dd
+        if ds + dd >= 0:
+            return None
+        lb = base
+        if s_traps_excess and es1:
+            lb += es1
+        elif s_traps_deficit and fs1:
+            lb += fs1
+        if d_traps_excess and ed1:
+            lb += ed1
+        elif d_traps_deficit and fd1:
+            lb += fd1
+        if one_group:
+            lb += max(deficit_s + fs1 - fs0 + fd1 - fd0, rest_s + es1 - es0 + ed1 - ed0)
+        else:
+            lb += max(deficit_s + fs1 - fs0, rest_s + es1 - es0 + x) + max(deficit_d + fd1 - fd0, rest_d + ed1 - ed0 - x)
+        if d_is_other:
+            other_delta, other_side = dd, ld + x <= bfloor_d and count_side_d
+        else:
+            other_delta, other_side = ds, ls - x >= bfloor_s and count_side_s
+        harm = 0 if other_delta < 0 else (1 if other_side else 2)
+        return (x + lb, cb, harm, abs(x - wanted), s, d, index)
+
+    return score
 
 
 def _best_move(model: BalanceModel, ledger: Ledger, b: int):
@@ -306,62 +415,75 @@ def _best_move(model: BalanceModel, ledger: Ledger, b: int):
     if len(peers) <= _COUNTERPARTS:
         return _best_move_among(model, ledger, b, peers, peers)
 
-    def relative(c: int) -> float:
-        return ledger.load[c] / max(1, model.bshare_floor[c])
-
-    receivers = sorted(peers, key=lambda c: (ledger.load[c] >= model.blo[c] and ledger.count[c] >= model.clo[c],
-                                             relative(c), c))[:_COUNTERPARTS]
-    donors = sorted(peers, key=lambda c: (ledger.load[c] <= model.bhi[c] and ledger.count[c] <= model.chi[c],
-                                          -relative(c), c))[:_COUNTERPARTS]
+    load, count, band, floor = ledger.load, ledger.count, ledger.band, model.bshare_floor
+    # (within or above its low bands, relative load, id) and (within or below its high bands,
+    # minus the relative load, id): the keys are distinct (ids), so the first few are exact.
+    relative = [(c, load[c], count[c], band[c], load[c] / (floor[c] or 1)) for c in peers]
+    receiving = sorted([(l >= lo and n >= clo, r, c) for c, l, n, (_, lo, _, clo, _), r in relative])
+    giving = sorted([(l <= hi and n <= chi, -r, c) for c, l, n, (hi, _, chi, _, _), r in relative])
+    receivers = [c for _, _, c in receiving[:_COUNTERPARTS]]
+    donors = [c for _, _, c in giving[:_COUNTERPARTS]]
     best = _best_move_among(model, ledger, b, receivers, donors)
     return best if best is not None else _best_move_among(model, ledger, b, peers, peers)
+
+
+def _acceptor(model: BalanceModel, leaving: int, coming: int):
+    """`accept(item)`: the replica `item` (size, partition index) on `leaving` may move to
+    `coming` (topic limit, rack rule), each partition asked once: the probes of one pair scan
+    overlapping stretches of the same sorted list."""
+    parts, caps, counts = model.parts, model.topic_cap, model.topic_count
+    verdicts: dict[int, bool] = {}
+
+    def accept(item) -> bool:
+        index = item[1]
+        verdict = verdicts.get(index)
+        if verdict is None:
+            part = parts[index]
+            key = (part.topic, coming)
+            verdict = verdicts[index] = ((caps is None or counts.get(key, 0) + 1 <= caps.get(key, 0))
+                                         and model.fits(part, leaving, coming))
+        return verdict
+
+    return accept
 
 
 def _best_move_among(model: BalanceModel, ledger: Ledger, b: int, receivers: list[int], donors: list[int]):
     over_bytes, over_count, under_bytes, under_count = _needs(ledger, b)
     best = None
-    parts = model.parts
     if over_bytes or over_count:
         # What it still needs per replica, and at least what its replica room allows.
         wanted = max(over_bytes / max(1, over_count), over_bytes / max(1, ledger.count[b] - model.clo[b]))
         deficits = sorted((ledger.load[d] - model.blo[d], d) for d in receivers if ledger.load[d] < model.blo[d])
         probes = sorted({wanted, 0} | {min(wanted, -gap) for gap, _ in deficits[:_PROBED_DEFICITS]})
-        values = ledger.items[b]
         for d in receivers:
-            def accept(item, d=d):
-                part = parts[item[1]]
-                return model.may_take(part.topic, d) and model.fits(part, b, d)
-
-            seen = set()
-            for probe in probes:
-                for item in _nearest(values, probe, accept):
-                    if item in seen:
-                        continue
-                    seen.add(item)
-                    key = _move_key(model, ledger, item[1], b, d, b, wanted)
-                    if key is not None and (best is None or key < best[0]):
-                        best = (key, item[1], b, d)
+            best = _best_of_pair(model, ledger, b, d, b, wanted, probes, best)
     if under_bytes or under_count:
         wanted = max(under_bytes / max(1, under_count), under_bytes / max(1, model.chi[b] - ledger.count[b]))
-
-        def accept(item):
-            part = parts[item[1]]
-            return model.may_take(part.topic, b) and model.fits(part, donor, b)
-
         for donor in donors:
             excess = ledger.load[donor] - model.bhi[donor]
             probes = {wanted, 0}
             if excess > 0:
                 probes |= {excess, min(wanted, excess)}
-            seen = set()
-            for probe in sorted(probes):
-                for item in _nearest(ledger.items[donor], probe, accept):
-                    if item in seen:
-                        continue
-                    seen.add(item)
-                    key = _move_key(model, ledger, item[1], donor, b, b, wanted)
-                    if key is not None and (best is None or key < best[0]):
-                        best = (key, item[1], donor, b)
+            best = _best_of_pair(model, ledger, donor, b, b, wanted, sorted(probes), best)
+    return best
+
+
+def _best_of_pair(model: BalanceModel, ledger: Ledger, s: int, d: int, b: int, wanted: float, probes, best):
+    """`best`, or a better move of one of s's replicas nearest the probed sizes to d."""
+    accept = _acceptor(model, s, d)
+    values, sizes = ledger.items[s], ledger.sizes[s]
+    seen = set()
+    score = None  # made at the first replica that may move (most pairs have one)
+    for probe in probes:
+        for item in _nearest(values, sizes, probe, accept):
+            if item in seen:
+                continue
+            seen.add(item)
+            if score is None:
+                score = _pair_scorer(model, ledger, s, d, b, wanted)
+            key = score(*item)
+            if key is not None and (best is None or key < best[0]):
+                best = (key, item[1], s, d)
     return best
 
 
@@ -388,7 +510,7 @@ def _best_swap(model: BalanceModel, ledger: Ledger, b: int):
                     break
         bigs = ledger.items[giver]
         for small in smalls:
-            start = bisect.bisect_left(bigs, (small[0] + need, -1))
+            start = bisect.bisect_left(ledger.sizes[giver], small[0] + need)
             for big in bigs[start:start + _SCAN]:
                 part = parts[big[1]]
                 if big[1] == small[1] or not (model.may_take(part.topic, taker) and model.fits(part, giver, taker)):
@@ -412,11 +534,14 @@ def shrink_moves(model: BalanceModel, ledger: Ledger) -> int:
     and the bytes fall (largest moves first, until a pass finds nothing). Returns the bytes saved."""
     parts, tree = model.parts, model.tree
     saved = 0
+    # Only a partition with a new replica can be a change to shrink: those the greedy moved
+    # (one walk), and those a shrink moves in (added as it goes), never a walk per pass.
+    moved = {index for index, part in enumerate(parts)
+             if part.movable and any(b not in part.original for b in part.final)}
     for _ in range(_SHRINK_PASSES):
         changes = []
-        for index, part in enumerate(parts):
-            if not part.movable:
-                continue
+        for index in moved:
+            part = parts[index]
             new = [b for b in part.final if b not in part.original]
             gone = [b for b in part.original if b not in part.final and b in tree.broker_node]
             if len(new) == 1 and len(gone) == 1:
@@ -437,9 +562,11 @@ def shrink_moves(model: BalanceModel, ledger: Ledger) -> int:
             for peer in model.group_members[model.group[d]]:
                 if peer == d:
                     continue
-                values = ledger.items[peer]
-                start = bisect.bisect_left(values, (need, -1))
-                for y, other in values[start:start + _SCAN]:
+                sizes = ledger.sizes[peer]
+                start = bisect.bisect_left(sizes, need)
+                if start == len(sizes) or sizes[start] >= (x if best is None else best[0]):
+                    continue  # nothing smaller than the best so far that covers the need
+                for y, other in ledger.items[peer][start:start + _SCAN]:
                     if y >= x or (best is not None and y >= best[0]):
                         break
                     candidate = parts[other]
@@ -457,6 +584,7 @@ def shrink_moves(model: BalanceModel, ledger: Ledger) -> int:
                 continue
             y, other, peer = best
             ledger.move(other, peer, d)
+            moved.add(other)
             saved += x - y
             found += 1
         if not found:

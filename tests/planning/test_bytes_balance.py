@@ -347,3 +347,76 @@ def test_the_bound_counts_a_closed_rack_inside_a_larger_group_once():
     exact = plan_bytes_balance(cluster, tolerances, exact_variables=10_000, exact_seconds=20.0)
     assert exact.bytes_moved_optimum is not None
     assert greedy.bytes_moved_lower_bound <= exact.bytes_moved_optimum <= greedy.bytes_moved
+
+
+# --- the greedy's fast paths against their plain definitions -----------------------------------
+
+
+def reference_move_key(model, ledger, index, s, d, b, wanted):
+    """The balance step's ranking of one move, straight from `Ledger.evaluate` (module docstring
+    of `bytes_balance`, step 2): what `_pair_scorer` must reproduce exactly."""
+    x = model.parts[index].size
+    lb, cb, ds, dd = ledger.evaluate(s, d, x)
+    if ds + dd >= 0:
+        return None
+    if s == b:
+        other_delta = dd
+        other_side = ledger.load[d] + x <= model.bshare_floor[d] and ledger.count[d] + 1 <= model.cshare_floor[d] + 1
+    else:
+        other_delta = ds
+        other_side = ledger.load[s] - x >= model.bshare_floor[s] and ledger.count[s] - 1 >= model.cshare_floor[s]
+    harm = 0 if other_delta < 0 else (1 if other_side else 2)
+    return (x + lb, cb, harm, abs(x - wanted), s, d, index)
+
+
+def greedy_state(cluster, goal, tolerances):
+    """The model and ledger of `plan_bytes_balance` after its forced moves."""
+    from planning.placement.bytes_model import BalanceModel, compute_parts
+    from planning.placement.bytes_moves import Ledger, place_slots
+    from planning.placement.goal import compute_planning_cluster
+    from planning.placement.replica_fates import compute_planning_tree
+
+    cluster = compute_planning_cluster(cluster, goal)
+    tree = compute_planning_tree(cluster, goal)
+    brokers = tuple(sorted(tree.broker_node))
+    parts, topics = compute_parts(cluster, goal, tree, brokers)
+    model = BalanceModel(cluster, tree, brokers, parts, topics, tolerances)
+    model.repair_racks()
+    ledger = Ledger(model, *model.loads())
+    place_slots(model, ledger)
+    return model, ledger
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=small_clusters(), seed=st.integers(0, 10**6))
+def test_the_pair_scorer_ranks_as_the_ledger_evaluates(case, seed):
+    """Every (replica, from, to) of a mid-plan ledger, in and across rack groups, for either
+    broker as the one relieved: the same key as the plain evaluation, or None alike."""
+    from planning.placement.bytes_moves import _pair_scorer
+
+    model, ledger = greedy_state(*case)
+    rnd = random.Random(seed)
+    movable = [(i, b) for i, part in enumerate(model.parts) if part.movable for b in sorted(part.members)]
+    for index, s in rnd.sample(movable, min(len(movable), 12)):
+        for d in model.brokers:
+            if d == s:
+                continue
+            for b in (s, d):
+                wanted = rnd.choice([0, 1.5, model.parts[index].size, 10 ** 6])
+                expected = reference_move_key(model, ledger, index, s, d, b, wanted)
+                assert _pair_scorer(model, ledger, s, d, b, wanted)(model.parts[index].size, index) == expected
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=small_clusters())
+def test_the_ledger_keeps_sizes_beside_items_through_the_greedy(case):
+    from planning.placement.bytes_moves import balance_moves, shrink_moves
+
+    model, ledger = greedy_state(*case)
+    balance_moves(model, ledger)
+    shrink_moves(model, ledger)
+    for b in model.brokers:
+        items = ledger.items[b]
+        assert items == sorted(items)
+        assert ledger.sizes[b] == [size for size, _ in items]
+        assert items == sorted((part.size, i) for i, part in enumerate(model.parts) if part.movable and b in part.members)
