@@ -183,7 +183,7 @@ def shuffled(cluster: Cluster, seed: int) -> Cluster:
     return Cluster(tuple(brokers), tuple(topics))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(case=small_clusters(), exact=st.sampled_from([0, 400]))
 def test_hard_rules_bound_and_determinism_on_small_clusters(case, exact):
     cluster, goal, tolerances = case
