@@ -29,7 +29,7 @@ test-slow: install               ## the suites with a stack or processes of thei
 test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios, 8-11 minutes)
 	$(BIN)/pytest -m scenario $(PYTEST_ARGS)
 
-test-faults: install             ## the fault-injection suite: every fault the product rides out, on one real cluster (tests/faults, about 13 minutes)
+test-faults: install             ## the fault-injection suite: every fault the product rides out, on one real cluster (tests/faults, about 15-19 minutes)
 	$(BIN)/pytest -m faults $(PYTEST_ARGS)
 
 test-fast: install               ## only the fast tests (no Kafka, Redis or Spark started)
