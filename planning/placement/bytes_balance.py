@@ -44,9 +44,9 @@ departures at least the excesses (at least the smallest replica that covers an e
 the smaller ones together do not). The sum over groups bounds every plan that meets the bands;
 the exact model's proven bound replaces it when higher. `gap_percent` is measured against it.
 
-Modules: `bytes_model` (shares, bands, rack groups, topic limits, the bound), `bytes_moves`
-(steps 1 and 2), `bytes_exact` (step 3); leaders and the report here. Pure: no I/O, no clock,
-no randomness; the same cluster gives the same plan.
+Modules: `bytes_model` (shares, bands, rack groups, topic limits, the bound), `bytes_ledger`
+(the loads, move by move), `bytes_moves` (steps 1 and 2), `bytes_exact` (step 3); leaders and
+the report here. Pure: no I/O, no clock, no randomness; the same cluster gives the same plan.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ from planning.model import Cluster, TopicPartition
 from planning.placement.bytes_exact import EXACT_DETERMINISTIC_SECONDS, EXACT_VARIABLES, solve_exact
 from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_fraction, compute_parts, count_moves,
                                             count_new_bytes)
-from planning.placement.bytes_moves import Ledger, balance_moves, place_slots, shrink_moves
+from planning.placement.bytes_ledger import Ledger
+from planning.placement.bytes_moves import balance_moves, place_slots, shrink_moves
 from planning.placement.flows import FlowBuilder, solve_min_cost_flow
 from planning.placement.leadership import add_penalised_bounds
 from planning.placement.goal import Goal, compute_planning_cluster

@@ -372,7 +372,8 @@ def reference_move_key(model, ledger, index, s, d, b, wanted):
 def greedy_state(cluster, goal, tolerances):
     """The model and ledger of `plan_bytes_balance` after its forced moves."""
     from planning.placement.bytes_model import BalanceModel, compute_parts
-    from planning.placement.bytes_moves import Ledger, place_slots
+    from planning.placement.bytes_ledger import Ledger
+    from planning.placement.bytes_moves import place_slots
     from planning.placement.goal import compute_planning_cluster
     from planning.placement.replica_fates import compute_planning_tree
 

@@ -1,0 +1,90 @@
+"""`balance.mode=bytes` on a real cluster: watcher → Spark pipeline → executor → Kafka, judged by
+what Kafka's describe-log-dirs shows.
+
+One world for the module (brokers 1-3 in racks /dc1/r1, /dc1/r2, /dc2/r1;
+`reassigner.dev.harness.world.World`) and a topic of its own, `sized`: RF 2 (one replica per DC),
+three partitions of 8 MB and six of 1 MB, placed badly on purpose: the 8 MB ones on brokers 1
+and 3, the 1 MB ones on 2 and 3. Broker 1 holds 24 MB of it, broker 2 6 MB, broker 3 30 MB.
+
+`config set balance.mode=bytes`, then broker 4 joins in /dc2/r2. Each DC holds one replica of
+every partition, 30 MB, so every broker's share is 15 MB. The product's plan
+(`PlanCreated`) says bytes mode and within tolerance; once it has run, Kafka shows every broker
+within 20 % of 15 MB of the topic (the ±10 % tolerance of the plan, on every topic's bytes, plus
+what the demo topics' traffic adds meanwhile), where a plan of replica counts would leave broker
+1 with 24 MB and broker 2 with 6; and the bytes the plan reported are those Kafka copied (the
+sizes of the replicas that are on a broker now and were not before).
+"""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from planning.model import TopicPartition
+from reassigner.dev.harness import world as harness
+from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
+from reassigner.dev.harness.world import MIN_INSYNC_REPLICAS
+
+pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.scenario]
+
+TOPIC = "sized"
+BIG, SMALL = 8, 1  # megabytes per partition
+ASSIGNMENT = [[1, 3]] * 3 + [[2, 3]] * 6
+MB = 10**6
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, cache_dir):
+    directory = tmp_path_factory.mktemp("bytes-balance")
+    with open(directory / "story.txt", "w") as story:
+        demo = harness.World(directory / "stack", cache_dir, console=Console(file=story, width=120))
+        try:
+            demo.setup()
+            create_topics(demo.bootstrap, {TOPIC: len(ASSIGNMENT)}, MIN_INSYNC_REPLICAS,
+                          assignments={TOPIC: ASSIGNMENT}, client=demo.client)
+            write_bulk(demo.bootstrap, [(TOPIC, p) for p in range(3)], BIG, client=demo.client)
+            write_bulk(demo.bootstrap, [(TOPIC, p) for p in range(3, len(ASSIGNMENT))], SMALL, client=demo.client)
+            demo.wait("the pipeline knows the topic's sizes", lambda: all(
+                (p := demo.controller_state().cluster.partition(TopicPartition(TOPIC, n))) is not None
+                and (p.size_bytes or 0) >= (BIG if n < 3 else SMALL) * MB * 0.9 for n in range(len(ASSIGNMENT))),
+                180)
+            yield demo
+        finally:
+            demo.keep_logs(directory / "logs")
+            demo.teardown()
+
+
+def topic_bytes(demo, broker_ids) -> dict[int, int]:
+    """Per broker, the bytes of `sized` its dirs hold, as Kafka's describe-log-dirs tells."""
+    return {b: sum(size for d in demo.probe.log_dirs(b).values() for (topic, _), size in d["replicas"].items()
+                   if topic == TOPIC) for b in broker_ids}
+
+
+def replica_sizes(demo, broker_ids) -> dict[tuple[str, int, int], int]:
+    """(topic, partition, broker) → the replica's size, every topic but the product's own."""
+    return {(topic, partition, b): size for b in broker_ids for d in demo.probe.log_dirs(b).values()
+            for (topic, partition), size in d["replicas"].items() if not topic.startswith("reassigner.")}
+
+
+def test_a_broker_added_in_bytes_mode_gets_its_share_of_bytes_as_kafka_shows_them(world):
+    demo = world
+    before = topic_bytes(demo, (1, 2, 3))
+    assert before == pytest.approx({1: 3 * BIG * MB, 2: 6 * SMALL * MB, 3: 30 * MB}, rel=0.1), before
+    held_before = set(replica_sizes(demo, (1, 2, 3)))
+    demo.set_config("balance.mode=bytes")
+    since = demo.alerts.mark()
+    added = demo.stack.add_broker(rack="/dc2/r2")
+    plan = demo.alerts.wait_for("PlanCreated", since, 180)
+    details = plan["details"]
+    assert details.get("balance_mode") == "bytes" and details.get("within_tolerance") == "true", plan
+    reported = int(details["bytes_moved"])
+    assert reported >= int(details["bytes_lower_bound"]) > 0, details
+    demo.wait("the plan ran (every partition in sync, nothing moving)", lambda: demo.settled(since), 300)
+
+    after = topic_bytes(demo, (1, 2, 3, added.id))
+    share = 30 * MB / 2
+    assert all(abs(held - share) <= 0.2 * share for held in after.values()), (after, share)
+    # What Kafka copied: the replicas on a broker now that were not there before the plan.
+    copied = sum(size for key, size in replica_sizes(demo, (1, 2, 3, added.id)).items() if key not in held_before)
+    assert abs(copied - reported) <= 0.05 * reported + MB, (copied, reported)
+    demo.product.check_alive()
