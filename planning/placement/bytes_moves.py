@@ -318,7 +318,10 @@ def _best_swap(model: BalanceModel, ledger: Ledger, b: int):
     """When no single move helps b on bytes: one replica from a giver to a taker and a smaller one
     back (b is one of them), whose difference covers b's bytes need and lowers the total
     violation. The smallest replicas go back, each against the smallest one out that covers
-    it: the fewest bytes for the net change."""
+    it: the fewest bytes for the net change. A replica out that the per-topic limit keeps off
+    the taker may trade places with the taker's smallest replica of its own topic instead (the
+    topic's counts stay as they are): without it, a broker filled with small replicas of a
+    topic could never take one of its big ones (regression, real-stack scenario, 2026-11-26)."""
     over_bytes, _, under_bytes, _ = _needs(ledger, b)
     need = over_bytes or under_bytes
     if not need:
@@ -342,16 +345,43 @@ def _best_swap(model: BalanceModel, ledger: Ledger, b: int):
                 part = parts[big[1]]
                 if big[1] == small[1] or not (model.may_take(part.topic, taker) and model.fits(part, giver, taker)):
                     continue
-                before = sum(ledger.violation(c, ledger.load[c], ledger.count[c]) for c in (giver, taker))
-                ledger.move(big[1], giver, taker)
-                lb, cb, ds, dd = ledger.evaluate(taker, giver, small[0])
-                after = sum(ledger.violation(c, ledger.load[c], ledger.count[c]) for c in (giver, taker)) + ds + dd
-                ledger.move(big[1], taker, giver)
-                if after < before:
-                    key = (big[0] + small[0] + lb, cb, giver, taker, big[1], small[1])
-                    if best is None or key < best[0]:
-                        best = (key, (big[1], giver, taker), (small[1], taker, giver))
+                best = _better_swap(ledger, best, big, small, giver, taker)
                 break
+        start = bisect.bisect_left(ledger.sizes[giver], need)
+        for big in bigs[start:start + _SCAN]:
+            part = parts[big[1]]
+            if model.may_take(part.topic, taker) or not model.fits(part, giver, taker):
+                continue
+            small = _smallest_of_topic(model, ledger, taker, giver, part.topic)
+            if small is not None and small[0] < big[0]:  # it need not cover all: it must help
+                best = _better_swap(ledger, best, big, small, giver, taker)
+    return best
+
+
+def _smallest_of_topic(model: BalanceModel, ledger: Ledger, taker: int, giver: int, topic: int):
+    """The smallest replica of `topic` on `taker` that may go to `giver`, among its
+    `_SCAN * _SWAP_SMALLS` smallest replicas; None when there is none."""
+    parts = model.parts
+    for item in ledger.items[taker][:_SCAN * _SWAP_SMALLS]:
+        part = parts[item[1]]
+        if part.topic == topic and model.fits(part, taker, giver):
+            return item
+    return None
+
+
+def _better_swap(ledger: Ledger, best, big, small, giver: int, taker: int):
+    """`best`, or the swap of `big` (giver → taker) and `small` (taker → giver) when it lowers
+    the two brokers' violation and costs less (bytes plus the bound that remains, then the
+    replica-count bound, then ids)."""
+    before = sum(ledger.violation(c, ledger.load[c], ledger.count[c]) for c in (giver, taker))
+    ledger.move(big[1], giver, taker)
+    lb, cb, ds, dd = ledger.evaluate(taker, giver, small[0])
+    after = sum(ledger.violation(c, ledger.load[c], ledger.count[c]) for c in (giver, taker)) + ds + dd
+    ledger.move(big[1], taker, giver)
+    if after < before:
+        key = (big[0] + small[0] + lb, cb, giver, taker, big[1], small[1])
+        if best is None or key < best[0]:
+            return key, (big[1], giver, taker), (small[1], taker, giver)
     return best
 
 
