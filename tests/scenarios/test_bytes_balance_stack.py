@@ -14,11 +14,12 @@ what the demo topics' traffic adds meanwhile), where a plan of replica counts wo
 1 with 24 MB and broker 2 with 6; and the bytes the plan reported are those Kafka copied (the
 sizes of the replicas that are on a broker now and were not before).
 
-KNOWN GAP, marked xfail (strict): on this cluster the plan stops with every broker outside its
-disk band (CV 0.81 -> 0.58). The same topics planned offline, without the product's own topics
-and `__consumer_offsets` (fixed replicas that count in the brokers' replica-count shares), are
-balanced; a new broker then needs far more replicas than it can take, and the greedy fills it
-with small ones first. The next step of issue 32 fixes it; this test then passes.
+Regression: before the bytes planner's same-topic swap, this plan stopped with every broker
+outside its disk band (CV 0.81 -> 0.58, 6.4 MB moved of a 21.6 MB bound): the new broker, short of
+replicas as well as bytes, took the topic's small replicas first and then, by the per-topic
+limit, none of its big ones. Now: CV 0.81 -> 0.13, 22.4 MB moved for a 21.6 MB bound (gap 3.9 %); the
+±10 % bands are not all met on this cluster (the alert says `within_tolerance: false`), hence
+the 20 % the test allows.
 """
 
 from __future__ import annotations
@@ -72,10 +73,6 @@ def replica_sizes(demo, broker_ids) -> dict[tuple[str, int, int], int]:
             for (topic, partition), size in d["replicas"].items() if not topic.startswith("reassigner.")}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap (2026-11-26): on the real cluster the bytes plan reaches neither its disk bands nor "
-    "its bound (disk CV 0.81 -> 0.58, 6.4 MB moved of a 21.6 MB bound); offline, the same topics "
-    "without the product's own and Kafka's internal topics balance. Strict: it must start passing"))
 def test_a_broker_added_in_bytes_mode_gets_its_share_of_bytes_as_kafka_shows_them(world):
     demo = world
     before = topic_bytes(demo, (1, 2, 3))
