@@ -75,6 +75,16 @@ def test_dirs_that_do_not_report_their_size_are_not_limited():
     assert sum(incoming(plan, cluster, 3).values()) == 60 * GB
 
 
+def assert_within_limit(plan, cluster, limit) -> None:
+    """No dir's volume ends fuller than `limit` percent with what the plan moves into it."""
+    for b in cluster.brokers:
+        into = incoming(plan, cluster, b.id)
+        for d in b.log_dirs:
+            used = d.total_bytes - d.usable_bytes
+            if into.get(d.path):
+                assert used + into[d.path] <= limit / 100 * d.total_bytes, (b.id, d.path)
+
+
 @st.composite
 def crowded_clusters(draw):
     used = [draw(st.integers(0, 95)) for _ in range(4)]
@@ -95,12 +105,7 @@ def test_no_plan_ever_pushes_a_dir_over_the_limit(case):
     except PlanInfeasibleError as error:
         assert "disk.max.usage.percent" in str(error) or "rack" in str(error)
         return
-    for b in cluster.brokers:
-        into = incoming(plan, cluster, b.id)
-        for d in b.log_dirs:
-            used = d.total_bytes - d.usable_bytes
-            if into.get(d.path):
-                assert used + into[d.path] <= limit / 100 * d.total_bytes, (b.id, d.path)
+    assert_within_limit(plan, cluster, limit)
 
 
 @settings(max_examples=60, deadline=None)
@@ -117,12 +122,7 @@ def test_the_limit_holds_in_bytes_mode_too(case):
     except PlanInfeasibleError as error:
         assert "disk.max.usage.percent" in str(error) or "rack" in str(error)
         return
-    for b in cluster.brokers:
-        into = incoming(plan, cluster, b.id)
-        for d in b.log_dirs:
-            used = d.total_bytes - d.usable_bytes
-            if into.get(d.path):
-                assert used + into[d.path] <= limit / 100 * d.total_bytes, (b.id, d.path)
+    assert_within_limit(plan, cluster, limit)
 
 
 def test_a_nearly_full_new_broker_in_bytes_mode_gets_only_what_fits():
