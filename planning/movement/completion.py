@@ -20,7 +20,9 @@ takes as its placement (`handlers.plans`), never the combined list. A step is sh
 INTERRUPTED. A step in flight that Kafka does not show, in a view that can tell, was cancelled or
 replaced by someone else (`kafka-reassign-partitions.sh --cancel`, another tool's `--execute`):
 it is interrupted (`is_step_interrupted`). Completion and a pending election are judged first,
-so a step that completed before any poll showed it running is complete, not interrupted. A view
+so a step that completed before any poll showed it running is complete, not interrupted; a view
+caught between the reassignment's end and the replica list's shrink is not one either
+(`is_step_finishing`). A view
 can tell (`is_view_conclusive`) when it showed the step once, or it was read after the
 executor applied the step (with a margin); any other view proves nothing, and the stall timeout
 is then what ends the wait.
@@ -160,8 +162,21 @@ def is_view_conclusive(flight: StepInFlight) -> bool:
 
 def is_step_interrupted(partition: PartitionState, step: Step, conclusive: bool) -> bool:
     """A step Kafka does not show in a view that can tell (`conclusive`, `is_view_conclusive`):
-    cancelled or replaced (INTERRUPTED). The caller judges completion first."""
-    return conclusive and not shows_step(partition, step)
+    cancelled or replaced (INTERRUPTED). The caller judges completion first; a step caught
+    `finishing` is neither."""
+    return conclusive and not shows_step(partition, step) and not is_step_finishing(partition, step)
+
+
+def is_step_finishing(partition: PartitionState, step: Step) -> bool:
+    """Kafka lists no reassignment, and its replicas are the step's target plus only replicas
+    the step removes, every replica it adds among them: the moment between the reassignment's
+    end and the replica list's shrink, which one poll can catch (the reassignment list and the
+    replicas come from different brokers). A cancel would have taken the added replicas away
+    again; the next view shows the target. Regression (scenario 7, 2026-11-26): such a view was
+    taken for a cancel by another tool, and the partition planned again from it."""
+    replicas, target = frozenset(partition.replicas), frozenset(step.target)
+    return (bool(step.adding) and not partition.reassigning and target < replicas
+            and replicas - target <= frozenset(step.removing))
 
 
 def describe_interruption(partition: PartitionState, step: Step, number: int) -> str:

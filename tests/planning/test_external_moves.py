@@ -19,6 +19,7 @@ from planning.movement.advance import compute_stepping
 from planning.movement.completion import (
     APPLIED_VIEW_MARGIN_MS,
     compute_shown_target,
+    is_step_finishing,
     is_step_interrupted,
     is_view_conclusive,
     shows_step,
@@ -190,7 +191,7 @@ def test_only_a_step_once_shown_and_shown_no_more_is_interrupted(data):
     after = decide(first.reassignments, view, now=101.0)
     partition = view.partition(tp(0))
     was_seen = first.reassignments[tp(0)].in_flight.seen_in_kafka
-    expected = was_seen and not shows_step(partition, step)
+    expected = was_seen and not shows_step(partition, step) and not is_step_finishing(partition, step)
     assert bool(after.interrupted) == expected
     assert is_step_interrupted(partition, step, was_seen) == expected
     if not was_seen:
@@ -373,3 +374,19 @@ def test_a_move_keeps_its_first_time_and_another_move_gets_a_new_one():
     sim.cancel(tp(0))
     ended = compute_external_moves(other.moves, sim.snapshot(), {}, 5000, [tp(0)])
     assert ended.ended == (tp(0),) and not ended.moves
+
+
+def test_a_view_caught_between_the_reassignment_end_and_the_list_shrink_is_no_interruption():
+    """Regression (scenario 7, 2026-11-26): step [3, 5, 4] -> [3, 5, 6] seen running, then one poll
+    showed no reassignment and replicas [3, 5, 6, 4] (the reassignment list and the replicas come
+    from different brokers). That is the step finishing, not a cancel: a cancel takes the added
+    replica 6 away again. The product took it for a cancel and planned the partition again."""
+    step = Step((3, 5, 6), (6,), (4,), False, False)
+    caught = PartitionState("t", 0, (3, 5, 6, 4), (3, 5, 6, 4), 3)
+    assert is_step_finishing(caught, step) and not is_step_interrupted(caught, step, True)
+    cancelled = PartitionState("t", 0, (3, 5, 4), (3, 5, 4), 3)  # the added replica gone again
+    assert not is_step_finishing(cancelled, step) and is_step_interrupted(cancelled, step, True)
+    replaced = PartitionState("t", 0, (3, 5, 6, 1), (3, 5, 6, 1), 3)  # a replica the step never removes
+    assert is_step_interrupted(replaced, step, True)
+    shrinking = Step((3, 5), (), (4,), False, False)  # a step that only removes: Kafka's original is a superset
+    assert not is_step_finishing(PartitionState("t", 0, (3, 5, 4), (3, 5, 4), 3), shrinking)
