@@ -166,19 +166,26 @@ class Ledger:
         self.cb_total += self._group_count_bound(g, self.gc_held[g], self.gc_exc[g], self.gc_def[g])
         self.load[b], self.count[b] = l1, c1
 
+    def release(self, index: int, b: int) -> None:
+        """Partition `index`'s replica on b leaves it: its slot opens (None) and b's figures drop."""
+        m = self.m
+        part = m.parts[index]
+        part.final[part.final.index(b)] = None
+        part.members.discard(b)
+        part.changed()
+        self.shift(b, part.size, -1)
+        m.topic_count[(part.topic, b)] -= 1
+        if part.movable:
+            self.take_item(b, part.size, index)
+
     def move(self, index: int, s: int | None, d: int) -> None:
         """Apply: partition `index`'s replica on s (None: an open slot) goes to d."""
         m = self.m
         part = m.parts[index]
         position = part.final.index(s)
-        part.final[position] = d
         if s is not None:
-            part.members.discard(s)
-            part.changed()
-            self.shift(s, part.size, -1)
-            m.topic_count[(part.topic, s)] -= 1
-            if part.movable:
-                self.take_item(s, part.size, index)
+            self.release(index, s)
+        part.final[position] = d
         part.members.add(d)
         part.changed()
         self.shift(d, part.size, 1)

@@ -61,14 +61,7 @@ def _restore(model: BalanceModel, ledger: Ledger, index: int) -> None:
     """Give a partition that cannot be completed its original replicas back (it stays as it is)."""
     part = model.parts[index]
     for b in list(part.members):
-        position = part.final.index(b)
-        part.final[position] = None
-        part.members.discard(b)
-        part.changed()
-        ledger.shift(b, part.size, -1)
-        model.topic_count[(part.topic, b)] -= 1
-        if part.movable:
-            ledger.take_item(b, part.size, index)
+        ledger.release(index, b)
     part.final = list(part.original)
     part.movable = False
     part.fixed = True
