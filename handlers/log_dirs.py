@@ -86,11 +86,11 @@ def handle_log_dir_balance(context: BatchContext, dirs_changed: Iterable[int]) -
         context.open_alert(marker)
         plan = plan_log_dir_balance(context.state.cluster, broker.id, threshold, _moving_partitions(context),
                                     context.policy.disk_max_usage_percent)
-        execute = context.policy.mode == "auto" and bool(plan.moves)
-        _announce_plan(context, plan, threshold, broker_subject(broker.id), execute,
+        task_id = context.next_plan_id("dirs") if context.policy.mode == "auto" and plan.moves else None
+        _announce_plan(context, plan, threshold, broker_subject(broker.id), task_id,
                        f"dirs of broker {broker.id} {imbalance:.0%} off their share")
-        if execute:
-            _own(context, plan, context.next_plan_id("dirs"), f"dirs of broker {broker.id} unbalanced")
+        if task_id is not None:
+            _own(context, plan, task_id, f"dirs of broker {broker.id} unbalanced")
 
 
 def compute_unbalanced_brokers(brokers: Iterable[Broker], threshold: float,
@@ -126,10 +126,11 @@ def handle_balance_dirs_request(context: BatchContext, request_id: str, broker_i
         context.open_alert(f"{BALANCE_MARKER}{broker_id}")
         plan = plan_log_dir_balance(context.state.cluster, broker_id, threshold, _moving_partitions(context),
                                     context.policy.disk_max_usage_percent)
-        _announce_plan(context, plan, threshold, request_id, execute and bool(plan.moves),
+        task_id = f"{request_id}-b{broker_id}" if execute and plan.moves else None
+        _announce_plan(context, plan, threshold, request_id, task_id,
                        f"balance-dirs request {request_id}, broker {broker_id}")
-        if execute and plan.moves:
-            _own(context, plan, f"{request_id}-b{broker_id}", f"balance-dirs request {request_id}")
+        if task_id is not None:
+            _own(context, plan, task_id, f"balance-dirs request {request_id}")
     if busy:
         context.outbox.alert("LogDirsUnbalanced", INFO, request_id,
                              f"balance-dirs request {request_id}: broker(s) {busy} already have log-dir "
@@ -263,12 +264,16 @@ def _own(context: BatchContext, plan: LogDirPlan, task_id: str, reason: str) -> 
 
 
 def _announce_plan(context: BatchContext, plan: LogDirPlan, threshold: float, subject: str,
-                   execute: bool, reason: str) -> None:
+                   task_id: str | None, reason: str) -> None:
+    """One `LogDirsUnbalanced` for a plan; `task_id` is the id its moves run under (the one its
+    `LogDirsBalanced` names at the end), None when the plan is only shown."""
+    execute = task_id is not None
     measure = "bytes" if plan.by_bytes else "replica count"
     moved = sum(m.size_bytes for m in plan.moves)
     details = {"broker_id": plan.broker_id, "moves": len(plan.moves), "bytes": moved,
                "imbalance_before": f"{plan.imbalance_before:.3f}", "imbalance_after": f"{plan.imbalance_after:.3f}",
                "threshold": f"{threshold:g}", "measure": measure, "executed": str(execute).lower(),
+               "task_id": task_id or "",
                "moves_list": summarise([f"{m.tp}:{m.origin_dir}->{m.target_dir}" for m in plan.moves], 10)}
     if not plan.moves:
         message = (f"{reason} (by {measure}, threshold {threshold:.0%}): no move between its dirs "

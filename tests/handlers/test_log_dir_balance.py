@@ -91,6 +91,7 @@ def test_a_new_empty_dir_is_filled_under_the_per_broker_limit_until_balanced():
     (balanced,) = alerts(after, "LogDirsBalanced")
     plan_id = commands(decision, "LogDirMove")[0]["reassignment_id"]
     assert balanced["subject"] == "broker-1" and balanced["details"]["task_id"] == plan_id
+    assert unbalanced["details"]["task_id"] == plan_id  # the plan's start and end name the same task
     assert float(balanced["details"]["imbalance"]) < 0.2
     # Judged once: the remaining 17 % (no replica fits the gap) is not planned again and again.
     assert not alerts(driver.decide(), "LogDirsUnbalanced") and not driver.state.log_dir_moves

@@ -119,13 +119,18 @@ class World(Stage):
             added = self.stack.add_log_dir(broker_id)
             self.say(f"  `reassigner local add-logdir {broker_id}`: broker {broker_id} restarted with a new, "
                      f"empty log dir {Path(added).name}")
+            # The plan that fills the new dir, and the end of that plan: a balance of the broker's
+            # other dirs may start and end just before the restart, and is not the one awaited.
             self.planned_dirs = self.alerts.wait_for(
                 "LogDirsUnbalanced", since, 180, on_wait=self.product.check_alive,
-                where=lambda a: a["details"].get("broker_id") == str(broker_id) and a["details"].get("executed") == "true")
+                where=lambda a: (a["details"].get("broker_id") == str(broker_id)
+                                 and a["details"].get("executed") == "true"
+                                 and f"->{added}" in a["details"].get("moves_list", "")))
             self.say(f"  → {self.planned_dirs['message']}")
+            task_id = self.planned_dirs["details"]["task_id"]
             balanced = self.alerts.wait_for(
                 "LogDirsBalanced", since, 300, on_wait=self.product.check_alive,
-                where=lambda a: a["details"].get("broker_id") == str(broker_id))
+                where=lambda a: a["details"].get("task_id") == task_id)
             self.say(f"  → LogDirsBalanced: {balanced['message']}")
             self.wait(f"broker {broker_id} back in every ISR", lambda: self.settled(since), 300)
         finally:
