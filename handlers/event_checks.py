@@ -14,11 +14,12 @@ RULES (Kafka's own limits, or far beyond anything a real cluster shows):
   replicas are among them;
 - a leader epoch is -1..2^31-1 and, when the partition's epoch is known, at most
   `MAX_EPOCH_JUMP` above it (leader epochs grow by one per leader change);
-- sizes and counts are not negative; texts (racks, paths) are at most `MAX_TEXT_CHARS`.
+- sizes, counts and traffic rates are not negative (rates finite); texts (racks, paths) are at most `MAX_TEXT_CHARS`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Mapping
 
@@ -121,6 +122,10 @@ def _check_partition(record: Mapping[str, Any], known_epoch: int | None) -> str 
                 "(epochs grow by one per leader change)")
     if record.get("size_bytes") is not None and int(record["size_bytes"]) < 0:
         return f"size {record['size_bytes']} is negative"
+    for name in ("bytes_in_per_sec", "bytes_out_per_sec", "traffic_window_ms"):
+        value = record.get(name)
+        if value is not None and not 0 <= value < math.inf:  # NaN fails too
+            return f"{name} {value} is not a finite, non-negative number"
     return None
 
 

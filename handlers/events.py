@@ -27,7 +27,9 @@ RULES:
   that dir in its partition's `log_dirs`. An offline dir lists no replicas: partitions keep
   pointing at it, which is what makes their replicas offline.
 - PartitionState: replaces the partition, unless it is stale (a leader epoch lower than the one
-  stored). An event without log dirs keeps the dirs known per broker. A partition of an unknown
+  stored). An event without log dirs keeps the dirs known per broker; its traffic rates (a
+  snapshot's sample) join the smoothed means (`planning.load.smooth_rate`), and an event without
+  them keeps the means. A partition of an unknown
   topic creates the topic (min ISR 1 until a TopicState says otherwise). Every one applied,
   whether it changed the partition or not (a snapshot tells it again), is a view of the
   partition polled at its event time (`EventEffects.viewed`: whether a step in flight can be
@@ -63,6 +65,7 @@ from typing import Any, Iterable, Mapping
 
 from handlers.event_checks import compute_event_problem
 from state.model import ObservationTimes
+from planning.load import smooth_rate
 from planning.model import (Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition,
                             compute_reported_log_dir)
 
@@ -442,6 +445,11 @@ def _apply_partition(work: _WorkingCluster, record: Mapping[str, Any], effects: 
         removing=tuple(int(b) for b in record.get("removing") or ()),
         offline_replicas=tuple(int(b) for b in record.get("offline_replicas") or ()),
         leader_epoch=epoch,
+        # A snapshot's rates are one sample; the state keeps their smoothed mean (planning.load).
+        bytes_in_per_sec=smooth_rate(old.bytes_in_per_sec if old else None, record.get("bytes_in_per_sec"),
+                                     record.get("traffic_window_ms")),
+        bytes_out_per_sec=smooth_rate(old.bytes_out_per_sec if old else None, record.get("bytes_out_per_sec"),
+                                      record.get("traffic_window_ms")),
     )
     if partition != old:
         work.topic_partitions(tp.topic)[tp.partition] = partition

@@ -125,6 +125,10 @@ class PartitionState:
     removing: tuple[int, ...] = ()
     offline_replicas: tuple[int, ...] = ()
     leader_epoch: int = -1
+    # Smoothed traffic (`planning.load`): bytes produced to it and read from it by consumers,
+    # per second; None = never measured (counts as zero).
+    bytes_in_per_sec: float | None = None
+    bytes_out_per_sec: float | None = None
 
     @property
     def tp(self) -> TopicPartition:

@@ -3,12 +3,13 @@
 Two formats:
 - the snapshot file: `{"brokers": [{"id", "rack", "alive", "draining", "log_dirs": [{"path",
   "online", "total_bytes", "usable_bytes"}]}], "topics": [{"name", "min_insync_replicas",
-  "partitions": [{"partition", "replicas", "isr", "leader", "size_bytes", "log_dirs"}]}]}`;
+  "partitions": [{"partition", "replicas", "isr", "leader", "size_bytes", "log_dirs",
+  "bytes_in_per_sec", "bytes_out_per_sec"}]}]}`;
 - the Kafka tool's reassignment file: `{"version": 1, "partitions": [{"topic", "partition",
   "replicas", "log_dirs"?}]}` (`"any"` in `log_dirs` means no preference: `None` here).
 
 Defaults for optional fields: rack none, alive true, draining false, no log dirs; a dir is
-online with unknown sizes; isr = replicas, leader = first replica, size unknown,
+online with unknown sizes; isr = replicas, leader = first replica, size and traffic unknown,
 min_insync_replicas 1. Unknown keys are ignored (newer writers may add some).
 
 Every malformed value raises `MalformedInputError(source, json_path, expected, found)`, e.g.
@@ -62,6 +63,14 @@ class _Reader:
         if value is None:
             return None
         return self.integer(value, f"{path}.{key}", minimum, f"an integer >= {minimum} or null")
+
+    def optional_rate(self, data: Mapping[str, Any], key: str, path: str) -> float | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise self.fail(f"{path}.{key}", "a non-negative number of bytes per second or null", _short(value))
+        return float(value)
 
     def boolean(self, data: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
         value = data.get(key, default)
@@ -206,6 +215,8 @@ def _partition_from_json(read: _Reader, topic: str, raw: Mapping[str, Any], path
         leader=leader,
         size_bytes=read.optional_integer(raw, "size_bytes", path),
         log_dirs=log_dirs,
+        bytes_in_per_sec=read.optional_rate(raw, "bytes_in_per_sec", path),
+        bytes_out_per_sec=read.optional_rate(raw, "bytes_out_per_sec", path),
     )
 
 
@@ -242,6 +253,8 @@ def cluster_to_json(cluster: Cluster) -> dict:
                         "leader": p.leader,
                         "size_bytes": p.size_bytes,
                         "log_dirs": list(p.log_dirs) if p.log_dirs else None,
+                        "bytes_in_per_sec": p.bytes_in_per_sec,
+                        "bytes_out_per_sec": p.bytes_out_per_sec,
                     }
                     for p in t.partitions
                 ],

@@ -154,6 +154,12 @@ STATUS_METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "reassigner_log_dir_move_bytes": ("gauge", "Bytes of the log-dir moves not finished yet.", ()),
     "reassigner_log_dir_bytes": ("gauge", "Bytes of the replicas in each online log dir, as describe-log-dirs "
                                  "last told.", ("broker", "dir")),
+    "reassigner_broker_bytes_in_per_second": (
+        "gauge", "Bytes written per second on each broker: what is produced to every partition it holds a "
+        "replica of (smoothed; once traffic has been measured).", ("broker",)),
+    "reassigner_broker_network_out_bytes_per_second": (
+        "gauge", "Bytes sent per second by each broker: followers' fetches and consumers' reads of the "
+        "partitions it leads (smoothed; once traffic has been measured).", ("broker",)),
 }
 
 Samples = Mapping[str, Iterable[tuple[tuple[str, ...], float]]]

@@ -124,6 +124,10 @@ class Settings(BaseSettings):
     log_dirs_interval_seconds: float = Field(
         2.0, gt=0, description="Longest time between two reads of every broker's log dirs; a poll "
         "reads them sooner when the metadata hints a dir changed (see runtime.clients.cluster_poll).")
+    traffic_sampling: bool = Field(
+        True, description="Read every partition's log start and end offsets and the consumer "
+        "groups' committed offsets at each snapshot, for each partition's bytes in and out per "
+        "second (`reassigner.edge.traffic`); off, traffic counts as unknown (zero).")
     watcher_max_backoff_seconds: float = Field(
         30.0, gt=0, description="Longest wait between polls while the cluster is unreachable.")
     event_topic_partitions: int = Field(

@@ -13,7 +13,8 @@ may touch them all, on one Redis or on Redis Cluster alike):
                                                      cannot host, ...] (omitted when none)]
     reassigner:{c}:topics         HASH  topic → [min.insync.replicas, observed_at_ms, topic id]
     reassigner:{c}:partitions     HASH  "topic:partition" → [replicas, isr, leader, leader_epoch,
-                                        adding, removing, offline, size_bytes, dir indexes]
+                                        adding, removing, offline, size_bytes, dir indexes,
+                                        bytes in/s, bytes out/s]
     reassigner:{c}:reassignments  HASH  "topic:partition" → the active Reassignment record
     reassigner:{c}:logdir_moves   HASH  "broker:topic:partition" → the active LogDirTask (JSON)
     reassigner:{c}:meta           HASH  epoch, incarnation, last_batch, command_sequence, the replication
@@ -118,14 +119,17 @@ def partition_to_storage(partition: PartitionState, brokers: Mapping[int, Broker
     return json.dumps(
         [list(partition.replicas), list(partition.isr), partition.leader, partition.leader_epoch,
          list(partition.adding), list(partition.removing), list(partition.offline_replicas),
-         partition.size_bytes, dir_indexes if partition.log_dirs else []],
+         partition.size_bytes, dir_indexes if partition.log_dirs else [],
+         partition.bytes_in_per_sec, partition.bytes_out_per_sec],
         separators=(",", ":"),
     )
 
 
 def partition_from_storage(tp: TopicPartition, stored: str,
                            brokers: Mapping[int, Broker]) -> PartitionState:
-    replicas, isr, leader, epoch, adding, removing, offline, size, dir_indexes = json.loads(stored)
+    # Rows written before traffic was kept have nine fields.
+    replicas, isr, leader, epoch, adding, removing, offline, size, dir_indexes, *traffic = json.loads(stored)
+    bytes_in, bytes_out = traffic if traffic else (None, None)
     log_dirs: tuple[str | None, ...] = ()
     if dir_indexes:
         resolved = []
@@ -134,7 +138,7 @@ def partition_from_storage(tp: TopicPartition, stored: str,
             resolved.append(dirs[index].path if 0 <= index < len(dirs) else None)
         log_dirs = tuple(resolved)
     return PartitionState(tp.topic, tp.partition, tuple(replicas), tuple(isr), leader, size,
-                          log_dirs, tuple(adding), tuple(removing), tuple(offline), epoch)
+                          log_dirs, tuple(adding), tuple(removing), tuple(offline), epoch, bytes_in, bytes_out)
 
 
 def step_to_storage(step: Step) -> list:

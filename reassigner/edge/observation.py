@@ -29,7 +29,8 @@ INVARIANTS
   the message's topic, key, time and snapshot id, so a duplicate of one message shares its id).
 - Volatile numbers — partition and replica sizes, offset lags, a dir's free bytes — are carried
   but never compared (`field(compare=False)`): they change on every poll of a busy cluster and
-  would turn each poll into thousands of events. Snapshots carry their current values.
+  would turn each poll into thousands of events. Snapshots carry their current values, and
+  they alone carry traffic rates (the watcher's TRAFFIC): a change event's rates are null.
 - The pipeline's reader (`handlers.events`) fed `compute_events(previous, current, t)` gives
   exactly `compute_cluster(current)` from `compute_cluster(previous)`, but for what it keeps by
   design (a min ISR or a replica's dir the poll does not tell), and `compute_events(x, x, t)`
@@ -72,6 +73,7 @@ from runtime.clients.cluster_observation import (
     TopicObservation,
 
 )
+from reassigner.edge.traffic import PartitionTraffic, TrafficWindow, compute_partition_traffic
 from schemas.codec import partition_key
 from schemas.loader import CURRENT_SCHEMA_VERSION
 
@@ -147,11 +149,12 @@ def compute_events(previous: ClusterObservation, current: ClusterObservation, no
     return events
 
 
-def compute_snapshot_events(current: ClusterObservation, snapshot_id: str, now_ms: int) -> list[Event]:
+def compute_snapshot_events(current: ClusterObservation, snapshot_id: str, now_ms: int,
+                            traffic: TrafficWindow | None = None) -> list[Event]:
     """START marker, every broker, topic, log dir and partition, END marker with counts: a
     snapshot in one poll (`compute_snapshot_start` + `_slice` of every partition + `_end`)."""
     return [*compute_snapshot_start(current, snapshot_id, now_ms),
-            *compute_snapshot_slice(current, snapshot_id, current.partitions, now_ms),
+            *compute_snapshot_slice(current, snapshot_id, current.partitions, now_ms, traffic),
             *compute_snapshot_end(current, snapshot_id, now_ms, now_ms, len(current.partitions), dirs=False)]
 
 
@@ -164,14 +167,17 @@ def compute_snapshot_start(current: ClusterObservation, snapshot_id: str, now_ms
     return events
 
 
-def compute_snapshot_slice(current: ClusterObservation, snapshot_id: str, keys, now_ms: int) -> list[Event]:
+def compute_snapshot_slice(current: ClusterObservation, snapshot_id: str, keys, now_ms: int,
+                           traffic: TrafficWindow | None = None) -> list[Event]:
     """The state of the partitions named, as `current` shows them, with their sizes as its dirs
-    tell them (the merge keeps a partition's size from its last change); a partition gone since
-    the snapshot started is skipped: its topic's deletion told it."""
+    tell them (the merge keeps a partition's size from its last change) and their rates over
+    `traffic`'s window (`reassigner.edge.traffic`); a partition gone since the snapshot started
+    is skipped: its topic's deletion told it."""
     partitions = current.partitions
     present = [key for key in keys if key in partitions]
     sizes = compute_partition_sizes(current, present)
-    return [partition_event(replace(partitions[key], size_bytes=sizes[key]), now_ms, snapshot_id)
+    return [partition_event(replace(partitions[key], size_bytes=sizes[key]), now_ms, snapshot_id,
+                            None if traffic is None else compute_partition_traffic(traffic, key, sizes[key]))
             for key in present]
 
 
@@ -247,7 +253,9 @@ def log_dir_event(log_dir: LogDirObservation, now_ms: int, snapshot_id: str | No
     return ("disk-failures", key, record)
 
 
-def partition_event(p: PartitionObservation, now_ms: int, snapshot_id: str | None = None) -> Event:
+def partition_event(p: PartitionObservation, now_ms: int, snapshot_id: str | None = None,
+                    traffic: PartitionTraffic | None = None) -> Event:
+    """A PartitionState; its rates are those of a snapshot's TRAFFIC window, None elsewhere."""
     key = partition_key(p.topic, p.partition)
     record = _header("isr-changes", key, now_ms, snapshot_id) | {
         "snapshot_id": snapshot_id,
@@ -262,6 +270,9 @@ def partition_event(p: PartitionObservation, now_ms: int, snapshot_id: str | Non
         "offline_replicas": list(p.offline_replicas),
         "size_bytes": p.size_bytes,
         "log_dirs": list(p.log_dirs),
+        "bytes_in_per_sec": None if traffic is None else traffic.bytes_in_per_sec,
+        "bytes_out_per_sec": None if traffic is None else traffic.bytes_out_per_sec,
+        "traffic_window_ms": None if traffic is None else traffic.window_ms,
     }
     return ("isr-changes", key, record)
 

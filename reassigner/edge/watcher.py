@@ -26,6 +26,10 @@ INVARIANTS
   never hot-loops against a dead cluster and never stops because of one.
 - The cycle collector runs only between polls, and the surviving heap is frozen (`runtime.heap`):
   at 300,000 partitions CPython's own full collections cost more CPU than the polls' work.
+- TRAFFIC: at each snapshot's start (`traffic_sampling`) the watcher reads every led
+  partition's log start and end offsets and the consumer groups' committed offsets; the
+  snapshot's partition events carry the rates between this sample and the one before
+  (`reassigner.edge.traffic`). A failed read skips one sample and never fails the poll.
 - INFO is logged only for real changes (a broker, topic or dir changing, a reassignment starting
   or ending); the partition-level churn of a busy cluster is DEBUG.
 """
@@ -43,6 +47,7 @@ from runtime.clients.kafka_admin import ClusterAdmin
 from runtime.clients.cluster_observation import EMPTY, ClusterObservation
 from reassigner.edge.observation import (Event, compute_events, compute_snapshot_end, compute_snapshot_events,
                                          compute_snapshot_slice, compute_snapshot_start)
+from reassigner.edge.traffic import TrafficSample, TrafficWindow
 from runtime.clients.kafka_producer import EventPublisher
 from runtime.backoff import Backoff, compute_wait
 from schemas.errors import ReassignerError, is_access_denied
@@ -90,6 +95,8 @@ class Watcher:
         self._next_log_dirs_at = 0.0
         self._topics_ready = False
         self._snapshot: SnapshotInProgress | None = None
+        self._traffic_sample: TrafficSample | None = None  # the last one read (TRAFFIC)
+        self._traffic: TrafficWindow | None = None  # the last two: the rates the snapshots carry
 
     def prepare_topics(self) -> None:
         """Create the topics this watcher writes if they are missing."""
@@ -121,9 +128,11 @@ class Watcher:
         now_ms = int(polled_at * 1000)  # the poll's time: when it began reading (TIMES)
         snapshot = self._snapshot
         slice_size = self.settings.snapshot_slice_partitions
+        if snapshot_due and self.settings.traffic_sampling:
+            self._sample_traffic(current)
         if snapshot_due and len(current.partitions) <= slice_size:
             snapshot = SnapshotInProgress(str(uuid.uuid4()), now_ms, ())
-            events = compute_snapshot_events(current, snapshot.snapshot_id, now_ms)
+            events = compute_snapshot_events(current, snapshot.snapshot_id, now_ms, self._traffic)
             finished = True
         else:
             events = compute_events(self.view, current, now_ms)
@@ -133,7 +142,7 @@ class Watcher:
             finished = False
             if snapshot is not None:
                 keys = snapshot.keys[snapshot.position:snapshot.position + slice_size]
-                told = compute_snapshot_slice(current, snapshot.snapshot_id, keys, now_ms)
+                told = compute_snapshot_slice(current, snapshot.snapshot_id, keys, now_ms, self._traffic)
                 events += told
                 snapshot = replace(snapshot, position=snapshot.position + len(keys), told=snapshot.told + len(told))
                 if snapshot.position >= len(snapshot.keys):
@@ -160,6 +169,26 @@ class Watcher:
                    self.clock() - snapshot.started_ms / 1000 if snapshot is not None and finished else None)
         return PollOutcome(len(events), snapshot.snapshot_id if snapshot is not None else None,
                            observed - started, diffed - observed, published - diffed)
+
+    def _sample_traffic(self, current: ClusterObservation) -> None:
+        """Read the offsets of this snapshot's TRAFFIC sample; a read that fails skips the
+        sample (the pipeline keeps the rates it knew), and groups that cannot be read leave
+        bytes out unknown."""
+        at_ms = int(self.clock() * 1000)
+        keys = [key for key, p in current.partitions.items() if p.leader is not None]
+        try:
+            offsets = self.admin.read_log_offsets(keys)
+        except ReassignerError as error:
+            log.warning("traffic not sampled at this snapshot (rates stay as they were): %s", error)
+            return
+        try:
+            committed = self.admin.read_committed_offsets()
+        except ReassignerError as error:
+            log.warning("consumer groups not read at this snapshot (bytes out unknown): %s", error)
+            committed = None
+        sample = TrafficSample(at_ms, offsets, committed)
+        self._traffic = None if self._traffic_sample is None else TrafficWindow(self._traffic_sample, sample)
+        self._traffic_sample = sample
 
     def run(self, stop: threading.Event) -> None:
         """Poll until `stop` is set; survive any outage of the cluster (the one retry policy,

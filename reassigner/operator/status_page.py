@@ -110,12 +110,15 @@ function render(doc) {
       ["proposals awaiting approval", esc(s.proposals.join(", ") || "none")],
     ], "");
     document.getElementById("brokers-body").innerHTML = table(
-      ["broker", "rack", "state", "dirs online", "replicas", "leaders", "per dir (replicas, bytes)"],
+      ["broker", "rack", "state", "dirs online", "replicas", "leaders", "bytes", "in/s", "out/s",
+       "per dir (replicas, bytes)"],
       s.brokers.map(b => [esc(b.id), esc(b.rack),
         b.alive ? (b.draining ? '<span class="warn">draining</span>' : '<span class="ok">alive</span>') : '<span class="bad">down</span>',
         `<span class="${b.dirs_online < b.dirs_total ? "bad" : "ok"}">${b.dirs_online}/${b.dirs_total}</span>` +
           (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : ""),
-        esc(b.replicas), esc(b.leaders),
+        esc(b.replicas), esc(b.leaders), size(b.disk_bytes),
+        s.traffic_measured ? size(b.bytes_in_per_sec) + "/s" : "?",
+        s.traffic_measured ? size(b.network_out_per_sec) + "/s" : "?",
         esc((b.dirs || []).map(d => d[0].split("/").pop() + ": " + (d[1] ?? "?") + ", " +
           size(d[2])).join("  "))]), "no brokers observed yet");
     document.getElementById("reassignments-body").innerHTML = table(

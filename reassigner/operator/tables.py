@@ -49,7 +49,8 @@ def print_status(view: StatusView, console: Console) -> None:
     """Brokers and their dirs, partition problems, the topic selection, proposals, pause, the
     movement's progress, bytes, rate and time left, then the moves of other tools and log-dir moves."""
     brokers = _table(f"brokers (epoch {view.epoch}, last batch {view.last_batch})",
-                     "broker", "rack", "state", "dirs online", "replicas", "leaders", "per dir (replicas, bytes)")
+                     "broker", "rack", "state", "dirs online", "replicas", "leaders", "bytes",
+                     "in/s", "out/s", "per dir (replicas, bytes)")
     for b in view.brokers:
         state = "[red]down[/]" if not b.alive else ("[yellow]draining[/]" if b.draining else "[green]alive[/]")
         dirs = f"{b.dirs_online}/{b.dirs_total}" + (f" [red](offline: {', '.join(b.offline_dirs)})[/]"
@@ -58,7 +59,10 @@ def print_status(view: StatusView, console: Console) -> None:
             dirs += f" [yellow]{b.cannot_host} partitions kept off until restart[/]"
         per_dir = "  ".join(f"{path.rsplit('/', 1)[-1]}: {'?' if count is None else count}, {format_size(size)}"
                             for path, count, size in b.dirs)
-        brokers.add_row(str(b.id), b.rack or "-", state, dirs, str(b.replicas), str(b.leaders), per_dir)
+        rates = (format_rate(b.bytes_in_per_sec), format_rate(b.network_out_per_sec)) if view.traffic_measured \
+            else ("?", "?")
+        brokers.add_row(str(b.id), b.rack or "-", state, dirs, str(b.replicas), str(b.leaders),
+                        format_size(b.disk_bytes), *rates, per_dir)
     console.print(brokers)
     for title, problems, style in (("under-replicated", view.under_replicated, "yellow"),
                                    ("under min ISR", view.under_min_isr, "red"),

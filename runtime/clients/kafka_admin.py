@@ -218,6 +218,50 @@ class ClusterAdmin:
         that cannot answer are carried over too."""
         return observe_cluster(self, previous, log_dirs_due)
 
+    # --- traffic (the samples of `reassigner.edge.traffic`) --------------------------------------
+    def read_log_offsets(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(log start, log end) of each partition named, from its leader (ListOffsets, one request
+        per leader): the start of the log on the leader's own disk where the brokers tell it
+        (Kafka 3.6+; with tiered storage the older records are elsewhere), else the log start.
+        Raises for the whole read when one partition cannot answer (a leader moving): the caller
+        skips this sample."""
+        from kafka.admin import OffsetSpec
+        from kafka.structs import TopicPartition
+
+        wanted = [TopicPartition(topic, partition) for topic, partition in keys]
+        if not wanted:
+            return {}
+
+        def read(spec):
+            return lambda c: c.list_partition_offsets({tp: spec for tp in wanted})
+
+        try:
+            starts = self._call("list the partitions' local log start offsets", read(OffsetSpec.EARLIEST_LOCAL))
+        except KafkaPermanentError as error:
+            if error.code != "UNSUPPORTED_VERSION":
+                raise
+            starts = self._call("list the partitions' log start offsets", read(OffsetSpec.EARLIEST))
+        ends = self._call("list the partitions' log end offsets", read(OffsetSpec.LATEST))
+        return {(tp.topic, tp.partition): (starts[tp].offset, ends[tp].offset)
+                for tp in wanted if tp in starts and tp in ends}
+
+    def read_committed_offsets(self) -> dict[tuple[str, int], dict[str, int]]:
+        """The offset every consumer group committed, per partition (ListGroups, then one
+        OffsetFetch per coordinator). Groups of other kinds (share groups, Connect's workers)
+        commit no offsets and are left out."""
+        groups = self._call("list the consumer groups", lambda c: c.list_groups())
+        ids = sorted({g["group_id"] for g in groups if g.get("protocol_type", "") in ("consumer", "")})
+        if not ids:
+            return {}
+        answer = self._call(f"fetch the committed offsets of {len(ids)} consumer groups",
+                            lambda c: c.list_group_offsets({group: None for group in ids}))
+        committed: dict[tuple[str, int], dict[str, int]] = {}
+        for group, offsets in answer.items():
+            for tp, at in offsets.items():
+                if at.offset >= 0:  # -1: no offset committed for this partition
+                    committed.setdefault((tp.topic, tp.partition), {})[group] = at.offset
+        return committed
+
     # --- change ---------------------------------------------------------------------------------
     def alter_partition_reassignment(self, topic: str, partition: int,
                                      target_replicas: Sequence[int] | None) -> None:

@@ -76,6 +76,12 @@ class StubbedAdmin(ClusterAdmin):
         self.alone += [f"min isr {t}" for t in topics]
         return {t: 1 for t in topics}
 
+    def read_log_offsets(self, keys):
+        return {key: (0, 0) for key in keys}
+
+    def read_committed_offsets(self):
+        return {}
+
 
 DIR_READS = ["log dirs 1", "log dirs 2"]
 
@@ -168,6 +174,12 @@ class ObservingAdmin(ClusterAdmin):
     def ensure_topics(self, names, partitions=3):
         return []
 
+    def read_log_offsets(self, keys):
+        return {key: (0, 0) for key in keys}
+
+    def read_committed_offsets(self):
+        return {}
+
 
 class CollectingPublisher:
     def __init__(self) -> None:
@@ -236,3 +248,45 @@ def test_a_polls_events_carry_the_time_it_began_reading():
     watcher.poll_once()  # the change, read from 1010.0 s on
     assert {r["event_time"] for _s, _k, r in publisher.polls[0]} == {1_000_000}
     assert [(r["event_time"], r["leader_epoch"]) for _s, _k, r in publisher.polls[1]] == [(1_010_000, 4)]
+
+
+def test_a_traffic_read_that_fails_skips_the_sample_and_never_the_poll():
+    """Offsets that cannot be read leave the snapshot without rates (the pipeline keeps the ones
+    it knew); groups that cannot be read leave bytes out unknown; the poll publishes either way."""
+    from runtime.clients.cluster_merge import compute_observation
+    from runtime.clients.cluster_observation import PartitionObservation
+
+    observation = compute_observation(BROKERS, [PartitionObservation("t", 0, (1, 2), (1, 2), 1, 3)], {"t": "id"},
+                                      {}, [], {"t": 1})
+    failing = {"offsets"}
+
+    class FlakyAdmin(ObservingAdmin):
+        def read_log_offsets(self, keys):
+            if "offsets" in failing:
+                raise KafkaTransientError("list offsets: stubbed", "REQUEST_TIMED_OUT")
+            return {key: (0, 10) for key in keys}
+
+        def read_committed_offsets(self):
+            if "groups" in failing:
+                raise KafkaTransientError("list groups: stubbed", "GROUP_AUTHORIZATION_FAILED")
+            return {}
+
+    now = [1000.0]
+    publisher = CollectingPublisher()
+    watcher = Watcher(FlakyAdmin([observation]), publisher, load_settings(snapshot_interval_seconds=10),
+                      clock=lambda: now[0])
+
+    def snapshot_rates():
+        now[0] += 10
+        assert watcher.poll_once().snapshot_id is not None
+        (record,) = [r for _s, _k, r in publisher.polls[-1] if r.get("partition") == 0]
+        return record["bytes_in_per_sec"], record["bytes_out_per_sec"]
+
+    assert snapshot_rates() == (None, None)  # offsets refused: no sample
+    failing.clear()
+    assert snapshot_rates() == (None, None)  # the first sample: nothing to compare with yet
+    failing.add("groups")
+    assert snapshot_rates() == (0.0, None)  # nothing produced; the groups unknown
+    failing.clear()
+    assert snapshot_rates() == (0.0, None)  # the sample before had no groups
+    assert snapshot_rates() == (0.0, 0.0)

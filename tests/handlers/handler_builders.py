@@ -62,6 +62,14 @@ def partition_event(p: PartitionState, at_ms: int) -> tuple[str, dict]:
         "log_dirs": list(p.log_dirs)})
 
 
+def traffic_event(p: PartitionState, at_ms: int, bytes_in: float | None, bytes_out: float | None,
+                  window_ms: int = 60_000) -> tuple[str, dict]:
+    """A snapshot's PartitionState of `p` carrying one traffic sample over `window_ms`."""
+    schema, record = partition_event(p, at_ms)
+    return schema, {**record, "snapshot_id": "snap-traffic", "bytes_in_per_sec": bytes_in,
+                    "bytes_out_per_sec": bytes_out, "traffic_window_ms": window_ms}
+
+
 def snapshot_end(cluster: Cluster, at_ms: int, snapshot_id: str = "snap-1",
                  inventory: bool = True) -> tuple[str, dict]:
     """The END marker of a snapshot of `cluster` polled at `at_ms` (with its inventory)."""

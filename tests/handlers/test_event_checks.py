@@ -41,6 +41,14 @@ def test_an_impossible_partition_state_is_named(changes, problem):
     assert found is not None and problem in found
 
 
+@pytest.mark.parametrize("name, value", [("bytes_in_per_sec", -1.0), ("bytes_out_per_sec", float("nan")),
+                                         ("bytes_in_per_sec", float("inf")), ("traffic_window_ms", -60_000)])
+def test_an_impossible_traffic_rate_is_named(name, value):
+    found = compute_event_problem("PartitionState", {**partition_record(), name: value})
+    assert found is not None and name in found and "finite, non-negative" in found
+    assert compute_event_problem("PartitionState", {**partition_record(), name: 0}) is None
+
+
 def test_a_true_partition_state_passes_and_an_epoch_jump_does_not():
     assert compute_event_problem("PartitionState", partition_record(leader_epoch=7), known_epoch=6) is None
     jump = compute_event_problem("PartitionState", partition_record(leader_epoch=2**31 - 1), known_epoch=6)
@@ -74,3 +82,25 @@ def test_a_forged_epoch_is_a_bad_event_and_the_true_events_still_apply():
                             T0 + 2000)
     after = decide(decision.state, BatchInputs(2, T0 + 2000, (truth,)), default_policy()).state
     assert after.cluster.partition(TopicPartition(PARTITION.topic, PARTITION.partition)).isr == PARTITION.replicas[:2]
+
+
+def test_traffic_samples_join_the_partitions_smoothed_rates_and_a_change_event_keeps_them():
+    from handler_builders import traffic_event
+
+    from planning.load import smooth_rate
+
+    tp = TopicPartition(PARTITION.topic, PARTITION.partition)
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(CLUSTER, T0)), default_policy()).state
+    assert state.cluster.partition(tp).bytes_in_per_sec is None  # never measured
+    first = decide(state, BatchInputs(1, T0 + 60_000, (traffic_event(PARTITION, T0 + 60_000, 1_000.0, 3_000.0),)),
+                   default_policy()).state
+    assert (first.cluster.partition(tp).bytes_in_per_sec, first.cluster.partition(tp).bytes_out_per_sec) == (1_000.0,
+                                                                                                           3_000.0)
+    second = decide(first, BatchInputs(2, T0 + 120_000, (traffic_event(PARTITION, T0 + 120_000, 2_000.0, None),)),
+                    default_policy()).state
+    assert second.cluster.partition(tp).bytes_in_per_sec == smooth_rate(1_000.0, 2_000.0, 60_000)
+    assert second.cluster.partition(tp).bytes_out_per_sec == 3_000.0  # not measured this time: kept
+    change = partition_event(replace(PARTITION, isr=PARTITION.replicas[:2], leader_epoch=PARTITION.leader_epoch + 1),
+                             T0 + 130_000)
+    after = decide(second, BatchInputs(3, T0 + 130_000, (change,)), default_policy()).state.cluster.partition(tp)
+    assert after.isr == PARTITION.replicas[:2] and after.bytes_in_per_sec == second.cluster.partition(tp).bytes_in_per_sec

@@ -21,7 +21,8 @@ SNAPSHOT = {
     ],
     "topics": [
         {"name": "orders", "min_insync_replicas": 2, "partitions": [
-            {"partition": 0, "replicas": [0, 1], "isr": [0], "leader": 0, "size_bytes": 5, "log_dirs": ["/d0", None]},
+            {"partition": 0, "replicas": [0, 1], "isr": [0], "leader": 0, "size_bytes": 5, "log_dirs": ["/d0", None],
+             "bytes_in_per_sec": 1250, "bytes_out_per_sec": 2500.5},
             {"partition": 1, "replicas": [1, 0]},
         ]},
     ],
@@ -33,7 +34,9 @@ def test_defaults_and_round_trip():
     b0, b1, b2 = cluster.brokers
     assert (b0.alive, b0.draining, b1.alive, b2.draining) == (True, False, False, True)
     p1 = cluster.partition(TopicPartition("orders", 1))
-    assert p1.isr == (1, 0) and p1.leader == 1 and p1.size_bytes is None
+    assert p1.isr == (1, 0) and p1.leader == 1 and p1.size_bytes is None and p1.bytes_in_per_sec is None
+    p0 = cluster.partition(TopicPartition("orders", 0))
+    assert (p0.bytes_in_per_sec, p0.bytes_out_per_sec) == (1250.0, 2500.5)
     assert cluster.min_isr("orders") == 2
     assert cluster_from_json(cluster_to_json(cluster), "again") == cluster
 
@@ -55,6 +58,10 @@ def test_defaults_and_round_trip():
          "$.topics[0].partitions[0].log_dirs", "one log dir per replica"),
         (lambda d: d["topics"][0]["partitions"][0].__setitem__("isr", [7]),
          "$.topics[0].partitions[0].isr[0]", "member of replicas"),
+        (lambda d: d["topics"][0]["partitions"][0].__setitem__("bytes_in_per_sec", -1),
+         "$.topics[0].partitions[0].bytes_in_per_sec", "non-negative number of bytes per second"),
+        (lambda d: d["topics"][0]["partitions"][1].__setitem__("bytes_out_per_sec", "fast"),
+         "$.topics[0].partitions[1].bytes_out_per_sec", "non-negative number of bytes per second"),
     ],
 )
 def test_malformed_snapshot_names_file_path_and_expectation(mutate, path, expected):

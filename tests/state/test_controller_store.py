@@ -34,7 +34,8 @@ def sample_state(isr=(1, 2, 3)) -> ControllerState:
     )
     partitions = tuple(
         PartitionState("orders", p, (1, 2, 3), tuple(isr), 1, 1000 + p,
-                       ("/data/b1/d0", "/data/b2/d1", None), (), (), (), 4)
+                       ("/data/b1/d0", "/data/b2/d1", None), (), (), (), 4,
+                       *((1250.5, 3000.25) if p == 1 else (None, None)))
         for p in range(3)
     )
     tp = TopicPartition("orders", 0)
@@ -129,6 +130,13 @@ def test_state_written_before_observation_times_were_kept_still_loads(store, red
     assert loaded.cluster.broker(1) == Broker(1, "/dc1/r1", True, False, (LogDir("/data/d0", True, 100, 40),))
     assert loaded.cluster.min_isr("orders") == 2
     assert loaded.observed_at == ObservationTimes()
+
+
+def test_a_partition_row_written_before_traffic_was_kept_loads_without_it(store, redis_client):
+    assert store.commit(0, ControllerState(), sample_state(), [])
+    redis_client.hset(store.keys["partitions"], "orders:2", '[[1,2,3],[1,2,3],1,4,[],[],[],1002,[0,1,-1]]')
+    loaded = store.load().cluster.partition(TopicPartition("orders", 2))
+    assert loaded.size_bytes == 1002 and loaded.bytes_in_per_sec is None and loaded.bytes_out_per_sec is None
 
 
 def test_a_topic_row_written_before_topic_ids_were_kept_loads_without_one(store, redis_client):

@@ -59,6 +59,7 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "offline": [row_to_json(p) for p in view.offline],
         "reassignments": [reassignment_row_to_json(r) for r in view.reassignments],
         "in_flight": [row_to_json(s) for s in view.in_flight],
+        "traffic_measured": view.traffic_measured,
         "topics": view.topics,
         "partitions": view.partitions,
         # the active reassignments' (their rows summed); "movement": finished ones included

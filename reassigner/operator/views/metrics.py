@@ -45,4 +45,9 @@ def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, i
         samples["reassigner_log_dir_move_bytes"] = [((), sum(m.size_bytes for m in view.log_dir_moves))]
         samples["reassigner_log_dir_bytes"] = [((str(b.id), path), size) for b in view.brokers
                                                for path, _count, size in b.dirs if size is not None]
+        if view.traffic_measured:
+            samples["reassigner_broker_bytes_in_per_second"] = [((str(b.id),), b.bytes_in_per_sec)
+                                                                for b in view.brokers]
+            samples["reassigner_broker_network_out_bytes_per_second"] = [((str(b.id),), b.network_out_per_sec)
+                                                                         for b in view.brokers]
     return samples

@@ -11,6 +11,10 @@ ended one all done (`compute_overall_progress`). So `status`, its `--json`, the 
 `StatusView.overall_progress` is that fraction (JSON: `movement`); `steps_done` and
 `steps_estimated` stay the active reassignments' sums (JSON: `progress`).
 
+BROKERS: each with its load (`planning.load`): replicas, leaders, replica bytes, bytes in and
+network out per second (smoothed; `traffic_measured` says whether any partition's traffic was
+measured yet, else the rates are zeros that mean "unknown").
+
 Bytes and time left overall: the sums of the rows, and the time left at the whole observed
 replication rate.
 
@@ -24,6 +28,7 @@ from typing import Any, Mapping
 
 from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
 from state.model import ControllerState
+from planning.load import BrokerLoad, compute_broker_loads
 from planning.movement.eta import ReplicationMeter, compute_rate, compute_time_left
 from reassigner.operator.views.listing import compute_list_view
 from reassigner.operator.views.proposals import ProposalView
@@ -44,6 +49,10 @@ class BrokerRow:
     cannot_host: int = 0  # partitions its failed dirs held, kept off it until it restarts
     # Per online dir, as describe-log-dirs last told: (path, replicas, bytes); None = not reported.
     dirs: tuple[tuple[str, int | None, int | None], ...] = ()
+    # Its load (`planning.load`): replica bytes, and bytes in and network out per second.
+    disk_bytes: int = 0
+    bytes_in_per_sec: float = 0.0
+    network_out_per_sec: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,7 @@ class StatusView:
     proposal_views: tuple[ProposalView, ...] = ()  # the proposals with their moves
     external: tuple[ExternalRow, ...] = ()  # moves of other tools Kafka shows
     movement: OverallProgress = OverallProgress()  # the movement's, finished reassignments included
+    traffic_measured: bool = False  # some partition's traffic was measured: the brokers' rates mean something
 
     @property
     def bytes_left(self) -> int:
@@ -144,14 +154,11 @@ def compute_status(state: ControllerState, default_replica_movements: int,
     """Everything `status` and the status page show; `policy` (the static settings') adds the
     topic selection in force."""
     cluster = state.cluster
-    replicas_on: dict[int, int] = {}
-    leaders_on: dict[int, int] = {}
+    loads = compute_broker_loads(cluster)
+    traffic_measured = False
     under_replicated, under_min_isr, offline = [], [], []
     for p in cluster.partitions():
-        for b in p.replicas:
-            replicas_on[b] = replicas_on.get(b, 0) + 1
-        if p.leader is not None and p.leader >= 0:
-            leaders_on[p.leader] = leaders_on.get(p.leader, 0) + 1
+        traffic_measured = traffic_measured or p.bytes_in_per_sec is not None
         min_isr = cluster.min_isr(p.topic)
         problem = PartitionProblem(p.topic, p.partition, tuple(p.replicas), tuple(p.isr),
                                    p.leader if p.leader is not None and p.leader >= 0 else None, min_isr)
@@ -161,11 +168,13 @@ def compute_status(state: ControllerState, default_replica_movements: int,
             under_replicated.append(problem)
         if len(set(p.isr)) < min_isr:
             under_min_isr.append(problem)
+    idle = BrokerLoad()
     brokers = tuple(
         BrokerRow(b.id, b.rack, b.alive, b.draining, sum(1 for d in b.log_dirs if d.online),
                   len(b.log_dirs), tuple(d.path for d in b.log_dirs if not d.online),
-                  replicas_on.get(b.id, 0), leaders_on.get(b.id, 0), len(b.cannot_host),
-                  tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs))
+                  (load := loads.get(b.id, idle)).replicas, load.leaders, len(b.cannot_host),
+                  tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs),
+                  load.disk_bytes, load.bytes_in_per_sec, load.network_out_per_sec)
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
     listing = compute_list_view(state, default_replica_movements, now_seconds, policy)
@@ -198,6 +207,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         proposal_views=listing.proposals,
         external=listing.external,
         movement=compute_overall_progress(state.replication_meter, rows),
+        traffic_measured=traffic_measured,
     )
 
 
