@@ -1,6 +1,7 @@
 """Bytes-balance benchmark: prints figures, never asserts timings.
 
-Run: `.venv/bin/python benchmarks/bench_bytes_balance.py [a b c d] [--seeds 1,2] [--tolerance 0.10] [--bytes-only]`
+Run: `.venv/bin/python benchmarks/bench_bytes_balance.py [a b c d] [--seeds 1,2] [--tolerance 0.10] [--bytes-only]
+[--traffic]`
 
 Clusters (seeded; 3 DCs with 2 racks each, `/dcK/rJ`; RF 3, one replica per DC, each on a
 random broker of its DC, leaders in random order: a random rack-spread start):
@@ -25,12 +26,19 @@ after, replica-count and leader spread (max - min), the new brokers' bytes as a 
 mean, rack violations, planning time and the process's peak RSS so far (`getrusage`: the bytes planner
 runs first, so its figure is its own peak, the cluster included; today's planner's is the larger
 of the two). `--bytes-only` skips today's planner.
+
+`--traffic` gives every partition traffic as a measured cluster's would be (seeded): a topic's
+bytes in are its size over a retention of 1 hour to 7 days (log-uniform), 3 % of the topics are
+hot (x20), and 0-3 consumer groups read each topic (bytes out = groups x bytes in); the bytes
+planner then balances bytes in and network out too, and each plan's bytes-in and network-out CV
+and max/mean are printed beside the disk's.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 import resource
 import random
 import sys
@@ -68,6 +76,21 @@ def build_cluster(brokers: int, topics: int, partitions: tuple[int, int], low: i
     return Cluster(tuple(nodes), tuple(result))
 
 
+def with_traffic(cluster: Cluster, seed: int) -> Cluster:
+    """`cluster` with each partition's bytes in and out (`--traffic`, module docstring)."""
+    rnd = random.Random(seed * 7919)
+    topics = []
+    for topic in cluster.topics:
+        retention = math.exp(rnd.uniform(math.log(3600), math.log(7 * 86400)))
+        hot = 20.0 if rnd.random() < 0.03 else 1.0
+        readers = rnd.choice([0, 1, 1, 2, 3])
+        topics.append(Topic(topic.name, tuple(
+            replace(p, bytes_in_per_sec=hot * (p.size_bytes or 0) / retention,
+                    bytes_out_per_sec=readers * hot * (p.size_bytes or 0) / retention) for p in topic.partitions),
+            topic.min_insync_replicas))
+    return Cluster(cluster.brokers, tuple(topics))
+
+
 def with_new_brokers(cluster: Cluster, count: int, racks: int = 2) -> tuple[Cluster, list[int]]:
     first = max(b.id for b in cluster.brokers) + 1
     added = [Broker(first + i, rack=rack(first + i, racks)) for i in range(count)]
@@ -97,25 +120,35 @@ def scenario(key: str, seed: int):
     return cluster, [], frozenset()
 
 
-def stats(values: list[int]) -> tuple[float, float]:
+def stats(values: list) -> tuple[float, float]:
     mean = sum(values) / len(values)
+    if not mean:
+        return 0.0, 0.0
     cv = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) / mean
     return cv, max(values) / mean
 
 
-def after_counts(cluster: Cluster, targets, eligible) -> tuple[list[int], list[int], list[int]]:
+def after_counts(cluster: Cluster, targets, eligible) -> tuple[list[int], list[int], list[int], list[float],
+                                                                 list[float]]:
+    """Per eligible broker once `targets` are applied: bytes, replicas, leaders, bytes in and
+    network out (`planning.load`)."""
     held = {b: 0 for b in eligible}
     count = {b: 0 for b in eligible}
     leads = {b: 0 for b in eligible}
+    rate_in = {b: 0.0 for b in eligible}
+    out = {b: 0.0 for b in eligible}
     for p in cluster.partitions():
         final = targets.get(p.tp, p.replicas)
         for b in final:
             if b in held:
                 held[b] += p.size_bytes or 0
                 count[b] += 1
+                rate_in[b] += p.bytes_in_per_sec or 0.0
         if final and final[0] in leads:
             leads[final[0]] += 1
-    return [held[b] for b in eligible], [count[b] for b in eligible], [leads[b] for b in eligible]
+            out[final[0]] += (len(final) - 1) * (p.bytes_in_per_sec or 0.0) + (p.bytes_out_per_sec or 0.0)
+    return ([held[b] for b in eligible], [count[b] for b in eligible], [leads[b] for b in eligible],
+            [rate_in[b] for b in eligible], [out[b] for b in eligible])
 
 
 def peak_rss_mib() -> float:
@@ -124,9 +157,12 @@ def peak_rss_mib() -> float:
 
 def describe(name: str, cluster: Cluster, eligible: list[int], added: list[int], targets, seconds: float,
              moved: int, moves: int, leader_changes: int, bound: int | None = None, extra: str = "") -> dict:
-    held, count, leads = after_counts(cluster, targets, eligible)
+    held, count, leads, rate_in, out = after_counts(cluster, targets, eligible)
     cv, max_mean = stats(held)
     mean = sum(held) / len(held)
+    if any(rate_in):
+        extra = (f"; bytes in CV {stats(rate_in)[0]:.3f} max/mean {stats(rate_in)[1]:.3f}, network out CV "
+                 f"{stats(out)[0]:.3f} max/mean {stats(out)[1]:.3f}") + extra
     new = [held[eligible.index(b)] / mean for b in added]
     tree = compute_rack_tree(b for b in cluster.brokers if b.id in set(eligible))
     violations = sum(1 for final in targets.values() if not satisfies_rack_spread(tree, final))
@@ -140,20 +176,25 @@ def describe(name: str, cluster: Cluster, eligible: list[int], added: list[int],
     return {"tb": moved / TB, "cv": cv, "max_mean": max_mean}
 
 
-def run(key: str, seed: int, tolerance: float, bytes_only: bool = False) -> None:
+def run(key: str, seed: int, tolerance: float, bytes_only: bool = False, traffic: bool = False) -> None:
     cluster, added, drained = scenario(key, seed)
+    if traffic:
+        cluster = with_traffic(cluster, seed)
     eligible = sorted(b.id for b in cluster.brokers if b.id not in drained)
-    held, count, leads = after_counts(cluster, {}, eligible)
+    held, count, leads, rate_in, out = after_counts(cluster, {}, eligible)
     cv, max_mean = stats(held)
     partitions = sum(len(t.partitions) for t in cluster.topics)
     total = sum(p.size_bytes or 0 for p in cluster.partitions()) * 1.0
     print(f"({key}) seed {seed}: {len(cluster.brokers)} brokers, {partitions} partitions, {3 * total / TB:.1f} TB of "
           f"replicas{'; add ' + str(added) if added else ''}{'; remove ' + str(sorted(drained)) if drained else ''}; "
           f"before: disk CV {cv:.3f} max/mean {max_mean:.3f}, replica spread {max(count) - min(count)}, leader "
-          f"spread {max(leads) - min(leads)}; peak RSS {peak_rss_mib():.0f} MiB", flush=True)
+          f"spread {max(leads) - min(leads)}"
+          + (f", bytes in CV {stats(rate_in)[0]:.3f}, network out CV {stats(out)[0]:.3f}" if traffic else "")
+          + f"; peak RSS {peak_rss_mib():.0f} MiB", flush=True)
 
     goal = Goal(heal=False, rebalance=True, drain_brokers=drained)
-    tolerances = Tolerances(disk=tolerance, replicas=tolerance, leaders=tolerance)
+    tolerances = Tolerances(disk=tolerance, replicas=tolerance, leaders=tolerance, bytes_in=tolerance,
+                            network_out=tolerance)
     started = time.perf_counter()
     plan = plan_bytes_balance(cluster, tolerances, goal)
     seconds = time.perf_counter() - started
@@ -184,8 +225,8 @@ if __name__ == "__main__":
         at = args.index("--tolerance")
         tolerance = float(args[at + 1])
         del args[at:at + 2]
-    bytes_only = "--bytes-only" in args
-    args = [a for a in args if a != "--bytes-only"]
+    bytes_only, traffic = "--bytes-only" in args, "--traffic" in args
+    args = [a for a in args if a not in ("--bytes-only", "--traffic")]
     for key in args or ["a", "b", "c", "d"]:
         for seed in seeds:
-            run(key, seed, tolerance, bytes_only)
+            run(key, seed, tolerance, bytes_only, traffic)

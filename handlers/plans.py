@@ -82,7 +82,8 @@ def compute_balance(policy: Policy) -> Balance:
     """How plans balance, from the policy (`balance.*` settings)."""
     return Balance(policy.balance_mode, Tolerances(
         disk=policy.balance_disk_tolerance, replicas=policy.balance_replica_tolerance,
-        leaders=policy.balance_leader_tolerance, topic_spread=policy.balance_topic_spread))
+        leaders=policy.balance_leader_tolerance, topic_spread=policy.balance_topic_spread,
+        bytes_in=policy.balance_bytes_in_tolerance, network_out=policy.balance_network_out_tolerance))
 
 
 def compute_plan_proof(plan: PlacementPlan) -> dict[str, object]:

@@ -76,6 +76,8 @@ class Policy:
     balance_disk_tolerance: float
     balance_replica_tolerance: float
     balance_leader_tolerance: float
+    balance_bytes_in_tolerance: float
+    balance_network_out_tolerance: float
     balance_topic_spread: float
     topics_include: str
     topics_exclude: str | None  # None: Kafka's internal topics and the product's own
@@ -275,6 +277,10 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "(balance.mode=bytes) how far a broker's replica count may be from its share"),
     DynamicKey("balance.leader.tolerance", "balance_leader_tolerance", FRACTION,
                "(balance.mode=bytes) how far a broker's leader count may be from its share"),
+    DynamicKey("balance.bytes.in.tolerance", "balance_bytes_in_tolerance", FRACTION,
+               "(balance.mode=bytes) how far the bytes produced to a broker's replicas may be from its share"),
+    DynamicKey("balance.network.out.tolerance", "balance_network_out_tolerance", FRACTION,
+               "(balance.mode=bytes) how far what a broker sends as a leader may be from its share"),
     DynamicKey("balance.topic.spread", "balance_topic_spread", FRACTION,
                "(balance.mode=bytes) a topic's replicas on a broker stay within share + max(2, this x share)"),
     DynamicKey("mode", "mode", _choice_kind(MODES),

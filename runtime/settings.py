@@ -182,7 +182,8 @@ class Settings(BaseSettings):
     balance_mode: Literal["strict", "bytes"] = Field(
         "strict", description="`balance.mode`: strict makes every broker's replica count exact (per "
         "topic and over the cluster) with the fewest replica moves; bytes puts every broker within "
-        "the tolerances below of its share of disk bytes, replicas and leaders, moving the fewest bytes.")
+        "the tolerances below of its share of disk bytes, replicas, leaders and (once measured) traffic, "
+        "moving the fewest bytes.")
     balance_disk_tolerance: float = Field(
         0.10, gt=0, le=1, description="`balance.disk.tolerance`: (mode bytes) a broker is balanced on "
         "disk within this fraction of its share of the replica bytes.")
@@ -192,6 +193,12 @@ class Settings(BaseSettings):
     balance_leader_tolerance: float = Field(
         0.10, gt=0, le=1, description="`balance.leader.tolerance`: (mode bytes) the same for its "
         "leader count.")
+    balance_bytes_in_tolerance: float = Field(
+        0.10, gt=0, le=1, description="`balance.bytes.in.tolerance`: (mode bytes) the same for the bytes "
+        "produced to its replicas per second, once traffic is measured.")
+    balance_network_out_tolerance: float = Field(
+        0.10, gt=0, le=1, description="`balance.network.out.tolerance`: (mode bytes) the same for what it "
+        "sends per second as a leader (followers' fetches, consumers' reads), once traffic is measured.")
     balance_topic_spread: float = Field(
         0.25, gt=0, le=1, description="`balance.topic.spread`: (mode bytes) no move puts more of one "
         "topic on a broker than its share plus max(2, this fraction of the share).")

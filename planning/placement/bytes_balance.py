@@ -1,7 +1,7 @@
 """Balance disk bytes, replica counts and leaders within tolerances, moving the fewest bytes.
 
-BALANCED. Each eligible broker b has a fair share of the cluster's replica bytes and of its
-replica count: `compute_ideal_shares` (the rack rule decides what each domain holds; inside a
+BALANCED. Each eligible broker b has a fair share of the cluster's replica bytes, of its
+replica count and, once traffic is measured, of its bytes in and network out (`traffic_moves`): `compute_ideal_shares` (the rack rule decides what each domain holds; inside a
 domain the share is even, or in proportion to disk size when every broker reports it). b is
 within tolerance t on a resource when `(1 - t) * share <= value <= (1 + t) * share` (bytes
 rounded inwards, counts outwards to whole replicas); leaders likewise around `L / n`. A
@@ -33,9 +33,12 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    integer program (`planning.placement.milp`, CP-SAT, a deterministic budget), started from
    the greedy plan; its plan replaces the greedy's when it is better (bytes, then replicas),
    and its optimum or its bound is reported.
+2b. Traffic, once measured (`planning.placement.traffic_moves`): moves and same-size swaps put
+   every broker's bytes in within its band, never at the cost of the disk or count bands.
 4. Leaders, by reordering replica lists only (no data moves): one min-cost flow puts every
    broker's leader count in its band with the fewest leadership changes (the kept leader
-   first, then a replica already in sync).
+   first, then a replica already in sync); then (4b) leaderships handed over or traded put
+   network out (followers' fetches and consumers' reads) within its band.
 
 THE BOUND (`bytes_moved_lower_bound`). A closed group is a rack domain whose every partition
 has a fixed number of replicas in it (3 DCs, RF 3: each DC): its bytes never change, so what
@@ -72,6 +75,8 @@ from planning.placement.log_dir_choice import TargetDirs
 from planning.placement.placer import compute_led_by
 from planning.placement.replica_fates import compute_planning_tree
 from planning.placement.racks import satisfies_rack_spread
+from planning.placement.traffic_moves import (balance_bytes_in, balance_network_out, compute_bytes_in_bands,
+                                              compute_even_bands, compute_rates)
 
 __all__ = ["EXACT_DETERMINISTIC_SECONDS", "EXACT_VARIABLES", "REBALANCE", "Bands", "BytesBalancePlan",
            "ResourceReport", "Spread", "Tolerances", "compute_bands", "plan_bytes_balance"]
@@ -106,9 +111,9 @@ class BytesBalancePlan:
     forced_bytes: int  # bytes of replicas that had to leave (dead, draining, offline, racks)
     replica_moves: int
     leader_changes: int
-    within_tolerance: bool  # every eligible broker inside its disk, replica and leader bands
+    within_tolerance: bool  # every eligible broker inside every band reported (`resources`)
     tolerance_reachable: bool | None  # the exact model's verdict on disk and replicas; None: not run
-    resources: Mapping[str, ResourceReport]  # "disk", "replicas", "leaders"
+    resources: Mapping[str, ResourceReport]  # "disk", "replicas", "leaders"; "bytes_in", "network_out" once measured
     disk_shares: Mapping[int, int]
     bytes_before: Mapping[int, int]
     bytes_after: Mapping[int, int]
@@ -200,19 +205,28 @@ def plan_bytes_balance(cluster: Cluster, tolerances: Tolerances = Tolerances(), 
                 exact += "; the greedy's plan was as good"
             if outcome.optimal:  # the plan kept is within the bands with the fewest bytes
                 optimum = outcome.bytes
-    for part, final in zip(parts, finals):
-        part.final = list(final)
-    leaders = _choose_leaders(model, goal.rebalance)
+    model.adopt(finals)
+    rates_in, rates_out = compute_rates(model)
+    if goal.rebalance and brokers:
+        traffic_steps = balance_bytes_in(model, Ledger(model, *model.loads()), rates_in)
+        if traffic_steps:  # the exact model's optimum was for disk and counts alone
+            steps += traffic_steps
+            optimum = None
+            exact += f"; then {traffic_steps} changes for bytes in"
+    leaders, choosable = _choose_leaders(model, goal.rebalance)
+    if goal.rebalance and brokers:
+        leaders = balance_network_out(model, leaders, rates_in, rates_out, choosable)
     return _report(model, goal, parts, leaders, bound, optimum, forced, reachable, exact, steps,
-                   greedy_bytes, greedy_within, unplaced, warnings)
+                   greedy_bytes, greedy_within, unplaced, warnings, rates_in, rates_out)
 
 
 # --- 4. leaders ----------------------------------------------------------------------------------
 
 
-def _choose_leaders(model: BalanceModel, rebalance: bool) -> list[int | None]:
+def _choose_leaders(model: BalanceModel, rebalance: bool) -> tuple[list[int | None], frozenset[int]]:
     """Every partition's leader (its final list's first entry): each broker's count inside its
-    band, with the fewest changes, by one min-cost flow (module docstring, step 4)."""
+    band, with the fewest changes, by one min-cost flow (module docstring, step 4); and the
+    partitions whose leader was chosen (the others' is fixed)."""
     brokers = model.brokers
     column = {b: j for j, b in enumerate(brokers)}
     n = len(brokers)
@@ -259,7 +273,7 @@ def _choose_leaders(model: BalanceModel, rebalance: bool) -> list[int | None]:
         used = np.flatnonzero(solution.flows[first_arc:first_arc + len(r)])
         for arc in used.tolist():
             leaders[rows[members_row[arc]]] = brokers[members_column[arc]]
-    return leaders
+    return leaders, frozenset(rows)
 
 
 # --- the report ----------------------------------------------------------------------------------
@@ -278,7 +292,7 @@ def _spread(values: Mapping[int, int], low: Mapping[int, int], high: Mapping[int
 
 
 def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, optimum, forced, reachable, exact,
-            steps, greedy_bytes, greedy_within, unplaced, warnings) -> BytesBalancePlan:
+            steps, greedy_bytes, greedy_within, unplaced, warnings, rates_in, rates_out) -> BytesBalancePlan:
     cluster, tree, brokers = model.cluster, model.tree, model.brokers
     in_tree = set(brokers)
     bytes_before = {b: 0 for b in brokers}
@@ -287,24 +301,30 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
     bytes_after = {b: 0 for b in brokers}
     count_after = {b: 0 for b in brokers}
     leaders_after = {b: 0 for b in brokers}
+    in_before, in_after = dict.fromkeys(brokers, 0), dict.fromkeys(brokers, 0)
+    out_before, out_after = dict.fromkeys(brokers, 0), dict.fromkeys(brokers, 0)
     targets: dict[TopicPartition, tuple[int, ...]] = {}
     dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
     target_dirs = TargetDirs(cluster, goal.disk_max_usage_percent)
     moved = moves = changes = violations = 0
-    for part, leader in zip(parts, leaders):
+    for part, leader, rate_in, rate_out in zip(parts, leaders, rates_in, rates_out):
         for b in part.original:
             if b in in_tree:
                 bytes_before[b] += part.size
                 count_before[b] += 1
+                in_before[b] += rate_in
         if part.original and part.original[0] in in_tree:
             leaders_before[part.original[0]] += 1
+            out_before[part.original[0]] += (len(part.original) - 1) * rate_in + rate_out
         final = compute_led_by(tuple(part.final), leader)
         for b in final:
             if b in in_tree:
                 bytes_after[b] += part.size
                 count_after[b] += 1
+                in_after[b] += rate_in
         if final and final[0] in in_tree:
             leaders_after[final[0]] += 1
+            out_after[final[0]] += (len(final) - 1) * rate_in + rate_out
         if final == tuple(part.original):
             continue
         tp = part.state.tp
@@ -316,11 +336,7 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         if not satisfies_rack_spread(tree, [b for b in final if b in in_tree]):
             violations += 1
         dirs[tp] = target_dirs.choose(part.state, final)
-    leader_total = sum(leaders_after.values())
-    n = max(1, len(brokers))
-    tolerance = as_fraction(model.tolerances.leaders)
-    leader_low = {b: math.floor((1 - tolerance) * Fraction(leader_total, n)) for b in brokers}
-    leader_high = {b: math.ceil((1 + tolerance) * Fraction(leader_total, n)) for b in brokers}
+    leader_low, leader_high = compute_even_bands(sum(leaders_after.values()), brokers, model.tolerances.leaders)
     resources = {
         "disk": ResourceReport(_spread(bytes_before, model.blo, model.bhi), _spread(bytes_after, model.blo, model.bhi)),
         "replicas": ResourceReport(_spread(count_before, model.clo, model.chi),
@@ -328,6 +344,12 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         "leaders": ResourceReport(_spread(leaders_before, leader_low, leader_high),
                                   _spread(leaders_after, leader_low, leader_high)),
     }
+    if any(rates_in) or any(rates_out):  # traffic known: judged too (module docstring, TRAFFIC)
+        in_low, in_high = compute_bytes_in_bands(model, rates_in)
+        out_low, out_high = compute_even_bands(sum(out_after.values()), brokers, model.tolerances.network_out)
+        resources["bytes_in"] = ResourceReport(_spread(in_before, in_low, in_high), _spread(in_after, in_low, in_high))
+        resources["network_out"] = ResourceReport(_spread(out_before, out_low, out_high),
+                                                  _spread(out_after, out_low, out_high))
     within = all(r.after.outside == 0 for r in resources.values())
     if unplaced:
         warnings.append(f"{len(unplaced)} partitions cannot be completed on the eligible brokers and stay "

@@ -28,6 +28,8 @@ class Tolerances:
     leaders: float = 0.10
     topic_spread: float | None = 0.25  # None: no per-topic limit
     topic_slack: int = 2
+    bytes_in: float = 0.10
+    network_out: float = 0.10
 
 
 
@@ -251,6 +253,17 @@ class BalanceModel:
                 self.topic_count[(part.topic, victim)] -= 1
                 dropped += part.size
         return dropped
+
+    def adopt(self, finals) -> None:
+        """Make `finals` (one list per part) the plan's: members and per-topic counts follow."""
+        node = self.tree.broker_node
+        self.topic_count = {}
+        for part, final in zip(self.parts, finals):
+            part.final = list(final)
+            part.members = {b for b in part.final if b is not None and b in node}
+            part.changed()
+            for b in part.members:
+                self.topic_count[(part.topic, b)] = self.topic_count.get((part.topic, b), 0) + 1
 
     def loads(self) -> tuple[dict[int, int], dict[int, int]]:
         load = {b: 0 for b in self.brokers}

@@ -1,0 +1,332 @@
+"""Bytes in and network out within their bands, once disk bytes and replicas are placed
+(`planning.placement.bytes_balance`, steps 2b and 4b).
+
+TRAFFIC (`planning.load`): every replica of a partition carries its bytes in; its leader also
+carries its network out, (replicas - 1) × bytes in + bytes out. Traffic never measured counts as
+zero: with no traffic known neither step changes anything.
+
+BANDS. A broker's share of bytes in follows the rack rule as its share of disk bytes does (a
+closed rack group holds a fixed number of replicas of every partition); its share of network out
+is even over the eligible brokers (any replica may lead). Within tolerance t means
+`(1 - t) × share <= value <= (1 + t) × share` (`Tolerances.bytes_in`, `Tolerances.network_out`).
+
+2b. BYTES IN, by replicas. While some broker is outside its band, the one furthest out (relative
+to its share) gets the change that moves the fewest bytes per unit of violation it removes. The
+violation sums, over the brokers a change touches, how far each is outside its disk-bytes,
+replica-count and bytes-in bands, each relative to its share; a change that leaves the disk or
+count bands further off is never made (disk and replicas come first). A change is a move of one of its replicas to a peer of its closed rack group (or of
+a peer's to it), or a swap of one of its busiest replicas with a quieter one of about the same
+size on a peer (both counts unchanged, the disk bytes nearly). The hard rules hold as everywhere:
+the rack rule (`BalanceModel.fits`) and the per-topic limits (`BalanceModel.may_take`). Stops
+when every broker is within its bands or nothing helps (and after a budget of steps).
+
+4b. NETWORK OUT, by leadership only (no data moves). While some broker is outside its band, the
+one furthest out hands the leadership of one of its partitions to a follower (or takes it from a
+partition it follows), or two leaderships trade places when a leader count is at the edge of its
+band: the change that removes the most violation over network out and leader counts, never
+leaving a leader count further outside its band, then the one that changes fewest leaders from
+before (giving a partition its old leader back is best).
+
+Pure: works on the plan's scratch (`Part`s, a `Ledger`), deterministic (ties by ids).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from fractions import Fraction
+
+from planning.placement.bytes_ledger import Ledger
+from planning.placement.bytes_model import BalanceModel, as_fraction
+from planning.placement.quotas import compute_ideal_shares
+
+_PEERS = 8  # peers looked at for a change, the most useful first
+_CANDIDATES = 12  # a broker's busiest replicas (leaderships) tried
+_SCAN = 8  # replicas of about the same size looked at either side, for a swap
+_EPSILON = 1e-12
+
+
+def compute_rates(model: BalanceModel) -> tuple[list[int], list[int]]:
+    """Bytes in and bytes out per second of each of the plan's partitions (unknown: 0)."""
+    return ([int(round(part.state.bytes_in_per_sec or 0)) for part in model.parts],
+            [int(round(part.state.bytes_out_per_sec or 0)) for part in model.parts])
+
+
+def _outside(value: int, low: int, high: int) -> int:
+    return value - high if value > high else low - value if value < low else 0
+
+
+def compute_bytes_in_bands(model: BalanceModel, rates: list[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """(low, high) bytes in per eligible broker (module BANDS)."""
+    histogram: dict[int, int] = {}
+    for part, rate in zip(model.parts, rates):
+        if part.replication > 0 and rate:
+            histogram[part.replication] = histogram.get(part.replication, 0) + rate
+    shares = compute_ideal_shares(model.tree, histogram) if histogram else {b: Fraction(0) for b in model.brokers}
+    t = as_fraction(model.tolerances.bytes_in)
+    return ({b: math.ceil((1 - t) * s) for b, s in shares.items()},
+            {b: math.floor((1 + t) * s) for b, s in shares.items()})
+
+
+def compute_even_bands(total: int, brokers, tolerance: float) -> tuple[dict[int, int], dict[int, int]]:
+    """(low, high) around an even share of `total` (leaders, network out)."""
+    share = Fraction(total, max(1, len(brokers)))
+    t = as_fraction(tolerance)
+    return ({b: math.floor((1 - t) * share) for b in brokers}, {b: math.ceil((1 + t) * share) for b in brokers})
+
+
+# --- 2b. bytes in ------------------------------------------------------------------------------
+
+
+class _BytesIn:
+    """Bytes in per broker and each broker's movable replicas by rate, kept move by move."""
+
+    def __init__(self, model: BalanceModel, ledger: Ledger, rates: list[int]) -> None:
+        self.m, self.ledger, self.rate = model, ledger, rates
+        self.low, self.high = compute_bytes_in_bands(model, rates)
+        self.unit = {b: max(1, (self.low[b] + self.high[b]) // 2) for b in model.brokers}
+        self.load = dict.fromkeys(model.brokers, 0)
+        self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
+        for index, part in enumerate(model.parts):
+            for b in part.members:
+                self.load[b] += rates[index]
+                if part.movable:
+                    self.items[b].append((rates[index], index))
+        for values in self.items.values():
+            values.sort()
+
+    def relative(self, b: int) -> float:
+        return _outside(self.load[b], self.low[b], self.high[b]) / self.unit[b]
+
+    def violation(self, b: int, disk: int, count: int, rate: int) -> tuple[float, float]:
+        """(disk and count violation, bytes-in violation) of b, each relative to its share."""
+        m = self.m
+        return (_outside(disk, m.blo[b], m.bhi[b]) / max(1, m.bshare_floor[b])
+                + _outside(count, m.clo[b], m.chi[b]) / max(1, m.cshare_floor[b]),
+                _outside(rate, self.low[b], self.high[b]) / self.unit[b])
+
+    def gain(self, change) -> float:
+        """How much violation `change` ((index, from, to), ...) removes; nothing (0) when it
+        leaves the disk or count bands further off (they come first)."""
+        ledger, parts = self.ledger, self.m.parts
+        delta: dict[int, list[int]] = {}
+        for index, s, d in change:
+            size, rate = parts[index].size, self.rate[index]
+            for b, sign in ((s, -1), (d, 1)):
+                entry = delta.setdefault(b, [0, 0, 0])
+                entry[0] += sign * size
+                entry[1] += sign
+                entry[2] += sign * rate
+        placed = traffic = 0.0
+        for b, (dl, dc, dr) in delta.items():
+            load, count, rate = ledger.load[b], ledger.count[b], self.load[b]
+            (p0, t0), (p1, t1) = self.violation(b, load, count, rate), self.violation(b, load + dl, count + dc, rate + dr)
+            placed += p0 - p1
+            traffic += t0 - t1
+        return 0.0 if placed < -_EPSILON else placed + traffic
+
+    def move(self, index: int, s: int, d: int) -> None:
+        rate = self.rate[index]
+        self.ledger.move(index, s, d)
+        self.load[s] -= rate
+        self.load[d] += rate
+        if self.m.parts[index].movable:
+            del self.items[s][bisect.bisect_left(self.items[s], (rate, index))]
+            bisect.insort(self.items[d], (rate, index))
+
+
+def balance_bytes_in(model: BalanceModel, ledger: Ledger, rates: list[int]) -> int:
+    """Step 2b (module docstring); returns the changes made."""
+    if not any(rates) or not model.brokers:
+        return 0
+    state = _BytesIn(model, ledger, rates)
+    steps, budget = 0, 4 * len(model.brokers) + 200
+    stuck: set[int] = set()
+    heap = [(-state.relative(b), b) for b in model.brokers if state.relative(b) > 0]
+    heapq.heapify(heap)
+    while steps < budget:
+        worst, aside = None, []
+        while heap:
+            value, b = heap[0]
+            if -value != state.relative(b):
+                heapq.heappop(heap)
+            elif b in stuck:
+                aside.append(heapq.heappop(heap))
+            else:
+                worst = b
+                break
+        for entry in aside:
+            heapq.heappush(heap, entry)
+        if worst is None:
+            break
+        change = _best_in_change(model, state, worst)
+        if change is None:
+            stuck.add(worst)
+            continue
+        touched = set()
+        for index, s, d in change:
+            state.move(index, s, d)
+            touched |= {s, d}
+        for b in touched:
+            if state.relative(b) > 0:
+                heapq.heappush(heap, (-state.relative(b), b))
+        steps += 1
+        stuck.clear()
+    return steps
+
+
+def _best_in_change(model: BalanceModel, state: _BytesIn, b: int):
+    """The cheapest change (bytes per violation removed) relieving broker b, or None."""
+    hot = state.load[b] > state.high[b]
+    ratio = {c: state.load[c] / state.unit[c] for c in model.group_members[model.group[b]]}
+    peers = sorted((c for c in ratio if c != b), key=lambda c: (ratio[c] if hot else -ratio[c], c))[:_PEERS]
+    parts, ledger = model.parts, state.ledger
+    best = None
+    for peer in peers:
+        giver, taker = (b, peer) if hot else (peer, b)
+        for rate, index in reversed(state.items[giver][-_CANDIDATES:]):
+            if rate == 0:
+                break
+            part = parts[index]
+            if not model.fits(part, giver, taker):
+                continue
+            if model.may_take(part.topic, taker):
+                best = _cheaper(state, best, ((index, giver, taker),))
+            sizes, values = ledger.sizes[taker], ledger.items[taker]
+            start = bisect.bisect_left(sizes, part.size)
+            for size, other in values[max(0, start - _SCAN):start + _SCAN]:
+                back = parts[other]
+                if state.rate[other] >= rate or other == index or not model.fits(back, taker, giver):
+                    continue
+                if back.topic != part.topic and not (model.may_take(part.topic, taker)
+                                                     and model.may_take(back.topic, giver)):
+                    continue  # a swap within one topic leaves its counts as they are
+                best = _cheaper(state, best, ((index, giver, taker), (other, taker, giver)))
+    return None if best is None else best[1]
+
+
+def _cheaper(state: _BytesIn, best, change):
+    gained = state.gain(change)
+    if gained <= _EPSILON:
+        return best
+    cost = sum(state.m.parts[index].size for index, _, _ in change)
+    key = (cost / gained, cost, tuple(index for index, _, _ in change))
+    return (key, change) if best is None or key < best[0] else best
+
+
+# --- 4b. network out ---------------------------------------------------------------------------
+
+
+def balance_network_out(model: BalanceModel, leaders: list[int | None], rates_in: list[int],
+                        rates_out: list[int], choosable: frozenset[int]) -> list[int | None]:
+    """Step 4b (module docstring): `leaders` (per partition) with network out in its bands where
+    leadership alone can do it; only the partitions in `choosable` may change leader."""
+    brokers = model.brokers
+    in_tree = set(brokers)
+    parts = model.parts
+    leaders = list(leaders)
+    weight = [max(0, len(part.final) - 1) * rates_in[i] + rates_out[i] for i, part in enumerate(parts)]
+    if not any(weight[i] for i in choosable) or not brokers:
+        return leaders
+    load = dict.fromkeys(brokers, 0)
+    count = dict.fromkeys(brokers, 0)
+    led: dict[int, list[tuple[int, int]]] = {b: [] for b in brokers}
+    for index, leader in enumerate(leaders):
+        if leader in in_tree:
+            load[leader] += weight[index]
+            count[leader] += 1
+            if index in choosable:
+                led[leader].append((weight[index], index))
+    for values in led.values():
+        values.sort()
+    low, high = compute_even_bands(sum(load.values()), brokers, model.tolerances.network_out)
+    llow, lhigh = compute_even_bands(sum(count.values()), brokers, model.tolerances.leaders)
+    unit = {b: max(1, (low[b] + high[b]) // 2) for b in brokers}
+    lunit = {b: max(1, (llow[b] + lhigh[b]) // 2) for b in brokers}
+
+
+    def relative(b: int) -> float:
+        return _outside(load[b], low[b], high[b]) / unit[b]
+
+    def gain(change) -> float:
+        delta: dict[int, list[int]] = {}
+        for index, s, d in change:
+            for b, sign in ((s, -1), (d, 1)):
+                entry = delta.setdefault(b, [0, 0])
+                entry[0] += sign * weight[index]
+                entry[1] += sign
+        counts = traffic = 0.0
+        for b, (do, dc) in delta.items():
+            counts += (_outside(count[b], llow[b], lhigh[b]) - _outside(count[b] + dc, llow[b], lhigh[b])) / lunit[b]
+            traffic += (_outside(load[b], low[b], high[b]) - _outside(load[b] + do, low[b], high[b])) / unit[b]
+        return 0.0 if counts < -_EPSILON else counts + traffic  # leader counts first
+
+    def changes_from_before(change) -> int:
+        before = 0
+        for index, s, d in change:
+            original = parts[index].original[0] if parts[index].original else None
+            before += (d != original) - (s != original)
+        return before
+
+    def consider(best, change):
+        gained = gain(change)
+        if gained <= _EPSILON:
+            return best
+        key = (-gained, changes_from_before(change), tuple(index for index, _, _ in change))
+        return (key, change) if best is None or key < best[0] else best
+
+    follows: dict[int, list[int]] = {b: [] for b in brokers}
+    for index in sorted(choosable):
+        for b in parts[index].final:
+            if b in in_tree:
+                follows[b].append(index)
+
+    def trades(best, index: int, giver: int, taker: int):
+        """The leadership of `index` from giver to taker, alone or against a quieter one back."""
+        best = consider(best, ((index, giver, taker),))
+        for back_weight, back in led[taker][:_CANDIDATES]:
+            if back_weight >= weight[index]:
+                break
+            if giver in parts[back].final:
+                best = consider(best, ((index, giver, taker), (back, taker, giver)))
+        return best
+
+    def best_change(b: int):
+        best = None
+        if load[b] > high[b]:  # hand over one of its busiest leaderships to one of its followers
+            for out, index in reversed(led[b][-_CANDIDATES:]):
+                if out == 0:
+                    break
+                for follower in parts[index].final:
+                    if follower != b and follower in in_tree:
+                        best = trades(best, index, b, follower)
+        else:  # take over one of the busiest leaderships among the partitions it follows
+            followed = sorted((i for i in follows[b] if leaders[i] != b and leaders[i] in in_tree and weight[i]),
+                              key=lambda i: (-weight[i], i))
+            for index in followed[:_CANDIDATES]:
+                best = trades(best, index, leaders[index], b)
+        return None if best is None else best[1]
+
+    steps, budget = 0, 4 * len(brokers) + 200
+    stuck: set[int] = set()
+    while steps < budget:
+        outside = [(relative(b), b) for b in brokers if relative(b) > 0 and b not in stuck]
+        if not outside:
+            break
+        _, worst = max(outside, key=lambda e: (e[0], -e[1]))
+        change = best_change(worst)
+        if change is None:
+            stuck.add(worst)
+            continue
+        for index, s, d in change:
+            leaders[index] = d
+            load[s] -= weight[index]
+            load[d] += weight[index]
+            count[s] -= 1
+            count[d] += 1
+            del led[s][bisect.bisect_left(led[s], (weight[index], index))]
+            bisect.insort(led[d], (weight[index], index))
+        steps += 1
+        stuck.clear()
+    return leaders
