@@ -11,6 +11,7 @@ import pytest
 
 from harness import T0, broker_event, log_dir_event, partition_event, request
 from schemas.codec import TOPICS, encode
+from schemas.loader import CURRENT_SCHEMA_VERSION
 
 pytestmark = [pytest.mark.spark]
 
@@ -56,12 +57,14 @@ def test_driver_and_spark_collapse_give_the_same_inputs(spark):
 
     settings = load_settings(topic_prefix="reduce")
     rows = kafka_rows(settings, seed=7)
-    # With includeHeaders the Kafka source gives every row its headers (the writer's schema version).
-    with_headers = [(*row, [("schema_version", b"4")]) for row in rows]
+    # With includeHeaders the Kafka source gives every row its headers (the writer's schema version,
+    # the one `encode` wrote with: an older one would read the newer fields as trailing bytes).
+    version = str(CURRENT_SCHEMA_VERSION).encode()
+    with_headers = [(*row, [("schema_version", version)]) for row in rows]
     frame = spark.createDataFrame(with_headers, "topic string, partition int, offset long, key binary, "
                                                 "value binary, headers array<struct<key: string, value: binary>>")
     raw = [as_input_row(r) for r in frame.collect()]
-    assert {r.writer_version for r in raw} == {4}
+    assert {r.writer_version for r in raw} == {CURRENT_SCHEMA_VERSION}
     collapsed = [as_input_row(r) for r in collapse_in_spark(annotate_collapsible(frame, settings)).collect()]
     assert len(collapsed) < len(raw)
 
