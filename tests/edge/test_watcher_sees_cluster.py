@@ -20,7 +20,7 @@ from runtime.settings import load_settings
 from schemas.codec import TOPICS, decode, topic_name, writer_version_from_headers
 from tests.waiting import eventually
 
-pytestmark = [pytest.mark.stack, pytest.mark.slow]
+pytestmark = [pytest.mark.stack, pytest.mark.slow, pytest.mark.long]  # a stack of its own: `make test-slow`
 
 PREFIX = "watchtest"
 
