@@ -113,6 +113,19 @@ class Broker:
 
 
 @dataclass(frozen=True)
+class PlannedDirMove:
+    """One intra-broker move a plan makes (KIP-113): the replica, where it is, where it goes, its
+    weight (a log-dir balance, `planning.movement.log_dirs`; a disk relief,
+    `planning.placement.disk_relief`)."""
+
+    tp: TopicPartition
+    broker_id: int
+    origin_dir: str
+    target_dir: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
 class PartitionState:
     topic: str
     partition: int

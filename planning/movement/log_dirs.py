@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Collection, Iterable, Mapping
 
-from planning.model import Broker, Cluster, LogDir, PartitionState, TopicPartition
+from planning.model import Broker, Cluster, LogDir, PartitionState, PlannedDirMove, TopicPartition
 
 
 @dataclass(frozen=True)
@@ -93,17 +93,6 @@ def compute_dir_imbalance(broker: Broker) -> float | None:
 
 
 # --- plan -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PlannedDirMove:
-    """One move of a log-dir balance plan: the replica, where it is, where it goes, its weight."""
-
-    tp: TopicPartition
-    broker_id: int
-    origin_dir: str
-    target_dir: str
-    size_bytes: int
-
-
 @dataclass(frozen=True)
 class LogDirPlan:
     """The moves for one broker and the imbalance before and (as planned) after them."""
