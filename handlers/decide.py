@@ -16,7 +16,8 @@ THE ORDER (the code below follows it):
                   config, tick (`handlers.requests`), one verdict alert each; then proposals
                   older than `proposal.expiry` are dropped (`handlers.proposals`);
 5. triggers     → membership, grace periods, disks, drains, ISR alerts, topic deletion
-                  (`handlers.triggers`);
+                  (`handlers.triggers`); then log dirs past the high-water mark are relieved
+                  (`handlers.disk_pressure`);
 6. progress     → completions, elections, stalls, the rolling refill under the limits, throttles
                   (`handlers.progress`); then the log dirs: brokers whose dirs are out of
                   balance are planned, and log-dir moves complete, stall and start
@@ -50,6 +51,7 @@ from handlers.micro_batch import BadRecord, BatchInputs, BatchReport, Decision
 from handlers.context import BatchContext
 from handlers.events import EventEffects, compute_cluster_after_events
 from handlers.external import handle_step_views
+from handlers.disk_pressure import handle_disk_pressure
 from handlers.log_dirs import handle_log_dir_balance, handle_log_dir_progress
 from handlers.policy import Policy
 from handlers.progress import handle_progress
@@ -88,6 +90,7 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     handle_requests(context, inputs.requests)  # 4
     handle_proposal_expiry(context)
     handle_triggers(context, effects)  # 5
+    handle_disk_pressure(context)
     handle_progress(context)  # 6
     handle_log_dir_balance(context, effects.dirs_changed)
     handle_log_dir_progress(context)

@@ -90,7 +90,7 @@ def handle_log_dir_balance(context: BatchContext, dirs_changed: Iterable[int]) -
         _announce_plan(context, plan, threshold, broker_subject(broker.id), task_id,
                        f"dirs of broker {broker.id} {imbalance:.0%} off their share")
         if task_id is not None:
-            _own(context, plan, task_id, f"dirs of broker {broker.id} unbalanced")
+            own_log_dir_moves(context, plan.moves, task_id, f"dirs of broker {broker.id} unbalanced")
 
 
 def compute_unbalanced_brokers(brokers: Iterable[Broker], threshold: float,
@@ -130,7 +130,7 @@ def handle_balance_dirs_request(context: BatchContext, request_id: str, broker_i
         _announce_plan(context, plan, threshold, request_id, task_id,
                        f"balance-dirs request {request_id}, broker {broker_id}")
         if task_id is not None:
-            _own(context, plan, task_id, f"balance-dirs request {request_id}")
+            own_log_dir_moves(context, plan.moves, task_id, f"balance-dirs request {request_id}")
     if busy:
         context.outbox.alert("LogDirsUnbalanced", INFO, request_id,
                              f"balance-dirs request {request_id}: broker(s) {busy} already have log-dir "
@@ -255,9 +255,10 @@ def _moving_partitions(context: BatchContext) -> set[TopicPartition]:
     return set(context.state.reassignments)
 
 
-def _own(context: BatchContext, plan: LogDirPlan, task_id: str, reason: str) -> None:
+def own_log_dir_moves(context: BatchContext, moves, task_id: str, reason: str) -> None:
+    """Make `moves` (`PlannedDirMove`s) the controller's log-dir tasks, run under `task_id`."""
     tasks = dict(context.state.log_dir_moves)
-    for move in plan.moves:
+    for move in moves:
         tasks[(move.broker_id, move.tp)] = LogDirTask(move.tp, move.broker_id, move.target_dir, move.origin_dir,
                                                       move.size_bytes, reason, task_id)
     context.state = context.state.with_changes(log_dir_moves=tasks)

@@ -71,6 +71,8 @@ class Policy:
     logdir_throttle_bytes_per_sec: int | None
     logdir_imbalance_threshold: float
     disk_max_usage_percent: float
+    disk_high_water_percent: float
+    disk_low_water_percent: float
     max_logdir_movements_per_broker: int
     balance_mode: str
     balance_disk_tolerance: float
@@ -265,6 +267,10 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "throttle of the copies between the log dirs of a broker"),
     DynamicKey("disk.max.usage.percent", "disk_max_usage_percent", PERCENT,
                "no plan fills a log dir's volume beyond this percentage"),
+    DynamicKey("disk.high.water.percent", "disk_high_water_percent", PERCENT,
+               "a log dir whose volume is fuller than this is relieved (mode auto)"),
+    DynamicKey("disk.low.water.percent", "disk_low_water_percent", PERCENT,
+               "where a relieved log dir's volume ends"),
     DynamicKey("logdir.imbalance.threshold", "logdir_imbalance_threshold", FRACTION,
                "a broker's dirs further from their share than this are balanced"),
     DynamicKey("reassignment.max.concurrent.logdir.movements.per.broker", "max_logdir_movements_per_broker",

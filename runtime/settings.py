@@ -178,6 +178,14 @@ class Settings(BaseSettings):
         "whose volume would then be fuller than this (used bytes as the broker reports them, plus "
         "what the plan moves in); when nothing fits, PlanInfeasible names the dirs.")
 
+    disk_high_water_percent: float = Field(
+        80.0, gt=0, le=100, description="`disk.high.water.percent`: (mode auto) a log dir whose volume is "
+        "fuller than this gets the fewest bytes moved off it (another volume of its broker first, else "
+        "another broker) down to `disk.low.water.percent`; in approve and observe an alert says what would move.")
+    disk_low_water_percent: float = Field(
+        75.0, gt=0, le=100, description="`disk.low.water.percent`: where a relieved dir's volume ends (at "
+        "most the high-water mark).")
+
     # --- how plans balance --------------------------------------------------------------
     balance_mode: Literal["strict", "bytes"] = Field(
         "strict", description="`balance.mode`: strict makes every broker's replica count exact (per "

@@ -46,6 +46,7 @@ class DiskRelief:
     need_bytes: int
     within: tuple[PlannedDirMove, ...] = ()
     away: Mapping[TopicPartition, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    away_dirs: Mapping[TopicPartition, tuple[str | None, ...]] = field(default_factory=lambda: MappingProxyType({}))
     away_bytes: int = 0
     short_bytes: int = 0
 
@@ -146,8 +147,10 @@ def plan_disk_relief(cluster: Cluster, broker_id: int, path: str, high_percent: 
             take(smaller)
     within = tuple(PlannedDirMove(p.tp, broker_id, path, where[2], p.size_bytes)
                    for p, where in chosen if where[0] == 0)
-    away = {p.tp: tuple(where[1] if b == broker_id else b for b in p.replicas)
-            for p, where in chosen if where[0] == 1}
+    leaving = [(p, where) for p, where in chosen if where[0] == 1]
+    away = {p.tp: tuple(where[1] if b == broker_id else b for b in p.replicas) for p, where in leaving}
+    away_dirs = {p.tp: tuple(where[2] if b == broker_id else p.log_dir_of(b) for b in p.replicas)
+                 for p, where in leaving}
     shed = sum(p.size_bytes for p, _ in chosen)
     return DiskRelief(broker_id, path, total, used, need, within, MappingProxyType(away),
-                      sum(p.size_bytes for p, where in chosen if where[0] == 1), max(0, need - shed))
+                      MappingProxyType(away_dirs), sum(p.size_bytes for p, _ in leaving), max(0, need - shed))

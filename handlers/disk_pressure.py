@@ -1,0 +1,84 @@
+"""Disk-pressure relief: a log dir whose volume passes the high-water mark gets the fewest bytes
+moved off it, to another volume of its broker first, else to another broker, down to the
+low-water mark (`planning.placement.disk_relief`).
+
+RULES:
+- TRIGGER (`handle_disk_pressure`, before the log-dir balance). Judged once per brokers tuple (a
+  dir's usage comes with its broker's dirs, `Cluster.derive_from_brokers`): every online dir of
+  an alive broker whose volume is fuller than `disk.high.water.percent`. A dir is planned once
+  while it stays above the mark (`DiskPressure:<broker>:<path>` in `open_alerts`, dropped once it
+  is under the mark again); a broker that owns log-dir moves is planned when they are over
+  (their bytes are already on their way).
+- PLAN: `plan_disk_relief` down to `disk.low.water.percent` (at most the high-water mark),
+  leaving alone the partitions being reassigned.
+- ACTION, mode auto: the moves within the broker are owned as log-dir tasks (as a log-dir
+  balance's, run under the same per-broker limit; `LogDirsBalanced` tells their end), the
+  replicas leaving the broker are one plan of explicit targets (`handle_plan`: stepped and
+  throttled like any plan, `PlanCreated`). In approve the replicas leaving become a proposal and
+  the moves within are only shown; in observe nothing runs.
+- ALERT: one `DiskPressure` per planned dir, WARNING, ERROR when the plan cannot shed all it
+  must (nowhere to go): the dir, its use, the bytes to shed, what goes where, what is short.
+"""
+
+from __future__ import annotations
+
+from handlers.context import BatchContext
+from handlers.log_dirs import own_log_dir_moves
+from handlers.outbox import ERROR, WARNING, broker_subject, summarise
+from handlers.plans import handle_plan
+from planning.model import Broker
+from planning.placement.disk_relief import compute_pressed_dirs, plan_disk_relief
+
+PRESSURE_MARKER = "DiskPressure:"
+
+
+def handle_disk_pressure(context: BatchContext) -> None:
+    """The TRIGGER rule (module docstring)."""
+    state = context.state
+    high = context.policy.disk_high_water_percent
+    low = min(context.policy.disk_low_water_percent, high)
+    pressed = state.cluster.derive_from_brokers(("disk pressure", high), lambda brokers: _pressed(brokers, high))
+    markers = {f"{PRESSURE_MARKER}{b}:{path}" for b, path in pressed}
+    context.close_alerts(k for k in state.open_alerts if k.startswith(PRESSURE_MARKER) and k not in markers)
+    owners = {key[0] for key in state.log_dir_moves}
+    for broker_id, path in pressed:
+        marker = f"{PRESSURE_MARKER}{broker_id}:{path}"
+        if marker in context.state.open_alerts or broker_id in owners:
+            continue
+        relief = plan_disk_relief(context.state.cluster, broker_id, path, high, low,
+                                  skip=set(context.state.reassignments))
+        if relief is None:
+            continue
+        context.open_alert(marker)
+        _announce(context, relief, high, low)
+        if context.policy.mode == "auto" and relief.within:
+            own_log_dir_moves(context, relief.within, context.next_plan_id("relief"),
+                              f"disk pressure on {path} of broker {broker_id}")
+        if relief.away:
+            handle_plan(context, context.next_plan_id("relief"), dict(relief.away),
+                        f"disk pressure on {path} of broker {broker_id}", broker_subject(broker_id),
+                        target_log_dirs=dict(relief.away_dirs),
+                        details={"bytes_moved": relief.away_bytes, "pressed_dir": path})
+
+
+def _pressed(brokers: tuple[Broker, ...], high: float) -> tuple[tuple[int, str], ...]:
+    return tuple((b.id, d.path) for b in brokers if b.alive for d in compute_pressed_dirs(b, high))
+
+
+def _announce(context: BatchContext, relief, high: float, low: float) -> None:
+    within = [f"{m.tp}->{m.target_dir}" for m in relief.within]
+    away = [f"{tp}:{list(final)}" for tp, final in sorted(relief.away.items())]
+    runs = context.policy.mode == "auto"
+    what = (f"moving {relief.shed_bytes:,} bytes off it: {len(within)} replicas to other dirs of the broker, "
+            f"{len(away)} to other brokers" + ("" if runs else f" (mode {context.policy.mode}: "
+                                                 "the moves within the broker are not run)"))
+    short = (f"; {relief.short_bytes:,} bytes have nowhere to go (no other volume or broker with room under "
+             f"{low:g} %): add disk or brokers, or delete data") if relief.short_bytes else ""
+    context.outbox.alert(
+        "DiskPressure", ERROR if relief.short_bytes else WARNING, broker_subject(relief.broker_id),
+        f"log dir {relief.path} of broker {relief.broker_id} is {relief.used_fraction_before:.0%} full "
+        f"(high-water mark {high:g} %): {what}, to {relief.used_fraction_after:.0%}{short}",
+        {"broker_id": relief.broker_id, "path": relief.path, "total_bytes": relief.total_bytes,
+         "used_bytes": relief.used_bytes, "need_bytes": relief.need_bytes, "shed_bytes": relief.shed_bytes,
+         "short_bytes": relief.short_bytes, "within": summarise(within, 10), "away": summarise(away, 10),
+         "executed": str(runs).lower()})

@@ -1,0 +1,90 @@
+"""Disk-pressure relief through `decide`: a dir past the high-water mark is relieved once, to
+another volume of its broker (log-dir moves) or to another broker (a plan); approve and observe
+only say so (`handlers.disk_pressure`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from handler_builders import alerts, broker_event, commands, envelope
+from test_log_dir_balance import Driver, first_view
+
+from planning.model import Broker, LogDir, PartitionState
+from tests.settings_defaults import default_policy
+
+GB = 10**9
+
+
+def policy(**changes):
+    """The defaults, with the log-dir balance off (broker 1's /b starts empty: it would balance)."""
+    return replace(default_policy(), logdir_imbalance_threshold=1.0, **changes)
+
+
+def volume_event(broker_id, path, partitions, at_ms, total, usable):
+    """LogDirState of `broker_id`'s dir `path` with its volume's figures."""
+    replicas = [{"topic": p.topic, "partition": p.partition, "size_bytes": p.size_bytes or 0, "offset_lag": 0,
+                 "is_future": False} for p in partitions if broker_id in p.replicas and p.log_dir_of(broker_id) == path]
+    return ("LogDirState", {**envelope(f"{broker_id}:{path}", at_ms), "snapshot_id": None, "broker_id": broker_id,
+                            "path": path, "online": True, "error": None, "total_bytes": total, "usable_bytes": usable,
+                            "replicas": replicas})
+
+
+def pressed_cluster(driver, b_usable=900 * GB):
+    """Broker 1: /a 90 % used with four replicas, /b on another volume; broker 2 holds their
+    other replicas in /a."""
+    parts = [PartitionState("t", n, (1, 2), (1, 2), 1, size_bytes=size * GB, log_dirs=("/a", "/a"), leader_epoch=0)
+             for n, size in enumerate([100, 200, 300, 250])]
+    driver.decide(first_view(parts))
+    at = driver.now_ms + 1000
+    return parts, [volume_event(1, "/a", parts, at, 1000 * GB, 100 * GB),
+                   volume_event(1, "/b", parts, at, 1000 * GB, b_usable),
+                   volume_event(2, "/a", parts, at, 1000 * GB, 500 * GB)]
+
+
+def test_a_dir_past_the_high_water_mark_sheds_the_fewest_bytes_to_another_volume_once():
+    driver = Driver(policy())
+    _, events = pressed_cluster(driver)
+    decision = driver.decide(events)
+    (alert,) = alerts(decision, "DiskPressure")
+    assert alert["severity"] == "WARNING" and alert["subject"] == "broker-1"
+    assert alert["details"]["need_bytes"] == str(150 * GB) and alert["details"]["shed_bytes"] == str(200 * GB)
+    assert "90% full" in alert["message"] and "to 70%" in alert["message"]
+    (move,) = [c["payload"][1] for c in commands(decision, "LogDirMove")]
+    assert (move["partition"], move["broker_id"], move["target_dir"]) == (1, 1, "/b")
+    assert not alerts(decision, "PlanCreated")  # nothing leaves the broker
+    assert not alerts(driver.decide(), "DiskPressure")  # planned once while it stays above the mark
+
+
+def test_with_no_room_on_another_volume_the_replica_leaves_the_broker_as_a_plan():
+    driver = Driver(policy())
+    # /b is 76 % used: under the high-water mark, but no replica fits under the low one.
+    _, events = pressed_cluster(driver, b_usable=240 * GB)
+    at = driver.now_ms + 1000
+    spare = Broker(3, rack="r3", log_dirs=(LogDir("/a"),))
+    decision = driver.decide(events + [broker_event(spare, at), volume_event(3, "/a", [], at, 1000 * GB, 1000 * GB)])
+    (alert,) = alerts(decision, "DiskPressure")
+    assert "to other brokers" in alert["message"] and alert["details"]["away"]
+    (plan,) = alerts(decision, "PlanCreated")
+    assert plan["details"]["pressed_dir"] == "/a" and plan["details"]["bytes_moved"] == str(200 * GB)
+
+
+def test_approve_and_observe_only_say_what_would_move():
+    for mode in ("approve", "observe"):
+        driver = Driver(policy(mode=mode))
+        _, events = pressed_cluster(driver)
+        decision = driver.decide(events)
+        (alert,) = alerts(decision, "DiskPressure")
+        assert alert["details"]["executed"] == "false" and f"mode {mode}" in alert["message"]
+        assert not commands(decision, "LogDirMove")
+
+
+def test_nowhere_to_go_is_an_error_naming_what_to_do():
+    driver = Driver(policy())
+    parts, _ = pressed_cluster(driver)
+    at = driver.now_ms + 1000
+    # Broker 2 holds every partition already; /b has no room under the low-water mark.
+    full = [volume_event(1, "/a", parts, at, 1000 * GB, 100 * GB), volume_event(1, "/b", parts, at, 1000 * GB, 240 * GB),
+            volume_event(2, "/a", parts, at, 1000 * GB, 240 * GB)]
+    (alert,) = alerts(driver.decide(full), "DiskPressure")
+    assert alert["severity"] == "ERROR" and "nowhere to go" in alert["message"]
+    assert alert["details"]["short_bytes"] == str(150 * GB) and "add disk or brokers" in alert["message"]
