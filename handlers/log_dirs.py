@@ -85,7 +85,7 @@ def handle_log_dir_balance(context: BatchContext, dirs_changed: Iterable[int]) -
             continue
         context.open_alert(marker)
         plan = plan_log_dir_balance(context.state.cluster, broker.id, threshold, _moving_partitions(context),
-                                    context.policy.disk_max_usage_percent)
+                                    context.policy.disk_plan_limit_percent)
         task_id = context.next_plan_id("dirs") if context.policy.mode == "auto" and plan.moves else None
         _announce_plan(context, plan, threshold, broker_subject(broker.id), task_id,
                        f"dirs of broker {broker.id} {imbalance:.0%} off their share")
@@ -125,7 +125,7 @@ def handle_balance_dirs_request(context: BatchContext, request_id: str, broker_i
     for broker_id in (b for b in brokers if b not in owners):
         context.open_alert(f"{BALANCE_MARKER}{broker_id}")
         plan = plan_log_dir_balance(context.state.cluster, broker_id, threshold, _moving_partitions(context),
-                                    context.policy.disk_max_usage_percent)
+                                    context.policy.disk_plan_limit_percent)
         task_id = f"{request_id}-b{broker_id}" if execute and plan.moves else None
         _announce_plan(context, plan, threshold, request_id, task_id,
                        f"balance-dirs request {request_id}, broker {broker_id}")

@@ -109,7 +109,7 @@ def compute_plan(state: ControllerState, policy: Policy, goal: Goal,
     cluster = compute_projected_cluster(state)
     excluded = compute_excluded_topics((t.name for t in cluster.topics), policy)
     plan = plan_balanced(cluster, replace(goal, excluded_topics=goal.excluded_topics | excluded,
-                                          disk_max_usage_percent=policy.disk_max_usage_percent),
+                                          disk_max_usage_percent=policy.disk_plan_limit_percent),
                          compute_balance(policy))
     targets = {tp: t for tp, t in plan.targets.items() if keep is None or keep(tp)}
     dirs = {tp: plan.target_log_dirs[tp] for tp in targets if tp in plan.target_log_dirs}

@@ -85,6 +85,12 @@ class Policy:
     topics_exclude: str | None  # None: Kafka's internal topics and the product's own
     topic_prefix: str
 
+    @property
+    def disk_plan_limit_percent(self) -> float:
+        """How full a plan may make a dir's volume: the disk limit, and never past the
+        high-water mark (a plan that did would start a relief, which a balance would undo)."""
+        return min(self.disk_max_usage_percent, self.disk_high_water_percent)
+
 
 @dataclass(frozen=True)
 class ValueKind:

@@ -95,5 +95,6 @@ def describe_disk_overflow(cluster: Cluster, overflow: Sequence[DiskOverflow], l
         parts.append(f"broker {broker_id}: {len(mine)} replica(s) ({sum(o.size_bytes for o in mine):,} B, e.g. "
                      f"{mine[0].tp}) fit none of its dirs [{dirs or 'no online dir'}]")
     more = f"; and {len(brokers) - 5} more brokers" if len(brokers) > 5 else ""
-    return (f"no plan keeps every log dir under disk.max.usage.percent {limit:g}%: " + "; ".join(parts) + more
-            + ": free space, add brokers or disks, or raise disk.max.usage.percent")
+    return (f"no plan keeps every log dir under the disk limit {limit:g}% (disk.max.usage.percent, at most "
+            "disk.high.water.percent): " + "; ".join(parts) + more
+            + ": free space, add brokers or disks, or raise disk.max.usage.percent (and disk.high.water.percent)")

@@ -65,7 +65,7 @@ def test_when_nothing_fits_the_plan_is_refused_naming_the_dirs_and_figures():
     with pytest.raises(PlanInfeasibleError) as refused:
         plan_placement(Cluster(brokers, (Topic("t", parts),)), Goal(heal=True, rebalance=False, disk_max_usage_percent=85))
     message = str(refused.value)
-    assert "disk.max.usage.percent 85%" in message and "broker 2" in message
+    assert "disk limit 85% (disk.max.usage.percent" in message and "broker 2" in message
     assert "/d0 85% used (849,000,000,000 of 1,000,000,000,000 B)" in message and "t-0" in message
 
 
