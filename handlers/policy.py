@@ -88,8 +88,9 @@ class Policy:
     @property
     def disk_plan_limit_percent(self) -> float:
         """How full a plan may make a dir's volume: the disk limit, and never past the
-        high-water mark (a plan that did would start a relief, which a balance would undo)."""
-        return min(self.disk_max_usage_percent, self.disk_high_water_percent)
+        low-water mark, where a relief leaves a dir (a plan that filled it further would bring
+        back what the relief moved away, and a dir growing on its own would go to and fro)."""
+        return min(self.disk_max_usage_percent, self.disk_low_water_percent)
 
 
 @dataclass(frozen=True)

@@ -96,5 +96,5 @@ def describe_disk_overflow(cluster: Cluster, overflow: Sequence[DiskOverflow], l
                      f"{mine[0].tp}) fit none of its dirs [{dirs or 'no online dir'}]")
     more = f"; and {len(brokers) - 5} more brokers" if len(brokers) > 5 else ""
     return (f"no plan keeps every log dir under the disk limit {limit:g}% (disk.max.usage.percent, at most "
-            "disk.high.water.percent): " + "; ".join(parts) + more
-            + ": free space, add brokers or disks, or raise disk.max.usage.percent (and disk.high.water.percent)")
+            "disk.low.water.percent): " + "; ".join(parts) + more
+            + ": free space, add brokers or disks, or raise disk.max.usage.percent (and disk.low.water.percent)")

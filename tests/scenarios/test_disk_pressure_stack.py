@@ -96,8 +96,13 @@ def test_a_volume_past_the_high_water_mark_is_relieved_onto_another_volume_of_it
     dirs = demo.probe.log_dirs(3)
     (now_in,) = [path for path, d in dirs.items() if (TOPIC, 0) in d["replicas"]]
     assert now_in != str(small) and Path(now_in).parent == small.parent, dirs
+    # The relief's one move; a log-dir balance of the broker's dirs may follow it (the replica made
+    # its new dir more than twice its share), never filling the small volume past the low-water mark.
     moves = [c["payload"][1] for c in demo.commands.of_kind("LogDirMove", commands)]
-    assert [(m["topic"], m["broker_id"], m["target_dir"]) for m in moves] == [(TOPIC, 3, now_in)], moves
-    used_after, _ = volume_used(small)
-    assert used_after < 0.80 * total, (used_after, total)
+    assert [(m["broker_id"], m["target_dir"]) for m in moves if m["topic"] == TOPIC] == [(3, now_in)], moves
+    demo.wait("every log-dir move of broker 3 over", lambda: not any(d["futures"] for d in demo.probe.log_dirs(3).values()),
+              180)
+    # Kafka deletes the replica's old copy after `file.delete.delay.ms` (60 s by default).
+    demo.wait(f"{small.name} of broker 3 back under the low-water mark", lambda: volume_used(small)[0] <= 0.76 * total,
+              180)
     demo.product.check_alive()
