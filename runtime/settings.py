@@ -175,8 +175,8 @@ class Settings(BaseSettings):
 
     disk_max_usage_percent: float = Field(
         85.0, gt=0, le=100, description="`disk.max.usage.percent`: no plan puts a replica in a log dir "
-        "whose volume would then be fuller than this (used bytes as the broker reports them, plus "
-        "what the plan moves in); when nothing fits, PlanInfeasible names the dirs.")
+        "whose volume would then be fuller than this, nor than `disk.low.water.percent` (used bytes as "
+        "the broker reports them, plus what the plan moves in); when nothing fits, PlanInfeasible names the dirs.")
 
     disk_high_water_percent: float = Field(
         80.0, gt=0, le=100, description="`disk.high.water.percent`: (mode auto) a log dir whose volume is "
