@@ -88,18 +88,7 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
     heap = [(-value, b) for b, value in outside.items() if value > 0]
     heapq.heapify(heap)
     while steps < budget:
-        worst, aside = None, []
-        while heap:
-            value, b = heap[0]
-            if -value != outside[b]:
-                heapq.heappop(heap)
-            elif b in stuck:
-                aside.append(heapq.heappop(heap))
-            else:
-                worst = b
-                break
-        for entry in aside:
-            heapq.heappush(heap, entry)
+        worst = furthest_out(heap, outside.__getitem__, stuck)
         if worst is None:
             break
         move = _best_move(model, ledger, worst)
@@ -123,6 +112,25 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
         steps += 1
         stuck.clear()
     return steps
+
+
+def furthest_out(heap: list[tuple[float, int]], current, stuck: set[int]) -> int | None:
+    """The broker furthest outside its bands on a heap of (-violation, broker) whose entries may
+    be stale (dropped when `-value != current(broker)`), skipping `stuck` ones (kept on the heap);
+    None when no broker is left."""
+    aside, worst = [], None
+    while heap:
+        value, b = heap[0]
+        if -value != current(b):
+            heapq.heappop(heap)
+        elif b in stuck:
+            aside.append(heapq.heappop(heap))
+        else:
+            worst = b
+            break
+    for entry in aside:
+        heapq.heappush(heap, entry)
+    return worst
 
 
 def _needs(ledger: Ledger, b: int) -> tuple[int, int, int, int]:

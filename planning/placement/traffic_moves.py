@@ -39,6 +39,7 @@ from fractions import Fraction
 
 from planning.placement.bytes_ledger import Ledger
 from planning.placement.bytes_model import BalanceModel, as_fraction
+from planning.placement.bytes_moves import furthest_out
 from planning.placement.quotas import compute_ideal_shares
 
 _PEERS = 8  # peers looked at for a change, the most useful first
@@ -146,18 +147,7 @@ def balance_bytes_in(model: BalanceModel, ledger: Ledger, rates: list[int]) -> i
     heap = [(-state.relative(b), b) for b in model.brokers if state.relative(b) > 0]
     heapq.heapify(heap)
     while steps < budget:
-        worst, aside = None, []
-        while heap:
-            value, b = heap[0]
-            if -value != state.relative(b):
-                heapq.heappop(heap)
-            elif b in stuck:
-                aside.append(heapq.heappop(heap))
-            else:
-                worst = b
-                break
-        for entry in aside:
-            heapq.heappush(heap, entry)
+        worst = furthest_out(heap, state.relative, stuck)
         if worst is None:
             break
         change = _best_in_change(model, state, worst)

@@ -13,25 +13,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from reassigner.edge.watcher import Watcher
 from runtime.clients.kafka_admin import ClusterAdmin
-from runtime.clients.kafka_producer import EventPublisher, producer_config
+from runtime.clients.kafka_producer import producer_config
 from runtime.settings import load_settings
+from tests.edge.test_watcher_sees_cluster import RecordingPublisher
 from tests.waiting import eventually
 
 pytestmark = [pytest.mark.stack]
 
 RECORD = b"x" * 1000
 WINDOW_SECONDS = 10.0
-
-
-class RecordingPublisher(EventPublisher):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.sent: list[tuple[str, str, dict]] = []
-
-    def publish_events(self, events, timeout_seconds: float = 30.0) -> int:
-        events = list(events)
-        self.sent.extend(events)
-        return super().publish_events(events, timeout_seconds)
 
 
 def produce(bootstrap: str, topic: str, count: int) -> None:
