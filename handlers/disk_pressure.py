@@ -8,7 +8,9 @@ RULES:
   an alive broker whose volume is fuller than `disk.high.water.percent`. A dir is planned once
   while it stays above the mark (`DiskPressure:<broker>:<path>` in `open_alerts`, dropped once it
   is under the mark again); a broker that owns log-dir moves is planned when they are over
-  (their bytes are already on their way).
+  (their bytes are already on their way), and a dir whose plan falls short while some of its
+  replicas are being reassigned is judged again once they are not (no alert meanwhile: the
+  replica may be on its way out, and then the relief has less to do).
 - PLAN: `plan_disk_relief` down to `disk.low.water.percent` (at most the high-water mark),
   leaving alone the partitions being reassigned.
 - ACTION, mode auto: the moves within the broker are owned as log-dir tasks (as a log-dir
@@ -16,8 +18,10 @@ RULES:
   replicas leaving the broker are one plan of explicit targets (`handle_plan`: stepped and
   throttled like any plan, `PlanCreated`). In approve the replicas leaving become a proposal and
   the moves within are only shown; in observe nothing runs.
-- ALERT: one `DiskPressure` per planned dir, WARNING, ERROR when the plan cannot shed all it
-  must (nowhere to go): the dir, its use, the bytes to shed, what goes where, what is short.
+- ALERT: one `DiskPressure` per planned dir, WARNING, ERROR when replicas that must go have
+  nowhere to go: the dir, its use, the bytes to shed, what goes where, what is short, told apart
+  from the bytes that are no replica the product can move (other files on the volume, old copies
+  Kafka deletes `file.delete.delay.ms` after a log-dir move: WARNING).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def handle_disk_pressure(context: BatchContext) -> None:
             continue
         relief = plan_disk_relief(context.state.cluster, broker_id, path, high, low,
                                   skip=set(context.state.reassignments))
-        if relief is None:
+        if relief is None or (relief.short_bytes and relief.held_bytes):
             continue
         context.open_alert(marker)
         _announce(context, relief, high, low)
@@ -72,13 +76,17 @@ def _announce(context: BatchContext, relief, high: float, low: float) -> None:
     what = (f"moving {relief.shed_bytes:,} bytes off it: {len(within)} replicas to other dirs of the broker, "
             f"{len(away)} to other brokers" + ("" if runs else f" (mode {context.policy.mode}: "
                                                  "the moves within the broker are not run)"))
-    short = (f"; {relief.short_bytes:,} bytes have nowhere to go (no other volume or broker with room under "
-             f"{low:g} %): add disk or brokers, or delete data") if relief.short_bytes else ""
+    short = (f"; {relief.nowhere_bytes:,} bytes have nowhere to go (no other volume or broker with room under "
+             f"{low:g} %): add disk or brokers, or delete data") if relief.nowhere_bytes else ""
+    if relief.stranded_bytes:
+        short += (f"; {relief.stranded_bytes:,} bytes of the volume are no replica the product can move (other "
+                  "files, or old copies Kafka deletes file.delete.delay.ms after a log-dir move): if the volume "
+                  "stays above the mark, look at what else it holds")
     context.outbox.alert(
-        "DiskPressure", ERROR if relief.short_bytes else WARNING, broker_subject(relief.broker_id),
+        "DiskPressure", ERROR if relief.nowhere_bytes else WARNING, broker_subject(relief.broker_id),
         f"log dir {relief.path} of broker {relief.broker_id} is {relief.used_fraction_before:.0%} full "
         f"(high-water mark {high:g} %): {what}, to {relief.used_fraction_after:.0%}{short}",
         {"broker_id": relief.broker_id, "path": relief.path, "total_bytes": relief.total_bytes,
          "used_bytes": relief.used_bytes, "need_bytes": relief.need_bytes, "shed_bytes": relief.shed_bytes,
-         "short_bytes": relief.short_bytes, "within": summarise(within, 10), "away": summarise(away, 10),
+         "short_bytes": relief.short_bytes, "stranded_bytes": relief.stranded_bytes, "within": summarise(within, 10), "away": summarise(away, 10),
          "executed": str(runs).lower()})

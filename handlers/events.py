@@ -411,7 +411,12 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
         index = partition.replicas.index(broker_id)
         if dirs_now[index] != path:
             dirs_now[index] = path
-            work.topic_partitions(tp.topic)[tp.partition] = replace(partition, log_dirs=tuple(dirs_now))
+            # The partition's size is its leader's replica (`compute_partition_sizes`): a replica
+            # that just landed in a dir carries it fresher than the partition's last event,
+            # which a relief judging this very dir would otherwise plan with.
+            size = int(replica.get("size_bytes") or 0) if broker_id == partition.leader else None
+            work.topic_partitions(tp.topic)[tp.partition] = replace(
+                partition, log_dirs=tuple(dirs_now), size_bytes=size or partition.size_bytes)
             effects.touched.add(tp)
 
 

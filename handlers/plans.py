@@ -91,7 +91,8 @@ def compute_plan_proof(plan: PlacementPlan) -> dict[str, object]:
     if plan.bytes_moved_lower_bound is None:
         return {"lower_bound": plan.replica_moves_lower_bound}
     return {"balance_mode": plan.balance_mode, "bytes_moved": plan.bytes_moved,
-            "bytes_lower_bound": plan.bytes_moved_lower_bound, "gap_percent": round(plan.gap_percent, 2),
+            "bytes_lower_bound": plan.bytes_moved_lower_bound,
+            "gap_percent": "n/a" if plan.gap_percent is None else round(plan.gap_percent, 2),
             "within_tolerance": str(bool(plan.within_tolerance)).lower(),
             # per resource: brokers outside its band before -> after, and its CV before -> after
             "spread": "; ".join(f"{name}: {r.before.outside} -> {r.after.outside} outside, CV {r.before.cv:.3f} -> "

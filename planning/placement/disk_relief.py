@@ -18,7 +18,11 @@ Which replicas: the fewest bytes that cover `need`. The smallest replica that co
 and has somewhere to go, if any; else the largest first among those with somewhere to go until
 `need` is covered, and then the last one taken is swapped for the smallest that still covers
 what remained. Destinations' usage grows with what the plan puts there. What cannot be covered
-(too few candidates, nowhere to go) is `short_bytes`: the alert says it, a human must act.
+is `short_bytes`, in two parts the alert tells apart: `stranded_bytes`, what `need` exceeds the
+candidates by (the volume holds other files, or old copies Kafka deletes `file.delete.delay.ms`
+after a log-dir move: nothing the product can move), and the rest, replicas with nowhere to go (a
+human must add disk or brokers). `held_bytes` are the dir's replicas left out because they are
+moving: a relief short while they move is better judged again once they are still.
 
 Pure: values in, a fresh plan out; ties by partition and broker id, so the same cluster gives
 the same plan.
@@ -49,6 +53,13 @@ class DiskRelief:
     away_dirs: Mapping[TopicPartition, tuple[str | None, ...]] = field(default_factory=lambda: MappingProxyType({}))
     away_bytes: int = 0
     short_bytes: int = 0
+    stranded_bytes: int = 0
+    held_bytes: int = 0
+
+    @property
+    def nowhere_bytes(self) -> int:
+        """The part of `short_bytes` that replicas with nowhere to go account for."""
+        return self.short_bytes - self.stranded_bytes
 
     @property
     def shed_bytes(self) -> int:
@@ -80,11 +91,12 @@ def plan_disk_relief(cluster: Cluster, broker_id: int, path: str, high_percent: 
     total, used = pressed.total_bytes, pressed.used_bytes
     need = used - int(low_percent / 100 * total)
     usage = {(b.id, d.path): d.used_bytes for b in cluster.brokers for d in b.online_log_dirs}
-    candidates = sorted(
-        (p for p in cluster.partitions()
-         if broker_id in p.replicas and p.log_dir_of(broker_id) == path and p.size_bytes
-         and not p.reassigning and p.tp not in skip),
-        key=lambda p: (p.size_bytes, p.topic, p.partition))
+    in_dir = [p for p in cluster.partitions()
+              if broker_id in p.replicas and p.log_dir_of(broker_id) == path and p.size_bytes]
+    held = sum(p.size_bytes for p in in_dir if p.reassigning or p.tp in skip)
+    candidates = sorted((p for p in in_dir if not p.reassigning and p.tp not in skip),
+                        key=lambda p: (p.size_bytes, p.topic, p.partition))
+    stranded = max(0, need - sum(p.size_bytes for p in candidates) - held)
     tree = compute_rack_tree(b for b in cluster.brokers if b.eligible)
 
     def destination(p: PartitionState):
@@ -151,6 +163,7 @@ def plan_disk_relief(cluster: Cluster, broker_id: int, path: str, high_percent: 
     away = {p.tp: tuple(where[1] if b == broker_id else b for b in p.replicas) for p, where in leaving}
     away_dirs = {p.tp: tuple(where[2] if b == broker_id else p.log_dir_of(b) for b in p.replicas)
                  for p, where in leaving}
-    shed = sum(p.size_bytes for p, _ in chosen)
+    short = max(0, need - sum(p.size_bytes for p, _ in chosen))
     return DiskRelief(broker_id, path, total, used, need, within, MappingProxyType(away),
-                      MappingProxyType(away_dirs), sum(p.size_bytes for p, _ in leaving), max(0, need - shed))
+                      MappingProxyType(away_dirs), sum(p.size_bytes for p, _ in leaving), short,
+                      min(stranded, short), held)

@@ -69,10 +69,13 @@ class PlacementPlan:
     resources: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))  # name → before/after
 
     @property
-    def gap_percent(self) -> float:
+    def gap_percent(self) -> float | None:
         """How far the plan is above its lower bound, in % (0: proven optimal): in bytes moved
-        when the bytes bound is set, else in replica moves."""
+        when the bytes bound is set, else in replica moves. None for a bytes plan outside its
+        bands: the bytes bound holds for the plans within them, and such a plan may move less."""
         if self.bytes_moved_lower_bound is not None:
+            if self.within_tolerance is False:
+                return None
             bound, value = self.bytes_moved_lower_bound, self.bytes_moved
         else:
             bound, value = self.replica_moves_lower_bound, self.replica_moves

@@ -118,7 +118,7 @@ def compute_summary(plan: PlacementPlan) -> dict:
         "replica_moves": plan.replica_moves,
         "replica_moves_lower_bound": plan.replica_moves_lower_bound,
         "replica_moves_optimum": plan.replica_moves_optimum,
-        "gap_percent": round(plan.gap_percent, 2),
+        "gap_percent": None if plan.gap_percent is None else round(plan.gap_percent, 2),
         "replicas_outside_share": plan.replicas_outside_share,
         "leaders_outside_share": plan.leaders_outside_share,
         "bytes_moved": plan.bytes_moved,
@@ -159,10 +159,11 @@ def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
         )
     console.print(table)
     if plan.bytes_moved_lower_bound is not None:  # balance.mode=bytes: proven in bytes
+        gap = "n/a: outside its bands" if plan.gap_percent is None else f"{plan.gap_percent:.1f} %"
         console.print(
             f"partitions changed: {summary['partitions_changed']}  replica moves: {plan.replica_moves}  "
             f"bytes moved: {plan.bytes_moved:,} (lower bound {plan.bytes_moved_lower_bound:,}, gap "
-            f"{plan.gap_percent:.1f} %)  leader changes: {plan.leader_changes}  within tolerance: "
+            f"{gap})  leader changes: {plan.leader_changes}  within tolerance: "
             f"{'yes' if plan.within_tolerance else 'no'}")
         for name, report in plan.resources.items():
             console.print(f"{name}: CV {report.before.cv:.3f} -> {report.after.cv:.3f}, max/mean "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from handler_builders import alerts, broker_event, commands, envelope
+from handler_builders import alerts, broker_event, commands, envelope, partition_event
 from test_log_dir_balance import Driver, first_view
 
 from planning.model import Broker, LogDir, PartitionState
@@ -88,3 +88,49 @@ def test_nowhere_to_go_is_an_error_naming_what_to_do():
     (alert,) = alerts(driver.decide(full), "DiskPressure")
     assert alert["severity"] == "ERROR" and "nowhere to go" in alert["message"]
     assert alert["details"]["short_bytes"] == str(150 * GB) and "add disk or brokers" in alert["message"]
+
+
+def test_bytes_that_are_no_replica_are_told_apart_from_replicas_with_nowhere_to_go():
+    driver = Driver(policy())
+    # /a is 90 % used but holds one 100 GB replica: 50 of the 150 GB to shed are other files.
+    parts = [PartitionState("t", 0, (1, 2), (1, 2), 1, size_bytes=100 * GB, log_dirs=("/a", "/a"), leader_epoch=0)]
+    driver.decide(first_view(parts))
+    at = driver.now_ms + 1000
+    decision = driver.decide([volume_event(1, "/a", parts, at, 1000 * GB, 100 * GB),
+                              volume_event(1, "/b", parts, at, 1000 * GB, 900 * GB),
+                              volume_event(2, "/a", parts, at, 1000 * GB, 500 * GB)])
+    (alert,) = alerts(decision, "DiskPressure")
+    assert alert["severity"] == "WARNING" and "nowhere to go" not in alert["message"], alert
+    assert alert["details"]["stranded_bytes"] == str(50 * GB) and "no replica the product can move" in alert["message"]
+    (move,) = [c["payload"][1] for c in commands(decision, "LogDirMove")]
+    assert (move["partition"], move["target_dir"]) == (0, "/b")
+
+
+def test_a_dir_whose_replicas_are_moving_is_judged_once_they_are_still():
+    # Regression (CI, 2026-11-26): the volume passed the mark while its one replica was still
+    # being reassigned; the relief found nothing to move, said ERROR "nowhere to go", and the
+    # mark kept the dir from being judged again once the replica was still.
+    driver = Driver(policy())
+    parts, events = pressed_cluster(driver)
+    moving = [replace(p, replicas=(1, 2), adding=(2,)) for p in parts]
+    at = driver.now_ms + 1000
+    assert not alerts(driver.decide(events + [partition_event(p, at) for p in moving]), "DiskPressure")
+    at = driver.now_ms + 1000
+    decision = driver.decide([partition_event(p, at) for p in parts])
+    (alert,) = alerts(decision, "DiskPressure")
+    assert alert["severity"] == "WARNING" and alert["details"]["shed_bytes"] == str(200 * GB), alert
+    assert commands(decision, "LogDirMove")
+
+
+def test_a_replica_that_lands_in_the_dir_is_planned_with_the_size_it_landed_with():
+    # Regression (the real-stack scenario, 2026-11-26): the dir's event told a 20 MB replica
+    # had landed, while the partition's last event still said 3.6 MB (written since); the relief
+    # planned 3.6 MB and called the rest stranded.
+    driver = Driver(policy())
+    parts, events = pressed_cluster(driver)
+    stale = [replace(p, size_bytes=10 * GB, log_dirs=("/b", "/a")) for p in parts]
+    at = driver.now_ms + 1000
+    driver.decide([partition_event(p, at) for p in stale])
+    decision = driver.decide(events)  # /a of broker 1 lists them at their real sizes
+    (alert,) = alerts(decision, "DiskPressure")
+    assert alert["details"]["shed_bytes"] == str(200 * GB) and alert["details"]["stranded_bytes"] == "0", alert

@@ -447,3 +447,17 @@ def test_a_big_replica_trades_places_with_a_small_one_of_its_topic_when_the_topi
     assert greedy.bytes_after[4] >= 0.85 * greedy.disk_shares[4]
     # Here the bands cannot all be met (the exact model proves it): the greedy comes closest.
     assert plan_bytes_balance(cluster, Tolerances(), REBALANCE).tolerance_reachable is False
+
+
+def test_a_plan_outside_its_bands_reports_no_gap():
+    """The bytes bound holds for plans within their bands: one that cannot reach them (one
+    partition holds nearly all the bytes: its two brokers stay far above their share) may move
+    less than it, and says no gap rather than a negative one."""
+    from planning.placement.balance_modes import Balance, plan_balanced
+
+    brokers = tuple(Broker(i, rack=f"r{i}") for i in range(4))
+    parts = tuple(PartitionState("t", i, (i % 4, (i + 1) % 4), size_bytes=10 ** 9 if i == 0 else 10 ** 3)
+                  for i in range(12))
+    plan = plan_balanced(Cluster(brokers, (Topic("t", parts),)), Goal(heal=False, rebalance=True), Balance("bytes"))
+    assert plan.balance_mode == "bytes" and plan.within_tolerance is False
+    assert plan.gap_percent is None

@@ -8,7 +8,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
+from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
 from planning.placement.disk_relief import compute_pressed_dirs, plan_disk_relief
 from planning.placement.racks import compute_rack_tree, satisfies_rack_spread
 
@@ -113,3 +113,16 @@ def test_relief_moves_only_to_valid_places_and_covers_what_it_can(cluster):
         assert 0 in original and 0 not in final and len(set(final)) == len(final) == len(original)
         assert satisfies_rack_spread(tree, final) or not satisfies_rack_spread(tree, original)
     assert plan_disk_relief(cluster, 0, "/d0", 80, 75) == relief
+
+
+def test_bytes_beyond_the_replicas_are_stranded_and_moving_replicas_are_held():
+    broker = Broker(1, log_dirs=(LogDir("/a", True, 1000 * GB, 100 * GB), LogDir("/b", True, 1000 * GB, 1000 * GB)))
+    # /a: 900 GB used, 150 to shed; its replicas hold 40 + 60 GB, the rest are other files.
+    still = [(0, (1,), 40 * GB, ("/a",)), (1, (1,), 60 * GB, ("/a",))]
+    relief = plan_disk_relief(cluster_of([broker], still), 1, "/a", 80, 75)
+    assert relief.shed_bytes == 100 * GB and relief.short_bytes == relief.stranded_bytes == 50 * GB
+    assert relief.nowhere_bytes == 0 and relief.held_bytes == 0
+    # The 60 GB one being reassigned: held, not stranded (it may be leaving).
+    moving = plan_disk_relief(cluster_of([broker], still), 1, "/a", 80, 75, skip={TopicPartition("t", 1)})
+    assert moving.shed_bytes == 40 * GB and moving.held_bytes == 60 * GB and moving.stranded_bytes == 50 * GB
+    assert moving.short_bytes == 110 * GB

@@ -117,6 +117,7 @@ def test_plan_in_bytes_mode_proves_bytes_and_reports_each_resource(app, tmp_path
     disk = by_bytes["resources"]["disk"]
     assert disk["after"]["cv"] < disk["before"]["cv"] and disk["before"]["outside"] > 0
     assert by_bytes["within_tolerance"] is all(r["after"]["outside"] == 0 for r in by_bytes["resources"].values())
+    assert (by_bytes["gap_percent"] is None) is (not by_bytes["within_tolerance"])
 
     def new_brokers_share(summary: dict) -> float:
         held = {int(b): v for b, v in summary["bytes_after"].items()}
