@@ -177,6 +177,15 @@ def store_signing_announcement(client, cluster_name: str, role: str, announced: 
     client.hset(signing_announcements_key(cluster_name), role, announced)
 
 
+def list_cluster_names(client) -> list[str]:
+    """The clusters whose state `client`'s Redis holds (a `meta` hash each: a pipeline has
+    committed or taken the store over), by name."""
+    head, tail = key_prefix("\0").split("\0")
+    names = {as_text(key)[len(head):-len(tail + ":meta")]
+             for key in client.scan_iter(match=f"{head}*{tail}:meta", count=1000)}
+    return sorted(names)
+
+
 class ControllerStore:
     """Load and commit the ControllerState of one cluster; `client` is a `redis.Redis`."""
 
@@ -190,6 +199,10 @@ class ControllerStore:
         # The token of this instance's take-over (`take_over`, `reseed`); None for a store object
         # that never took over (a tool or a test seeding a state): its commits are not verified.
         self.incarnation: str | None = None
+
+    def has_state(self) -> bool:
+        """Whether a pipeline ever wrote this cluster's state here (its `meta` hash)."""
+        return bool(self.client.exists(self.keys["meta"]))
 
     def load(self) -> ControllerState:
         raw = {name: {as_text(k): as_text(v) for k, v in self.client.hscan_iter(key, count=LOAD_SCAN_COUNT)}

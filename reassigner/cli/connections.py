@@ -106,16 +106,18 @@ class Connected:
         ensure_topics(self.bootstrap, self.client_config, [self.topic(s) for s in suffixes],
                       self.settings.event_topic_partitions)
 
-    def state_loader(self):
+    def state_loader(self, require_state: bool = False):
         """A function that loads the controller state from Redis (`ControllerStore.load`)."""
         from runtime.clients.redis_io import controller_state_loader
 
         return controller_state_loader(self.redis_url, self.settings.cluster_name,
                                        self.settings.redis_socket_timeout_seconds,
-                                       self.settings.redis_connect_timeout_seconds)
+                                       self.settings.redis_connect_timeout_seconds, require_state)
 
     def load_state(self):
-        return self.state_loader()()
+        """The state of the named cluster, for a read command: a name the Redis holds no state of
+        is an error naming those it holds, never an empty cluster."""
+        return self.state_loader(require_state=True)()
 
 
 def load(flags: SharedFlags, **more: object) -> Settings:

@@ -154,10 +154,24 @@ def retry_redis(action: Callable[[], T], doing: str, backoff: Backoff = UNTIL_ST
 
 
 def controller_state_loader(redis_url: str, cluster_name: str, socket_timeout: float = 10.0,
-                            connect_timeout: float = 5.0) -> Callable[[], ControllerState]:
+                            connect_timeout: float = 5.0, require_state: bool = False) -> Callable[[], ControllerState]:
     """A function that loads the current state each time it is called (one client, reused);
-    a Redis that is away raises `TransientError` (the caller shows it and tries again later)."""
-    from state.controller_store import ControllerStore
+    a Redis that is away raises `TransientError` (the caller shows it and tries again later).
+    With `require_state`, a cluster this Redis holds no state of raises `InvalidConfigError`
+    naming the clusters it does hold (a read command given a wrong name must not show an empty
+    cluster)."""
+    from state.controller_store import ControllerStore, list_cluster_names
 
     store = ControllerStore(connect_redis(redis_url, socket_timeout, connect_timeout), cluster_name)
-    return lambda: call_redis(store.load, f"reading the controller state from {redact(redis_url)}")
+
+    def load() -> ControllerState:
+        if require_state and not store.has_state():
+            held = list_cluster_names(store.client)
+            where = (f"it holds the state of {', '.join(repr(n) for n in held)}: pass --cluster-name (or "
+                     "REASSIGNER_CLUSTER_NAME)" if held else
+                     "it holds no cluster's state: is a pipeline (`reassigner run`) started against this Redis?")
+            raise InvalidConfigError(f"Redis at {redact(redis_url)} holds no state of cluster {cluster_name!r}; "
+                                     f"{where}")
+        return store.load()
+
+    return lambda: call_redis(load, f"reading the controller state from {redact(redis_url)}")

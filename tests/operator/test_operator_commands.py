@@ -144,6 +144,16 @@ def test_list_and_status_read_the_state_committed_in_redis(redis_url, redis_clie
     assert json.loads(config.stdout)["reassignment.max.concurrent.replica.movements"]["source"] == "override"
 
 
+def test_a_cluster_name_with_no_state_is_an_error_naming_those_held(redis_url, redis_client):
+    held = committed_cluster(redis_client)
+    for command in (["status"], ["list", "--json"], ["config", "get", "balance.mode"]):
+        result = run_cli(*command, "--redis-url", redis_url, "--cluster-name", "no-such-cluster")
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.returncode == 2 and len(lines) == 1, result.stderr
+        assert lines[0].startswith("error: [INVALID_CONFIG]") and "'no-such-cluster'" in lines[0], lines
+        assert repr(held) in lines[0] and "--cluster-name" in lines[0] and not result.stdout, lines
+
+
 @pytest.mark.stack
 def test_status_counts_the_finished_reassignments_of_the_movement_from_the_state(redis_url, redis_client):
     """Issue 19 item 7: 12 of 15 finished (in the committed meter), the 3 left not started: the
