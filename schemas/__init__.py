@@ -26,18 +26,26 @@ Nothing is read from disk at import.
 
 from __future__ import annotations
 
-from schemas.codec import (
-    HEADER_SCHEMA_VERSION,
-    TOPICS,
-    decode,
-    encode,
-    partition_key,
-    schema_for_topic,
-    topic_name,
-    version_headers,
-    writer_version_from_headers,
-)
-from schemas.loader import CURRENT_SCHEMA_VERSION, NAMESPACE, schema_json, schema_names
+# The codec and the loader are imported at first use of one of their names (PEP 562): the codec
+# loads fastavro, which `schemas.errors` and every command line's start would otherwise pay.
+_LAZY = {
+    **{name: "schemas.codec" for name in (
+        "HEADER_SCHEMA_VERSION", "TOPICS", "decode", "encode", "partition_key", "schema_for_topic", "topic_name",
+        "version_headers", "writer_version_from_headers")},
+    **{name: "schemas.loader" for name in ("CURRENT_SCHEMA_VERSION", "NAMESPACE", "schema_json", "schema_names")},
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'schemas' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 EVENT_TYPES = ("BrokerMembership", "PartitionState", "LogDirState", "TopicState", "SnapshotMarker")
 REQUEST_KINDS = ("Reassign", "Cancel", "Decommission", "Rebalance", "Approve", "SetConfig", "Tick")

@@ -79,6 +79,23 @@ def test_version_is_the_package_metadata():
     assert (result.returncode, result.stdout) == (0, f"reassigner {version('kafka-reassigner')}\n")
 
 
+def test_the_command_line_starts_without_the_heavy_libraries():
+    """`--version` and `--help` answer at once (about 0.2 s of CPU, BENCHMARKS.md; 1.6 s when
+    every command module loaded the planners, the solvers, pydantic and the Kafka client at
+    import): the commands import those when they run."""
+    probe = ("import sys, reassigner.cli.main; print(' '.join(sorted(m for m in ('numpy', 'ortools', 'pandas', "
+             "'pydantic', 'confluent_kafka', 'kafka', 'fastavro', 'redis', 'pyspark') if m in sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO,
+                            env=ENVIRONMENT)
+    assert result.returncode == 0 and result.stdout.strip() == "", result
+
+
+def test_help_is_plain_text_that_names_each_flag_whole():
+    result = run_cli("local", "up", "--help")
+    assert result.returncode == 0 and "<bool>" not in result.stdout and "╭" not in result.stdout, result.stdout
+    assert "--base-port" in result.stdout and "SPEC" not in run_cli("--help").stdout
+
+
 def test_a_product_error_is_one_line_and_exit_2(tmp_path):
     result = run_cli("plan", "--snapshot", str(tmp_path / "missing.json"))
     assert result.returncode == 2 and result.stderr.startswith("error: [INVALID_REQUEST] ")

@@ -25,32 +25,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from planning.model import Cluster
-from planning.placement.bytes_balance import BytesBalancePlan, Tolerances, plan_bytes_balance
 from planning.placement.goal import Goal
-from planning.placement.placer import plan_placement
 from planning.placement.plan_summary import PlacementPlan
+
+if TYPE_CHECKING:
+    from planning.placement.bytes_balance import BytesBalancePlan
+    from planning.placement.bytes_model import Tolerances
 
 BALANCE_MODES = ("strict", "bytes")
 
 
 @dataclass(frozen=True)
 class Balance:
-    """How plans balance: the mode and, for `bytes`, the tolerances."""
+    """How plans balance: the mode and, for `bytes`, the tolerances (None: the defaults)."""
 
     mode: str = "strict"
-    tolerances: Tolerances = Tolerances()
+    tolerances: Tolerances | None = None
 
 
 def plan_balanced(cluster: Cluster, goal: Goal, balance: Balance = Balance()) -> PlacementPlan:
     """The plan for `goal` by the planner `balance.mode` chooses (the module's RULE). Raises
     what `plan_placement` raises."""
+    # The planners are imported here, not at the top: the settings read BALANCE_MODES at every
+    # command line's start, which must not pay for numpy and the solvers.
+    from planning.placement.bytes_balance import Tolerances, plan_bytes_balance
+    from planning.placement.placer import plan_placement
+
     if balance.mode not in BALANCE_MODES:
         raise ValueError(f"balance mode {balance.mode!r} is not one of {', '.join(BALANCE_MODES)}")
     if balance.mode == "strict" or goal.explicit_targets or goal.partial or goal.ignore_racks:
         return plan_placement(cluster, goal)
-    plan = plan_bytes_balance(cluster, balance.tolerances, goal)
+    plan = plan_bytes_balance(cluster, balance.tolerances or Tolerances(), goal)
     if plan.unplaced or plan.disk_overflow:
         return plan_placement(cluster, goal)
     return as_placement_plan(plan)

@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.graph.python import min_cost_flow
 
 from schemas.errors import ReassignerError
 
@@ -140,6 +139,8 @@ def solve_min_cost_flow(problem: FlowProblem) -> FlowSolution:
     # Send the lower bounds up front: out of the tail, into the head.
     np.subtract.at(supplies, tails, lowers)
     np.add.at(supplies, heads, lowers)
+    from ortools.graph.python import min_cost_flow  # at first use, as the CP-SAT door does
+
     solver = min_cost_flow.SimpleMinCostFlow()
     arcs = solver.add_arcs_with_capacity_and_unit_cost(
         tails.astype(np.int32), heads.astype(np.int32), problem.uppers - lowers, problem.costs

@@ -24,8 +24,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ortools.sat.python import cp_model
-
 
 @dataclass(frozen=True)
 class LinearConstraint:
@@ -59,6 +57,10 @@ class IntegerSolution:
 
 def solve_integer_program(program: IntegerProgram, deterministic_seconds: float) -> IntegerSolution:
     """The least-objective solution within the budget (see the module docstring)."""
+    # Imported at first use: CP-SAT's Python layer loads pandas (about 0.4 s of CPU), which
+    # every command line would otherwise pay at start (`reassigner --version`).
+    from ortools.sat.python import cp_model
+
     model = cp_model.CpModel()
     xs = [model.new_int_var(lo, hi, f"x{i}") for i, (lo, hi) in enumerate(zip(program.lowers, program.uppers))]
     for c in program.constraints:

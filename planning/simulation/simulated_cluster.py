@@ -34,11 +34,11 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
+from planning.simulation import DEFAULT_BYTES_PER_SEC
 from planning.model import Broker, Cluster, PartitionState, Topic, TopicPartition
 from planning.movement.cancel import compute_partition_after_cancel
 from schemas.errors import InvalidReplicaAssignmentError, NoReassignmentInProgressError, UnknownTopicOrPartitionError
 
-DEFAULT_BYTES_PER_SEC = 100 * 1024 * 1024
 DEFAULT_SIZE_BYTES = 1024 * 1024 * 1024
 
 

@@ -17,13 +17,14 @@ import logging
 import typer
 
 from reassigner.cli.connections import connect
-from reassigner.cli.options import CONNECTION_FLAGS, SharedFlags, configure_logging, stop_on_signals, takes_flags
+from reassigner.cli.options import (CONNECTION_FLAGS, SharedFlags, command_group, configure_logging, stop_on_signals,
+                                    takes_flags)
 from reassigner.cli.printing import console, err_console
 from schemas.errors import InvalidInputError
 from schemas.redaction import redact
 
-alerts_app = typer.Typer(help="Alerts: print them, follow them, forward them to a webhook.",
-                         invoke_without_command=True)
+alerts_app = command_group(help="Alerts: print them, follow them, forward them to a webhook.",
+                           invoke_without_command=True, no_args_is_help=False)
 
 MinSeverity = typer.Option("INFO", "--min-severity", help="INFO, WARNING, ERROR or CRITICAL.")
 

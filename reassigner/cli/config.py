@@ -15,11 +15,11 @@ from typing import Optional
 import typer
 
 from reassigner.cli.connections import connect
-from reassigner.cli.options import CONNECTION_FLAGS, AsJson, SharedFlags, takes_flags
+from reassigner.cli.options import CONNECTION_FLAGS, AsJson, SharedFlags, command_group, takes_flags
 from reassigner.cli.printing import console
 from reassigner.cli.requests import NoWait, Timeout, send_request
 
-config_app = typer.Typer(help="Dynamic settings: limits, throttles, mode.", no_args_is_help=True)
+config_app = command_group(help="Dynamic settings: limits, throttles, mode.")
 
 
 @config_app.command("set")

@@ -23,12 +23,17 @@ import logging
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reassigner.cli.options import SharedFlags
-from reassigner.dev.local.stack import LocalStack
-from runtime.clients.client_config import ClientConfig
-from runtime.settings import Settings, load_settings
 from schemas.errors import InvalidConfigError, StackNotUpError
+
+if TYPE_CHECKING:
+    from runtime.clients.client_config import ClientConfig
+    from runtime.settings import Settings
+
+# The settings (pydantic), the local stack and the clients are imported where they are used,
+# not here: every command imports this module, and `--version` and `--help` must answer at once.
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,8 @@ def resolve_connections(settings: Settings, need_redis: bool = True, need_kafka:
     command_config = settings.command_config
     missing_kafka, missing_redis = need_kafka and bootstrap is None, need_redis and redis_url is None
     if missing_kafka or missing_redis:
+        from reassigner.dev.local.stack import LocalStack
+
         try:
             stack = LocalStack(settings.stack_dir, settings.cache_dir).load()
         except StackNotUpError:
@@ -123,6 +130,8 @@ class Connected:
 def load(flags: SharedFlags, **more: object) -> Settings:
     """The settings: `flags` and `more` (a command's own, None: not given) over the environment
     and the config file."""
+    from runtime.settings import load_settings
+
     return load_settings(**flags.settings_overrides(), **more)
 
 

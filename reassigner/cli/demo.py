@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-from runtime.settings import load_settings
 
 
 def demo(
@@ -21,6 +20,7 @@ def demo(
 ) -> None:
     """Start a real local Kafka cluster, Redis and Spark, run the product, and tell its story."""
     from reassigner.dev.demo.story import Demo
+    from runtime.settings import load_settings
 
     settings = load_settings()
     directory = (stack_dir or Path(".reassigner/demo")).absolute()

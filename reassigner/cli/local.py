@@ -9,23 +9,29 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from reassigner.dev.local.stack import DEFAULT_RACKS, LocalStack
-from runtime.settings import load_settings
+from reassigner.cli.options import command_group
+from reassigner.dev.local import DEFAULT_RACKS
 
-local_app = typer.Typer(help="A real local KRaft Kafka cluster and Redis, for demos and tests.",
-                        no_args_is_help=True)
+if TYPE_CHECKING:
+    from reassigner.dev.local.stack import LocalStack
+
+local_app = command_group(help="A real local KRaft Kafka cluster and Redis, for demos and tests.")
 console = Console(stderr=True)
 
 StackDir = typer.Option(None, "--stack-dir", help="Where the stack keeps data, logs, state.")
 
 
 def _stack(stack_dir: Optional[Path]) -> LocalStack:
+    # Here, not at the top: the command line's start must not pay for the stack and the settings.
+    from reassigner.dev.local.stack import LocalStack
+    from runtime.settings import load_settings
+
     settings = load_settings(stack_dir=stack_dir)
     return LocalStack(settings.stack_dir, settings.cache_dir)
 
@@ -162,6 +168,7 @@ def add_logdir(broker_id: int = typer.Argument(..., help="Broker id."),
 def fetch_jars() -> None:
     """Fetch the Kafka and Spark connector jars from Maven Central into the cache (idempotent)."""
     from runtime.clients.jars import JAR_SETS, ensure_jars
+    from runtime.settings import load_settings
 
     settings = load_settings()
     for jar_set in JAR_SETS:

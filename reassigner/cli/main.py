@@ -30,7 +30,7 @@ from typing import NoReturn
 import typer
 
 from reassigner.cli import alerts, config, demo, edge, local, plan, requests, run, simulate, status_server, views
-from reassigner.cli.options import StoppedBySignal, stop_requested
+from reassigner.cli.options import StoppedBySignal, command_group, stop_requested
 from reassigner.cli.printing import ERROR_EXIT_CODE, print_error
 from schemas.errors import ReassignerError
 from schemas.redaction import redact
@@ -39,10 +39,9 @@ COMMAND_MODULES = (local, plan, simulate, edge, run, demo, requests, config, ale
 PROG_NAME = "reassigner"  # also under `python -m reassigner.cli`: the usage lines and completion say it
 USAGE_EXIT_CODE = 2
 
-app = typer.Typer(
+app = command_group(
     name=PROG_NAME,
     help="Event-driven, incremental partition reassignment for Apache Kafka.",
-    no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
 

@@ -87,6 +87,13 @@ FLAG_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 """Each field of `SharedFlags`: its type and its typer option."""
 
+def command_group(**settings: Any) -> typer.Typer:
+    """A typer app (the root or a command group) as every one of ours is made: help printed by
+    click's plain formatter (as Kafka's own tools print theirs: no boxes, no `<bool>` on every
+    flag, long option names whole), no arguments = the help unless `settings` say otherwise."""
+    return typer.Typer(**{"rich_markup_mode": None, "no_args_is_help": True, **settings})
+
+
 CONNECTION_FLAGS = ("bootstrap_server", "command_config", "stack_dir", "cluster_name", "topic_prefix", "redis_url")
 """What the operator commands take: where Kafka and Redis are, and which deployment's keys and topics."""
 METRICS_FLAGS = ("metrics_port", "metrics_host", "allow_remote_metrics")

@@ -12,17 +12,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from planning.model import Broker
-from planning.placement.balance_modes import BALANCE_MODES, plan_balanced
-from planning.placement.placer import Goal, PlacementPlan
-from planning.snapshot import cluster_from_json, reassignment_to_json
 from schemas.errors import MalformedInputError
+
+if TYPE_CHECKING:
+    from planning.model import Broker
+    from planning.placement.plan_summary import PlacementPlan
+
+# The planning core is imported by the command (`--version` and `--help` must not pay for it).
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +54,9 @@ def plan_command(
     from dataclasses import replace
 
     from handlers.plans import compute_balance
+    from planning.placement.balance_modes import BALANCE_MODES, plan_balanced
+    from planning.placement.goal import Goal
+    from planning.snapshot import cluster_from_json, reassignment_to_json
     from runtime.settings import compute_policy, load_settings
 
     if balance_mode is not None and balance_mode.lower() not in BALANCE_MODES:
@@ -96,6 +101,8 @@ def read_json_file(path: Path) -> object:
 
 def parse_added_broker(spec: str) -> Broker:
     """`7` or `7:/dc1/r2` -> Broker(7, rack)."""
+    from planning.model import Broker
+
     broker_id, _, rack = spec.partition(":")
     try:
         number = int(broker_id)

@@ -28,12 +28,12 @@ from typing import Any, Callable, List, Optional
 import typer
 
 from reassigner.cli.connections import Connected, connect
-from reassigner.cli.options import CONNECTION_FLAGS, SharedFlags, stop_on_signals, takes_flags
+from reassigner.cli.options import CONNECTION_FLAGS, SharedFlags, command_group, stop_on_signals, takes_flags
 from reassigner.cli.printing import console, err_console
 from schemas.errors import InvalidInputError
 from schemas.redaction import redact
 
-request_app = typer.Typer(help="Send a request to the pipeline (on the requests topic).", no_args_is_help=True)
+request_app = command_group(help="Send a request to the pipeline (on the requests topic).")
 
 NoWait = typer.Option(False, "--no-wait", help="Publish and return at once, without the pipeline's verdict.")
 Timeout = typer.Option(60.0, "--timeout", min=0.1, help="Seconds to wait for the pipeline's verdict.")

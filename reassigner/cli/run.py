@@ -30,7 +30,6 @@ import typer
 from reassigner.cli.connections import load, resolve
 from reassigner.cli.options import (METRICS_FLAGS, STOP_SIGNALS, SharedFlags, StoppedBySignal, configure_logging,
                                     note_stop_signal, start_metrics_endpoint, takes_flags)
-from runtime.settings import compute_policy, read_command_signing_key
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +114,8 @@ def run(
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, shut_down)
+    from runtime.settings import compute_policy, read_command_signing_key
+
     spark_conf = parse_spark_conf(conf)  # a bad one fails here, before anything starts
     settings = load(flags, spark_master=master, checkpoint_dir=checkpoint_dir, mode=mode, spark_jars=spark_jars)
     read_command_signing_key(settings)  # a missing or short key file fails here, before anything starts

@@ -20,19 +20,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from reassigner.cli.printing import one_line_errors
-
-from reassigner.operator.views.units import format_duration, format_rate
-from planning.movement.batches import Limits
-from planning.model import Broker, Cluster, LogDir
-from planning.simulation.simulator import KillBroker, SimulationParams, SimulationReport, run_plan
-from planning.movement.partition_steps import Step, compute_step_sequence
+from planning.simulation import DEFAULT_BYTES_PER_SEC
 from schemas.errors import InvalidReplicaAssignmentError, MalformedInputError
-from runtime.settings import compute_limits, load_settings
+
+if TYPE_CHECKING:
+    from planning.model import Broker, Cluster
+    from planning.movement.batches import Limits
+    from planning.movement.partition_steps import Step
+    from planning.simulation.simulator import SimulationReport
+
+# The simulator, the settings and the views are imported by the commands that use them: the
+# command line's start (`--version`, `--help`) must not pay for them.
 
 _SETTING = "default: the product's setting"
 
@@ -54,6 +57,9 @@ def steps(
     isr: Optional[str] = typer.Option(None, "--isr", help="In-sync replicas now (default: all of --from)."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"steps\": [...]} instead of text."),
 ) -> None:
+    from planning.movement.partition_steps import compute_step_sequence
+    from runtime.settings import compute_limits, load_settings
+
     current = parse_replica_list(from_replicas, "--from")
     final = parse_replica_list(to_replicas, "--to")
     in_sync = current if isr is None else parse_replica_list(isr, "--isr", allow_empty=True)
@@ -121,7 +127,7 @@ def simulate(
     max_replica_movements: Optional[int] = typer.Option(None, "--max-replica-movements", help=f"R ({_SETTING})."),
     max_movements_per_broker: Optional[int] = typer.Option(None, "--max-movements-per-broker",
                                                            help=f"B ({_SETTING})."),
-    bytes_per_sec: float = typer.Option(SimulationParams().bytes_per_sec, "--bytes-per-sec",
+    bytes_per_sec: float = typer.Option(DEFAULT_BYTES_PER_SEC, "--bytes-per-sec",
                                         help="Replication fetch capacity of one broker."),
     tick_seconds: float = typer.Option(1.0, "--tick-seconds", help="Time between two decisions."),
     as_json: bool = typer.Option(False, "--json"),
@@ -130,7 +136,10 @@ def simulate(
     from handlers.plans import compute_balance
     from planning.placement.balance_modes import plan_balanced
     from planning.placement.placer import Goal, compute_planning_cluster
-    from runtime.settings import compute_policy
+    from runtime.settings import compute_limits, compute_policy, load_settings
+    from planning.model import Broker
+    from planning.simulation.simulated_cluster import SimulationParams
+    from planning.simulation.simulator import KillBroker, run_plan
     from planning.snapshot import cluster_from_json
 
     settings = load_settings(max_partition_movements=max_partition_movements, max_leader_movements=max_leader_movements,
@@ -168,6 +177,8 @@ def simulate(
 
 def parse_broker(text: str, cluster: Cluster) -> Broker:
     """`7` or `7:/dc1/r2` → a new empty broker, with the log dir paths of the cluster's brokers."""
+    from planning.model import Broker, LogDir
+
     id_text, _, rack = text.partition(":")
     try:
         broker_id = int(id_text)
@@ -219,6 +230,8 @@ def report_json(report: SimulationReport, limits: Limits, partitions: int, bytes
 
 
 def report_lines(report: SimulationReport, limits: Limits, partitions: int, bytes_to_move: int = 0) -> list[str]:
+    from reassigner.operator.views.units import format_duration, format_rate
+
     seconds = report.makespan_seconds
     makespan = "did not finish" if seconds is None else \
         format_duration(seconds) + (f" ({round(seconds):,} s)" if seconds >= 60 else "")

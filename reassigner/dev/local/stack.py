@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from schemas.errors import LocalStackError, StackNotUpError, UnknownBrokerError
-from reassigner.dev.local import kafka_admin
+from reassigner.dev.local import DEFAULT_RACKS, kafka_admin
 from runtime.clients.client_config import ClientConfig, read_command_config
 from runtime.clients.jars import kafka_classpath
 from schemas.redaction import redact
@@ -44,7 +44,6 @@ from reassigner.dev.local.redis_server import start_redis
 from reassigner.dev.local.security import (SECURITY_MODES, StackSecrets, create_product_acls,
                                            create_stack_secrets, write_private)
 
-DEFAULT_RACKS = ("/dc1/r1", "/dc1/r2", "/dc2/r1")
 STATE_FILE = "stack.json"
 READY_TOPIC = "reassigner.local.ready"
 BROKER_START_TIMEOUT = 120.0
