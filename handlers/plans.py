@@ -37,6 +37,7 @@ from typing import Callable, Mapping
 
 from handlers.outbox import INFO, summarise
 from handlers.context import BatchContext
+from handlers.plan_ends import open_plan
 from handlers.policy import Policy, compute_excluded_topics
 from planning.movement.cancel import compute_reassign_request
 from state.model import ControllerState, Proposal
@@ -153,6 +154,7 @@ def handle_plan(context: BatchContext, plan_id: str, targets: Targets, reason: s
                                        reason=reason, target_log_dirs=dirs)
     made = {tp: records[tp] for tp in targets if tp in records and records[tp] is not state.reassignments.get(tp)}
     context.state = state.with_records(made)
+    open_plan(context, plan_id, subject, reason, made, state.reassignments)
     others = compute_waiting_on_other_tools(state, made)
     note = (f"; {len(superseded)} of them were already moving and take this new target "
             f"(superseded: the step in flight finishes first)" if superseded else "")

@@ -60,6 +60,7 @@ from collections.abc import Iterable
 from handlers.outbox import INFO, WARNING, reassignment_step_fields, tp_key
 from handlers.context import BatchContext
 from handlers.external import handle_external_moves, report_interrupted
+from handlers.plan_ends import end_plan_member
 from handlers.policy import effective_limits
 from handlers.waiting import compute_waiting
 from planning.model import TopicPartition
@@ -156,6 +157,7 @@ def _report_stall(context: BatchContext, record: Reassignment, message: str, obs
 
 
 def _announce_finished(context: BatchContext, record: Reassignment, ending: Ending) -> None:
+    end_plan_member(context, record, completed=ending is Ending.COMPLETED)
     if ending is Ending.DELETED:
         return
     key = tp_key(record.tp)

@@ -60,6 +60,7 @@ from typing import Any, Mapping
 from handlers.outbox import ERROR, WARNING, tp_key
 from handlers.context import BatchContext
 from handlers.log_dirs import handle_log_dir_result
+from handlers.plan_ends import end_plan_member
 from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.model import TopicPartition
 from planning.movement.reassignment import confirm_cancel, fail_step, note_step_applied
@@ -157,6 +158,7 @@ def _step_failed(context: BatchContext, tp, record, code: str, detail: str, deta
     ended = compute_finished_work((record,), context.state.cluster)
     context.state = context.state.with_records({tp: None}).with_changes(
         replication_meter=add_finished_work(context.state.replication_meter, ended))
+    end_plan_member(context, record, completed=False)
     if code in RETRIED_STEP_ERRORS:
         context.outbox.alert("ReassignmentStalled", ERROR, tp_key(tp),
                              f"{step} failed {record.failed_attempts + 1} times in a row, last: {detail}; "

@@ -69,6 +69,31 @@ class Proposal:
 
 
 @dataclass(frozen=True)
+class PlanRecord:
+    """A plan being carried out, for the one alert at its end (`handlers.plan_ends`).
+
+    plan_id: the plan's id (its reassignments' `plan`).
+    subject, reason: as its PlanCreated alert said them.
+    started_at_ms: event time of the decision that made it.
+    partitions: the partitions it started or re-targeted; remaining: those still moving for it.
+    bytes_planned: the replica bytes its targets add (each added replica at its partition's size).
+    completed, cancelled, superseded: how its partitions ended so far (at their target; cancelled,
+        reverted, given up or deleted; re-targeted by a later plan).
+    """
+
+    plan_id: str
+    subject: str
+    reason: str
+    started_at_ms: int
+    partitions: int
+    remaining: int
+    bytes_planned: int = 0
+    completed: int = 0
+    cancelled: int = 0
+    superseded: int = 0
+
+
+@dataclass(frozen=True)
 class ObservationTimes:
     """When the watcher last told something about each topic and broker: the greatest event time
     (epoch ms) of the events applied about it. A snapshot's inventory is only allowed to drop
@@ -173,6 +198,7 @@ class ControllerState:
         by another tool (`planning.movement.external`), with what Kafka showed and since when;
         kept incrementally by `handlers.external`; for `list`, `status` and the batch rule's
         "moved by another tool".
+    plans: the plans being carried out (`PlanRecord`), by id, for the alert at each one's end.
     stepping_memo: what the last decision computed for the reassignments waiting for a step
         (`planning.movement.advance.SteppingMemo`): derived data that makes the next decision
         cost what changed; never stored, never compared, rebuilt after a restart.
@@ -195,6 +221,7 @@ class ControllerState:
     replication_meter: ReplicationMeter = field(default_factory=ReplicationMeter)
     waiting: Mapping[TopicPartition, str] = field(default_factory=dict)
     external_moves: Mapping[TopicPartition, ExternalMove] = field(default_factory=dict)
+    plans: Mapping[str, PlanRecord] = field(default_factory=dict)
     stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
     change_log: ChangeLog = field(default_factory=ChangeLog, compare=False, repr=False)
 

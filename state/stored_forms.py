@@ -58,7 +58,7 @@ from planning.movement.log_dirs import LogDirTask
 from planning.movement.partition_steps import Step
 from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
 from schemas.codec import decode, encode
-from state.model import ControllerState, OutboundMessage, Proposal
+from state.model import ControllerState, OutboundMessage, PlanRecord, Proposal
 
 
 def tp_field(tp: TopicPartition) -> str:
@@ -167,6 +167,7 @@ def reassignment_to_storage(reassignment: Reassignment) -> str:
         "after_cancel": reassignment.after_cancel.value,
         **({"retries": [reassignment.failed_attempts, reassignment.retry_at, reassignment.last_error]}
            if reassignment.failed_attempts else {}),
+        **({"plan": reassignment.plan_id} if reassignment.plan_id else {}),
     }, separators=(",", ":"))
 
 
@@ -182,6 +183,7 @@ def reassignment_from_storage(tp: TopicPartition, stored: str) -> Reassignment:
         in_flight=in_flight, steps_done=data["done"], state=ReassignmentState(data["state"]),
         reason=data["reason"], after_cancel=AfterCancel(data["after_cancel"]),
         **_retries_from_storage(data.get("retries")),  # absent: none (and in older state)
+        plan_id=data.get("plan", ""),  # absent: the request its id names (and in older state)
     )
 
 
@@ -236,7 +238,17 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "waiting": json.dumps([[tp.topic, tp.partition, why] for tp, why in sorted(state.waiting.items())]),
         "external_moves": json.dumps([external_move_to_storage(tp, move)
                                       for tp, move in sorted(state.external_moves.items())]),
+        "plans": json.dumps([plan_record_to_storage(p) for _, p in sorted(state.plans.items())]),
     }
+
+
+def plan_record_to_storage(record: PlanRecord) -> list:
+    return [record.plan_id, record.subject, record.reason, record.started_at_ms, record.partitions,
+            record.remaining, record.bytes_planned, record.completed, record.cancelled, record.superseded]
+
+
+def plan_record_from_storage(stored: list) -> PlanRecord:
+    return PlanRecord(*stored)
 
 
 def meter_to_storage(meter: ReplicationMeter) -> list:

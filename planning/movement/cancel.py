@@ -194,7 +194,8 @@ def compute_reassign_request(
         if record is not None and record.active:
             if record.final_target != target or record.state is not ReassignmentState.RUNNING:
                 # Superseding a CANCELLING record lets the cancel finish, then resumes (see supersede).
-                updated[tp] = supersede(record, target, dirs, reason=reason or f"superseded by {request_id}")
+                updated[tp] = supersede(record, target, dirs, reason=reason or f"superseded by {request_id}",
+                                       plan_id=request_id)
             continue
         current = tuple(current_replicas.get(tp, ()))
         if current == target:

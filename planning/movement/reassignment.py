@@ -90,6 +90,8 @@ class Reassignment:
         (the executor could not get them to Kafka); a completed step resets it.
     retry_at: no new step starts before this time (seconds, the clock of `started_at`).
     last_error: the executor's message for the last failed step.
+    plan_id: the plan the reassignment now serves, when another than the request that started it
+        (a plan that superseded its target); empty: that request (`plan`).
     """
 
     reassignment_id: str
@@ -105,6 +107,12 @@ class Reassignment:
     failed_attempts: int = 0
     retry_at: float | None = None
     last_error: str = ""
+    plan_id: str = ""
+
+    @property
+    def plan(self) -> str:
+        """The plan it serves: `plan_id`, else the request its id names (`<request>/<partition>`)."""
+        return self.plan_id or self.reassignment_id.rsplit("/", 1)[0]
 
     @property
     def active(self) -> bool:
@@ -232,8 +240,10 @@ def supersede(
     final_target: tuple[int, ...],
     target_log_dirs: tuple[str | None, ...] = (),
     reason: str = "",
+    plan_id: str = "",
 ) -> Reassignment:
-    """A new final target: the step in flight finishes, then stepping continues from there.
+    """A new final target: the step in flight finishes, then stepping continues from there; the
+    record serves `plan_id` from now on (when given).
 
     While CANCELLING (the step is being cancelled in Kafka), the cancel completes first and the
     reassignment then resumes towards the new target.
@@ -245,6 +255,7 @@ def supersede(
             target_log_dirs=tuple(target_log_dirs),
             after_cancel=AfterCancel.RESUME,
             reason=reason or reassignment.reason,
+            plan_id=plan_id or reassignment.plan_id,
         )
     return replace(
         reassignment,
@@ -252,6 +263,7 @@ def supersede(
         target_log_dirs=tuple(target_log_dirs),
         state=ReassignmentState.RUNNING,
         reason=reason or reassignment.reason,
+        plan_id=plan_id or reassignment.plan_id,
     )
 
 

@@ -17,7 +17,7 @@ from functools import partial
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handler_builders import Loop, reassign, request
+from handler_builders import Loop, alerts, reassign, request
 
 from tests.settings_defaults import default_policy
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic
@@ -83,10 +83,18 @@ def test_explicit_reassignments_end_at_their_targets(cluster, policy, data):
     loop.step()
     if targets:
         loop.step([reassign(targets, loop.now_ms, "r1")])
+    tracked = loop.state.plans.get("r1")  # a plan that started or re-targeted some partition
     _run_to_idle(loop)
     assert not loop.violations, loop.violations
     for tp, target in targets.items():
         assert loop.sim.partition(tp).replicas == target
+    # One PlanCompleted for the request, once every partition it moved is at its target.
+    ended = [a for d in loop.decisions for a in alerts(d, "PlanCompleted")]
+    assert len(ended) == (tracked is not None) and not loop.state.plans, (ended, loop.state.plans)
+    if ended:
+        details = ended[0]["details"]
+        assert details["plan_id"] == "r1" and details["completed"] == details["partitions"] == str(tracked.partitions)
+        assert details["cancelled"] == details["superseded"] == "0", details
 
 
 @SETTINGS

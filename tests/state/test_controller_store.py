@@ -313,3 +313,20 @@ def test_the_meter_keeps_the_ended_reassignments_and_one_written_before_them_loa
     assert store.load().replication_meter == meter
     redis_client.hset(store.keys["meta"], "replication_meter", json.dumps([1_800_000_000_000, 5 << 20]))  # before
     assert store.load().replication_meter == ReplicationMeter(1_800_000_000_000, 5 << 20)
+
+
+def test_the_plans_and_a_record_s_plan_load_back_and_older_state_loads_without(store, redis_client):
+    from planning.movement.reassignment import supersede
+    from state.model import PlanRecord
+
+    plans = {"rebalance-3": PlanRecord("rebalance-3", "broker-4", "broker 4 added", 1_800_000_000_000, 12, 5,
+                                       7 * 10**9, 6, 1, 0)}
+    assert store.commit(0, ControllerState(), ControllerState(plans=plans), [])
+    assert store.load().plans == plans
+    redis_client.hdel(store.keys["meta"], "plans")  # a state written before plans were kept
+    assert store.load().plans == {}
+    tp = TopicPartition("orders", 0)
+    record = start_reassignment("r1/orders-0", tp, (1, 2, 3), (2, 3, 4))
+    assert record.plan == "r1" and "plan" not in json.loads(reassignment_to_storage(record))  # rows as before
+    moved_on = supersede(record, (3, 4, 5), plan_id="r2")
+    assert moved_on.plan == "r2" and reassignment_from_storage(tp, reassignment_to_storage(moved_on)) == moved_on
