@@ -28,7 +28,10 @@ RULES:
 - Cancel: scope = everything / a topic / one partition (a partition without a topic is
   malformed). Steps in flight get a `CancelReassignment` command (id
   `<reassignment id>:<step>:CancelReassignment`); the reassignments then step back to their
-  original replicas (or stop, with `keep`) — see `handlers.progress`.
+  original replicas (or stop, with `keep`) — see `handlers.progress`. A draining broker whose
+  drain the cancel stops entirely (it cancels a reassignment moving a replica off it, and none
+  moving one off it is left) stops draining, as a Recommission does, unless `keep_draining`;
+  the alert names the brokers either way.
 - Decommission: the brokers are marked draining at once (nothing new goes to them) and a plan
   moves every replica off them (`Goal(drain_brokers=..., heal=False, rebalance=False)`).
 - Rebalance: `Goal(rebalance=True, heal=False)`, restricted to the topics named (all if none).
@@ -217,19 +220,56 @@ def handle_cancel(context: BatchContext, request_id: str, fields: Mapping[str, A
                              "the dir they came from",
                              {"partitions": 0, "keep": str(keep).lower(), "log_dir_moves": dir_moves})
         return
+    stopped = compute_stopped_drains(state, decision.cancelled)
+    keep_draining = bool(fields.get("keep_draining", False))
     context.state = context.state.with_records({tp: decision.reassignments[tp] for tp in decision.cancelled})
+    if stopped and not keep_draining:
+        stop_draining(context, stopped)
     for tp in decision.cancel_in_kafka:
         record = state.reassignments[tp]
         number = record.in_flight.number
         context.outbox.command(record.command_id("CancelReassignment", number), tp_key(tp),
                                record.reassignment_id, number, f"cancelled by {request_id}",
                                "CancelReassignment", {"topic": tp.topic, "partition": tp.partition})
+    names = ", ".join(map(str, stopped))
+    drains = "" if not stopped else (
+        f"; broker(s) {names} stay draining (--keep-draining): `request recommission {names.replace(', ', ' ')}` "
+        "ends it" if keep_draining else f"; broker(s) {names} no longer draining: their decommission is cancelled")
     context.outbox.alert("ReassignmentCancelled", INFO, request_id,
                          f"cancelling {len(decision.cancelled)} reassignments ({scope}"
                          + (f", and {dir_moves} log-dir moves" if dir_moves else "") + "); "
-                         + ("they stop where they are" if keep else "they step back to their original replicas"),
+                         + ("they stop where they are" if keep else "they step back to their original replicas")
+                         + drains,
                          {"partitions": len(decision.cancelled), "keep": str(keep).lower(),
-                          "cancelled_in_kafka": len(decision.cancel_in_kafka), "log_dir_moves": dir_moves})
+                          "cancelled_in_kafka": len(decision.cancel_in_kafka), "log_dir_moves": dir_moves,
+                          "drains_stopped": names, "keep_draining": str(keep_draining).lower()})
+
+
+def compute_stopped_drains(state, cancelled) -> list[int]:
+    """The draining brokers whose drain cancelling `cancelled` stops entirely: a cancelled
+    reassignment moves a replica off them and no other active one does (O(reassignments): once
+    per Cancel request)."""
+    draining = {b.id for b in state.cluster.brokers if b.draining}
+    if not draining:
+        return []
+    cancelled = set(cancelled)
+
+    def leaving(record) -> set[int]:
+        return draining & (set(record.original_replicas) - set(record.final_target))
+
+    hit = set().union(*(leaving(state.reassignments[tp]) for tp in cancelled))
+    if not hit:
+        return []
+    still = set().union(*(leaving(r) for tp, r in state.reassignments.items() if r.active and tp not in cancelled))
+    return sorted(hit - still)
+
+
+def stop_draining(context: BatchContext, broker_ids) -> None:
+    """The brokers no longer draining: plans may put replicas on them again."""
+    cluster = context.state.cluster
+    brokers = [replace(b, draining=False) if b.id in broker_ids else b for b in cluster.brokers]
+    context.state = context.state.with_cluster(cluster.with_brokers(brokers))
+    context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
 
 
 def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
@@ -309,9 +349,7 @@ def handle_recommission(context: BatchContext, request_id: str, fields: Mapping[
     if not_draining:
         raise InvalidInputError(f"cannot recommission broker(s) {not_draining}: not being drained "
                                 f"(draining: {sorted(b.id for b in cluster.brokers if b.draining)})")
-    brokers = [replace(b, draining=False) if b.id in broker_ids else b for b in cluster.brokers]
-    context.state = context.state.with_cluster(cluster.with_brokers(brokers))
-    context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
+    stop_draining(context, broker_ids)
     leaving = sorted(tp for tp, r in context.state.reassignments.items()
                      if r.active and set(broker_ids) & (set(r.original_replicas) - set(r.final_target)))
     names = ", ".join(map(str, broker_ids))

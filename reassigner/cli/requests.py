@@ -129,12 +129,17 @@ def request_cancel(
     topic: Optional[str] = typer.Option(None, "--topic", help="Topic to cancel (default: everything)."),
     partition: Optional[int] = typer.Option(None, "--partition", help="Partition of --topic."),
     keep: bool = typer.Option(False, "--keep", help="Stop where it is instead of reverting."),
+    keep_draining: bool = typer.Option(
+        False, "--keep-draining", help="A broker whose decommission this cancels stays draining (nothing new "
+        "goes to it) instead of taking replicas again."),
     no_wait: bool = NoWait, timeout: float = Timeout, *, flags: SharedFlags,
 ) -> None:
-    """Cancel reassignments: everything, a topic, or one partition; revert unless --keep."""
+    """Cancel reassignments: everything, a topic, or one partition; revert unless --keep. A
+    broker whose decommission this stops entirely stops draining, unless --keep-draining."""
     from reassigner.operator.requests import build_cancel_request
 
-    send_request(flags, build_cancel_request, topic, partition, keep, wait=not no_wait, timeout=timeout)
+    send_request(flags, build_cancel_request, topic, partition, keep, keep_draining, wait=not no_wait,
+                 timeout=timeout)
 
 
 @request_app.command("decommission")

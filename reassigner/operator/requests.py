@@ -96,15 +96,17 @@ def build_reassign_request(document: object, source: str, *, additional: bool, r
                          request_id=request_id, now_ms=now_ms, requested_by=requested_by, key=key)
 
 
-def build_cancel_request(topic: str | None, partition: int | None, keep: bool, *, request_id: str,
-                         now_ms: int, requested_by: str) -> Request:
-    """Cancel everything (no topic), a topic, or one partition (topic and partition)."""
+def build_cancel_request(topic: str | None, partition: int | None, keep: bool, keep_draining: bool = False, *,
+                         request_id: str, now_ms: int, requested_by: str) -> Request:
+    """Cancel everything (no topic), a topic, or one partition (topic and partition); a broker
+    whose drain this stops entirely stops draining unless `keep_draining`."""
     if partition is not None and topic is None:
         raise InvalidInputError("cancel: --partition needs --topic (which topic's partition?)")
     if partition is not None and partition < 0:
         raise InvalidInputError(f"cancel: --partition must be 0 or more, got {partition}")
     key = partition_key(topic, partition) if topic is not None and partition is not None else None
-    return build_request("Cancel", {"topic": topic, "partition": partition, "keep": keep},
+    return build_request("Cancel", {"topic": topic, "partition": partition, "keep": keep,
+                                    "keep_draining": keep_draining},
                          request_id=request_id, now_ms=now_ms, requested_by=requested_by, key=key)
 
 

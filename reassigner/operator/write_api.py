@@ -4,7 +4,8 @@ Routes (POST; a JSON object as the body where one is taken; `?wait=SECONDS` opti
     /api/requests                   {"kind": KIND, ...fields}: every `reassigner request KIND`
     /api/proposals/{id}/approve     the proposal's approve
     /api/proposals/{id}/reject      its reject
-    /api/cancel                     {"topic"?, "partition"?, "keep"?}; no body cancels everything
+    /api/cancel                     {"topic"?, "partition"?, "keep"?, "keep_draining"?}; no body
+                                    cancels everything
     /api/pause, /api/resume         no body
 
 `/api/requests` kinds and their fields (the CLI's flags, by the same names, and nothing else: an
@@ -207,9 +208,10 @@ def _reassign(fields: Mapping[str, Any], envelope: Envelope) -> Request:
 
 
 def _cancel(fields: Mapping[str, Any], envelope: Envelope) -> Request:
-    _only(fields, ("topic", "partition", "keep"), "cancel")
+    _only(fields, ("topic", "partition", "keep", "keep_draining"), "cancel")
     return build_cancel_request(_str(fields, "topic", "cancel"), _int(fields, "partition", "cancel"),
-                                _bool(fields, "keep", "cancel"), **envelope)
+                                _bool(fields, "keep", "cancel"), _bool(fields, "keep_draining", "cancel"),
+                                **envelope)
 
 
 def _brokers(build: Callable[..., Request], what: str) -> Callable[[Mapping[str, Any], Envelope], Request]:

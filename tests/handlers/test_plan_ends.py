@@ -1,6 +1,8 @@
 """The end of a plan (`handlers.plan_ends`): one PlanCompleted when its last partition stops
 moving for it, telling how each ended; a partition a later plan re-targets counts as superseded
-in the earlier one and as a member of the later one; a cancelled one makes the end a WARNING."""
+in the earlier one and as a member of the later one; a cancelled one makes the end a WARNING.
+And the cancel of a decommission (`handlers.requests`): the broker stops draining once nothing
+moves off it any more, unless the Cancel asks to keep it draining."""
 
 from __future__ import annotations
 
@@ -56,3 +58,33 @@ def test_a_cancelled_partition_makes_the_end_a_warning():
     (end,) = ends(loop)
     assert end["severity"] == "WARNING" and end["key"] == "moving", end
     assert (end["details"]["completed"], end["details"]["cancelled"]) == ("1", "1") and "1 cancelled" in end["message"]
+
+
+def decommissioning(keep_draining: bool | None, topic: str | None = None):
+    """Broker 0 decommissioned (its 3 replicas of t and 1 of u leave, slowly), then a Cancel."""
+    cluster = small_cluster()
+    other = Topic("u", (PartitionState("u", 0, (0, 2), (0, 2), 0, size_bytes=200 * MB, log_dirs=("/d0", "/d0")),), 1)
+    loop = Loop.start(Cluster(cluster.brokers, cluster.topics + (other,)), default_policy(), bytes_per_sec=10 * MB)
+    loop.step()
+    loop.step([request("Decommission", {"broker_ids": [0]}, loop.now_ms, "drain-0")])
+    assert loop.state.cluster.broker(0).draining and loop.state.reassignments
+    loop.sim.tick(1.0)
+    fields = {"topic": topic, "partition": None, "keep": False}
+    if keep_draining is not None:
+        fields["keep_draining"] = keep_draining
+    decision = loop.step([request("Cancel", fields, loop.now_ms, "stop")])
+    (said,) = [a for a in alerts(decision, "ReassignmentCancelled") if a["key"] == "stop"]
+    return loop, said
+
+
+def test_cancelling_a_decommission_ends_the_drain_unless_asked_to_keep_it():
+    loop, said = decommissioning(None)  # a request written before keep_draining: the default
+    assert not loop.state.cluster.broker(0).draining and said["details"]["drains_stopped"] == "0"
+    assert "no longer draining" in said["message"]
+    loop, said = decommissioning(True)
+    assert loop.state.cluster.broker(0).draining and "stay draining (--keep-draining)" in said["message"]
+
+
+def test_a_cancel_that_leaves_part_of_the_drain_running_keeps_the_broker_draining():
+    loop, said = decommissioning(False, topic="t")  # u-0 still moves off broker 0
+    assert loop.state.cluster.broker(0).draining and said["details"]["drains_stopped"] == ""

@@ -73,7 +73,9 @@ def test_cancel_partition_needs_topic():
     with pytest.raises(InvalidInputError, match="--partition needs --topic"):
         build_cancel_request(None, 3, False, **ENVELOPE)
     kind, fields = roundtrip(build_cancel_request(None, None, True, **ENVELOPE))["payload"]
-    assert (kind, fields) == ("Cancel", {"topic": None, "partition": None, "keep": True})
+    assert (kind, fields) == ("Cancel", {"topic": None, "partition": None, "keep": True, "keep_draining": False})
+    _, fields = roundtrip(build_cancel_request("orders", None, False, True, **ENVELOPE))["payload"]
+    assert fields["keep_draining"] is True
 
 
 def test_decommission_rebalance_approve():

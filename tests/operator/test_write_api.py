@@ -231,7 +231,9 @@ def test_proposal_routes_and_kinds():
     assert compute_api_request("/api/resume", b"", ENVELOPE)["payload"] == (
         "SetConfig", {"key": "reassignment.paused", "value": "false"})
     everything = compute_api_request("/api/cancel", b"", ENVELOPE)
-    assert everything["payload"][1] == {"topic": None, "partition": None, "keep": False}
+    assert everything["payload"][1] == {"topic": None, "partition": None, "keep": False, "keep_draining": False}
+    kept = compute_api_request("/api/cancel", b'{"keep_draining": true}', ENVELOPE)
+    assert kept["payload"][1]["keep_draining"] is True
     assert not needs_local_check(everything) and needs_local_check(
         compute_api_request("/api/cancel", b'{"topic": "orders"}', ENVELOPE))
 

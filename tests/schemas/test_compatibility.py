@@ -23,6 +23,7 @@ FROZEN_DIGESTS = {
     5: "573beee2e83658eeed7e34582693c247530c001ac4daa50b628da816c8f89b78",  # ReassignmentStep throttle_*, ClearThrottle throttle_sequence
     6: "a3ba9e4dfea5a59bfd84a3da60289f85a4a86e7474cd81245b78fecf5185a9a8",  # ReassignmentStep final_target_replicas
     7: "adb417e96449e75a22b15e241d84e7ebee45333937eeee1633e2e841faf0310c",  # PartitionState bytes_in_per_sec, bytes_out_per_sec, traffic_window_ms
+    8: "6f2265e6483914bca0a378d7f6fdbbe2ca681d7d56cc922d8ea88c180a066789",  # Cancel keep_draining
 }
 """sha256 over (file name, content) of each released `history/v<N>`: released sets never change."""
 
