@@ -445,8 +445,12 @@ def test_a_rebalance_after_the_failure_keeps_what_the_dir_held_off_its_broker(wo
     marks, before = world.begin()
     stranded = demo.controller_state().cluster.broker(1).cannot_host
     world.check(marks, bool(stranded), "the product holds no memory of what broker 1's failed dir held")
-    topics = sorted({tp.topic for tp in stranded} & set(TOPICS))
-    world.check(marks, bool(topics), f"the failed dir held none of {sorted(TOPICS)}: {sorted(stranded)}")
+    # The traffic's topics when the dir held some, else the other user topics it held: which
+    # replicas sit in which dir is the log-dir balance's choice (largest first, by the sizes the
+    # product saw), not the scene's.
+    held = {tp.topic for tp in stranded if not tp.topic.startswith(("reassigner.", "__"))}
+    topics = sorted(held & set(TOPICS)) or sorted(held)
+    world.check(marks, bool(topics), f"the failed dir held no user topic: {sorted(stranded)}")
     outcome: dict = {}
 
     def rebalance(result) -> None:
