@@ -74,6 +74,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "last_batch": view.last_batch,
         "proposals": list(view.proposals),
         "paused": view.paused,
+        "mode": view.mode,
+        "banner": compute_banner(view.mode, view.paused),
         "config": dict(view.config),
         "topic_selection": {"include": view.topics_include, "exclude": view.topics_exclude,
                             "excluded_topics": list(view.excluded_topics)},
@@ -83,6 +85,17 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "external": [row_to_json(e) for e in view.external],
         "movement": overall_progress_to_json(view.movement),
     }
+
+
+def compute_banner(mode: str, paused: bool) -> str | None:
+    """The line `status` and the page show above all when the product is not moving things on
+    its own: a mode other than auto, or paused; None otherwise."""
+    said = {"observe": "mode observe: plans are only reported, nothing moves",
+            "approve": "mode approve: plans wait as proposals until approved (`reassigner request approve ID`)"}
+    parts = [said.get(mode, f"mode {mode}")] if mode != "auto" else []
+    if paused:
+        parts.append("paused: no new step starts until `reassigner request resume`")
+    return "; ".join(parts) or None
 
 
 def compute_status_document(view: StatusView | None, recent_alerts: list[dict[str, Any]],
