@@ -20,8 +20,12 @@ before are kept (`reassigner_steps_in_flight`, ...). A counter is declared witho
 (prometheus-client adds it: `PIPELINE_BATCHES` is exported as `reassigner_pipeline_batches_total`).
 `METRIC_NAMES` lists every name a scrape can show (tests hold the dashboard to it).
 
-SERVING: `serve_metrics` starts the process's endpoint (prometheus-client's threaded HTTP
-server, `/metrics` and any path) on loopback unless told otherwise by the CLI
+SERVING: each process's metrics live in a registry of its own (`process_registry`): importing
+this module exports nothing anywhere, and a process serves only what it counts, so `absent()`
+of a process's series means that process is down. Every sample served carries a `cluster`
+label (`ClusterLabel`, the settings' `cluster_name`): one Prometheus may scrape several
+clusters' products. `serve_metrics` starts the process's endpoint (prometheus-client's
+threaded HTTP server, `/metrics` and any path) on loopback unless told otherwise by the CLI
 (`reassigner.cli.options.start_metrics_endpoint`, settings `metrics_port`, `metrics_host`,
 `metrics_allow_remote`). Off unless a port is given.
 """
@@ -32,9 +36,9 @@ from collections import Counter as Tally
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from prometheus_client import (REGISTRY, CollectorRegistry, Counter, Gauge, Histogram,
+from prometheus_client import (CollectorRegistry, Counter, Gauge, Histogram,
                                disable_created_metrics, generate_latest, start_http_server)
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
@@ -46,6 +50,12 @@ from state.model import ControllerState
 
 disable_created_metrics()  # no `_created` series: nothing here reads them, they double the output
 
+PROCESSES = ("pipeline", "watcher", "executor")
+# One registry per process that counts (see SERVING): a process serves its own, never the
+# others' (a watcher exporting the pipeline's last-batch time as 0 hid a pipeline that was down).
+_REGISTRIES = {process: CollectorRegistry() for process in PROCESSES}
+_PIPELINE, _WATCHER, _EXECUTOR = (_REGISTRIES[p] for p in PROCESSES)
+
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 INPUT_SCHEMAS = EVENT_TYPES + ("Request", "CommandResult")
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -54,62 +64,70 @@ POLL_PHASES = ("observe", "diff", "publish", "total")
 REFUSAL_REASONS = ("STALE_EPOCH", "UNKNOWN_EPOCH", "BAD_SIGNATURE", "COMMAND_EXPIRED")
 
 # --- pipeline ------------------------------------------------------------------------------------
-PIPELINE_BATCHES = Counter("reassigner_pipeline_batches", "Micro-batches the pipeline applied and committed.")
+PIPELINE_BATCHES = Counter("reassigner_pipeline_batches", "Micro-batches the pipeline applied and committed.",
+                           registry=_PIPELINE)
 PIPELINE_REPLAYS = Counter("reassigner_pipeline_replayed_batches",
-                           "Micro-batches whose records were all applied before (re-run after a restart).")
+                           "Micro-batches whose records were all applied before (re-run after a restart).",
+                           registry=_PIPELINE)
 PIPELINE_STORE_LOST = Counter("reassigner_pipeline_state_store_lost",
                               "Times a commit found the Redis state not the one the pipeline wrote (emptied or "
-                              "rolled back) and the pipeline rewrote it whole.")
+                              "rolled back) and the pipeline rewrote it whole.", registry=_PIPELINE)
 PIPELINE_BATCH_SECONDS = Histogram("reassigner_pipeline_batch_duration_seconds",
                                    "Duration of a committed batch, by phase (total: the whole batch).",
-                                   ["phase"], buckets=SECONDS)
+                                   ["phase"], buckets=SECONDS, registry=_PIPELINE)
 PIPELINE_INPUTS = Counter("reassigner_pipeline_inputs",
                           "Input records of committed batches by schema and outcome: applied, or rejected "
                           "(undecodable, deciding on it failed, or an invalid event: a dead letter or BadEvent).",
-                          ["schema", "outcome"])
-PIPELINE_COMMANDS = Counter("reassigner_pipeline_commands", "Commands the pipeline issued, by kind.", ["kind"])
-PIPELINE_ALERTS = Counter("reassigner_pipeline_alerts", "Alerts the pipeline raised, by kind.", ["kind"])
-STEPS_STARTED = Counter("reassigner_steps_started", "Reassignment steps started (ReassignmentStep commands issued).")
+                          ["schema", "outcome"], registry=_PIPELINE)
+PIPELINE_COMMANDS = Counter("reassigner_pipeline_commands", "Commands the pipeline issued, by kind.", ["kind"],
+                            registry=_PIPELINE)
+PIPELINE_ALERTS = Counter("reassigner_pipeline_alerts", "Alerts the pipeline raised, by kind.", ["kind"],
+                          registry=_PIPELINE)
+STEPS_STARTED = Counter("reassigner_steps_started", "Reassignment steps started (ReassignmentStep commands issued).",
+                        registry=_PIPELINE)
 STEPS_COMPLETED = Counter("reassigner_steps_completed",
-                          "Reassignment steps Kafka completed, as the pipeline saw them complete.")
+                          "Reassignment steps Kafka completed, as the pipeline saw them complete.", registry=_PIPELINE)
 BYTES_MOVED = Counter("reassigner_bytes_moved",
-                      "Bytes copied by completed steps (replicas each step added x partition size).")
+                      "Bytes copied by completed steps (replicas each step added x partition size).",
+                      registry=_PIPELINE)
 REASSIGNMENTS_ACTIVE_HELP = "Partitions with an ongoing reassignment."
 STEPS_IN_FLIGHT_HELP = "Reassignment steps Kafka is executing now."
-REASSIGNMENTS_ACTIVE = Gauge("reassigner_reassignments_active", REASSIGNMENTS_ACTIVE_HELP)
-STEPS_IN_FLIGHT = Gauge("reassigner_steps_in_flight", STEPS_IN_FLIGHT_HELP)
+REASSIGNMENTS_ACTIVE = Gauge("reassigner_reassignments_active", REASSIGNMENTS_ACTIVE_HELP, registry=_PIPELINE)
+STEPS_IN_FLIGHT = Gauge("reassigner_steps_in_flight", STEPS_IN_FLIGHT_HELP, registry=_PIPELINE)
 PIPELINE_LAG = Gauge("reassigner_pipeline_lag_seconds",
-                     "Event time of the oldest input of the last committed batch to its commit.")
+                     "Event time of the oldest input of the last committed batch to its commit.", registry=_PIPELINE)
 PIPELINE_INPUT_LAG = Histogram("reassigner_pipeline_input_lag_seconds",
                                "Per committed batch: event time of its oldest input to the commit.",
-                               buckets=SECONDS)
+                               buckets=SECONDS, registry=_PIPELINE)
 PIPELINE_LAST_BATCH_TIME = Gauge("reassigner_pipeline_last_batch_timestamp_seconds",
-                                 "Unix time the pipeline last committed a batch.")
+                                 "Unix time the pipeline last committed a batch.", registry=_PIPELINE)
 
 # --- watcher ------------------------------------------------------------------------------------
 WATCHER_POLLS = Counter("reassigner_watcher_polls", "Watcher polls by outcome: ok, or the error code.",
-                        ["outcome"])
+                        ["outcome"], registry=_WATCHER)
 WATCHER_POLL_SECONDS = Histogram("reassigner_watcher_poll_duration_seconds",
                                  "Duration of a successful poll, by phase (total: the whole poll).",
-                                 ["phase"], buckets=SECONDS)
-WATCHER_EVENTS = Counter("reassigner_watcher_events", "Events the watcher published, by type.", ["type"])
+                                 ["phase"], buckets=SECONDS, registry=_WATCHER)
+WATCHER_EVENTS = Counter("reassigner_watcher_events", "Events the watcher published, by type.", ["type"],
+                         registry=_WATCHER)
 WATCHER_SNAPSHOT_SECONDS = Histogram("reassigner_watcher_snapshot_duration_seconds",
                                      "A snapshot, from its START (the poll that began it) to its END acknowledged.",
-                                     buckets=SECONDS)
+                                     buckets=SECONDS, registry=_WATCHER)
 
 # --- executor -----------------------------------------------------------------------------------
 EXECUTOR_COMMANDS = Counter("reassigner_executor_commands",
                             "Commands the executor applied, by kind and outcome: ok, or the error code.",
-                            ["kind", "outcome"])
+                            ["kind", "outcome"], registry=_EXECUTOR)
 EXECUTOR_APPLY_SECONDS = Histogram("reassigner_executor_apply_duration_seconds",
                                    "Time to apply one command (retries included), by kind.", ["kind"],
-                                   buckets=SECONDS)
+                                   buckets=SECONDS, registry=_EXECUTOR)
 EXECUTOR_REFUSED = Counter("reassigner_executor_refused_commands",
-                           "Commands refused before being applied, by reason.", ["reason"])
+                           "Commands refused before being applied, by reason.", ["reason"], registry=_EXECUTOR)
 EXECUTOR_DUPLICATES = Counter("reassigner_executor_duplicate_commands",
-                              "Commands whose id was applied before (their stored result published again).")
+                              "Commands whose id was applied before (their stored result published again).",
+                              registry=_EXECUTOR)
 EXECUTOR_DEAD_LETTERS = Counter("reassigner_executor_dead_letters",
-                                "Command messages the executor could not handle (dead-lettered).")
+                                "Command messages the executor could not handle (dead-lettered).", registry=_EXECUTOR)
 
 for _phase in BATCH_PHASES:
     PIPELINE_BATCH_SECONDS.labels(_phase)
@@ -185,23 +203,50 @@ class StatusCollector(Collector):
             yield family
 
 
-def build_status_registry(samples: Callable[[], Samples]) -> CollectorRegistry:
-    """A registry of its own for the status server (it may share a process with a pipeline in
-    tests: its names would clash in the default registry)."""
+class ClusterLabel(Collector):
+    """Every sample of `source` with a `cluster` label (the product's `cluster_name`), so that
+    two clusters' products scraped by one Prometheus never merge into one series."""
+
+    def __init__(self, source: Collector | CollectorRegistry, cluster_name: str) -> None:
+        self._source, self._cluster = source, cluster_name
+
+    def collect(self):
+        for family in self._source.collect():
+            labelled = Metric(family.name, family.documentation, family.type, family.unit)
+            for sample in family.samples:
+                labelled.add_sample(sample.name, {"cluster": self._cluster, **sample.labels}, sample.value,
+                                    sample.timestamp, sample.exemplar)
+            yield labelled
+
+
+def _labelled(source: Collector | CollectorRegistry, cluster_name: str | None) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StatusCollector(samples))
+    registry.register(source if cluster_name is None else ClusterLabel(source, cluster_name))
     return registry
 
 
-def render_registry(registry: CollectorRegistry = REGISTRY) -> bytes:
+def process_registry(process: str) -> CollectorRegistry:
+    """The metrics `process` (one of PROCESSES) counts, unlabelled (for tests and `serve_metrics`)."""
+    if process not in _REGISTRIES:
+        raise ValueError(f"no metrics for process {process!r}; one of {', '.join(PROCESSES)}")
+    return _REGISTRIES[process]
+
+
+def build_status_registry(samples: Callable[[], Samples], cluster_name: str | None = None) -> CollectorRegistry:
+    """A registry of its own for the status server, its samples labelled with `cluster_name`
+    when given."""
+    return _labelled(StatusCollector(samples), cluster_name)
+
+
+def render_registry(registry: CollectorRegistry) -> bytes:
     """The text exposition format (0.0.4) of `registry`."""
     return generate_latest(registry)
 
 
-def serve_metrics(host: str, port: int) -> tuple[Any, int]:
-    """Serve the default registry on `host`:`port` from a daemon thread; (server, bound port)
-    (port 0: any free one). `server.shutdown()` stops it."""
-    httpd, _thread = start_http_server(port, addr=host)
+def serve_metrics(host: str, port: int, process: str, cluster_name: str) -> tuple[Any, int]:
+    """Serve `process`'s metrics, labelled with `cluster_name`, on `host`:`port` from a daemon
+    thread; (server, bound port) (port 0: any free one). `server.shutdown()` stops it."""
+    httpd, _thread = start_http_server(port, addr=host, registry=_labelled(process_registry(process), cluster_name))
     return httpd, httpd.server_address[1]
 
 
@@ -328,12 +373,12 @@ def count_dead_letter() -> None:
     EXECUTOR_DEAD_LETTERS.inc()
 
 
-def compute_metric_names(registry: CollectorRegistry = REGISTRY) -> frozenset[str]:
-    """Every sample name a scrape of the product's processes can show: the default registry's
-    (the pipeline's, watcher's, executor's: histograms with `_bucket`, `_sum`, `_count`) and
-    the status server's."""
+def compute_metric_names() -> frozenset[str]:
+    """Every sample name a scrape of the product's processes can show: the pipeline's,
+    watcher's and executor's (histograms with `_bucket`, `_sum`, `_count`) and the status
+    server's."""
     names: set[str] = set()
-    for family in registry.collect():
+    for family in (f for registry in _REGISTRIES.values() for f in registry.collect()):
         if family.name.startswith("reassigner_"):
             names.update(sample.name for sample in family.samples)
             if family.type == "counter":

@@ -60,7 +60,7 @@ def watch(
     client_config = connected.client_config
     check_kafka_access(settings.bootstrap_servers, client_config, "watch",
                        [settings.topic(suffix) for suffix in WATCHER_TOPICS], settings.topic_prefix)
-    start_metrics_endpoint(settings)
+    start_metrics_endpoint(settings, "watcher")
     admin = ClusterAdmin(settings.bootstrap_servers, client_config)
     publisher = EventPublisher(producer_config(settings.bootstrap_servers, client_config,
                                                "reassigner-watcher"), settings.topic_prefix)
@@ -89,7 +89,7 @@ def execute(verbose: bool = typer.Option(False, "--verbose"), *, flags: SharedFl
     configure_logging(verbose)
     connected = resolve(load(flags), need_redis=True)
     settings = connected.settings
-    start_metrics_endpoint(settings)  # a port taken fails before the client settings are read
+    start_metrics_endpoint(settings, "executor")  # a port taken fails before the client settings are read
     client_config = connected.client_config
     redis_client = connect_redis(settings.redis_url, settings.redis_socket_timeout_seconds,
                                  settings.redis_connect_timeout_seconds)

@@ -126,8 +126,9 @@ def takes_flags(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any
     return decorate
 
 
-def start_metrics_endpoint(settings) -> int | None:
-    """Serve this process's metrics (`runtime.metrics`) when `metrics_port` is set; the port
+def start_metrics_endpoint(settings, process: str) -> int | None:
+    """Serve the metrics `process` counts (`runtime.metrics`: pipeline, watcher or executor),
+    labelled with the cluster's name, when `metrics_port` is set; the port
     it listens on (None: not served). Loopback only unless `metrics_allow_remote`, as the status
     server's rule: an address other machines can reach is refused, or served with a warning."""
     from schemas.errors import InvalidConfigError
@@ -145,7 +146,7 @@ def start_metrics_endpoint(settings) -> int | None:
                 "metrics, or keep the default 127.0.0.1 and scrape through a proxy")
         logging.getLogger(__name__).warning("metrics served on %r, reachable from the network", host)
     try:
-        _server, port = serve_metrics(host, settings.metrics_port)
+        _server, port = serve_metrics(host, settings.metrics_port, process, settings.cluster_name)
     except OSError as error:
         raise InvalidConfigError(f"--metrics-port {settings.metrics_port} on {host}: cannot listen "
                                  f"({error.strerror or error})") from None

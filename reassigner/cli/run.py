@@ -119,7 +119,7 @@ def run(
     spark_conf = parse_spark_conf(conf)  # a bad one fails here, before anything starts
     settings = load(flags, spark_master=master, checkpoint_dir=checkpoint_dir, mode=mode, spark_jars=spark_jars)
     read_command_signing_key(settings)  # a missing or short key file fails here, before anything starts
-    start_metrics_endpoint(settings)  # a port taken fails here too
+    start_metrics_endpoint(settings, "pipeline")  # a port taken fails here too
     connected = resolve(settings)
     settings, bootstrap = connected.settings, connected.bootstrap
     client = connected.client_config

@@ -27,9 +27,11 @@ def list_reassignments(as_json: bool = AsJson, *, flags: SharedFlags) -> None:
     connected = connect(flags, need_kafka=False)
     view = compute_list_view(connected.load_state(), connected.settings.max_replica_movements, time.time(),
                              compute_policy(connected.settings))
+    name = connected.settings.cluster_name
     if as_json:
-        print(json.dumps(list_to_json(view), indent=2))
+        print(json.dumps(list_to_json(view, cluster_name=name), indent=2))
         return
+    console.print(f"cluster {name!r}")
     print_list(view, console)
 
 
@@ -43,9 +45,11 @@ def status(as_json: bool = AsJson, *, flags: SharedFlags) -> None:
     connected = connect(flags, need_kafka=False)
     view = compute_status(connected.load_state(), connected.settings.max_replica_movements, time.time(),
                           compute_policy(connected.settings))
+    name = connected.settings.cluster_name
     if as_json:
-        print(json.dumps(status_to_json(view), indent=2))
+        print(json.dumps(status_to_json(view, name), indent=2))
         return
+    console.print(f"cluster {name!r}")
     print_status(view, console)
 
 

@@ -38,6 +38,7 @@ _PAGE = """<!doctype html>
  .sev-INFO{color:#0277bd}.sev-WARNING{color:#b26a00}.sev-ERROR{color:#c62828}.sev-CRITICAL{color:#fff;background:#c62828;padding:0 4px;border-radius:3px}
  .empty{color:#8795a1;font-style:italic;font-size:13px}
  #banner{display:none;background:#c62828;color:#fff;padding:8px 24px}
+ #mode-banner{display:none;background:#fff3cd;color:#6b4e00;padding:8px 24px;font-weight:600}
  .pill{display:inline-block;border-radius:10px;padding:1px 8px;font-size:12px;background:#e5e9ee}
  td.wrap,#alerts td,#banner,.proposal-head{white-space:normal;overflow-wrap:anywhere;word-break:break-word}
  #alerts table{table-layout:fixed} #alerts th:nth-child(1){width:190px} #alerts th:nth-child(2){width:80px}
@@ -54,6 +55,7 @@ _PAGE = """<!doctype html>
 <header><h1>kafka-reassigner</h1><span id="cluster"></span><span id="epoch"></span>
 <span id="updated">loading…</span><span class="big" id="overall"></span></header>
 <div id="banner"></div>
+<div id="mode-banner"></div>
 <main>
  <section id="health"><h2>Cluster health</h2><div id="health-body"></div></section>
  <section id="brokers"><h2>Brokers</h2><div id="brokers-body"></div></section>
@@ -87,6 +89,9 @@ function render(doc) {
   banner.style.display = doc.state_error ? "block" : "none";
   banner.textContent = doc.state_error ? "state unavailable: " + doc.state_error : "";
   const s = doc.status;
+  const modeBanner = document.getElementById("mode-banner");
+  modeBanner.style.display = s && s.banner ? "block" : "none";
+  modeBanner.textContent = s && s.banner ? s.banner : "";
   if (s) {
     document.getElementById("epoch").textContent = `epoch ${s.epoch} · batch ${s.last_batch}`;
     const p = s.progress, m = doc.movement || {};

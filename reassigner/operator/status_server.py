@@ -167,7 +167,7 @@ class StatusServer:
         self.cluster_name, self.cache, self.book, self.clock = cluster_name, cache, book, clock
         self.default_replica_movements = default_replica_movements
         self.policy = policy  # the static settings: the page shows the topic selection in force
-        self.metrics = build_status_registry(self.metric_samples)
+        self.metrics = build_status_registry(self.metric_samples, cluster_name)
         self._watch = watch
         self._stop = threading.Event()
         self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -208,7 +208,7 @@ class StatusServer:
         if path == "/api/reassignments":
             now, state = self.clock(), self.cache.get()
             listing = compute_list_view(state, self.default_replica_movements, now, self.policy) if state else None
-            return _json(200, list_to_json(listing, self.cache.error))
+            return _json(200, list_to_json(listing, self.cache.error, self.cluster_name))
         if path == "/api/alerts":
             try:
                 limit = max(1, min(self.book.capacity, int(query.get("limit", ["50"])[0])))

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from reassigner.operator.views import ExternalRow, ListView, LogDirMoveRow, ProposalView, StatusView, step_label
 from reassigner.operator.views.units import format_duration, format_rate, format_size
+from reassigner.operator.views.documents import compute_banner
 
 SHOWN_PROBLEMS = 20  # partitions named per problem line of `status`
 SHOWN_EXCLUDED_TOPICS = 10
@@ -48,6 +49,9 @@ def print_list(view: ListView, console: Console) -> None:
 def print_status(view: StatusView, console: Console) -> None:
     """Brokers and their dirs, partition problems, the topic selection, proposals, pause, the
     movement's progress, bytes, rate and time left, then the moves of other tools and log-dir moves."""
+    banner = compute_banner(view.mode, view.paused)
+    if banner:
+        console.print(f"[bold yellow]{banner}[/]")
     brokers = _table(f"brokers (epoch {view.epoch}, last batch {view.last_batch})",
                      "broker", "rack", "state", "dirs online", "replicas", "leaders", "bytes",
                      "in/s", "out/s", "per dir (replicas, bytes)")
@@ -76,8 +80,6 @@ def print_status(view: StatusView, console: Console) -> None:
                   f"{', '.join(excluded[:SHOWN_EXCLUDED_TOPICS])}{_more(len(excluded), SHOWN_EXCLUDED_TOPICS)}")
     if view.proposals:
         console.print(f"proposals awaiting approval: {', '.join(view.proposals)} (`reassigner request show ID`)")
-    if view.paused:
-        console.print("[yellow]paused[/]: no new step starts until `reassigner request resume`")
     if view.reassignments:
         progress = _table(f"reassignment progress ({view.steps_done}/{view.steps_estimated} steps)",
                           "partition", "state", "step", "progress", "waits for")

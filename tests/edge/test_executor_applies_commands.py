@@ -551,7 +551,7 @@ def test_the_executor_counts_what_it_applied_and_refused_on_its_metrics_endpoint
     from runtime.metrics import serve_metrics
 
     local, state, admin = cluster
-    server, port = serve_metrics("127.0.0.1", 0)
+    server, port = serve_metrics("127.0.0.1", 0, "executor", "local")
 
     def value(name: str, **labels: str) -> float:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:

@@ -7,6 +7,7 @@ serves its page, API and metrics (checked in a headless Chromium too).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -122,6 +123,7 @@ def test_list_and_status_read_the_state_committed_in_redis(redis_url, redis_clie
     listed = run_cli("list", "--json", *flags)
     assert listed.returncode == 0, listed.stderr
     document = json.loads(listed.stdout)
+    assert document["cluster_name"] == cluster  # every read command says which cluster it shows
     rows = {r["partition"]: r for r in document["reassignments"]}
     assert rows[0]["adding"] == [4] and rows[0]["removing"] == [1] and rows[0]["final_target"] == [2, 3, 4]
     assert rows[0]["step_label"].startswith("step 1 of ") and rows[0]["in_flight"]
@@ -131,6 +133,7 @@ def test_list_and_status_read_the_state_committed_in_redis(redis_url, redis_clie
     status = run_cli("status", "--json", *flags)
     assert status.returncode == 0, status.stderr
     view = json.loads(status.stdout)
+    assert view["cluster_name"] == cluster
     brokers = {b["id"]: b for b in view["brokers"]}
     assert brokers[3]["dirs_online"] == 1 and brokers[3]["offline_dirs"] == ["/data/b"]
     assert [p["partition"] for p in view["under_min_isr"]] == [2]
@@ -139,7 +142,7 @@ def test_list_and_status_read_the_state_committed_in_redis(redis_url, redis_clie
     table = run_cli("list", *flags)
     assert "orders-0" in table.stdout and "step 1 of" in table.stdout and "batch in flight" in table.stdout
     table = run_cli("status", *flags)
-    assert "/dc2/r2" in table.stdout and "under min ISR: 1" in table.stdout
+    assert f"cluster '{cluster}'" in table.stdout and "/dc2/r2" in table.stdout and "under min ISR: 1" in table.stdout
     config = run_cli("config", "get", "reassignment.max.concurrent.replica.movements", "--json", *flags)
     assert json.loads(config.stdout)["reassignment.max.concurrent.replica.movements"]["source"] == "override"
 
@@ -269,9 +272,15 @@ def test_status_server_serves_status_json_alerts_and_metrics(status_site):
     assert reassignments["in_flight"][0]["adding"] == [4]
     assert [a["id"] for a in json.loads(fetch(status_site + "api/alerts?limit=1")[1])["alerts"]] == ["s-2"]
 
+    def unlabelled(text: str) -> list[str]:
+        """The sample lines without their cluster label (every one must carry it)."""
+        samples = [line for line in text.splitlines() if line and not line.startswith("#")]
+        assert all('cluster="' in line for line in samples), samples[:3]
+        return [re.sub(r'\{cluster="[^"]*"\}', "", re.sub(r'cluster="[^"]*",', "", line)) for line in samples]
+
     def metrics_ready():
         text = fetch(status_site + "metrics")[1]
-        return text if "reassigner_executor_errors_total 1.0" in text.splitlines() else None
+        return text if "reassigner_executor_errors_total 1.0" in unlabelled(text) else None
 
     text = eventually(metrics_ready, 30, what="executor error counted")
     content_type, _ = fetch(status_site + "metrics")
@@ -280,7 +289,7 @@ def test_status_server_serves_status_json_alerts_and_metrics(status_site):
                  'reassigner_alerts_total{kind="DiskFailed"} 1.0',
                  'reassigner_executor_errors_by_code_total{error_code="REASSIGNMENT_IN_PROGRESS"} 1.0',
                  'reassigner_pipeline_last_batch 0.0', 'reassigner_under_min_isr_partitions 1.0'):
-        assert line in text.splitlines(), line
+        assert line in unlabelled(text), line
     assert "# TYPE reassigner_alerts_total counter" in text
     assert "# TYPE reassigner_steps_in_flight gauge" in text
     # Counted by the pipeline where steps complete, never by the status server (issue 19).

@@ -119,3 +119,13 @@ def test_bytes_rate_and_time_left_are_exported_once_measured():
     measured = running.with_changes(replication_meter=ReplicationMeter(0, 500))
     lines = scrape(compute_status(measured, 1, now_seconds=10.0))
     assert "reassigner_replication_rate_bytes_per_second 50.0" in lines and "reassigner_time_left_seconds 20.0" in lines
+
+
+def test_the_status_server_labels_every_sample_with_its_cluster():
+    from runtime.metrics import build_status_registry, render_registry
+
+    registry = build_status_registry(lambda: {"reassigner_steps_in_flight": [((), 2.0)],
+                                              "reassigner_brokers": [(("alive",), 3.0)]}, "prod-eu")
+    lines = render_registry(registry).decode().splitlines()
+    assert 'reassigner_steps_in_flight{cluster="prod-eu"} 2.0' in lines
+    assert 'reassigner_brokers{cluster="prod-eu",state="alive"} 3.0' in lines

@@ -102,3 +102,39 @@ def test_status_shows_the_topic_selection_in_force_with_overrides():
     overridden = ControllerState(cluster=cluster, config={"topics.exclude": "orders"})
     document = status_to_json(compute_status(overridden, 1, policy=default_policy()))
     assert document["topic_selection"]["excluded_topics"] == ["orders"]
+
+
+def test_rows_say_what_each_reassignment_does_and_what_is_left_to_add_and_drop():
+    from dataclasses import replace
+
+    from tests.settings_defaults import default_policy
+
+    first = Step(target=(5, 0, 1, 2, 3, 4), adding=(5,), elect_leader=True, leader_movement=True)
+    running = compute_reassignment_rows(
+        worked_example(StepInFlight(first, 1, 100.0), 0, (5, 0, 1, 2, 3, 4), adding=(5,)), 1)[0]
+    assert (running.state, running.adding, running.removing) == ("running", (5,), ())
+    # Between steps Kafka moves nothing: the row shows what is left to reach the target.
+    between = compute_reassignment_rows(worked_example(None, 1, (5, 6, 1, 2, 3, 4)), 1)[0]
+    assert (between.state, between.adding, between.removing) == ("waiting", (7, 8, 9), (1, 2, 3, 4))
+    paused = compute_reassignment_rows(worked_example(None, 1, (5, 6, 1, 2, 3, 4)), 1,
+                                       policy=replace(default_policy(), paused=True))[0]
+    assert paused.state == "paused"
+    state = worked_example(None, 1, (5, 6, 1, 2, 3, 4))
+    record = replace(state.reassignments[TP], state=ReassignmentState.REVERTING,
+                     in_flight=StepInFlight(Step(target=(0, 5, 1, 2, 3, 4), adding=(0,)), 2, 100.0))
+    back = compute_reassignment_rows(state.with_records({TP: record}), 1)[0]
+    assert back.state == "reverting"
+
+
+def test_status_carries_a_banner_when_the_product_does_not_move_things_on_its_own():
+    from dataclasses import replace
+
+    from reassigner.operator.views.documents import compute_banner
+    from tests.settings_defaults import default_policy
+
+    state = worked_example(None, 0, (0, 1, 2, 3, 4))
+    assert status_to_json(compute_status(state, 1, policy=default_policy()))["banner"] is None
+    observing = status_to_json(compute_status(state, 1, policy=replace(default_policy(), mode="observe", paused=True)))
+    assert observing["mode"] == "observe" and observing["banner"].startswith("mode observe")
+    assert "paused" in observing["banner"]
+    assert compute_banner("approve", False).startswith("mode approve: plans wait as proposals")

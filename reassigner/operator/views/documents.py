@@ -30,10 +30,13 @@ def reassignment_row_to_json(row: ReassignmentRow) -> dict[str, Any]:
     return {**row_to_json(row), "progress": row.progress, "step_label": step_label(row), "bytes_left": row.bytes_left}
 
 
-def list_to_json(view: ListView | None, state_error: str | None = None) -> dict[str, Any]:
-    """The list view (None: no state to show, empty lists); `state_error`: why the state could
-    not be read fresh (the status server serves its last state then), None from the CLI."""
+def list_to_json(view: ListView | None, state_error: str | None = None,
+                 cluster_name: str | None = None) -> dict[str, Any]:
+    """The list view (None: no state to show, empty lists) of cluster `cluster_name`;
+    `state_error`: why the state could not be read fresh (the status server serves its last
+    state then), None from the CLI."""
     return {
+        "cluster_name": cluster_name,
         "reassignments": [reassignment_row_to_json(r) for r in view.reassignments] if view else [],
         "in_flight": [row_to_json(f) for f in view.in_flight] if view else [],
         "log_dir_moves": [row_to_json(m) for m in view.log_dir_moves] if view else [],
@@ -51,8 +54,9 @@ def proposal_to_json(view: ProposalView) -> dict[str, Any]:
             "reassignment": proposal_to_reassignment_json(view)}
 
 
-def status_to_json(view: StatusView) -> dict[str, Any]:
+def status_to_json(view: StatusView, cluster_name: str | None = None) -> dict[str, Any]:
     return {
+        "cluster_name": cluster_name,
         "brokers": [row_to_json(b) for b in view.brokers],
         "under_replicated": [row_to_json(p) for p in view.under_replicated],
         "under_min_isr": [row_to_json(p) for p in view.under_min_isr],
@@ -74,6 +78,8 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
         "last_batch": view.last_batch,
         "proposals": list(view.proposals),
         "paused": view.paused,
+        "mode": view.mode,
+        "banner": compute_banner(view.mode, view.paused),
         "config": dict(view.config),
         "topic_selection": {"include": view.topics_include, "exclude": view.topics_exclude,
                             "excluded_topics": list(view.excluded_topics)},
@@ -85,12 +91,23 @@ def status_to_json(view: StatusView) -> dict[str, Any]:
     }
 
 
+def compute_banner(mode: str, paused: bool) -> str | None:
+    """The line `status` and the page show above all when the product is not moving things on
+    its own: a mode other than auto, or paused; None otherwise."""
+    said = {"observe": "mode observe: plans are only reported, nothing moves",
+            "approve": "mode approve: plans wait as proposals until approved (`reassigner request approve ID`)"}
+    parts = [said.get(mode, f"mode {mode}")] if mode != "auto" else []
+    if paused:
+        parts.append("paused: no new step starts until `reassigner request resume`")
+    return "; ".join(parts) or None
+
+
 def compute_status_document(view: StatusView | None, recent_alerts: list[dict[str, Any]],
                             cluster_name: str, state_error: str | None, now: float) -> dict[str, Any]:
     """The body of /api/status; `movement`: the overall progress, finished partitions included
     (the page's overall bar; also in `status`)."""
     return {"cluster_name": cluster_name, "generated_at": now, "state_error": state_error,
-            "status": status_to_json(view) if view else None, "alerts": recent_alerts,
+            "status": status_to_json(view, cluster_name) if view else None, "alerts": recent_alerts,
             "movement": overall_progress_to_json(view.movement if view else OverallProgress())}
 
 

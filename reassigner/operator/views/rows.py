@@ -33,7 +33,7 @@ from planning.model import PartitionState
 from planning.movement.advance import compute_reachable_step
 from planning.movement.batches import PlannedStep, compute_limit_refusal
 from planning.movement.eta import compute_rate, compute_reassignment_bytes, compute_time_left
-from planning.movement.reassignment import Reassignment
+from planning.movement.reassignment import Reassignment, ReassignmentState
 from planning.movement.partition_steps import compute_step_sequence
 
 REPLICA_MOVEMENTS_KEY = "reassignment.max.concurrent.replica.movements"
@@ -141,10 +141,25 @@ def compute_reassignment_rows(state: ControllerState, default_replica_movements:
     rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
     share = sum(1 for r in state.reassignments.values() if r.in_flight is not None)
     flying = [PlannedStep(tp, r.in_flight.step) for tp, r in sorted(state.compute_records_in_flight().items())]
-    return tuple(replace(_row(state, r, movements, rate, share),
-                         waiting=compute_waiting_reason(state, r, policy, flying, now_seconds),
-                         rate_bytes_per_second=rate / max(1, share) if rate and r.in_flight is not None else None)
-                 for _tp, r in sorted(state.reassignments.items()))
+    paused = policy is not None and effective_policy(policy, state.config).paused
+    rows = []
+    for _tp, r in sorted(state.reassignments.items()):
+        waiting = compute_waiting_reason(state, r, policy, flying, now_seconds)
+        rows.append(replace(_row(state, r, movements, rate, share), state=compute_shown_state(r, paused),
+                            waiting=waiting,
+                            rate_bytes_per_second=rate / max(1, share) if rate and r.in_flight is not None else None))
+    return tuple(rows)
+
+
+def compute_shown_state(record: Reassignment, paused: bool) -> str:
+    """What a row says the reassignment is doing: `running` (a step towards its target is in
+    flight), `reverting` / `cancelling` (stepping back, or its step being cancelled in Kafka), else
+    `paused` (`reassignment.paused`) or `waiting` (the row's `waiting` says for what)."""
+    if record.state is ReassignmentState.CANCELLING:
+        return "cancelling"
+    if record.in_flight is not None:
+        return "reverting" if record.state is ReassignmentState.REVERTING else "running"
+    return "paused" if paused else "waiting"
 
 
 def compute_waiting_reason(state: ControllerState, record: Reassignment, policy: Policy | None,
@@ -255,8 +270,8 @@ def _row(state: ControllerState, r: Reassignment, movements: int, rate: float | 
         reassignment_id=r.reassignment_id,
         state=r.state.value,
         current_replicas=tuple(partition.replicas) if partition else None,
-        adding=tuple(partition.adding) if partition else (),
-        removing=tuple(partition.removing) if partition else (),
+        adding=_changes(partition, r)[0],
+        removing=_changes(partition, r)[1],
         isr=tuple(partition.isr) if partition else (),
         original_replicas=tuple(r.original_replicas),
         final_target=tuple(r.final_target),
@@ -272,6 +287,18 @@ def _row(state: ControllerState, r: Reassignment, movements: int, rate: float | 
         bytes_moved=moving.moved,
         time_left_seconds=compute_time_left(moving.left, rate, share),
     )
+
+
+def _changes(partition: PartitionState | None, r: Reassignment) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(adding, removing) shown: Kafka's while it moves the partition, else what is left to add
+    and to drop to reach the target (the final one; the original replicas when reverting)."""
+    if partition is None:
+        return (), ()
+    if partition.adding or partition.removing:
+        return tuple(partition.adding), tuple(partition.removing)
+    target = r.original_replicas if r.state is ReassignmentState.REVERTING else r.final_target
+    current = set(partition.replicas)
+    return tuple(b for b in target if b not in current), tuple(b for b in partition.replicas if b not in target)
 
 
 def _estimate_steps(r: Reassignment, partition: PartitionState | None, movements: int,

@@ -131,6 +131,7 @@ class StatusView:
     replication_rate: float | None = None  # bytes per second observed since the movement began
     time_left_seconds: float | None = None  # all reassignments, at that rate
     paused: bool = False  # `reassignment.paused` in force (`request pause`); False without a policy
+    mode: str = "auto"  # the mode in force (`mode`, overrides applied); "auto" without a policy
     disks: tuple[DiskRow, ...] = ()  # every log dir of every broker, by (broker, path)
     proposal_views: tuple[ProposalView, ...] = ()  # the proposals with their moves
     external: tuple[ExternalRow, ...] = ()  # moves of other tools Kafka shows
@@ -203,6 +204,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         replication_rate=rate,
         time_left_seconds=compute_time_left(left, rate) if rows else None,
         paused=policy is not None and effective_policy(policy, state.config).paused,
+        mode=effective_policy(policy, state.config).mode if policy is not None else "auto",
         disks=compute_disk_rows(cluster),
         proposal_views=listing.proposals,
         external=listing.external,
