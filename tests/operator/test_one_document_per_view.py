@@ -39,7 +39,7 @@ def state():
 def served():
     """What the status server serves on a route, over `state()` at NOW."""
     settings = load_settings()
-    server = StatusServer(host="127.0.0.1", port=0, cluster_name="c", cache=StateCache(state), book=AlertBook(),
+    server = StatusServer(host="127.0.0.1", port=0, cluster_name="local", cache=StateCache(state), book=AlertBook(),
                           default_replica_movements=settings.max_replica_movements, clock=lambda: NOW,
                           policy=compute_policy(settings))
 
