@@ -112,7 +112,8 @@ def test_request_reassign_puts_a_decodable_request_on_the_requests_topic(local_s
     assert result.returncode == 0, result.stderr
     requests = consume_all(local_stack.bootstrap_servers, f"{prefix}.requests", "Request", 2)
     cancel = next(r for r in requests if r["payload"][0] == "Cancel")
-    assert cancel["key"] == "orders-1" and cancel["payload"][1] == {"topic": "orders", "partition": 1, "keep": True}
+    assert cancel["key"] == "orders-1" and cancel["payload"][1] == {"topic": "orders", "partition": 1, "keep": True,
+                                                                      "keep_draining": False}
 
 
 @pytest.mark.stack
