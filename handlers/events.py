@@ -411,10 +411,13 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
         index = partition.replicas.index(broker_id)
         if dirs_now[index] != path:
             dirs_now[index] = path
-            # The partition's size is its leader's replica (`compute_partition_sizes`): a replica
-            # that just landed in a dir carries it fresher than the partition's last event,
-            # which a relief judging this very dir would otherwise plan with.
-            size = int(replica.get("size_bytes") or 0) if broker_id == partition.leader else None
+            # A replica that just landed in a dir carries its size fresher than the partition's
+            # last event (sizes refresh with snapshots), and a relief judging this very dir plans
+            # with it: the leader's replica is the partition's size (`compute_partition_sizes`);
+            # a follower's raises a size known smaller (or not at all: 0 since the topic's
+            # creation), never lowers it.
+            landed = int(replica.get("size_bytes") or 0)
+            size = landed if broker_id == partition.leader else max(landed, partition.size_bytes or 0)
             work.topic_partitions(tp.topic)[tp.partition] = replace(
                 partition, log_dirs=tuple(dirs_now), size_bytes=size or partition.size_bytes)
             effects.touched.add(tp)

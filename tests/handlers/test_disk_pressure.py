@@ -134,3 +134,18 @@ def test_a_replica_that_lands_in_the_dir_is_planned_with_the_size_it_landed_with
     decision = driver.decide(events)  # /a of broker 1 lists them at their real sizes
     (alert,) = alerts(decision, "DiskPressure")
     assert alert["details"]["shed_bytes"] == str(200 * GB) and alert["details"]["stranded_bytes"] == "0", alert
+
+
+def test_a_follower_replica_that_lands_raises_a_size_known_smaller():
+    # Regression (the real-stack scenario, 2026-11-26, second run): broker 3's restart had moved
+    # the leadership to broker 1, so the replica landing in broker 3's dir was a follower's, and
+    # the partition's size was still the 0 of the topic's creation: the relief found nothing to
+    # move and called the whole need stranded.
+    driver = Driver(policy())
+    parts, events = pressed_cluster(driver)
+    stale = [replace(p, size_bytes=0, log_dirs=("/b", "/a"), leader=2) for p in parts]
+    at = driver.now_ms + 1000
+    driver.decide([partition_event(p, at) for p in stale])
+    (alert,) = alerts(driver.decide(events), "DiskPressure")
+    assert alert["details"]["shed_bytes"] == str(200 * GB) and alert["details"]["stranded_bytes"] == "0", alert
+
