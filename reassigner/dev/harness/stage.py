@@ -213,6 +213,10 @@ class Stage:
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS, client=self.client).start()
         self.say(f"  topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())}: RF 3, "
                  f"min.insync.replicas {MIN_INSYNC_REPLICAS}; sequenced traffic running")
+        # Chosen now that the stack's processes hold their ports: chosen before the stack, a
+        # port was released and handed to a broker too (a status server on broker 3's port).
+        self.status_port = free_port()
+        self.metrics_ports = {name: free_port() for name in ("pipeline", "watcher", "executor")}
         self.product = ProductProcesses(self.stack_dir, self.environment, self.status_port,
                                         metrics_ports=self.metrics_ports)
         self.product.start()
