@@ -88,5 +88,6 @@ def _announce(context: BatchContext, relief, high: float, low: float) -> None:
         f"(high-water mark {high:g} %): {what}, to {relief.used_fraction_after:.0%}{short}",
         {"broker_id": relief.broker_id, "path": relief.path, "total_bytes": relief.total_bytes,
          "used_bytes": relief.used_bytes, "need_bytes": relief.need_bytes, "shed_bytes": relief.shed_bytes,
-         "short_bytes": relief.short_bytes, "stranded_bytes": relief.stranded_bytes, "within": summarise(within, 10), "away": summarise(away, 10),
+         "short_bytes": relief.short_bytes, "stranded_bytes": relief.stranded_bytes,
+         "within": summarise(within, 10), "away": summarise(away, 10),
          "executed": str(runs).lower()})

@@ -27,6 +27,7 @@ from typing import Mapping
 from handlers.context import BatchContext
 from handlers.outbox import INFO, WARNING
 from planning.model import Cluster, TopicPartition
+from planning.movement.eta import compute_reassignment_bytes
 from planning.movement.reassignment import Reassignment
 from state.model import PlanRecord
 
@@ -42,7 +43,7 @@ def open_plan(context: BatchContext, plan_id: str, subject: str, reason: str,
         if prior is not None and prior.active and prior.plan != plan_id:
             _count_end(context, prior.plan, "superseded")
     cluster = context.state.cluster
-    added = sum(_added_bytes(cluster, tp, record) for tp, record in made.items())
+    added = sum(compute_reassignment_bytes(record, cluster.partition(tp)).to_move for tp, record in made.items())
     plans = dict(context.state.plans)
     known = plans.get(plan_id)
     if known is None:
@@ -72,13 +73,6 @@ def _count_end(context: BatchContext, plan_id: str, how: str) -> None:
         del rest[plan_id]
         _announce(context, ended)
     context.state = context.state.with_changes(plans=rest)
-
-
-def _added_bytes(cluster: Cluster, tp: TopicPartition, record: Reassignment) -> int:
-    partition = cluster.partition(tp)
-    if partition is None or not partition.size_bytes:
-        return 0
-    return partition.size_bytes * len(set(record.final_target) - set(partition.replicas))
 
 
 def _announce(context: BatchContext, plan: PlanRecord) -> None:

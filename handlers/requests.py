@@ -53,7 +53,7 @@ RULES:
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from handlers.outbox import INFO, WARNING, compute_bounded_text, summarise, tp_key
 from handlers.context import BatchContext
@@ -64,6 +64,7 @@ from handlers.policy import (compute_config_text, compute_excluded_pattern, comp
                              require_dynamic_key)
 from planning.movement.cancel import CancelScope, compute_cancel
 from planning.model import TopicPartition
+from state.model import ControllerState
 from planning.placement.placer import Goal
 from planning.validation import validate_targets
 from schemas.errors import (
@@ -233,8 +234,8 @@ def handle_cancel(context: BatchContext, request_id: str, fields: Mapping[str, A
                                "CancelReassignment", {"topic": tp.topic, "partition": tp.partition})
     names = ", ".join(map(str, stopped))
     drains = "" if not stopped else (
-        f"; broker(s) {names} stay draining (--keep-draining): `request recommission {names.replace(', ', ' ')}` "
-        "ends it" if keep_draining else f"; broker(s) {names} no longer draining: their decommission is cancelled")
+        f"; broker(s) {names} stay draining (--keep-draining): "
+        f"`request recommission {' '.join(f'--broker {b}' for b in stopped)}` ends it" if keep_draining else f"; broker(s) {names} no longer draining: their decommission is cancelled")
     context.outbox.alert("ReassignmentCancelled", INFO, request_id,
                          f"cancelling {len(decision.cancelled)} reassignments ({scope}"
                          + (f", and {dir_moves} log-dir moves" if dir_moves else "") + "); "
@@ -245,7 +246,7 @@ def handle_cancel(context: BatchContext, request_id: str, fields: Mapping[str, A
                           "drains_stopped": names, "keep_draining": str(keep_draining).lower()})
 
 
-def compute_stopped_drains(state, cancelled) -> list[int]:
+def compute_stopped_drains(state: ControllerState, cancelled: Iterable[TopicPartition]) -> list[int]:
     """The draining brokers whose drain cancelling `cancelled` stops entirely: a cancelled
     reassignment moves a replica off them and no other active one does (O(reassignments): once
     per Cancel request)."""

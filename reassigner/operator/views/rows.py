@@ -263,6 +263,7 @@ def _row(state: ControllerState, r: Reassignment, movements: int, rate: float | 
     partition = state.cluster.partition(r.tp)
     moving = compute_reassignment_bytes(r, partition)
     estimated = _estimate_steps(r, partition, movements, state.cluster.min_isr(r.tp.topic))
+    adding, removing = _changes(partition, r)
     in_flight = r.in_flight
     return ReassignmentRow(
         topic=r.tp.topic,
@@ -270,8 +271,8 @@ def _row(state: ControllerState, r: Reassignment, movements: int, rate: float | 
         reassignment_id=r.reassignment_id,
         state=r.state.value,
         current_replicas=tuple(partition.replicas) if partition else None,
-        adding=_changes(partition, r)[0],
-        removing=_changes(partition, r)[1],
+        adding=adding,
+        removing=removing,
         isr=tuple(partition.isr) if partition else (),
         original_replicas=tuple(r.original_replicas),
         final_target=tuple(r.final_target),
