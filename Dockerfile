@@ -1,5 +1,5 @@
-# The reassigner services (pipeline, watcher, executor) in one image; docker-compose.yml picks the
-# command. Spark runs in local mode inside the pipeline container, so the image carries a JRE and
+# The reassigner processes (pipeline, watcher, executor, status server) in one image;
+# docker-compose.yml picks the command. Spark runs in local mode inside the pipeline container, so the image carries a JRE and
 # the Spark connector jars, fetched from Maven Central at build time (the image then runs offline).
 FROM python:3.11-slim
 
@@ -23,10 +23,13 @@ RUN pip install --require-hashes -r requirements.lock \
 ensure_jars(Path('/opt/reassigner/cache'), 'spark')" \
  && rm -rf /root/.m2
 
+# The checkpoint dir exists in the image, owned by the product's user: a named volume mounted
+# there starts with its owner, so uid 10001 can write it (a volume on a path the image lacks
+# starts root-owned, and the pipeline could not write its checkpoints).
 RUN useradd --create-home --uid 10001 reassigner \
- && mkdir -p /var/lib/reassigner \
+ && mkdir -p /var/lib/reassigner/checkpoints \
  && chown -R reassigner /var/lib/reassigner /opt/reassigner/cache
-USER reassigner
+USER 10001
 WORKDIR /var/lib/reassigner
 
 EXPOSE 9400

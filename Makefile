@@ -3,7 +3,8 @@
 #            `make docs` adds mkdocs at the versions of requirements-docs.lock
 #   .cache/jars/   Kafka + Spark connector jars (Maven Central)
 #   python3, python3-venv, redis-server, Java, Maven, promtool (package prometheus: the alert
-#   rules' test) and chromium (the status page's browser test) come from Debian's packages when
+#   rules' test), chromium (the status page's browser test) and docker-compose (`config`
+#   validates docker-compose.yml; no Docker engine is needed) come from Debian's packages when
 #   missing.
 # The one prerequisite is make itself (it runs this file): apt-get install -y make
 SHELL := /bin/bash
@@ -46,7 +47,7 @@ system-packages:
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
-	if command -v docker >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1; then \
+	if ! { command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; }; then \
 	  command -v docker-compose >/dev/null 2>&1 || missing="$$missing docker-compose"; fi; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \

@@ -390,3 +390,27 @@ def compute_metric_names() -> frozenset[str]:
 
 
 METRIC_NAMES = compute_metric_names()
+
+
+# --- a process's health, from its own endpoint (pure) ---------------------------------------------
+
+
+def compute_unhealthy(exposition: str, now: float, max_batch_age_seconds: float) -> str | None:
+    """Why a process whose endpoint answered `exposition` (the text format) is unhealthy, or
+    None when it is healthy. An endpoint that answers is a live process; a pipeline is also
+    healthy only while its last committed batch is at most `max_batch_age_seconds` old (it commits
+    one a second at least, for its tick): a Spark job that hangs keeps its endpoint up. A pipeline
+    that has committed no batch yet (its gauge at 0: Spark starting) is healthy; a container's
+    start period bounds that."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        families = list(text_string_to_metric_families(exposition))
+    except ValueError as error:
+        return f"its metrics endpoint answered no Prometheus text ({error})"
+    last_batch = [sample.value for family in families for sample in family.samples
+                  if sample.name == "reassigner_pipeline_last_batch_timestamp_seconds"]
+    if last_batch and max(last_batch) > 0 and now - max(last_batch) > max_batch_age_seconds:
+        return (f"the pipeline's last batch was committed {now - max(last_batch):.0f} s ago "
+                f"(more than {max_batch_age_seconds:g} s): its Spark job is stuck; its log says why")
+    return None

@@ -2,8 +2,11 @@
 
 Sources, highest priority first: explicit keyword arguments (CLI flags), environment variables
 `REASSIGNER_<FIELD>` (e.g. `REASSIGNER_BOOTSTRAP_SERVERS`, `REASSIGNER_MAX_PARTITION_MOVEMENTS`),
-a TOML file named by `REASSIGNER_CONFIG_FILE` (keys are the field names), then the defaults
-documented on each field below.
+files in the directory named by `REASSIGNER_SECRETS_DIR`, one per setting, named like its
+variable and holding its value (`reassigner_redis_url`: Docker and Kubernetes secrets, so that a
+password in a Redis URL or a token is in no environment `docker inspect` shows), a TOML file
+named by `REASSIGNER_CONFIG_FILE` (keys are the field names), then the defaults documented on
+each field below.
 
 This is the one table of defaults: `handlers.policy.Policy` and `planning.movement.batches.Limits`
 have none of their own (two tables drift apart, and then `reassigner steps` previews other limits
@@ -23,7 +26,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
-from pydantic_settings import TomlConfigSettingsSource
+from pydantic_settings import SecretsSettingsSource, TomlConfigSettingsSource
 
 from handlers.policy import Policy, check_topic_pattern
 from planning.movement.batches import Limits
@@ -253,6 +256,15 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        secrets_dir = os.environ.get("REASSIGNER_SECRETS_DIR")
+        if secrets_dir:
+            if not Path(secrets_dir).is_dir():
+                from schemas.errors import InvalidConfigError
+
+                raise InvalidConfigError(
+                    f"REASSIGNER_SECRETS_DIR={secrets_dir} is no directory: name the directory holding "
+                    "the secret files (e.g. /run/secrets), or unset it")
+            sources.append(SecretsSettingsSource(settings_cls, secrets_dir=secrets_dir))
         config_file = os.environ.get("REASSIGNER_CONFIG_FILE")
         if config_file:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_file)))

@@ -29,13 +29,14 @@ from typing import NoReturn
 
 import typer
 
-from reassigner.cli import alerts, config, demo, edge, local, plan, requests, run, simulate, status_server, views
+from reassigner.cli import (alerts, config, demo, edge, health, local, plan, requests, run, simulate, status_server,
+                          views)
 from reassigner.cli.options import StoppedBySignal, command_group, stop_requested
 from reassigner.cli.printing import ERROR_EXIT_CODE, print_error
 from schemas.errors import ReassignerError
 from schemas.redaction import redact
 
-COMMAND_MODULES = (local, plan, simulate, edge, run, demo, requests, config, alerts, views, status_server)
+COMMAND_MODULES = (local, plan, simulate, edge, run, demo, requests, config, alerts, views, status_server, health)
 PROG_NAME = "reassigner"  # also under `python -m reassigner.cli`: the usage lines and completion say it
 USAGE_EXIT_CODE = 2
 
