@@ -14,6 +14,9 @@ def demo(
                                       help="Leave everything up for exploring; Ctrl-C stops it."),
     stack_dir: Optional[Path] = typer.Option(None, "--stack-dir",
                                              help="Where the demo's stack lives (default .reassigner/demo)."),
+    patience: float = typer.Option(1.0, "--patience", min=0.1, max=100,
+                                   help="Multiply every wait's budget: 2 on a slow or shared machine. A "
+                                        "wait that sees progress waits longer anyway (up to 3 budgets)."),
     secure: bool = typer.Option(False, "--secure",
                                 help="On the secured stack: SASL_SSL/SCRAM with ACLs (the product's "
                                      "principal is no super user), Redis with an ACL user over TLS."),
@@ -24,8 +27,8 @@ def demo(
 
     settings = load_settings()
     directory = (stack_dir or Path(".reassigner/demo")).absolute()
-    ok = Demo(directory, settings.cache_dir, security="sasl_ssl" if secure else "none").run(
-        keep_running=keep_running)
+    ok = Demo(directory, settings.cache_dir, security="sasl_ssl" if secure else "none",
+              patience=patience).run(keep_running=keep_running)
     raise typer.Exit(0 if ok else 1)
 
 

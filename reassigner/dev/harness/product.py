@@ -98,8 +98,9 @@ class TopicCollector:
     record whose `id` was already collected is therefore skipped, as any alert consumer should."""
 
     def __init__(self, bootstrap_servers: str, topic: str, schema: str = "Alert",
-                 client: ClientConfig = PLAINTEXT) -> None:
+                 client: ClientConfig = PLAINTEXT, patience: float = 1.0) -> None:
         self.schema = schema
+        self.patience = patience  # multiplies every `wait_for`'s timeout (the demo's --patience)
         self.alerts: list[dict] = []
         self._ids: set[str] = set()
         self._condition = threading.Condition()
@@ -164,6 +165,7 @@ class TopicCollector:
     def wait_for(self, kind: str, since: int = 0, timeout: float = 120,
                  where: Callable[[dict], bool] = lambda alert: True,
                  on_wait: Callable[[], None] = lambda: None) -> dict:
+        timeout *= self.patience
         deadline = time.monotonic() + timeout
         while True:
             matching = [a for a in self.of_kind(kind, since) if where(a)]

@@ -14,6 +14,11 @@ INVARIANTS
 - `wait` waits on what Kafka or the product shows, never on a sleep alone, and ends in a
   TimeoutError naming what it waited for, or at once when a product process died; the real CLI
   run by `cli` that hangs is killed and ends in a TimeoutError too.
+- PATIENCE. Every wait's timeout is the time it allows WITHOUT PROGRESS, times `patience` (the
+  demo's `--patience`): a wait that sees what it awaits advance (more partitions settled, more
+  seen by the pipeline, another batch committed) gets that long again from then on, up to
+  `PATIENCE_CEILING` times its budget in all (`compute_deadline`). A slow machine that is
+  getting there is waited for; one where nothing moves ends within the budget.
 - The scenes are `reassigner.dev.harness.world.World`'s; the demo's settings and topics are
   named here, once.
 """
@@ -48,6 +53,10 @@ BULK_TOPIC = "archive"  # a few MB of filler per partition, for the cancelled ma
 BULK_PARTITIONS = 6
 MIN_INSYNC_REPLICAS = 2
 CLUSTER_NAME = "demo"
+PATIENCE_CEILING = 3.0
+"""A wait that keeps seeing progress ends anyway after this many times its budget: progress that
+never arrives at the end (a pipeline committing batches that never see the cluster) is a failure
+too, only a slower one."""
 
 # Short grace periods and modest limits so that every reaction shows within a minute.
 DEMO_SETTINGS = {
@@ -61,6 +70,15 @@ DEMO_SETTINGS = {
     "REASSIGNER_POLL_INTERVAL_SECONDS": "1",
     "REASSIGNER_SNAPSHOT_INTERVAL_SECONDS": "30",
 }
+
+
+def compute_deadline(started: float, last_progress: float, timeout: float, patience: float = 1.0,
+                     ceiling: float = PATIENCE_CEILING) -> float:
+    """When a wait that began at `started`, and last saw progress at `last_progress`, gives up:
+    its budget (`timeout` × `patience`) after the last progress, and never later than `ceiling`
+    budgets after it began."""
+    budget = timeout * patience
+    return min(max(started, last_progress) + budget, started + budget * max(ceiling, 1.0))
 
 
 def replica_disagreements(kafka: dict[tuple[str, int], dict], state) -> list[str]:
@@ -100,6 +118,8 @@ class Stage:
     security: str = "none"
     """"sasl_ssl": the secured stack; the product runs as its non-super principal and the
     world's own instruments as the stack's super user."""
+    patience: float = 1.0
+    """Multiplies every wait's budget (module doc, PATIENCE): the demo's `--patience`."""
 
     def __post_init__(self) -> None:
         self.stack = LocalStack(self.stack_dir, self.cache_dir)
@@ -109,6 +129,8 @@ class Stage:
                             "PYSPARK_PYTHON": sys.executable}
         self.status_port = free_port()
         self.metrics_ports = {name: free_port() for name in ("pipeline", "watcher", "executor")}
+        if not self.patience > 0:
+            raise ValueError(f"patience {self.patience}: a factor above 0 (2 waits twice as long)")
 
     # --- narration and waiting -----------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -116,11 +138,12 @@ class Stage:
 
     def cli(self, *arguments: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run the real `reassigner` CLI as a user would, against the demo stack; one that has
-        not ended after 300 s is killed and raises TimeoutError, as a wait does."""
+        not ended after 300 s (× patience) is killed and raises TimeoutError, as a wait does."""
         try:
             result = subprocess.run(
                 [sys.executable, "-m", "reassigner.cli", *arguments, "--stack-dir", str(self.stack_dir)],
-                capture_output=True, text=True, env={**os.environ, **self.environment}, timeout=300,
+                capture_output=True, text=True, env={**os.environ, **self.environment},
+                timeout=300 * self.patience,
             )
         except subprocess.TimeoutExpired as error:
             raise TimeoutError(f"reassigner {' '.join(arguments)}: not done after {error.timeout:.0f} s") from None
@@ -129,26 +152,36 @@ class Stage:
         return result
 
     def wait(self, description: str, done: Callable[[], bool | tuple[int, int]],
-             timeout: float = 180) -> None:
-        """Wait with a progress bar; `done` returns True/False or (completed, total)."""
+             timeout: float = 180, progress: Callable[[], object] | None = None) -> None:
+        """Wait with a progress bar; `done` returns True/False or (completed, total). `timeout` is
+        the budget without progress (module doc, PATIENCE): progress is `completed` growing, or
+        `progress()` (anything comparable, sampled with `done`) changing."""
         with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                      TimeElapsedColumn(), console=self.console, transient=True) as progress:
-            task = progress.add_task(description, total=None, info="")
-            deadline = time.monotonic() + timeout
+                      TimeElapsedColumn(), console=self.console, transient=True) as progress_bar:
+            task = progress_bar.add_task(description, total=None, info="")
+            started = last_progress = time.monotonic()
+            best: object = None
             while True:
                 self.product.check_alive()
                 state = done()
                 if isinstance(state, tuple):
                     completed, total = state
-                    progress.update(task, total=max(total, 1), completed=completed,
-                                    info=f"{completed}/{total}")
+                    progress_bar.update(task, total=max(total, 1), completed=completed,
+                                        info=f"{completed}/{total}")
                     finished = total > 0 and completed >= total
+                    seen: object = (completed, progress() if progress is not None else None)
                 else:
                     finished = bool(state)
+                    seen = progress() if progress is not None else None
                 if finished:
                     return
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{description}: not done after {timeout:.0f} s")
+                now = time.monotonic()
+                if best is not None and seen != best:
+                    last_progress = now
+                best = seen
+                if now > compute_deadline(started, last_progress, timeout, self.patience):
+                    raise TimeoutError(f"{description}: not done after {now - started:.0f} s "
+                                       f"({timeout * self.patience:.0f} s without progress allowed)")
                 time.sleep(0.5)
 
     # --- probes -------------------------------------------------------------------------------------
@@ -207,7 +240,7 @@ class Stage:
         # every replica in sync: first records produced before then can be retried by the
         # idempotent producer, acknowledged without an offset, and missing from the log (the
         # traffic check then fails at a partition's first records).
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 60 * self.patience
         while (ready := self.fully_replicated(list(TOPICS)))[0] < ready[1] and time.monotonic() < deadline:
             time.sleep(0.5)
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS, client=self.client).start()
@@ -220,8 +253,9 @@ class Stage:
         self.product = ProductProcesses(self.stack_dir, self.environment, self.status_port,
                                         metrics_ports=self.metrics_ports)
         self.product.start()
-        self.alerts = TopicCollector(self.bootstrap, "reassigner.alerts", "Alert", self.client)
-        self.commands = TopicCollector(self.bootstrap, "reassigner.commands", "Command", self.client)
+        self.alerts = TopicCollector(self.bootstrap, "reassigner.alerts", "Alert", self.client, self.patience)
+        self.commands = TopicCollector(self.bootstrap, "reassigner.commands", "Command", self.client,
+                                       self.patience)
         from runtime.clients.redis_io import connect_redis
         from state.controller_store import ControllerStore
 
@@ -234,8 +268,11 @@ class Stage:
                          daemon=True).start()
         self.say("  product starting: pipeline (Spark Structured Streaming), watcher, executor, "
                  f"status page http://127.0.0.1:{self.status_port}/")
+        # Progress here is also the pipeline committing batches and its log growing: Spark takes
+        # 30-90 s to start on a loaded machine before it sees a single partition.
         self.wait("waiting for the pipeline to see the whole cluster",
-                  lambda: self.pipeline_sees(sum(TOPICS.values())), timeout=240)
+                  lambda: self.pipeline_sees(sum(TOPICS.values())), timeout=240,
+                  progress=self.pipeline_progress)
         self.monitor = InvariantMonitor(
             self.bootstrap, int(DEMO_SETTINGS["REASSIGNER_MAX_PARTITION_MOVEMENTS"]),
             int(DEMO_SETTINGS["REASSIGNER_MAX_LEADER_MOVEMENTS"]),
@@ -248,6 +285,11 @@ class Stage:
                 self.controller_state()
             except Exception:  # Redis busy or going down with the stack: sample again next time
                 pass
+
+    def pipeline_progress(self) -> tuple[int, int]:
+        """(its last committed batch, its log's size): what shows a pipeline getting on."""
+        log = self.product.log_dir / "pipeline.log"
+        return self.store.load().last_batch, log.stat().st_size if log.exists() else 0
 
     def pipeline_sees(self, partitions: int) -> tuple[int, int]:
         seen = self.controller_state().cluster.partitions_by_tp
