@@ -1,7 +1,8 @@
 """The Grafana dashboard and the Prometheus alert rules (docs/) hold to the metrics the code defines.
 
 `promtool` (Debian's `prometheus` package, installed by `make system-packages`) checks the rules
-and the dashboard's queries, and runs the rules on made-up series: a missing promtool FAILS
+and the dashboard's queries, and runs the rules on made-up series of two clusters (every rule
+fires per cluster, for the cluster in trouble only): a missing promtool FAILS
 these tests (it must not let broken rules pass in CI unseen).
 """
 
@@ -75,52 +76,198 @@ def test_every_dashboard_query_is_valid_promql(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
 
 
-def test_the_rules_fire_on_a_stopped_pipeline_and_failing_commands(tmp_path):
-    """`promtool test rules` on made-up series: no batch for 10 minutes fires
-    ReassignerPipelineNoBatch; a steady stream of failed commands fires ReassignerExecutorErrors;
-    a healthy executor fires nothing; a state store found lost fires ReassignerStateStoreLost."""
+# --- the rules on made-up series of two clusters, "a" and "b" (`promtool test rules`) ------------
+# Every rule aggregates `by (cluster)`: trouble in one cluster fires for that cluster only, never
+# hidden by the other's healthy series. Each scenario lists, at each eval time, the alerts that
+# FIRE; every other rule of the file is checked at the same time to fire nothing (exp_alerts: []).
+MINUTES = 40
+
+
+def alert_names() -> list[str]:
+    return re.findall(r"^\s+- alert: (\S+)$", RULES.read_text(), re.MULTILINE)
+
+
+def cluster_series(cluster: str, *, pipeline_for: int | None = MINUTES, stuck: bool = False, watcher: bool = True,
+                   executor: bool = True, failing: bool = False, refused_at: int | None = None,
+                   store_lost_at: int | None = None, polls_failing: bool = False,
+                   pipeline_unwell: bool = False) -> list[dict]:
+    """One cluster's series, healthy unless told: its pipeline scraped for `pipeline_for` minutes
+    (None: never), committing a batch every minute (`stuck`: its last batch at t=0); its watcher
+    polling; its executor applying commands (`failing`: 10 failed commands a minute as well;
+    `refused_at`: one STALE_EPOCH refusal at that minute); `store_lost_at`: the state store found
+    lost at that minute; `polls_failing`: every poll fails; `pipeline_unwell`: 2 min of lag, steps
+    in flight that never complete, a ReassignmentStalled alert at 8m, 3 offline partitions."""
+    def values(start: float, step: float, until: int = MINUTES) -> str:
+        present = f"{start:g}+{step:g}x{until}"
+        return present if until == MINUTES else f"{present} _x{MINUTES - until}"
+
+    def step_at(minute: int | None, until: int = MINUTES) -> str:
+        if minute is None:
+            return values(0, 0, until)
+        return f"0x{minute - 1} 1x{until - minute}" + ("" if until == MINUTES else f" _x{MINUTES - until}")
+
+    series: list[tuple[str, str, str, str]] = []  # (job, name, extra labels, values)
+    if pipeline_for is not None:
+        n = pipeline_for
+        series += [
+            ("pipeline", "reassigner_pipeline_last_batch_timestamp_seconds", "",
+             values(0, 0 if stuck else 60, n)),
+            ("pipeline", "reassigner_pipeline_lag_seconds", "", values(120 if pipeline_unwell else 1, 0, n)),
+            ("pipeline", "reassigner_pipeline_state_store_lost_total", "", step_at(store_lost_at, n)),
+            ("pipeline", "reassigner_steps_in_flight", "", values(2, 0, n)),
+            ("pipeline", "reassigner_steps_completed_total", "", values(0, 0 if pipeline_unwell else 1, n)),
+            ("pipeline", "reassigner_pipeline_alerts_total", ',kind="ReassignmentStalled"',
+             step_at(8 if pipeline_unwell else None, n)),
+        ]
+    if watcher:
+        series.append(("watcher", "reassigner_watcher_polls_total", ',outcome="ok"',
+                       values(0, 0 if polls_failing else 12)))
+        if polls_failing:
+            series.append(("watcher", "reassigner_watcher_polls_total", ',outcome="UNKNOWN_SERVER_ERROR"',
+                           values(0, 12)))
+    if executor:
+        series += [
+            ("executor", "reassigner_executor_commands_total", ',kind="ReassignmentStep",outcome="ok"', values(0, 10)),
+            ("executor", "reassigner_executor_refused_commands_total", ',reason="STALE_EPOCH"', step_at(refused_at)),
+        ]
+        if failing:
+            series.append(("executor", "reassigner_executor_commands_total",
+                           ',kind="ReassignmentStep",outcome="REASSIGNMENT_IN_PROGRESS"', values(0, 10)))
+    series.append(("status", "reassigner_offline_partitions", "", values(3 if pipeline_unwell else 0, 0)))
+    return [{"series": f'{name}{{cluster="{cluster}",job="{job}",instance="{cluster}-{job}:9400"{extra}}}',
+             "values": vals} for job, name, extra, vals in series]
+
+
+def firing(cluster: str | None, severity: str, summary: str, description: str | None = None, **labels) -> dict:
+    """An alert as promtool shows it: the rule's labels and the series' (cluster, reason...)."""
+    annotations = {"summary": summary} | ({} if description is None else {"description": description})
+    return {"exp_labels": ({} if cluster is None else {"cluster": cluster}) | labels | {"severity": severity},
+            "exp_annotations": annotations}
+
+
+NO_BATCH_DESCRIPTION = "Last batch {} ago: the Spark query is stuck, failing, or Redis/Kafka is away."
+STORE_LOST_DESCRIPTION = ("The pipeline found its state store emptied or restored from an older copy and put the "
+                          "state back (the StateStoreLost alert says how). Check Redis: persistence (AOF), "
+                          "failovers, restores.")
+REFUSED_DESCRIPTION = ("BAD_SIGNATURE or UNKNOWN_EPOCH: someone else writes the commands topic; STALE_EPOCH: two "
+                       "pipelines; COMMAND_EXPIRED: an old backlog.")
+
+
+EXECUTOR_ERRORS_IN_B = firing("b", "warning", "cluster b: the executor's commands keep failing",
+                              "0.17 failed commands per second over 5 minutes (see the CommandFailed alerts and "
+                              "`reassigner alerts`).")
+
+
+OFFLINE_IN_B = firing("b", "critical", "cluster b: 3 partitions have no leader")
+
+
+def pipeline_down_in(cluster: str) -> dict:
+    return firing(cluster, "critical", f"cluster {cluster}: its watcher or executor is scraped but its pipeline "
+                                       "exports no metrics (not running, or not scraped)")
+
+
+# scenario: (input series, {eval time: {alert name: alerts firing}}); alert names left out fire nothing
+SCENARIOS: dict[str, tuple[list[dict], dict[str, dict[str, list[dict]]]]] = {
+    "both_clusters_healthy": (
+        cluster_series("a") + cluster_series("b"),
+        {"3m": {}, "10m": {}, "20m": {}, "39m": {}}),
+    "cluster_b_pipeline_stuck": (
+        # b's last batch at t=0 while a's pipeline commits every minute
+        cluster_series("a") + cluster_series("b", stuck=True),
+        {"3m": {},
+         "10m": {"ReassignerPipelineNoBatch": [firing(
+             "b", "critical", "cluster b: the pipeline has committed no batch for more than 5 minutes",
+             NO_BATCH_DESCRIPTION.format("10m 0s"))]}}),
+    "cluster_b_pipeline_missing": (
+        # b's pipeline scraped until 3m, then gone (its series vanish after Prometheus' 5m lookback,
+        # before its last batch is 5 minutes old: no NoBatch); b's watcher and executor still
+        # scraped, a's pipeline too: absent() cannot fire, the per-cluster rule does (for: 5m)
+        cluster_series("a") + cluster_series("b", pipeline_for=3),
+        {"7m": {}, "12m": {},
+         "15m": {"ReassignerPipelineDownInCluster": [pipeline_down_in("b")]}}),
+    "cluster_b_pipeline_never_scraped_executor_only": (
+        # b runs only an executor (no watcher): it still names the cluster whose pipeline is missing
+        cluster_series("a") + cluster_series("b", pipeline_for=None, watcher=False),
+        {"4m": {}, "6m": {"ReassignerPipelineDownInCluster": [pipeline_down_in("b")]}}),
+    "no_pipeline_at_all": (
+        # no cluster's pipeline is scraped: the absent() rule fires (no cluster label), and the
+        # per-cluster rule for each cluster whose watcher or executor is scraped
+        cluster_series("a", pipeline_for=None) + cluster_series("b", pipeline_for=None),
+        {"4m": {},
+         "6m": {"ReassignerPipelineDown": [firing(
+                    None, "critical", "No pipeline of any cluster exports metrics (not running, or not scraped)")],
+                "ReassignerPipelineDownInCluster": [pipeline_down_in("a"), pipeline_down_in("b")]}}),
+    "cluster_b_executor_errors": (
+        # b's executor fails 10 commands a minute and refuses one at 15m; a's applies every command
+        cluster_series("a") + cluster_series("b", failing=True, refused_at=15),
+        {"9m": {},  # failing since 1m, `for: 10m`: pending
+         "14m": {"ReassignerExecutorErrors": [EXECUTOR_ERRORS_IN_B]},
+         "20m": {"ReassignerExecutorErrors": [EXECUTOR_ERRORS_IN_B],
+                 "ReassignerExecutorRefusedCommands": [firing(
+                     "b", "critical", "cluster b: the executor refused commands (STALE_EPOCH)", REFUSED_DESCRIPTION,
+                     reason="STALE_EPOCH")]}}),
+    "cluster_b_watcher_polls_failing": (
+        cluster_series("a") + cluster_series("b", polls_failing=True),
+        {"4m": {},
+         "10m": {"ReassignerWatcherPollErrors": [firing(
+             "b", "critical", "cluster b: every watcher poll fails: the controller is blind to the cluster",
+             "See the watcher's log: the Admin API error codes are the `outcome` label.")]}}),
+    "cluster_b_pipeline_unwell": (
+        cluster_series("a") + cluster_series("b", pipeline_unwell=True),
+        {"4m": {"ReassignerOfflinePartitions": [OFFLINE_IN_B]},
+         "10m": {"ReassignerOfflinePartitions": [OFFLINE_IN_B],
+                 "ReassignerPipelineLagHigh": [firing(
+                     "b", "warning", "cluster b: the pipeline decides more than 60 s after the events happened",
+                     "Oldest input of the last batch was 2m 0s old at its commit.")],
+                 "ReassignerStepStalled": [firing(
+                     "b", "warning", "cluster b: reassignment steps are in flight but none completed in 30 minutes",
+                     "See `reassigner list` and the ReassignmentStalled alerts (step_stall_timeout_seconds).")],
+                 "ReassignerStallAlerts": [firing(
+                     "b", "warning", "cluster b: the pipeline raised a stall alert in the last 15 minutes")]}}),
+    "cluster_b_state_store_lost": (
+        cluster_series("a") + cluster_series("b", store_lost_at=12),
+        {"10m": {},
+         "14m": {"ReassignerStateStoreLost": [firing(
+             "b", "critical", "cluster b: Redis lost or rolled back the product's state", STORE_LOST_DESCRIPTION)]}}),
+}
+
+
+def run_promtool_tests(tmp_path: Path, series: list[dict], expected: dict[str, dict[str, list[dict]]],
+                       names: list[str]) -> subprocess.CompletedProcess:
     tests = {
         "rule_files": [str(RULES)],
         "evaluation_interval": "1m",
         "tests": [{
             "interval": "1m",
-            "input_series": [
-                # the last batch at t=0: the gauge stays at 0 while time goes on
-                {"series": 'reassigner_pipeline_last_batch_timestamp_seconds{job="pipeline"}', "values": "0x20"},
-                {"series": 'reassigner_executor_commands_total{job="executor",kind="ReassignmentStep",'
-                           'outcome="REASSIGNMENT_IN_PROGRESS"}', "values": "0+10x30"},
-                {"series": 'reassigner_executor_commands_total{job="executor",kind="ReassignmentStep",outcome="ok"}',
-                 "values": "0+10x30"},
-                # the store found lost once, at t=12m
-                {"series": 'reassigner_pipeline_state_store_lost_total{job="pipeline"}', "values": "0x11 1x20"},
-            ],
-            "alert_rule_test": [
-                {"eval_time": "3m", "alertname": "ReassignerPipelineNoBatch", "exp_alerts": []},
-                {"eval_time": "10m", "alertname": "ReassignerPipelineNoBatch", "exp_alerts": [{
-                    "exp_labels": {"severity": "critical"},
-                    "exp_annotations": {
-                        "summary": "The pipeline has committed no batch for more than 5 minutes",
-                        "description": "Last batch 10m 0s ago: the Spark query is stuck, failing, or "
-                                       "Redis/Kafka is away."}}]},
-                {"eval_time": "5m", "alertname": "ReassignerExecutorErrors", "exp_alerts": []},
-                {"eval_time": "20m", "alertname": "ReassignerExecutorErrors", "exp_alerts": [{
-                    "exp_labels": {"severity": "warning"},
-                    "exp_annotations": {
-                        "summary": "The executor's commands keep failing",
-                        "description": "0.17 failed commands per second over 5 minutes (see the CommandFailed "
-                                       "alerts and `reassigner alerts`)."}}]},
-                {"eval_time": "10m", "alertname": "ReassignerStateStoreLost", "exp_alerts": []},
-                {"eval_time": "14m", "alertname": "ReassignerStateStoreLost", "exp_alerts": [{
-                    "exp_labels": {"severity": "critical"},
-                    "exp_annotations": {
-                        "summary": "Redis lost or rolled back the product's state",
-                        "description": "The pipeline found its state store emptied or restored from an older "
-                                       "copy and put the state back (the StateStoreLost alert says how). Check "
-                                       "Redis: persistence (AOF), failovers, restores."}}]},
-            ],
+            "input_series": series,
+            "alert_rule_test": [{"eval_time": at, "alertname": name, "exp_alerts": fired.get(name, [])}
+                                for at, fired in expected.items() for name in names],
         }],
     }
     path = tmp_path / "alerts_test.yml"
     path.write_text(json.dumps(tests))  # JSON is YAML
-    run = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True, timeout=120)
+    return subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_rules_fire_per_cluster(scenario, tmp_path):
+    """At each eval time, exactly the listed alerts fire (labels and annotations as listed),
+    every other rule fires nothing: trouble in cluster "b" fires for "b" only."""
+    series, expected = SCENARIOS[scenario]
+    names = alert_names()
+    assert {name for fired in expected.values() for name in fired} <= set(names)
+    run = run_promtool_tests(tmp_path, series, expected, names)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_promtool_fails_a_wrong_expectation(tmp_path):
+    """The harness can fail: expecting cluster "a" to fire too when only "b" is stuck, or nothing
+    to fire, fails `promtool test rules`."""
+    series, expected = SCENARIOS["cluster_b_pipeline_stuck"]
+    [alert] = expected["10m"]["ReassignerPipelineNoBatch"]
+    also_a = {"exp_labels": alert["exp_labels"] | {"cluster": "a"}, "exp_annotations": alert["exp_annotations"]
+              | {"summary": alert["exp_annotations"]["summary"].replace("cluster b", "cluster a")}}
+    for wrong in ([alert, also_a], []):
+        run = run_promtool_tests(tmp_path, series, {"10m": {"ReassignerPipelineNoBatch": wrong}},
+                                 ["ReassignerPipelineNoBatch"])
+        assert run.returncode != 0 and "ReassignerPipelineNoBatch" in run.stdout + run.stderr, run.stdout
