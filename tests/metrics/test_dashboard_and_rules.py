@@ -166,6 +166,11 @@ def pipeline_down_in(cluster: str) -> dict:
                                        "exports no metrics (not running, or not scraped)")
 
 
+def process_down_in(cluster: str, process: str) -> dict:
+    return firing(cluster, "critical", f"cluster {cluster}: its pipeline is scraped but its {process} exports no "
+                                       "metrics (not running, or not scraped)")
+
+
 # scenario: (input series, {eval time: {alert name: alerts firing}}); alert names left out fire nothing
 SCENARIOS: dict[str, tuple[list[dict], dict[str, dict[str, list[dict]]]]] = {
     "both_clusters_healthy": (
@@ -197,6 +202,12 @@ SCENARIOS: dict[str, tuple[list[dict], dict[str, dict[str, list[dict]]]]] = {
          "6m": {"ReassignerPipelineDown": [firing(
                     None, "critical", "No pipeline of any cluster exports metrics (not running, or not scraped)")],
                 "ReassignerPipelineDownInCluster": [pipeline_down_in("a"), pipeline_down_in("b")]}}),
+    "cluster_b_watcher_and_executor_missing": (
+        # b's pipeline is scraped, its watcher and executor are not; a's three are
+        cluster_series("a") + cluster_series("b", watcher=False, executor=False),
+        {"4m": {},
+         "6m": {"ReassignerWatcherDownInCluster": [process_down_in("b", "watcher")],
+                "ReassignerExecutorDownInCluster": [process_down_in("b", "executor")]}}),
     "cluster_b_executor_errors": (
         # b's executor fails 10 commands a minute and refuses one at 15m; a's applies every command
         cluster_series("a") + cluster_series("b", failing=True, refused_at=15),
