@@ -107,11 +107,13 @@ class Connected:
         from runtime.clients.kafka_access import check_kafka_access
         from runtime.clients.kafka_admin import ensure_topics
 
+        wanted = [self.topic(s) for s in suffixes]
         if "requests" in suffixes:
-            check_kafka_access(self.bootstrap, self.client_config, "request", [self.topic("requests")],
-                               self.settings.topic_prefix)
-        ensure_topics(self.bootstrap, self.client_config, [self.topic(s) for s in suffixes],
-                      self.settings.event_topic_partitions)
+            seen = check_kafka_access(self.bootstrap, self.client_config, "request", [self.topic("requests")],
+                                      self.settings.topic_prefix)
+            if seen is not None and set(wanted) <= seen:
+                return  # all there: no second client to learn it (a request answers sooner)
+        ensure_topics(self.bootstrap, self.client_config, wanted, self.settings.event_topic_partitions)
 
     def state_loader(self, require_state: bool = False):
         """A function that loads the controller state from Redis (`ControllerStore.load`)."""

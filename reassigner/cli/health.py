@@ -10,9 +10,6 @@ restarting cannot cure.
 from __future__ import annotations
 
 import sys
-import time
-import urllib.error
-import urllib.request
 
 import typer
 
@@ -28,6 +25,10 @@ def healthcheck(
     timeout: float = typer.Option(5.0, "--timeout", min=0.1, help="Seconds to wait for the endpoint."),
 ) -> None:
     """Exit 0 when the process serving metrics on --port is healthy, 1 (and why) when not."""
+    import time
+    import urllib.error
+    import urllib.request
+
     from runtime.metrics import compute_unhealthy
 
     if not path.startswith("/"):

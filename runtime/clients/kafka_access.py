@@ -131,10 +131,13 @@ def principal_of(client: ClientConfig) -> str:
 
 
 def check_kafka_access(bootstrap_servers: str, client: ClientConfig, process: str,
-                       own_topics: Sequence[str], own_prefix: str, timeout_seconds: float = 15.0) -> None:
+                       own_topics: Sequence[str], own_prefix: str,
+                       timeout_seconds: float = 15.0) -> frozenset[str] | None:
     """Raise a one-line `KafkaPermanentError` if `process` cannot authenticate or lacks an ACL it
     needs on the cluster or on `own_topics` (the product's topics it uses; those not created yet
-    are skipped) — see the module doc; return quietly when all is granted or the cluster is away."""
+    are skipped) — see the module doc; return quietly when all is granted or the cluster is away.
+    Returns the topics the cluster's metadata showed (None: it did not answer), so that a caller
+    about to create missing topics needs no second client to learn that none is missing."""
     from confluent_kafka import KafkaException, TopicCollection
     from confluent_kafka.admin import AdminClient
 
@@ -152,7 +155,7 @@ def check_kafka_access(bootstrap_servers: str, client: ClientConfig, process: st
             _raise_for_connection_errors(errors, client, doing)
             log.warning("%s: the cluster did not answer within %.0f s; starting anyway", doing,
                         timeout_seconds)
-            return
+            return None
         metadata = admin.list_topics(timeout=timeout_seconds)
         own = sorted(set(own_topics))
         user = sorted(t for t in metadata.topics if not t.startswith((f"{own_prefix}.", "__")))
@@ -165,7 +168,7 @@ def check_kafka_access(bootstrap_servers: str, client: ClientConfig, process: st
     except KafkaException as error:
         _raise_for_connection_errors(errors, client, doing)
         log.warning("%s: %s; starting anyway", doing, error)
-        return
+        return None
     gaps = compute_access_gaps(
         needs, _operations(cluster.authorized_operations) or frozenset(),
         {t: described.get(t) for t in own if t in described},
@@ -177,6 +180,7 @@ def check_kafka_access(bootstrap_servers: str, client: ClientConfig, process: st
         raise KafkaPermanentError(
             f"{principal} lacks {lacks} ({needs.why}); grant it, e.g.: {grants}",
             "CLUSTER_AUTHORIZATION_FAILED" if gaps[0].resource == "cluster" else "TOPIC_AUTHORIZATION_FAILED")
+    return frozenset(metadata.topics)
 
 
 def _operations(answer: Iterable | None) -> frozenset[str] | None:
