@@ -24,7 +24,9 @@ RULES:
   tells it): the old incarnation's partitions are dropped (`EventEffects.topics_recreated`, its
   reassignments go with it) and the new one's partition events follow in the same batch.
 - LogDirState: sets the dir's online flag and usage; every (non-future) replica it lists gets
-  that dir in its partition's `log_dirs`. An offline dir lists no replicas: partitions keep
+  that dir in its partition's `log_dirs`. The sizes of the copies in flight into the dir (its
+  future replicas, its replicas of partitions whose `adding` names the broker) are kept in
+  `LogDir.copying_bytes`, what the movement's progress counts of a step in flight. An offline dir lists no replicas: partitions keep
   pointing at it, which is what makes their replicas offline.
 - PartitionState: replaces the partition, unless it is stale (a leader epoch lower than the one
   stored). An event without log dirs keeps the dirs known per broker; its traffic rates (a
@@ -384,28 +386,20 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
     broker = work.brokers.get(broker_id) or Broker(broker_id, alive=True)
     old_dir = next((d for d in broker.log_dirs if d.path == path), None)
     listed = record.get("replicas") or ()
-    current = [r for r in listed if not r.get("is_future")]
-    new_dir = compute_reported_log_dir(
-        path, online, record.get("total_bytes"), record.get("usable_bytes"),
-        ((TopicPartition(r["topic"], int(r["partition"])), int(r.get("size_bytes") or 0), bool(r.get("is_future")))
-         for r in listed))
-    if old_dir is None:
-        dirs = broker.log_dirs + (new_dir,)
-    else:
-        dirs = tuple(new_dir if d.path == path else d for d in broker.log_dirs)
-    work.brokers[broker_id] = replace(broker, log_dirs=dirs)
-    was_online = old_dir is None or old_dir.online
-    if was_online and not online:
-        effects.dirs_failed.append((broker_id, path))
-    elif old_dir is not None and not old_dir.online and online:
-        effects.dirs_restored.append((broker_id, path))
-    if old_dir is None or old_dir.online != online:
-        effects.dirs_changed.add(broker_id)
-    for replica in current:
+    # The copies in flight into this dir: its replicas of the partitions whose reassignment adds
+    # this broker, as the model shows them now (a step whose partition event comes later in the
+    # same batch is counted from the dir's next event: the watcher tells a dir again while a copy
+    # into it grows). Found in the one pass over the dir's replicas that gives them their dir.
+    adding_here: set[TopicPartition] = set()
+    for replica in listed:
+        if replica.get("is_future"):
+            continue
         tp = TopicPartition(replica["topic"], int(replica["partition"]))
         partition = work.partition(tp)
         if partition is None or broker_id not in partition.replicas:
             continue
+        if broker_id in partition.adding:
+            adding_here.add(tp)
         dirs_now = list(partition.log_dirs) if len(partition.log_dirs) == len(partition.replicas) \
             else [None] * len(partition.replicas)
         index = partition.replicas.index(broker_id)
@@ -421,6 +415,22 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
             work.topic_partitions(tp.topic)[tp.partition] = replace(
                 partition, log_dirs=tuple(dirs_now), size_bytes=size or partition.size_bytes)
             effects.touched.add(tp)
+    new_dir = compute_reported_log_dir(
+        path, online, record.get("total_bytes"), record.get("usable_bytes"),
+        ((TopicPartition(r["topic"], int(r["partition"])), int(r.get("size_bytes") or 0), bool(r.get("is_future")))
+         for r in listed), adding_here)
+    if old_dir is None:
+        dirs = broker.log_dirs + (new_dir,)
+    else:
+        dirs = tuple(new_dir if d.path == path else d for d in broker.log_dirs)
+    work.brokers[broker_id] = replace(broker, log_dirs=dirs)
+    was_online = old_dir is None or old_dir.online
+    if was_online and not online:
+        effects.dirs_failed.append((broker_id, path))
+    elif old_dir is not None and not old_dir.online and online:
+        effects.dirs_restored.append((broker_id, path))
+    if old_dir is None or old_dir.online != online:
+        effects.dirs_changed.add(broker_id)
 
 
 def _apply_partition(work: _WorkingCluster, record: Mapping[str, Any], effects: EventEffects) -> None:

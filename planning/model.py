@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import immutables
-from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, TypeVar
+from typing import Any, Callable, Container, Iterable, Iterator, Mapping, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
@@ -39,7 +39,12 @@ class TopicPartition(NamedTuple):
 class LogDir:
     """One log dir of a broker. `replica_bytes` / `replica_count` sum the (current, not future)
     replicas the broker reported in it at its last describe-log-dirs (None = not reported);
-    `future_replicas` are the partitions being copied into it by an intra-broker move."""
+    `future_replicas` are the partitions being copied into it by an intra-broker move.
+    `copying_bytes`: (partition, bytes) of the replicas being copied into it, as that
+    describe-log-dirs told their sizes: its future replicas, and the replicas of partitions whose
+    reassignment adds this broker (`adding`) when the dir was told. What the movement's progress
+    counts of a copy in flight (`planning.movement.eta`, IN FLIGHT); a volatile number, like a
+    partition's size, so not compared."""
 
     path: str
     online: bool = True
@@ -48,6 +53,11 @@ class LogDir:
     replica_bytes: int | None = None
     replica_count: int | None = None
     future_replicas: frozenset[TopicPartition] = frozenset()
+    copying_bytes: tuple[tuple[TopicPartition, int], ...] = field(default=(), compare=False)
+
+    def copied_bytes(self, tp: TopicPartition) -> int | None:
+        """Bytes of `tp`'s copy into this dir as last told; None when it is not being copied here."""
+        return next((size for copied, size in self.copying_bytes if copied == tp), None)
 
     @property
     def used_bytes(self) -> int | None:
@@ -64,14 +74,19 @@ class LogDir:
 
 
 def compute_reported_log_dir(path: str, online: bool, total_bytes: int | None, usable_bytes: int | None,
-                             replicas: Iterable[tuple[TopicPartition, int, bool]]) -> LogDir:
+                             replicas: Iterable[tuple[TopicPartition, int, bool]],
+                             adding_here: Container[TopicPartition] = ()) -> LogDir:
     """A dir as describe-log-dirs reports it, from its (partition, size, is_future) replicas: the
-    sums of the current ones, the future ones. An offline dir lists nothing: its sums are unknown."""
+    sums of the current ones, the future ones, and the sizes of the copies in flight into it
+    (`copying_bytes`: the future replicas, and the current ones of the partitions in
+    `adding_here`, those whose reassignment adds this dir's broker). An offline dir lists
+    nothing: its sums are unknown."""
     listed = list(replicas)
     current = [size for _, size, is_future in listed if not is_future]
+    copying = tuple(sorted((tp, size) for tp, size, is_future in listed if is_future or tp in adding_here))
     return LogDir(path, online, total_bytes, usable_bytes,
                   sum(current) if online else None, len(current) if online else None,
-                  frozenset(tp for tp, _, is_future in listed if is_future))
+                  frozenset(tp for tp, _, is_future in listed if is_future), copying)
 
 
 @dataclass(frozen=True)

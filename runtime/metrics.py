@@ -150,16 +150,18 @@ for _reason in REFUSAL_REASONS:
 STATUS_METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "reassigner_steps_in_flight": ("gauge", STEPS_IN_FLIGHT_HELP, ()),
     "reassigner_reassignments_active": ("gauge", REASSIGNMENTS_ACTIVE_HELP, ()),
-    "reassigner_progress_ratio": ("gauge", "Steps done / steps estimated over the movement, finished "
-                                  "reassignments included.", ()),
-    "reassigner_bytes_to_move": ("gauge", "Bytes the ongoing reassignments copy in all (replicas their final "
-                                 "targets add).", ()),
-    "reassigner_bytes_left": ("gauge", "Bytes the ongoing reassignments have still to copy.", ()),
+    "reassigner_progress_ratio": ("gauge", "The movement's progress as the page and `status` show it: bytes moved / "
+                                  "bytes to move (by steps when nothing has bytes), finished reassignments "
+                                  "included.", ()),
+    "reassigner_bytes_to_move": ("gauge", "Bytes the current movement copies in all (replicas the final targets "
+                                 "add), finished reassignments included.", ()),
+    "reassigner_bytes_left": ("gauge", "Bytes the ongoing reassignments have still to copy (copies in flight "
+                              "counted as they grow).", ()),
     "reassigner_replication_rate_bytes_per_second": (
-        "gauge", "Bytes per second the completed steps copied since the current movement began (absent until "
-        "one completes).", ()),
-    "reassigner_time_left_seconds": ("gauge", "Estimated seconds until every ongoing reassignment is done, at "
-                                     "the observed rate.", ()),
+        "gauge", "Bytes per second copied since the current movement began, copies in flight included; the "
+        "throttle rate before any byte was seen copied (absent when neither is known).", ()),
+    "reassigner_time_left_seconds": ("gauge", "Estimated seconds until the movement is done: the latest of its "
+                                     "reassignments' times left, as `status` shows them.", ()),
     "reassigner_pipeline_last_batch": ("gauge", "Id of the last micro-batch the pipeline applied.", ()),
     "reassigner_alerts": ("counter", "Alerts on the alerts topic, by kind (read by the status server).", ("kind",)),
     "reassigner_executor_errors": ("counter", "Command results with ok=false on the command-results topic.", ()),

@@ -71,8 +71,12 @@ def tp_from_field(field: str) -> TopicPartition:
 
 
 def broker_to_storage(broker: Broker, observed_at_ms: int | None = None) -> str:
+    # The sizes of the copies in flight (`copying_bytes`) are an eighth entry, written only when
+    # there are some: a broker receiving nothing is stored as before.
     dirs = [[d.path, d.online, d.total_bytes, d.usable_bytes, d.replica_bytes, d.replica_count,
-             sorted(tp_field(tp) for tp in d.future_replicas)] for d in broker.log_dirs]
+             sorted(tp_field(tp) for tp in d.future_replicas)]
+            + ([[[tp_field(tp), size] for tp, size in d.copying_bytes]] if d.copying_bytes else [])
+            for d in broker.log_dirs]
     stored = [broker.rack, broker.alive, broker.draining, dirs, observed_at_ms]
     if broker.cannot_host:
         stored.append(sorted(tp_field(tp) for tp in broker.cannot_host))
@@ -93,9 +97,10 @@ def _log_dir_from_storage(stored: list) -> LogDir:
     path, online, total, usable, *rest = stored  # rows written before the sums were kept have four
     if not rest:
         return LogDir(path, online, total, usable)
-    replica_bytes, replica_count, futures = rest
+    replica_bytes, replica_count, futures, *copying = rest
     return LogDir(path, online, total, usable, replica_bytes, replica_count,
-                  frozenset(tp_from_field(f) for f in futures))
+                  frozenset(tp_from_field(f) for f in futures),
+                  tuple((tp_from_field(f), int(size)) for f, size in copying[0]) if copying else ())
 
 
 def topic_to_storage(topic: Topic, observed_at_ms: int | None = None) -> str:

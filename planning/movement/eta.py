@@ -1,17 +1,26 @@
 """How far the movement is and how long it will take: bytes to move, bytes moved,
-the observed replication rate and the time left, per reassignment and for all of them.
+the observed replication rate and the time left, per reassignment and for all of them. The
+figures every view shows are computed from these in one place
+(`reassigner.operator.views.progress.compute_progress`).
 
 BYTES, per reassignment (a replica weighs its partition's size in bytes):
     to move = the replicas of its final target that were not among its original replicas;
-    moved   = those of them the partition already holds in sync (in the ISR);
+    moved   = those of them the partition already holds in sync (in the ISR), plus what the
+              copies in flight of the others hold so far (IN FLIGHT), each at most the size;
     left    = to move - moved.
 A cancelled reassignment stepping back has its original replicas as final target: what it
-copies back counts the same way.
+copies back counts the same way. Invariant: 0 <= moved <= to move.
 
-RATE (`ReplicationMeter`): the bytes of the steps completed since the current movement began —
-the first step started while none was in flight — divided by the time since then. It restarts
-when nothing is in flight and no reassignment waits. Unknown (None) until a step completed: an
-estimate from nothing would be a guess.
+IN FLIGHT: a step in flight copies its adding replicas; what a copy holds so far is the size the
+receiving broker's dir last told for it (`LogDir.copying_bytes`, kept from the watcher's
+LogDirState events, which tell a dir again while a copy into it grows), at most the partition's
+size. A copy no dir told yet counts 0. So bytes move as they copy, not only when a step ends.
+
+RATE (`ReplicationMeter`): the bytes copied since the current movement began — the first step
+started while none was in flight — divided by the time since then: the bytes of the steps
+completed since then, plus what the copies in flight hold now. It restarts when nothing is in
+flight and no reassignment waits. Unknown (None) until a byte was seen copied: an estimate from
+nothing would be a guess (the views then fall back to the throttle rate, when one is set).
 
 FINISHED (`ReplicationMeter.finished*`): the reassignments of the current movement
 that ended — completed, cancelled, stopped, their topic deleted, given up after failed steps — and
@@ -19,20 +28,25 @@ so left the state, with their steps (`steps_done` as they ended) and their bytes
 as moved: an ended reassignment is over, nothing waits for what it did not copy. Counted where
 they end (`compute_finished_work`: the movement decision, a step given up, a topic deleted), with
 the same reset as the rate: so the overall progress of a movement
-(`reassigner.operator.views.compute_overall_progress`) is the state's alone — partitions total =
+(`reassigner.operator.views.progress.compute_progress`) is the state's alone — partitions total =
 active + finished, done = finished — whoever reads it and since when.
 
-TIME LEFT: for all reassignments, bytes left / rate. For one, its bytes left / its share of the
-rate (rate / steps in flight): how long it takes once it runs, since steps share the brokers'
-bandwidth; a reassignment still waiting for a slot waits on top of that.
+TIME LEFT (`compute_finish_times`), one method for every reassignment and for all of them: the
+steps in flight now share the rate (k of them, each at rate / k: they share the brokers'
+bandwidth); a reassignment with a step in flight finishes after its bytes left at its share; one
+waiting takes, in the order given, the first share to come free, and finishes its bytes left at
+that share after it. The movement's time left is the latest of them. So no row promises more
+than the header, the header is never less than all bytes left / rate (k shares of rate / k), and
+it exceeds it by at most one reassignment's bytes left at a share (the tail of the last ones).
 
-Pure: times are epoch milliseconds passed in; nothing reads a clock.
+Pure: times are epoch milliseconds (or seconds from now) passed in; nothing reads a clock.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from planning.model import Cluster, PartitionState, TopicPartition
 from planning.movement.reassignment import Reassignment
@@ -71,12 +85,33 @@ class MovementBytes:
         return max(0, self.to_move - self.moved)
 
 
-def compute_reassignment_bytes(record: Reassignment, partition: PartitionState | None) -> MovementBytes:
-    """BYTES of one reassignment, as the cluster shows its partition now."""
+def compute_reassignment_bytes(record: Reassignment, partition: PartitionState | None,
+                               copied: Mapping[int, int] | None = None) -> MovementBytes:
+    """BYTES of one reassignment, as the cluster shows its partition now; `copied`: broker →
+    what its copy in flight holds (`compute_copied_bytes`; none given, copies count 0)."""
     size = (partition.size_bytes or 0) if partition is not None else 0
     new = set(record.final_target) - set(record.original_replicas)
     in_sync = set(partition.isr) if partition is not None else set()
-    return MovementBytes(len(new) * size, len(new & in_sync) * size)
+    copying = sum(min(max(0, copied.get(b, 0)), size) for b in new - in_sync) if copied else 0
+    return MovementBytes(len(new) * size, len(new & in_sync) * size + copying)
+
+
+def compute_copied_bytes(record: Reassignment, cluster: Cluster) -> dict[int, int]:
+    """IN FLIGHT: for each adding replica of `record`'s step in flight, the bytes its copy holds
+    as the receiving broker's dirs last told (at most the partition's size); empty when no step
+    is in flight, a copy no dir told is absent (counts 0)."""
+    flight = record.in_flight
+    if flight is None or not flight.step.adding:
+        return {}
+    partition = cluster.partition(record.tp)
+    size = (partition.size_bytes or 0) if partition is not None else 0
+    copied: dict[int, int] = {}
+    for broker_id in flight.step.adding:
+        broker = cluster.broker(broker_id)
+        told = [n for d in broker.log_dirs if (n := d.copied_bytes(record.tp)) is not None] if broker else []
+        if told:
+            copied[broker_id] = min(max(told), size)
+    return copied
 
 
 def compute_completed_step_bytes(before: Mapping[TopicPartition, Reassignment],
@@ -129,17 +164,44 @@ def add_finished_work(meter: ReplicationMeter, finished: FinishedWork) -> Replic
                    finished_bytes=meter.finished_bytes + finished.bytes)
 
 
-def compute_rate(meter: ReplicationMeter, now_ms: int) -> float | None:
-    """RATE in bytes per second; None while unknown."""
-    if meter.since_ms is None or meter.bytes_copied <= 0 or now_ms <= meter.since_ms:
+def compute_rate(meter: ReplicationMeter, now_ms: int, in_flight_bytes: int = 0) -> float | None:
+    """RATE in bytes per second, `in_flight_bytes` being what the copies in flight hold now
+    (IN FLIGHT); None while unknown."""
+    copied = meter.bytes_copied + max(0, in_flight_bytes)
+    if meter.since_ms is None or copied <= 0 or now_ms <= meter.since_ms:
         return None
-    return meter.bytes_copied / ((now_ms - meter.since_ms) / 1000.0)
+    return copied / ((now_ms - meter.since_ms) / 1000.0)
 
 
 def compute_time_left(bytes_left: int, rate: float | None, share: int = 1) -> float | None:
-    """TIME LEFT in seconds for `bytes_left` at `rate` split `share` ways; None while unknown."""
+    """Seconds for `bytes_left` at `rate` split `share` ways; None while unknown."""
     if bytes_left <= 0:
         return 0.0
     if not rate:
         return None
     return bytes_left / (rate / max(1, share))
+
+
+def compute_finish_times(work: Sequence[tuple[int, bool]], rate: float | None) -> tuple[float | None, ...]:
+    """TIME LEFT, in seconds from now, of each reassignment of `work` — (bytes left, a step in
+    flight), waiting ones in the order they take a share — at the movement's `rate`; None for
+    those that depend on an unknown rate (with bytes left, or waiting behind one that has)."""
+    running = sum(1 for _left, flying in work if flying)
+    share = max(1, running)
+    if not rate or rate <= 0:
+        # Nothing can be timed but a step in flight with nothing left to copy.
+        return tuple(0.0 if flying and left <= 0 else None for left, flying in work)
+    per_share = rate / share
+    finish: list[float | None] = [None] * len(work)
+    free: list[float] = []  # when each share comes free
+    for i, (left, flying) in enumerate(work):
+        if flying:
+            finish[i] = max(0, left) / per_share
+            free.append(finish[i])  # type: ignore[arg-type]
+    free = free or [0.0]
+    heapq.heapify(free)
+    for i, (left, flying) in enumerate(work):
+        if not flying:
+            finish[i] = heapq.heappop(free) + max(0, left) / per_share
+            heapq.heappush(free, finish[i])  # type: ignore[arg-type]
+    return tuple(finish)

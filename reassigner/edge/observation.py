@@ -10,7 +10,8 @@ API, merged.
     topic new / deleted / re-created /          TopicState        on topic-state
       min ISR, partition count or RF changed
     log dir new / online↔offline / replicas     LogDirState       on disk-failures
-      (topic, partition, is_future) changed
+      (topic, partition, is_future) changed /
+      a copy in flight into it grew
     partition replicas / ISR / leader / epoch   PartitionState    on isr-changes
       / adding / removing / offline / log dirs
 
@@ -29,7 +30,10 @@ INVARIANTS
   the message's topic, key, time and snapshot id, so a duplicate of one message shares its id).
 - Volatile numbers — partition and replica sizes, offset lags, a dir's free bytes — are carried
   but never compared (`field(compare=False)`): they change on every poll of a busy cluster and
-  would turn each poll into thousands of events. Snapshots carry their current values, and
+  would turn each poll into thousands of events. One exception, bounded by what moves: a dir
+  is told again when a replica being copied into it changed size (a future replica, or one a
+  reassignment adds to its broker: `compute_changed_log_dirs`, COPIES IN FLIGHT), so that the
+  movement's progress counts the bytes of a step as they copy. Snapshots carry their current values, and
   they alone carry traffic rates (the watcher's TRAFFIC): a change event's rates are null.
 - The pipeline's reader (`handlers.events`) fed `compute_events(previous, current, t)` gives
   exactly `compute_cluster(current)` from `compute_cluster(previous)`, but for what it keeps by
@@ -308,11 +312,16 @@ def compute_cluster(observation: ClusterObservation) -> "Cluster":
     (a decommission is the pipeline's knowledge, not the cluster's), min ISR 1 where unknown."""
     from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition, compute_reported_log_dir
 
+    adding_to: dict[int, set[TopicPartition]] = {}  # broker → the partitions being copied onto it
+    for p in observation.partitions.values():
+        for b in p.adding:
+            adding_to.setdefault(b, set()).add(TopicPartition(p.topic, p.partition))
     dirs_of: dict[int, list[LogDir]] = {}
     for (broker_id, _), d in observation.log_dirs.items():
         dirs_of.setdefault(broker_id, []).append(compute_reported_log_dir(
             d.path, d.online, d.total_bytes, d.usable_bytes,
-            ((TopicPartition(r.topic, r.partition), r.size_bytes, r.is_future) for r in d.replicas)))
+            ((TopicPartition(r.topic, r.partition), r.size_bytes, r.is_future) for r in d.replicas),
+            adding_to.get(broker_id, ())))
     brokers = tuple(Broker(b.broker_id, b.rack, alive=not b.fenced, draining=False,
                            log_dirs=tuple(dirs_of.get(b.broker_id, ())))
                     for b in observation.brokers.values())

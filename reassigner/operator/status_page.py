@@ -2,8 +2,9 @@
 and behind a proxy). Its script fetches /api/status every 2 s and re-renders; every value from
 the API is inserted escaped.
 
-The overall bar is the movement's (`doc.movement`: finished reassignments counted, see
-`views.compute_overall_progress`). The proposals' Approve / Reject buttons POST to the write API with the
+The overall bar is the movement's (`doc.movement`, the meter's reading, `views.progress`):
+one percentage (by bytes), with partitions and steps as counts beside it, and the time left by
+the same method as each row's, whose figures come from the same meter. The proposals' Approve / Reject buttons POST to the write API with the
 write token typed into the page's token field; the token lives in that field only (no storage,
 never in the HTML the server sends). Long texts wrap (the grid's columns may shrink below their
 content, alert messages break anywhere, wide tables scroll inside their section), so nothing is
@@ -94,12 +95,15 @@ function render(doc) {
   modeBanner.textContent = s && s.banner ? s.banner : "";
   if (s) {
     document.getElementById("epoch").textContent = `epoch ${s.epoch} · batch ${s.last_batch}`;
-    const p = s.progress, m = doc.movement || {};
+    const m = doc.movement || {};
+    const rate = m.replication_rate_bytes_per_second === null || m.replication_rate_bytes_per_second === undefined ?
+      "rate not measured yet" : size(m.replication_rate_bytes_per_second) + "/s" +
+      (m.rate_source === "throttle" ? " (throttle, none observed yet)" : "");
     document.getElementById("overall").innerHTML = s.reassignments.length ?
-      `overall ${bar(m.fraction)} (${esc(m.partitions_done)} of ${esc(m.partitions_total)} partitions done; ` +
-      `${esc(m.steps_done)}/${esc(m.steps_estimated)} steps; <span id="overall-bytes">${size(m.bytes_moved)} of ` +
-      `${size(m.bytes_to_move)}</span> moved; ${p.replication_rate_bytes_per_second === null ? "rate not measured yet" :
-        size(p.replication_rate_bytes_per_second) + "/s"}; ETA <span id="overall-eta">${duration(p.time_left_seconds)}</span>)` : "";
+      `overall ${bar(m.fraction)} (<span id="overall-bytes">${size(m.bytes_moved)} of ${size(m.bytes_to_move)}` +
+      `</span> moved; ${esc(m.partitions_done)} of ${esc(m.partitions_total)} partitions and ` +
+      `${esc(m.steps_done)} of ${esc(m.steps_estimated)} steps done; ${esc(rate)}; ` +
+      `ETA <span id="overall-eta">${duration(m.time_left_seconds)}</span>)` : "";
     const alive = s.brokers.filter(b => b.alive).length;
     const cls = (n, bad) => n ? (bad ? "bad" : "warn") : "ok";
     document.getElementById("health-body").innerHTML = table(["", ""], [

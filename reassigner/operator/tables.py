@@ -81,19 +81,23 @@ def print_status(view: StatusView, console: Console) -> None:
     if view.proposals:
         console.print(f"proposals awaiting approval: {', '.join(view.proposals)} (`reassigner request show ID`)")
     if view.reassignments:
-        progress = _table(f"reassignment progress ({view.steps_done}/{view.steps_estimated} steps)",
-                          "partition", "state", "step", "progress", "waits for")
+        movement = view.movement  # the meter's (`views.progress`): finished reassignments included
+        progress = _table(f"movement progress: {_percent(movement.fraction)} "
+                          f"({movement.partitions_done} of {movement.partitions_total} partitions, "
+                          f"{movement.steps_done} of {movement.steps_estimated} steps done)",
+                          "partition", "state", "step", "progress", "bytes moved / to move", "time left", "waits for")
         for r in view.reassignments:
-            progress.add_row(f"{r.topic}-{r.partition}", r.state, step_label(r), _bar(r.progress), r.waiting or "-")
-        movement = view.movement  # finished reassignments included
+            progress.add_row(f"{r.topic}-{r.partition}", r.state, step_label(r), _bar(r.progress),
+                             f"{format_size(r.bytes_moved)} / {format_size(r.bytes_to_move)}",
+                             format_duration(r.time_left_seconds), r.waiting or "-")
         progress.add_row("all", f"{movement.partitions_done} of {movement.partitions_total} done",
-                         f"{movement.steps_done} of {movement.steps_estimated}", _bar(view.overall_progress), "")
+                         f"{movement.steps_done} of {movement.steps_estimated}", _bar(movement.fraction),
+                         f"{format_size(movement.bytes_moved)} / {format_size(movement.bytes_to_move)}",
+                         format_duration(movement.time_left_seconds), "")
         console.print(progress)
-        rate = "not measured yet (no step completed)" if view.replication_rate is None else \
-            format_rate(view.replication_rate)
         console.print(f"bytes moved {format_size(movement.bytes_moved)} of {format_size(movement.bytes_to_move)} "
-                      f"({format_size(view.bytes_left)} left); observed rate {rate}; "
-                      f"time left {format_duration(view.time_left_seconds)}")
+                      f"({format_size(movement.bytes_left)} left); rate {_rate(view)}; "
+                      f"time left {format_duration(movement.time_left_seconds)}")
     else:
         console.print(_nothing_of_ours(view.external))
     _print_external(view.external, console)
@@ -169,6 +173,19 @@ def _bar(fraction: float | None) -> Any:
     if fraction is None:
         return "?"
     return ProgressBar(total=100, completed=round(fraction * 100), width=20)
+
+
+def _percent(fraction: float | None) -> str:
+    return "?" if fraction is None else f"{round(fraction * 100)} %"
+
+
+def _rate(view: StatusView) -> str:
+    """The rate the times left are computed at, and where it comes from."""
+    progress = view.progress
+    if progress.rate_bytes_per_second is None:
+        return "not measured yet (no byte seen copied, no throttle set)"
+    said = {"observed": "observed", "throttle": "assumed from the throttle, none observed yet"}
+    return f"{format_rate(progress.rate_bytes_per_second)} ({said.get(progress.rate_source, progress.rate_source)})"
 
 
 def _age(seconds: float | None) -> str:

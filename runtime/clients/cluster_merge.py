@@ -60,10 +60,18 @@ def compute_changed_partitions(previous: ClusterObservation, current: ClusterObs
 def compute_changed_log_dirs(previous: ClusterObservation, current: ClusterObservation) -> list[LogDirKey]:
     """The dirs of `current`, in order, that differ from `previous`'s (new ones included). When
     `current` was merged from `previous`, a dir the merge found listing the same replicas is
-    compared by its state alone (online, error), not replica by replica again."""
+    compared by its state alone (online, error), not replica by replica again.
+
+    COPIES IN FLIGHT: sizes are volatile and never make a dir differ, but for the replicas being
+    copied into it — its future replicas (an intra-broker move) and its replicas of the
+    partitions `current` shows adding its broker (a reassignment's step) — whose sizes the
+    movement's progress counts as they grow (`planning.movement.eta`, IN FLIGHT): a dir read
+    again in which one of them changed size is told again. Only the dirs of brokers receiving a
+    copy are looked at, replica by replica (`_copy_changed`); the others cost nothing more."""
     before, after = previous.merge_index(), current.merge_index()
     same = after.same_dirs if before is not None and after is not None and after.base is before.token else ()
     old_dirs = previous.log_dirs
+    receiving: dict[int, set[PartitionKey]] | None = None
     changed = []
     for key, log_dir in current.log_dirs.items():
         old = old_dirs.get(key)
@@ -72,7 +80,37 @@ def compute_changed_log_dirs(previous: ClusterObservation, current: ClusterObser
         if old is None or (old.online, old.error) != (log_dir.online, log_dir.error) or (
                 key not in same and old != log_dir):
             changed.append(key)
+            continue
+        if receiving is None:
+            receiving = _compute_receiving(current)
+        if _copy_changed(old, log_dir, receiving.get(key[0], ())):
+            changed.append(key)
     return changed
+
+
+def _compute_receiving(observation: ClusterObservation) -> dict[int, set[PartitionKey]]:
+    """Broker → the partitions whose reassignment adds it (from the merge's index of the
+    partitions being reassigned when it has one: no walk over every partition)."""
+    index = observation.merge_index()
+    partitions = observation.partitions
+    keys = index.reassigning if index is not None else (k for k, p in partitions.items() if p.adding)
+    receiving: dict[int, set[PartitionKey]] = {}
+    for key in keys:
+        partition = partitions.get(key)
+        for broker_id in partition.adding if partition is not None else ():
+            receiving.setdefault(broker_id, set()).add(key)
+    return receiving
+
+
+def _copy_changed(old: LogDirObservation, new: LogDirObservation, adding_here: set[PartitionKey] | tuple) -> bool:
+    """Whether a replica being copied into the dir (future, or of a partition in `adding_here`)
+    has another size than in `old`, the same dir listing the same replicas (COPIES IN FLIGHT)."""
+    if not adding_here and not new.holds_future_replica:
+        return False
+    then, now = old.replica_list, new.replica_list
+    return any(was != size and (is_future or (topic, partition) in adding_here)
+               for topic, partition, is_future, size, was in zip(now.topics, now.partitions, now.futures,
+                                                                 now.sizes, then.sizes))
 
 
 def compute_observation(

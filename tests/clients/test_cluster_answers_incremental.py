@@ -145,11 +145,43 @@ def test_the_merge_given_the_previous_poll_equals_the_merge_from_nothing(chain):
             1, len(listed)) and previous is not None else listed
         assert {key: p.size_bytes for key, p in merged.partitions.items()} == compute_partition_sizes(
             replace(merged, log_dirs=told), merged.partitions)
-        if previous is not None:  # the dirs the diff tells: those the merge found changed, as compared one by one
+        if previous is not None:  # the dirs the diff tells: those the merge found changed, as compared one by one,
+            # and those in which a copy in flight changed size (COPIES IN FLIGHT)
             assert compute_changed_log_dirs(previous, merged) == compute_changed_log_dirs(
                 previous, compute_observation(*poll)) == [key for key, d in merged.log_dirs.items()
-                                                          if previous.log_dirs.get(key) != d]
+                                                          if previous.log_dirs.get(key) != d
+                                                          or copy_changed(previous.log_dirs.get(key), d, merged)]
         previous = merged
+
+
+def copy_changed(old, new, current) -> bool:
+    """A replica being copied into `new` (future, or of a partition `current` shows adding its
+    broker) with another size than in `old`, the same dir listing the same replicas: naively."""
+    if old is None or old.replica_keys != new.replica_keys:
+        return False
+    adding = {key for key, p in current.partitions.items() if new.broker_id in p.adding}
+    return any(was.size_bytes != now.size_bytes and (now.is_future or (now.topic, now.partition) in adding)
+               for was, now in zip(old.replica_list, new.replica_list))
+
+
+def test_a_copy_in_flight_that_grew_tells_its_dir_again_and_no_other_size_does():
+    """The movement's progress counts a copy in flight as it grows (`planning.movement.eta`, IN
+    FLIGHT): the diff tells a dir again when the size of a replica being added to its broker, or
+    of a future replica, changed, and never for another replica's size."""
+    brokers = [BrokerObservation(b, None, "h", 9000 + b, False) for b in (1, 2, 3)]
+    parts = [PartitionObservation("t", 0, (1, 2, 3), (1, 2), 1, 0), PartitionObservation("t", 1, (1, 2), (1, 2), 1, 0)]
+    moving = {("t", 0): ((3,), ())}
+
+    def poll(copied: int, other: int, previous=None):
+        dirs = [LogDirObservation(1, "/d", True, None, (ReplicaInDir("t", 0, False, 100), ReplicaInDir("t", 1, False, other))),
+                LogDirObservation(2, "/d", True, None, (ReplicaInDir("t", 0, False, 100), ReplicaInDir("t", 1, False, 9))),
+                LogDirObservation(3, "/d", True, None, (ReplicaInDir("t", 0, False, copied),))]
+        return compute_observation(brokers, parts, {"t": None}, moving, dirs, {"t": None}, previous)
+
+    first = poll(10, 5)
+    assert compute_changed_log_dirs(first, poll(40, 5, first)) == [(3, "/d")]  # the copy grew
+    assert compute_changed_log_dirs(first, poll(10, 7, first)) == []  # another replica's size: no event
+    assert compute_changed_log_dirs(first, poll(10, 5, first)) == []
 
 
 def test_a_poll_that_changed_nothing_reuses_every_partition_object():

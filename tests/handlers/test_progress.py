@@ -364,11 +364,11 @@ def test_the_replication_meter_counts_completed_steps_and_the_views_give_bytes_a
     second = decide(first.state, BatchInputs(2, T0 + 11_000, (partition_event(done_a, T0 + 11_000),)), POLICY)
     assert second.state.replication_meter.bytes_copied == size  # one replica of t-0 copied in 10 s
     view = compute_status(second.state, 1, now_seconds=(T0 + 11_000) / 1000)
-    assert view.replication_rate == size / 10
+    assert view.progress.rate_bytes_per_second == size / 10
     (row,) = view.reassignments  # t-1: (1,2,3) -> (4,5,1) adds two replicas, none in sync yet
     assert (row.bytes_to_move, row.bytes_moved) == (2 * size, 0)
     assert row.time_left_seconds == 2 * size / (size / 10)  # alone in flight: the whole rate
-    assert view.time_left_seconds == 20.0 and view.bytes_left == 2 * size
+    assert view.movement.time_left_seconds == 20.0 and view.movement.bytes_left == 2 * size
 
 
 def test_the_meter_counts_the_reassignments_that_ended_and_resets_when_the_movement_ends():

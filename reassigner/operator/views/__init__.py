@@ -6,6 +6,8 @@ library (the import linter holds the whole package to it).
                left), the batch in flight, the moves of other tools, the log-dir moves
     proposals  a proposal waiting for approval, its moves, and Kafka's reassignment JSON of it
     listing    the list view: the rows and the proposals
+    progress   the movement's meter: partitions, steps, bytes, percentage and time left of every
+               reassignment and of the whole movement, the one source of every view's figures
     status     the status view: brokers, disks, partition problems, the movement's progress
     documents  the JSON of each view, one function per document, for every door that shows it
     metrics    the status server's Prometheus samples of the status view
@@ -21,9 +23,10 @@ from reassigner.operator.views.rows import (ExternalRow, InFlightRow, LogDirMove
 from reassigner.operator.views.proposals import (ProposalMoveRow, ProposalView, compute_proposal_view,
                                                  compute_proposal_views, proposal_to_reassignment_json)
 from reassigner.operator.views.listing import ListView, compute_list_view
-from reassigner.operator.views.status import (BrokerRow, DiskRow, OverallProgress, PartitionProblem, StatusView,
-                                              compute_disk_rows, compute_overall_progress, compute_status)
-from reassigner.operator.views.documents import (compute_status_document, list_to_json, overall_progress_to_json,
+from reassigner.operator.views.progress import Figures, Progress, compute_meter, compute_progress
+from reassigner.operator.views.status import (BrokerRow, DiskRow, PartitionProblem, StatusView, compute_disk_rows,
+                                              compute_status)
+from reassigner.operator.views.documents import (compute_status_document, list_to_json, progress_to_json,
                                                  proposal_to_json, reassignment_row_to_json, row_to_json,
                                                  status_to_json)
 
@@ -33,8 +36,8 @@ __all__ = [
     "ProposalMoveRow", "ProposalView", "compute_proposal_view", "compute_proposal_views",
     "proposal_to_reassignment_json",
     "ListView", "compute_list_view",
-    "BrokerRow", "DiskRow", "OverallProgress", "PartitionProblem", "StatusView", "compute_disk_rows",
-    "compute_overall_progress", "compute_status",
-    "compute_status_document", "list_to_json", "overall_progress_to_json", "proposal_to_json",
+    "Figures", "Progress", "compute_meter", "compute_progress",
+    "BrokerRow", "DiskRow", "PartitionProblem", "StatusView", "compute_disk_rows", "compute_status",
+    "compute_status_document", "list_to_json", "progress_to_json", "proposal_to_json",
     "reassignment_row_to_json", "row_to_json", "status_to_json",
 ]

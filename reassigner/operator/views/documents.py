@@ -7,7 +7,9 @@ the terminal's `--json`, the HTTP API and the status page read the same numbers 
     proposal_to_json         a proposal with its moves and Kafka's reassignment JSON
 
 A row is its dataclass's fields (tuples as lists), plus what its properties compute (a
-reassignment's `progress`, `step_label`, `bytes_left`; a disk's `used_fraction`). Pure.
+reassignment's `step_label`, `bytes_left`; a disk's `used_fraction`). The movement's progress is
+one object (`progress_to_json`), the meter's reading (`views.progress`), under `movement` — and
+under `progress` in `status`, the same object, for the readers of its older form. Pure.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 from reassigner.operator.views.listing import ListView
 from reassigner.operator.views.proposals import ProposalView, proposal_to_reassignment_json
 from reassigner.operator.views.rows import ReassignmentRow, step_label
-from reassigner.operator.views.status import OverallProgress, StatusView
+from reassigner.operator.views.progress import Progress
+from reassigner.operator.views.status import StatusView
 
 
 def row_to_json(row: Any) -> dict[str, Any]:
@@ -27,7 +30,7 @@ def row_to_json(row: Any) -> dict[str, Any]:
 
 
 def reassignment_row_to_json(row: ReassignmentRow) -> dict[str, Any]:
-    return {**row_to_json(row), "progress": row.progress, "step_label": step_label(row), "bytes_left": row.bytes_left}
+    return {**row_to_json(row), "step_label": step_label(row), "bytes_left": row.bytes_left}
 
 
 def list_to_json(view: ListView | None, state_error: str | None = None,
@@ -45,8 +48,15 @@ def list_to_json(view: ListView | None, state_error: str | None = None,
     }
 
 
-def overall_progress_to_json(progress: OverallProgress) -> dict[str, Any]:
-    return {**asdict(progress), "fraction": progress.fraction}
+def progress_to_json(progress: Progress) -> dict[str, Any]:
+    """The movement's figures (`views.progress.Figures`: partitions, steps and bytes done and in
+    all, the time left), its one percentage (`fraction`), bytes left, and the rate they were
+    timed at with where it comes from (observed, throttle, or null: unknown)."""
+    movement = progress.movement
+    return {**asdict(movement), "fraction": movement.fraction, "bytes_left": movement.bytes_left,
+            "replication_rate_bytes_per_second": progress.rate_bytes_per_second,
+            "rate_source": progress.rate_source, "steps_in_flight": progress.in_flight,
+            "bytes_copying": progress.copying_bytes}
 
 
 def proposal_to_json(view: ProposalView) -> dict[str, Any]:
@@ -66,14 +76,7 @@ def status_to_json(view: StatusView, cluster_name: str | None = None) -> dict[st
         "traffic_measured": view.traffic_measured,
         "topics": view.topics,
         "partitions": view.partitions,
-        # the active reassignments' (their rows summed); "movement": finished ones included
-        "progress": {"steps_done": view.steps_done, "steps_estimated": view.steps_estimated,
-                     "fraction": OverallProgress(steps_done=view.steps_done,
-                                                 steps_estimated=view.steps_estimated).fraction,
-                     "bytes_to_move": view.bytes_to_move,
-                     "bytes_moved": view.bytes_moved, "bytes_left": view.bytes_left,
-                     "replication_rate_bytes_per_second": view.replication_rate,
-                     "time_left_seconds": view.time_left_seconds},
+        "progress": progress_to_json(view.progress),  # = "movement": one meter
         "epoch": view.epoch,
         "last_batch": view.last_batch,
         "proposals": list(view.proposals),
@@ -87,7 +90,7 @@ def status_to_json(view: StatusView, cluster_name: str | None = None) -> dict[st
         "disks": [{**row_to_json(d), "used_fraction": d.used_fraction} for d in view.disks],
         "proposal_details": [proposal_to_json(p) for p in view.proposal_views],
         "external": [row_to_json(e) for e in view.external],
-        "movement": overall_progress_to_json(view.movement),
+        "movement": progress_to_json(view.progress),
     }
 
 
@@ -108,7 +111,7 @@ def compute_status_document(view: StatusView | None, recent_alerts: list[dict[st
     (the page's overall bar; also in `status`)."""
     return {"cluster_name": cluster_name, "generated_at": now, "state_error": state_error,
             "status": status_to_json(view, cluster_name) if view else None, "alerts": recent_alerts,
-            "movement": overall_progress_to_json(view.movement if view else OverallProgress())}
+            "movement": progress_to_json(view.progress if view else Progress())}
 
 
 def _plain(value: Any) -> Any:

@@ -1,6 +1,8 @@
 """The status server's Prometheus samples, from the status view as it is when scraped: gauges of
 the controller state, and the alert and executor-error counts the server's reader took from the
-alerts and command-results topics. Names and help are `runtime.metrics.STATUS_METRICS`'. Pure.
+alerts and command-results topics. Names and help are `runtime.metrics.STATUS_METRICS`'. The
+progress gauges are the movement's meter's (`views.progress`), as the page and `status` show
+them. Pure.
 """
 
 from __future__ import annotations
@@ -20,19 +22,19 @@ def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, i
     samples: Samples = {
         "reassigner_steps_in_flight": [((), len(view.in_flight) if view else 0)],
         "reassigner_reassignments_active": [((), len(view.reassignments) if view else 0)],
-        "reassigner_progress_ratio": [((), (view.overall_progress or 0.0) if view else 0.0)],
-        "reassigner_bytes_to_move": [((), view.bytes_to_move if view else 0)],
-        "reassigner_bytes_left": [((), view.bytes_left if view else 0)],
+        "reassigner_progress_ratio": [((), (view.movement.fraction or 0.0) if view else 0.0)],
+        "reassigner_bytes_to_move": [((), view.movement.bytes_to_move if view else 0)],
+        "reassigner_bytes_left": [((), view.movement.bytes_left if view else 0)],
         "reassigner_pipeline_last_batch": [((), view.last_batch if view else -1)],
         "reassigner_alerts": [((kind,), alert_counts.get(kind, 0))
                               for kind in sorted(set(ALERT_KINDS) | set(alert_counts))],
         "reassigner_executor_errors": [((), sum(errors_by_code.values()))],
         "reassigner_executor_errors_by_code": [((code,), n) for code, n in sorted(errors_by_code.items())],
     }
-    if view and view.replication_rate is not None:
-        samples["reassigner_replication_rate_bytes_per_second"] = [((), view.replication_rate)]
-    if view and view.time_left_seconds is not None:
-        samples["reassigner_time_left_seconds"] = [((), view.time_left_seconds)]
+    if view and view.progress.rate_bytes_per_second is not None:
+        samples["reassigner_replication_rate_bytes_per_second"] = [((), view.progress.rate_bytes_per_second)]
+    if view and view.movement.time_left_seconds is not None:
+        samples["reassigner_time_left_seconds"] = [((), view.movement.time_left_seconds)]
     if view:
         alive = sum(1 for b in view.brokers if b.alive)
         samples["reassigner_brokers"] = [(("alive",), alive), (("down",), len(view.brokers) - alive),

@@ -5,7 +5,7 @@ Step n of m: n is the step in flight (or the number done when none is); m is an 
 the steps done, plus the step in flight, plus `compute_step_sequence` from where the partition
 will be (the in-flight target, or the current replicas) to the final target, assuming every
 step completes with its replicas in sync. The ISR may change the real count (a partition under
-min ISR takes bigger steps), so m can move while a reassignment runs; progress is steps done / m.
+min ISR takes bigger steps), so m can move while a reassignment runs (`progress.compute_steps_estimate`).
 
 Why a reassignment waits (`compute_waiting_reason`): the pipeline's own words stored with the
 state, else what the state shows (paused, mode, a retry, the ISR, a limit).
@@ -14,8 +14,9 @@ Moves of other tools (`compute_external_rows`): the partitions Kafka shows reass
 step of ours in flight (`state.external_moves`), marked `external`, with the reassignment of
 ours that waits on each, if any.
 
-Bytes and time left (`planning.movement.eta`): per reassignment the bytes its final target adds,
-those already in sync, and the time left at its share of the observed replication rate.
+Progress, bytes and time left: the movement's meter's (`progress.compute_progress`, the one
+place they are computed): per reassignment the bytes its final target adds, those moved
+(in sync, or copied so far by a step in flight), its percentage and its time left.
 
 Invariants: nothing here reads a clock (`now_seconds` is an argument) or does I/O; a state that
 is inconsistent (a reassignment for a partition the cluster does not show) is shown as it is,
@@ -25,18 +26,13 @@ with unknown fields as None, never an exception.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping
-
 from handlers.policy import Policy, effective_limits, effective_policy
 from state.model import ControllerState
 from planning.model import PartitionState
 from planning.movement.advance import compute_reachable_step
 from planning.movement.batches import PlannedStep, compute_limit_refusal
-from planning.movement.eta import compute_rate, compute_reassignment_bytes, compute_time_left
 from planning.movement.reassignment import Reassignment, ReassignmentState
-from planning.movement.partition_steps import compute_step_sequence
-
-REPLICA_MOVEMENTS_KEY = "reassignment.max.concurrent.replica.movements"
+from reassigner.operator.views.progress import Figures, Progress, compute_meter
 
 
 @dataclass(frozen=True)
@@ -61,27 +57,24 @@ class ReassignmentRow:
     step_started_at: float | None
     size_bytes: int | None
     reason: str
-    # Bytes and time (planning.movement.eta): time left is at this reassignment's share of the
-    # observed rate once it runs; None while the rate is unknown.
+    # Bytes, percentage and time (the meter's, `progress.compute_progress`): bytes moved count
+    # the copy of a step in flight as it grows; time left includes a wait for a share of the
+    # rate; None while the rate is unknown.
     bytes_to_move: int = 0
     bytes_moved: int = 0
     time_left_seconds: float | None = None
     # Why no step of it is in flight (`compute_waiting_reason`); None while one is.
     waiting: str | None = None
-    # Its share of the observed replication rate while a step of it is in flight (rate / steps
-    # in flight, as its time left assumes); None otherwise or while the rate is unknown.
+    # Its share of the replication rate while a step of it is in flight (rate / steps in
+    # flight, as its time left assumes); None otherwise or while the rate is unknown.
     rate_bytes_per_second: float | None = None
+    # Its percentage as a fraction (`progress.Figures.fraction`: by bytes, by steps when it has
+    # no bytes to move), the header's rule; None when unknown.
+    progress: float | None = None
 
     @property
     def bytes_left(self) -> int:
         return max(0, self.bytes_to_move - self.bytes_moved)
-
-    @property
-    def progress(self) -> float | None:
-        """Steps done / estimated steps (1.0 at the end); None when unknown."""
-        if not self.steps_estimated:
-            return None
-        return min(1.0, self.steps_done / self.steps_estimated)
 
 
 @dataclass(frozen=True)
@@ -133,21 +126,21 @@ class LogDirMoveRow:
 
 
 def compute_reassignment_rows(state: ControllerState, default_replica_movements: int,
-                              now_seconds: float | None = None,
-                              policy: Policy | None = None) -> tuple[ReassignmentRow, ...]:
+                              now_seconds: float | None = None, policy: Policy | None = None,
+                              progress: Progress | None = None) -> tuple[ReassignmentRow, ...]:
     """The rows of `list`, sorted by (topic, partition); with `now_seconds`, the time left; with
-    `policy` (the static settings'), why each waiting one waits in full."""
-    movements = _replica_movements(state.config, default_replica_movements)
-    rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
-    share = sum(1 for r in state.reassignments.values() if r.in_flight is not None)
+    `policy` (the static settings'), why each waiting one waits in full. The figures are
+    `progress`'s (`compute_progress` of the same state and time when not given)."""
+    if progress is None:
+        progress = compute_meter(state, default_replica_movements, now_seconds, policy)
     flying = [PlannedStep(tp, r.in_flight.step) for tp, r in sorted(state.compute_records_in_flight().items())]
     paused = policy is not None and effective_policy(policy, state.config).paused
     rows = []
-    for _tp, r in sorted(state.reassignments.items()):
+    for tp, r in sorted(state.reassignments.items()):
         waiting = compute_waiting_reason(state, r, policy, flying, now_seconds)
-        rows.append(replace(_row(state, r, movements, rate, share), state=compute_shown_state(r, paused),
-                            waiting=waiting,
-                            rate_bytes_per_second=rate / max(1, share) if rate and r.in_flight is not None else None))
+        rows.append(replace(_row(state, r, progress.rows.get(tp, Figures()), progress.steps_estimated.get(tp)),
+                            state=compute_shown_state(r, paused), waiting=waiting,
+                            rate_bytes_per_second=progress.share_of_rate(tp, r.in_flight is not None)))
     return tuple(rows)
 
 
@@ -258,11 +251,8 @@ def step_label(row: ReassignmentRow) -> str:
 # --- helpers --------------------------------------------------------------------------------------
 
 
-def _row(state: ControllerState, r: Reassignment, movements: int, rate: float | None = None,
-         share: int = 1) -> ReassignmentRow:
+def _row(state: ControllerState, r: Reassignment, figures: Figures, estimated: int | None) -> ReassignmentRow:
     partition = state.cluster.partition(r.tp)
-    moving = compute_reassignment_bytes(r, partition)
-    estimated = _estimate_steps(r, partition, movements, state.cluster.min_isr(r.tp.topic))
     adding, removing = _changes(partition, r)
     in_flight = r.in_flight
     return ReassignmentRow(
@@ -284,9 +274,10 @@ def _row(state: ControllerState, r: Reassignment, movements: int, rate: float | 
         step_started_at=in_flight.started_at if in_flight else None,
         size_bytes=partition.size_bytes if partition else None,
         reason=r.reason,
-        bytes_to_move=moving.to_move,
-        bytes_moved=moving.moved,
-        time_left_seconds=compute_time_left(moving.left, rate, share),
+        bytes_to_move=figures.bytes_to_move,
+        bytes_moved=figures.bytes_moved,
+        time_left_seconds=figures.time_left_seconds,
+        progress=figures.fraction,
     )
 
 
@@ -300,30 +291,6 @@ def _changes(partition: PartitionState | None, r: Reassignment) -> tuple[tuple[i
     target = r.original_replicas if r.state is ReassignmentState.REVERTING else r.final_target
     current = set(partition.replicas)
     return tuple(b for b in target if b not in current), tuple(b for b in partition.replicas if b not in target)
-
-
-def _estimate_steps(r: Reassignment, partition: PartitionState | None, movements: int,
-                    min_isr: int) -> int | None:
-    if r.in_flight is not None:
-        start, isr, done = tuple(r.in_flight.step.target), tuple(r.in_flight.step.target), r.steps_done + 1
-    elif partition is not None and partition.replicas:
-        start, isr, done = tuple(partition.replicas), tuple(partition.isr), r.steps_done
-    else:
-        return None
-    if not r.final_target:
-        return None
-    try:
-        remaining = compute_step_sequence(start, r.final_target, isr, max(1, movements), max(1, min_isr))
-    except Exception:  # an invalid list in a stored state: show it, do not fail the view
-        return None
-    return done + len(remaining)
-
-
-def _replica_movements(config: Mapping[str, str], default: int) -> int:
-    try:
-        return max(1, int(config.get(REPLICA_MOVEMENTS_KEY, default)))
-    except (TypeError, ValueError):
-        return max(1, default)
 
 
 def _seconds(started_at: float) -> float:

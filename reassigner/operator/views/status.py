@@ -2,21 +2,16 @@
 partitions under-replicated, under min ISR or offline, the topic selection in force, and the
 progress of the current movement, with the list view's rows (`listing`). Pure.
 
-MOVEMENT: a finished reassignment leaves the state, so the active rows alone cannot say "12 of
-15 done". The pipeline counts the reassignments of the current movement that ended, with their
-steps and bytes, in the state's replication meter (`planning.movement.eta`, FINISHED): the
-movement's partitions total = active + finished, done = finished, steps and bytes likewise, an
-ended one all done (`compute_overall_progress`). So `status`, its `--json`, the page and
-/metrics show the same overall progress from the state alone, whenever they are started.
-`StatusView.overall_progress` is that fraction (JSON: `movement`); `steps_done` and
-`steps_estimated` stay the active reassignments' sums (JSON: `progress`).
+MOVEMENT: the movement's progress is the meter's (`progress.compute_progress`, the one place it
+is computed): partitions, steps and bytes, finished reassignments included (a finished one leaves
+the state; the pipeline counts it in the state's replication meter), one percentage (by bytes),
+the rate and the time left of the header and of every row by one method. So `status`, its
+`--json`, the page and /metrics show the same figures from the state alone, whenever they are
+started. `StatusView.movement` holds them, `StatusView.progress` the whole reading.
 
 BROKERS: each with its load (`planning.load`): replicas, leaders, replica bytes, bytes in and
 network out per second (smoothed; `traffic_measured` says whether any partition's traffic was
 measured yet, else the rates are zeros that mean "unknown").
-
-Bytes and time left overall: the sums of the rows, and the time left at the whole observed
-replication rate.
 
 Invariants: nothing here reads a clock or does I/O; unknown values are None, never an exception.
 """
@@ -29,8 +24,8 @@ from typing import Any, Mapping
 from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
 from state.model import ControllerState
 from planning.load import BrokerLoad, compute_broker_loads
-from planning.movement.eta import ReplicationMeter, compute_rate, compute_time_left
 from reassigner.operator.views.listing import compute_list_view
+from reassigner.operator.views.progress import Figures, Progress, compute_meter
 from reassigner.operator.views.proposals import ProposalView
 from reassigner.operator.views.rows import ExternalRow, InFlightRow, LogDirMoveRow, ReassignmentRow
 
@@ -86,25 +81,6 @@ class PartitionProblem:
 
 
 @dataclass(frozen=True)
-class OverallProgress:
-    """The movement's (module docstring: MOVEMENT): finished reassignments included."""
-
-    partitions_total: int = 0
-    partitions_done: int = 0
-    steps_done: int = 0
-    steps_estimated: int = 0
-    bytes_to_move: int = 0
-    bytes_moved: int = 0
-
-    @property
-    def fraction(self) -> float | None:
-        """Steps done / steps estimated, finished reassignments included; None when nothing moves."""
-        if not self.steps_estimated:
-            return None
-        return min(1.0, self.steps_done / self.steps_estimated)
-
-
-@dataclass(frozen=True)
 class StatusView:
     brokers: tuple[BrokerRow, ...]
     under_replicated: tuple[PartitionProblem, ...]
@@ -114,8 +90,6 @@ class StatusView:
     in_flight: tuple[InFlightRow, ...]
     topics: int
     partitions: int
-    steps_done: int
-    steps_estimated: int
     epoch: int
     last_batch: int
     proposals: tuple[str, ...]
@@ -126,28 +100,18 @@ class StatusView:
     topics_exclude: str = ""
     excluded_topics: tuple[str, ...] = ()
     log_dir_moves: tuple[LogDirMoveRow, ...] = ()
-    bytes_to_move: int = 0
-    bytes_moved: int = 0
-    replication_rate: float | None = None  # bytes per second observed since the movement began
-    time_left_seconds: float | None = None  # all reassignments, at that rate
     paused: bool = False  # `reassignment.paused` in force (`request pause`); False without a policy
     mode: str = "auto"  # the mode in force (`mode`, overrides applied); "auto" without a policy
     disks: tuple[DiskRow, ...] = ()  # every log dir of every broker, by (broker, path)
     proposal_views: tuple[ProposalView, ...] = ()  # the proposals with their moves
     external: tuple[ExternalRow, ...] = ()  # moves of other tools Kafka shows
-    movement: OverallProgress = OverallProgress()  # the movement's, finished reassignments included
+    progress: Progress = Progress()  # the meter's reading (MOVEMENT): every figure of progress shown
     traffic_measured: bool = False  # some partition's traffic was measured: the brokers' rates mean something
 
     @property
-    def bytes_left(self) -> int:
-        return max(0, self.bytes_to_move - self.bytes_moved)
-
-    @property
-    def overall_progress(self) -> float | None:
-        """The movement's steps done / estimated, finished reassignments included (MOVEMENT)."""
-        return self.movement.fraction
-
-
+    def movement(self) -> Figures:
+        """The movement's figures, finished reassignments included (MOVEMENT)."""
+        return self.progress.movement
 
 
 def compute_status(state: ControllerState, default_replica_movements: int,
@@ -178,10 +142,9 @@ def compute_status(state: ControllerState, default_replica_movements: int,
                   load.disk_bytes, load.bytes_in_per_sec, load.network_out_per_sec)
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
-    listing = compute_list_view(state, default_replica_movements, now_seconds, policy)
+    progress = compute_meter(state, default_replica_movements, now_seconds, policy)
+    listing = compute_list_view(state, default_replica_movements, now_seconds, policy, progress)
     rows = listing.reassignments
-    rate = compute_rate(state.replication_meter, int(now_seconds * 1000)) if now_seconds is not None else None
-    left = sum(r.bytes_left for r in rows)
     return StatusView(
         brokers=brokers,
         under_replicated=tuple(under_replicated),
@@ -191,24 +154,18 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         in_flight=listing.in_flight,
         topics=len(cluster.topics),
         partitions=sum(len(t.partitions) for t in cluster.topics),
-        steps_done=sum(r.steps_done for r in rows),
-        steps_estimated=sum(r.steps_estimated or 0 for r in rows),
         epoch=state.epoch,
         last_batch=state.last_batch,
         proposals=tuple(sorted(state.proposals)),
         config=dict(state.config),
         **_topic_selection(state, policy),
         log_dir_moves=listing.log_dir_moves,
-        bytes_to_move=sum(r.bytes_to_move for r in rows),
-        bytes_moved=sum(r.bytes_moved for r in rows),
-        replication_rate=rate,
-        time_left_seconds=compute_time_left(left, rate) if rows else None,
         paused=policy is not None and effective_policy(policy, state.config).paused,
         mode=effective_policy(policy, state.config).mode if policy is not None else "auto",
         disks=compute_disk_rows(cluster),
         proposal_views=listing.proposals,
         external=listing.external,
-        movement=compute_overall_progress(state.replication_meter, rows),
+        progress=progress,
         traffic_measured=traffic_measured,
     )
 
@@ -217,20 +174,6 @@ def compute_disk_rows(cluster) -> tuple[DiskRow, ...]:
     """Disk usage per broker and log dir (offline dirs too: they show as such)."""
     return tuple(DiskRow(b.id, d.path, d.online, d.replica_count, d.replica_bytes, d.total_bytes, d.usable_bytes)
                  for b in sorted(cluster.brokers, key=lambda b: b.id) for d in b.log_dirs)
-
-
-def compute_overall_progress(meter: ReplicationMeter, rows: tuple[ReassignmentRow, ...]) -> OverallProgress:
-    """The movement's progress (MOVEMENT): the active reassignments `rows` as they are (an
-    unknown estimate counts at least the steps done, and 1), plus the ones the meter counted
-    finished, all done."""
-    return OverallProgress(
-        partitions_total=len(rows) + meter.finished,
-        partitions_done=meter.finished,
-        steps_done=sum(r.steps_done for r in rows) + meter.finished_steps,
-        steps_estimated=sum(max(r.steps_estimated or 0, r.steps_done, 1) for r in rows) + meter.finished_steps,
-        bytes_to_move=sum(r.bytes_to_move for r in rows) + meter.finished_bytes,
-        bytes_moved=sum(min(r.bytes_moved, r.bytes_to_move) for r in rows) + meter.finished_bytes,
-    )
 
 
 def _topic_selection(state: ControllerState, policy: Policy | None) -> dict[str, Any]:
