@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
@@ -71,15 +72,19 @@ def tp_from_field(field: str) -> TopicPartition:
 
 
 def broker_to_storage(broker: Broker, observed_at_ms: int | None = None) -> str:
-    # The sizes of the copies in flight (`copying_bytes`) are an eighth entry, written only when
-    # there are some: a broker receiving nothing is stored as before.
     dirs = [[d.path, d.online, d.total_bytes, d.usable_bytes, d.replica_bytes, d.replica_count,
-             sorted(tp_field(tp) for tp in d.future_replicas)]
-            + ([[[tp_field(tp), size] for tp, size in d.copying_bytes]] if d.copying_bytes else [])
-            for d in broker.log_dirs]
+             sorted(tp_field(tp) for tp in d.future_replicas)] for d in broker.log_dirs]
     stored = [broker.rack, broker.alive, broker.draining, dirs, observed_at_ms]
-    if broker.cannot_host:
+    # The sizes of the copies in flight (`LogDir.copying_bytes`) are a seventh entry of the
+    # broker, {dir: [[partition, bytes]...]}, written only while there are some: readers of an
+    # older version read the first six and ignore the rest (an entry inside a dir's row would
+    # have broken their unpacking during a rolling upgrade).
+    copying = {d.path: [[tp_field(tp), size] for tp, size in d.copying_bytes]
+               for d in broker.log_dirs if d.copying_bytes}
+    if broker.cannot_host or copying:
         stored.append(sorted(tp_field(tp) for tp in broker.cannot_host))
+    if copying:
+        stored.append(copying)
     return json.dumps(stored, separators=(",", ":"))
 
 
@@ -88,8 +93,12 @@ def broker_from_storage(broker_id: int, stored: str) -> tuple[Broker, int | None
     rack, alive, draining, dirs, *rest = json.loads(stored)
     observed = rest[0] if rest else None
     cannot_host = frozenset(tp_from_field(f) for f in rest[1]) if len(rest) > 1 else frozenset()
-    broker = Broker(broker_id, rack, alive, draining, tuple(_log_dir_from_storage(d) for d in dirs),
-                    cannot_host)
+    copying = rest[2] if len(rest) > 2 else {}
+    log_dirs = tuple(_log_dir_from_storage(d) for d in dirs)
+    if copying:
+        log_dirs = tuple(replace(d, copying_bytes=tuple((tp_from_field(f), int(size)) for f, size in copying[d.path]))
+                         if d.path in copying else d for d in log_dirs)
+    broker = Broker(broker_id, rack, alive, draining, log_dirs, cannot_host)
     return broker, observed
 
 
@@ -97,10 +106,9 @@ def _log_dir_from_storage(stored: list) -> LogDir:
     path, online, total, usable, *rest = stored  # rows written before the sums were kept have four
     if not rest:
         return LogDir(path, online, total, usable)
-    replica_bytes, replica_count, futures, *copying = rest
+    replica_bytes, replica_count, futures = rest
     return LogDir(path, online, total, usable, replica_bytes, replica_count,
-                  frozenset(tp_from_field(f) for f in futures),
-                  tuple((tp_from_field(f), int(size)) for f, size in copying[0]) if copying else ())
+                  frozenset(tp_from_field(f) for f in futures))
 
 
 def topic_to_storage(topic: Topic, observed_at_ms: int | None = None) -> str:

@@ -59,3 +59,18 @@ def test_the_copies_are_stored_with_the_broker_and_a_dir_stored_before_them_load
     stored = broker_to_storage(idle, T0)
     assert len(json.loads(stored)[3][0]) == 7  # a broker receiving nothing is stored as before
     assert broker_from_storage(1, stored)[0] == idle
+
+
+def test_a_reader_of_the_previous_version_reads_a_broker_with_copies_in_flight():
+    """Rolling upgrade: the copies are a trailing entry of the broker, which the previous
+    version's reader (it unpacked `rack, alive, draining, dirs, *rest` and each dir's row into
+    exactly seven entries) ignores."""
+    cluster, _times, _effects = compute_cluster_after_events(
+        cluster_moving_t0_to_broker_3(), [dir_event(3, [(TP0, 400, False)])])
+    stored = json.loads(broker_to_storage(cluster.broker(3), T0))
+    rack, alive, draining, dirs, *rest = stored  # the previous reader's unpacking
+    for row in dirs:
+        path, online, total, usable, replica_bytes, replica_count, futures = row
+    from state.stored_forms import tp_field
+
+    assert rest == [T0, [], {dirs[0][0]: [[tp_field(TP0), 400]]}]  # observed at, cannot host, the copies
