@@ -210,10 +210,14 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
     ledger = Ledger(model, *model.loads())
     unplaced = place_slots(model, ledger)
     steps = balance_moves(model, ledger) if goal.rebalance and brokers else 0
-    if goal.rebalance and brokers:
-        shrink_moves(model, ledger)
     greedy_finals = [tuple(part.final) for part in parts]
     greedy_bytes = sum(count_new_bytes(part, final) for part, final in zip(parts, greedy_finals))
+    if goal.rebalance and brokers:
+        within = model.within_bands(ledger.load, ledger.count)
+        saved = shrink_moves(model, ledger, greedy_bytes - bound if within else None)
+        if saved:
+            greedy_finals = [tuple(part.final) for part in parts]
+            greedy_bytes = sum(count_new_bytes(part, final) for part, final in zip(parts, greedy_finals))
     greedy_within = model.within_bands(ledger.load, ledger.count)
 
     optimum, reachable, exact = None, None, "not run (no rebalance)"
@@ -234,7 +238,8 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
                 exact += "; the greedy's plan was as good"
             if outcome.optimal:  # the plan kept is within the bands with the fewest bytes
                 optimum = outcome.bytes
-    model.adopt(finals)
+    if finals is not greedy_finals:  # the parts hold the greedy's plan already
+        model.adopt(finals)
     rates_in, rates_out = compute_rates(model)
     if goal.rebalance and brokers and any(rates_in):  # no ledger to build when no traffic is known
         traffic_steps = balance_bytes_in(model, Ledger(model, *model.loads()), rates_in)

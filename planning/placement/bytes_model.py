@@ -81,11 +81,23 @@ def compute_parts(cluster: Cluster, goal: Goal, tree: RackTree, brokers) -> tupl
     offline = compute_offline_dirs(cluster)
     parts: list[Part] = []
     topics: list[str] = []
+    # The common case of `compute_partition_fates` (every replica stays where it may: no
+    # offline dir, no broker that cannot host, distinct eligible replicas) worked out here
+    # without its record: a third of the model's build at 300k partitions.
+    plain = not offline and not cluster.any_cannot_host
+    nothing: frozenset[int] = frozenset()
     for topic in sorted(cluster.topics, key=lambda t: t.name):
         index = len(topics)
         topics.append(topic.name)
         movable = goal.rebalance and topic.name not in goal.excluded_topics
         for p in sorted(topic.partitions, key=lambda p: p.partition):
+            replicas = p.replicas
+            if plain and not p.offline_replicas and eligible.issuperset(replicas):
+                members = set(replicas)
+                if len(members) == len(replicas):  # brokers of `eligible` are the tree's
+                    parts.append(Part(p, index, list(replicas), len(replicas), movable, nothing, members,
+                                      p.size_bytes or 0))
+                    continue
             w = compute_partition_fates(p, cluster, {}, eligible, offline, goal.heal)
             final = list(w.replicas)
             members = {b for b in final if b is not None and b in tree.broker_node}
