@@ -70,8 +70,7 @@ from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_f
                                             count_new_bytes)
 from planning.placement.bytes_ledger import Ledger
 from planning.placement.bytes_moves import balance_moves, place_slots, shrink_moves
-from planning.placement.flows import FlowBuilder, solve_min_cost_flow
-from planning.placement.leadership import add_penalised_bounds
+from planning.placement.leader_bands import compute_band_leaders
 from planning.placement.goal import Goal, compute_planning_cluster
 from planning.placement.log_dir_choice import TargetDirs
 from planning.placement.placer import compute_led_by
@@ -293,20 +292,11 @@ def _choose_leaders(model: BalanceModel, rebalance: bool) -> tuple[list[int | No
         tolerance = as_fraction(model.tolerances.leaders)
         low = np.array([math.floor((1 - tolerance) * share)] * n, dtype=np.int64) - fixed
         high = np.array([math.ceil((1 + tolerance) * share)] * n, dtype=np.int64) - fixed
-        builder = FlowBuilder()
-        first_row = builder.add_nodes(len(rows), supply=1)
-        first_broker = builder.add_nodes(n)
-        sink = builder.add_node(-len(rows))
-        r = np.asarray(members_row, dtype=np.int64)
-        c = np.asarray(members_column, dtype=np.int64)
-        first_arc = builder.add_arcs(first_row + r, first_broker + c, 0, 1, np.asarray(members_cost, dtype=np.int64))
-        capacity = np.bincount(c, minlength=n)
-        add_penalised_bounds(builder, first_broker + np.arange(n), np.full(n, sink), low, high, capacity,
-                       2 * len(rows) + 1)
-        solution = solve_min_cost_flow(builder.problem())
-        used = np.flatnonzero(solution.flows[first_arc:first_arc + len(r)])
-        for arc in used.tolist():
-            leaders[rows[members_row[arc]]] = brokers[members_column[arc]]
+        picked = compute_band_leaders(len(rows), np.asarray(members_row, dtype=np.int64),
+                                      np.asarray(members_column, dtype=np.int64),
+                                      np.asarray(members_cost, dtype=np.int64), n, low, high, 2 * len(rows) + 1)
+        for index, j in zip(rows, picked.tolist()):
+            leaders[index] = brokers[j]
     return leaders, frozenset(rows)
 
 
