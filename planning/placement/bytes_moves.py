@@ -27,7 +27,7 @@ _PROBED_DEFICITS = 4  # other brokers' needs used as wanted sizes for a replica 
 _SWAP_SMALLS = 4  # the smallest replicas tried as the way back of a swap
 _SHRINK_PASSES = 3
 _COUNTERPARTS = 8  # peers looked at first for a move
-_BATCH = 8  # moves a step may make on the pair it picked (`_continue_pair`)
+_BATCH = 32  # moves a step may make on the pair it picked (`_continue_pair`)
 
 
 def place_slots(model: BalanceModel, ledger: Ledger) -> list[TopicPartition]:
