@@ -6,8 +6,11 @@ COST. A balance step touches what its move touches: the broker furthest out come
 (stale entries dropped as they surface), its counterparts from its rack group, each pair's
 candidates from bisects of sorted integer sizes near a few probed sizes, each candidate's rank
 from a per-pair scorer (only the bytes terms depend on the replica) and its rack check from
-answers remembered per tree-node pattern (`BalanceModel.fits`). Nothing a step does walks the
-partitions; the shrink pass walks them once and then only the partitions moved.
+answers remembered per tree-node pattern (`BalanceModel.fits`). A step's move is followed by
+more on the same pair while each is as good (`_continue_pair`; at 300k partitions ~8 moves a
+step instead of 1: the counterparts are ranked once per batch). Nothing a step does walks the
+partitions; the shrink pass walks them once and then only the partitions moved, passing over
+those no replica could improve once the plan is within its bands (`shrink_moves`, `slack`).
 
 Pure: works on the plan's scratch (`Part`s, a `Ledger`), deterministic.
 """
