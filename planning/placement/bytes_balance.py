@@ -339,25 +339,31 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
     dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
     target_dirs = TargetDirs(cluster, goal.disk_max_usage_percent)
     moved = moves = changes = violations = 0
+    traffic = any(rates_in) or any(rates_out)  # else the rates' sums stay 0: not summed (300k walks)
     for part, leader, rate_in, rate_out in zip(parts, leaders, rates_in, rates_out):
-        for b in part.original:
+        original, size = part.original, part.size
+        for b in original:
             if b in in_tree:
-                bytes_before[b] += part.size
+                bytes_before[b] += size
                 count_before[b] += 1
-                in_before[b] += rate_in
-        if part.original and part.original[0] in in_tree:
-            leaders_before[part.original[0]] += 1
-            out_before[part.original[0]] += (len(part.original) - 1) * rate_in + rate_out
+                if traffic:
+                    in_before[b] += rate_in
+        if original and original[0] in in_tree:
+            leaders_before[original[0]] += 1
+            if traffic:
+                out_before[original[0]] += (len(original) - 1) * rate_in + rate_out
         final = compute_led_by(tuple(part.final), leader)
         for b in final:
             if b in in_tree:
-                bytes_after[b] += part.size
+                bytes_after[b] += size
                 count_after[b] += 1
-                in_after[b] += rate_in
+                if traffic:
+                    in_after[b] += rate_in
         if final and final[0] in in_tree:
             leaders_after[final[0]] += 1
-            out_after[final[0]] += (len(final) - 1) * rate_in + rate_out
-        if final == tuple(part.original):
+            if traffic:
+                out_after[final[0]] += (len(final) - 1) * rate_in + rate_out
+        if final == tuple(original):
             continue
         tp = part.state.tp
         targets[tp] = final
