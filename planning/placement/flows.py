@@ -81,8 +81,8 @@ class FlowBuilder:
         """Add `count` nodes, each with `supply` (or the i-th of a sequence of `count` supplies);
         returns the first one's id (they are consecutive)."""
         first = len(self._supplies)
-        if isinstance(supply, int):
-            self._supplies.extend([supply] * count)
+        if np.ndim(supply) == 0:
+            self._supplies.extend([int(supply)] * count)
         else:
             supplies = [int(s) for s in supply]
             if len(supplies) != count:
