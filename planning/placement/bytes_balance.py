@@ -26,7 +26,11 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    to the other broker (one it also helps first; then one kept on its side of its share); the
    distance of the size from what the broker still needs per replica (its bytes to fix over its
    replicas to fix or its replica room: few large replicas, or many small ones, as needed).
-   When no single move helps, a swap (a replica each way) may. Stop when every broker is within
+   When no single move helps, a swap (a replica each way) may. A step's move is followed by
+   more moves on the same pair (up to `bytes_moves._BATCH` in all) while the broker it relieves
+   is still outside, each as a step would rank it on that pair and no worse than the step's move
+   on the first terms (bytes plus bound plus trapped bytes added, count bound added, harm):
+   ranking a handful of counterparts is the bulk of a step. Stop when every broker is within
    its bands or nothing helps. Then shrink: a moved replica goes back and a smaller one takes
    its place when no broker ends further outside its bands (largest first).
 3. Exact (clusters within `EXACT_VARIABLES` placement variables): the same problem as an
@@ -37,7 +41,8 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    every broker's bytes in within its band, never at the cost of the disk or count bands.
 4. Leaders, by reordering replica lists only (no data moves): one min-cost flow puts every
    broker's leader count in its band with the fewest leadership changes (the kept leader
-   first, then a replica already in sync); then (4b) leaderships handed over or traded put
+   first, then a replica already in sync), solved on brokers rather than partitions
+   (`planning.placement.leader_bands`: the same optimum); then (4b) leaderships handed over or traded put
    network out (followers' fetches and consumers' reads) within its band.
 
 THE BOUND (`bytes_moved_lower_bound`). A closed group is a rack domain whose every partition
@@ -48,13 +53,18 @@ the smaller ones together do not). The sum over groups bounds every plan that me
 the exact model's proven bound replaces it when higher. `gap_percent` is measured against it.
 
 Modules: `bytes_model` (shares, bands, rack groups, topic limits, the bound), `bytes_ledger`
-(the loads, move by move), `bytes_moves` (steps 1 and 2), `bytes_exact` (step 3); leaders and
-the report here. Pure: no I/O, no clock, no randomness; the same cluster gives the same plan.
+(the loads, move by move), `bytes_moves` (steps 1 and 2), `bytes_exact` (step 3),
+`leader_bands` (step 4's flow); the leaders' rows and the report here. Pure: no I/O, no clock,
+no randomness; the same cluster gives the same plan. CPython's automatic cycle collection is
+paused while it runs (`_automatic_collection_paused`: its data is acyclic; the collector's
+walks were 29 % of its CPU at 300k partitions).
 """
 
 from __future__ import annotations
 
+import gc
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
@@ -68,8 +78,7 @@ from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_f
                                             count_new_bytes)
 from planning.placement.bytes_ledger import Ledger
 from planning.placement.bytes_moves import balance_moves, place_slots, shrink_moves
-from planning.placement.flows import FlowBuilder, solve_min_cost_flow
-from planning.placement.leadership import add_penalised_bounds
+from planning.placement.leader_bands import compute_band_leaders
 from planning.placement.goal import Goal, compute_planning_cluster
 from planning.placement.log_dir_choice import TargetDirs
 from planning.placement.placer import compute_led_by
@@ -169,6 +178,33 @@ def plan_bytes_balance(cluster: Cluster, tolerances: Tolerances = Tolerances(), 
     are not supported here (the count planner, `plan_placement`, takes them)."""
     if goal.explicit_targets:
         raise ValueError("plan_bytes_balance takes no explicit targets")
+    with _automatic_collection_paused():
+        return _plan(cluster, tolerances, goal, exact_variables, exact_seconds)
+
+
+@contextmanager
+def _automatic_collection_paused():
+    """CPython's automatic (cycle) collection off while the plan runs, back as it was after.
+
+    WHY. At 300,000 partitions the plan holds a few million tracked objects (the cluster, a
+    `Part` per partition with its lists and sets, the ledger's sorted lists) and allocates
+    millions of short-lived tuples (candidate keys, items); each allocation burst promotes
+    survivors, and CPython's full collections walk every tracked object again and again: 29 %
+    of the plan's CPU time (case f of benchmarks/bench_bytes_balance.py, 38.5 -> 27.3 s). The
+    plan's data is acyclic: reference counting frees what it drops the moment it is dropped,
+    so the collector would find nothing (the same finding as `runtime.heap` for the driver
+    and the watcher). The result does not depend on it: the plan stays pure."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables: int,
+          exact_seconds: float) -> BytesBalancePlan:
     cluster = compute_planning_cluster(cluster, goal)
     tree = compute_planning_tree(cluster, goal)
     brokers = tuple(sorted(tree.broker_node))
@@ -181,10 +217,14 @@ def plan_bytes_balance(cluster: Cluster, tolerances: Tolerances = Tolerances(), 
     ledger = Ledger(model, *model.loads())
     unplaced = place_slots(model, ledger)
     steps = balance_moves(model, ledger) if goal.rebalance and brokers else 0
-    if goal.rebalance and brokers:
-        shrink_moves(model, ledger)
     greedy_finals = [tuple(part.final) for part in parts]
     greedy_bytes = sum(count_new_bytes(part, final) for part, final in zip(parts, greedy_finals))
+    if goal.rebalance and brokers:
+        within = model.within_bands(ledger.load, ledger.count)
+        saved = shrink_moves(model, ledger, greedy_bytes - bound if within else None)
+        if saved:
+            greedy_finals = [tuple(part.final) for part in parts]
+            greedy_bytes = sum(count_new_bytes(part, final) for part, final in zip(parts, greedy_finals))
     greedy_within = model.within_bands(ledger.load, ledger.count)
 
     optimum, reachable, exact = None, None, "not run (no rebalance)"
@@ -205,9 +245,10 @@ def plan_bytes_balance(cluster: Cluster, tolerances: Tolerances = Tolerances(), 
                 exact += "; the greedy's plan was as good"
             if outcome.optimal:  # the plan kept is within the bands with the fewest bytes
                 optimum = outcome.bytes
-    model.adopt(finals)
+    if finals is not greedy_finals:  # the parts hold the greedy's plan already
+        model.adopt(finals)
     rates_in, rates_out = compute_rates(model)
-    if goal.rebalance and brokers:
+    if goal.rebalance and brokers and any(rates_in):  # no ledger to build when no traffic is known
         traffic_steps = balance_bytes_in(model, Ledger(model, *model.loads()), rates_in)
         if traffic_steps:  # the exact model's optimum was for disk and counts alone
             steps += traffic_steps
@@ -259,20 +300,11 @@ def _choose_leaders(model: BalanceModel, rebalance: bool) -> tuple[list[int | No
         tolerance = as_fraction(model.tolerances.leaders)
         low = np.array([math.floor((1 - tolerance) * share)] * n, dtype=np.int64) - fixed
         high = np.array([math.ceil((1 + tolerance) * share)] * n, dtype=np.int64) - fixed
-        builder = FlowBuilder()
-        first_row = builder.add_nodes(len(rows), supply=1)
-        first_broker = builder.add_nodes(n)
-        sink = builder.add_node(-len(rows))
-        r = np.asarray(members_row, dtype=np.int64)
-        c = np.asarray(members_column, dtype=np.int64)
-        first_arc = builder.add_arcs(first_row + r, first_broker + c, 0, 1, np.asarray(members_cost, dtype=np.int64))
-        capacity = np.bincount(c, minlength=n)
-        add_penalised_bounds(builder, first_broker + np.arange(n), np.full(n, sink), low, high, capacity,
-                       2 * len(rows) + 1)
-        solution = solve_min_cost_flow(builder.problem())
-        used = np.flatnonzero(solution.flows[first_arc:first_arc + len(r)])
-        for arc in used.tolist():
-            leaders[rows[members_row[arc]]] = brokers[members_column[arc]]
+        picked = compute_band_leaders(len(rows), np.asarray(members_row, dtype=np.int64),
+                                      np.asarray(members_column, dtype=np.int64),
+                                      np.asarray(members_cost, dtype=np.int64), n, low, high, 2 * len(rows) + 1)
+        for index, j in zip(rows, picked.tolist()):
+            leaders[index] = brokers[j]
     return leaders, frozenset(rows)
 
 
@@ -307,25 +339,31 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
     dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
     target_dirs = TargetDirs(cluster, goal.disk_max_usage_percent)
     moved = moves = changes = violations = 0
+    traffic = any(rates_in) or any(rates_out)  # else the rates' sums stay 0: not summed (300k walks)
     for part, leader, rate_in, rate_out in zip(parts, leaders, rates_in, rates_out):
-        for b in part.original:
+        original, size = part.original, part.size
+        for b in original:
             if b in in_tree:
-                bytes_before[b] += part.size
+                bytes_before[b] += size
                 count_before[b] += 1
-                in_before[b] += rate_in
-        if part.original and part.original[0] in in_tree:
-            leaders_before[part.original[0]] += 1
-            out_before[part.original[0]] += (len(part.original) - 1) * rate_in + rate_out
+                if traffic:
+                    in_before[b] += rate_in
+        if original and original[0] in in_tree:
+            leaders_before[original[0]] += 1
+            if traffic:
+                out_before[original[0]] += (len(original) - 1) * rate_in + rate_out
         final = compute_led_by(tuple(part.final), leader)
         for b in final:
             if b in in_tree:
-                bytes_after[b] += part.size
+                bytes_after[b] += size
                 count_after[b] += 1
-                in_after[b] += rate_in
+                if traffic:
+                    in_after[b] += rate_in
         if final and final[0] in in_tree:
             leaders_after[final[0]] += 1
-            out_after[final[0]] += (len(final) - 1) * rate_in + rate_out
-        if final == tuple(part.original):
+            if traffic:
+                out_after[final[0]] += (len(final) - 1) * rate_in + rate_out
+        if final == tuple(original):
             continue
         tp = part.state.tp
         targets[tp] = final

@@ -81,11 +81,23 @@ def compute_parts(cluster: Cluster, goal: Goal, tree: RackTree, brokers) -> tupl
     offline = compute_offline_dirs(cluster)
     parts: list[Part] = []
     topics: list[str] = []
+    # The common case of `compute_partition_fates` (every replica stays where it may: no
+    # offline dir, no broker that cannot host, distinct eligible replicas) worked out here
+    # without its record: a third of the model's build at 300k partitions.
+    plain = not offline and not cluster.any_cannot_host
+    nothing: frozenset[int] = frozenset()
     for topic in sorted(cluster.topics, key=lambda t: t.name):
         index = len(topics)
         topics.append(topic.name)
         movable = goal.rebalance and topic.name not in goal.excluded_topics
         for p in sorted(topic.partitions, key=lambda p: p.partition):
+            replicas = p.replicas
+            if plain and not p.offline_replicas and eligible.issuperset(replicas):
+                members = set(replicas)
+                if len(members) == len(replicas):  # brokers of `eligible` are the tree's
+                    parts.append(Part(p, index, list(replicas), len(replicas), movable, nothing, members,
+                                      p.size_bytes or 0))
+                    continue
             w = compute_partition_fates(p, cluster, {}, eligible, offline, goal.heal)
             final = list(w.replicas)
             members = {b for b in final if b is not None and b in tree.broker_node}
@@ -115,6 +127,7 @@ class BalanceModel:
                 bytes_histogram[part.replication] = bytes_histogram.get(part.replication, 0) + part.size
                 count_histogram[part.replication] = count_histogram.get(part.replication, 0) + 1
         self.replications = sorted(count_histogram)
+        self.count_histogram = count_histogram
         zero = {b: Fraction(0) for b in brokers}
         weights = disk_weights(cluster, brokers)
         self.byte_share = compute_ideal_shares(tree, bytes_histogram, weights) if brokers else zero
@@ -143,17 +156,17 @@ class BalanceModel:
         for b in self.brokers:
             self.group_members.setdefault(self.group[b], []).append(b)
         # What each group's node holds in the end, less what the closed groups nested in it hold.
+        # A closed group holds a fixed number of replicas of each partition, which depends on
+        # the partition's replication alone: sums per replication (the histograms), not a walk
+        # over the partitions per group.
         inside = {g: 0 for g in self.group_members}
         self.group_bytes = {g: 0 for g in self.group_members}
         self.group_count = {g: 0 for g in self.group_members}
-        for part in self.parts:
-            r = part.replication
-            if r <= 0:
-                continue
+        for r, count in self.count_histogram.items():
             for g in self.group_members:
                 held = r if g == ROOT else boxes[r][g][0]
-                self.group_bytes[g] += held * part.size
-                self.group_count[g] += held
+                self.group_bytes[g] += held * bytes_histogram[r]
+                self.group_count[g] += held * count
         nodes = sorted(self.group_members, key=lambda n: -len(tree.node_ancestry[n]))  # deepest first
         totals_bytes, totals_count = dict(self.group_bytes), dict(self.group_count)
         for g in nodes:

@@ -77,10 +77,17 @@ class FlowBuilder:
         self._supplies.append(supply)
         return len(self._supplies) - 1
 
-    def add_nodes(self, count: int, supply: int = 0) -> int:
-        """Add `count` nodes, each with `supply`; returns the first one's id (they are consecutive)."""
+    def add_nodes(self, count: int, supply=0) -> int:
+        """Add `count` nodes, each with `supply` (or the i-th of a sequence of `count` supplies);
+        returns the first one's id (they are consecutive)."""
         first = len(self._supplies)
-        self._supplies.extend([supply] * count)
+        if np.ndim(supply) == 0:
+            self._supplies.extend([int(supply)] * count)
+        else:
+            supplies = [int(s) for s in supply]
+            if len(supplies) != count:
+                raise ValueError(f"{count} nodes but {len(supplies)} supplies")
+            self._supplies.extend(supplies)
         return first
 
     def add_arc(self, tail: int, head: int, lower: int, upper: int, cost: int = 0) -> int:
