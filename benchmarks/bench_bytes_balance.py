@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from planning.model import Broker, Cluster, PartitionState, Topic  # noqa: E402
 from planning.placement.bytes_balance import Tolerances, plan_bytes_balance  # noqa: E402
+from runtime.heap import automatic_collection_paused  # noqa: E402
 from planning.placement.placer import Goal, plan_placement  # noqa: E402
 from planning.placement.racks import compute_rack_tree, satisfies_rack_spread  # noqa: E402
 
@@ -198,7 +199,8 @@ def run(key: str, seed: int, tolerance: float, bytes_only: bool = False, traffic
     tolerances = Tolerances(disk=tolerance, replicas=tolerance, leaders=tolerance, bytes_in=tolerance,
                             network_out=tolerance)
     started = time.perf_counter()
-    plan = plan_bytes_balance(cluster, tolerances, goal)
+    with automatic_collection_paused():  # as the pipeline and `reassigner plan` run it (runtime.heap)
+        plan = plan_bytes_balance(cluster, tolerances, goal)
     seconds = time.perf_counter() - started
     describe(f"bytes balance ±{tolerance:.0%}", cluster, eligible, added, plan.targets, seconds, plan.bytes_moved,
              plan.replica_moves, plan.leader_changes, plan.bytes_moved_lower_bound,

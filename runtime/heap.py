@@ -27,13 +27,23 @@ survivors trigger full collections (208 in 24 polls, 21 s; 37 and 60 s with no f
 benchmarks/bench_watcher_heap.py). So the keeper turns automatic collection off while it is in
 use: reference counting still frees every acyclic object the moment it is dropped, and the one
 young collection after each poll walks that poll's objects once and frees its cycles.
+
+A PLAN (`automatic_collection_paused`). The planners hold a few million tracked objects at
+300,000 partitions (the cluster, a record per partition with its lists and sets, the bytes
+planner's sorted ledgers) and allocate millions of short-lived tuples; every allocation burst
+promotes survivors, and full collections walk them all again and again: 29 % of the bytes
+planner's CPU (benchmarks/bench_bytes_balance.py case f, 38.5 -> 27.3 s). Their data is acyclic
+too, so whoever runs a plan (the pipeline's decision, `reassigner plan`, `simulate`, the
+benchmarks) runs it with automatic collection off, and puts it back as it was after. The
+planners themselves stay pure: no process-wide switch inside them.
 """
 
 from __future__ import annotations
 
 import gc
 import time
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 
 class HeapKeeper:
@@ -64,3 +74,16 @@ class HeapKeeper:
             gc.collect()
             self._last_full = self.clock()
         gc.freeze()
+
+
+@contextmanager
+def automatic_collection_paused() -> Iterator[None]:
+    """CPython's automatic (cycle) collection off for the block, back as it was after, even on
+    error (module doc, A PLAN). Reference counting still frees every acyclic object at once."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

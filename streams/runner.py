@@ -55,7 +55,7 @@ from handlers.policy import Policy
 from runtime.backoff import PUBLISH_OUTAGE, REDIS_OUTAGE, retry_transient
 from runtime.clients.kafka_producer import publish_all_and_wait
 from runtime.clients.redis_io import retry_redis
-from runtime.heap import HeapKeeper
+from runtime.heap import HeapKeeper, automatic_collection_paused
 from runtime.metrics import (compute_batch_counts, compute_in_flight, count_batch_phases, count_committed_batch,
                              count_pipeline_state, count_replayed_batch, count_state_store_lost)
 from runtime.settings import Settings, read_command_signing_key
@@ -225,7 +225,7 @@ class PipelineRunner:
         batch_id = self.state.last_batch + 1
         with timer("decode"):  # 3
             inputs = replace(compute_batch_inputs(batch_id, rows, self.settings), clock_ms=int(self.clock() * 1000))
-        with timer("decide"):  # 4
+        with timer("decide"), automatic_collection_paused():  # 4 (a plan's objects are acyclic: runtime.heap)
             decision = decide_isolating(self.state, inputs, self.policy)
         new_state = decision.state.with_changes(last_batch=batch_id, epoch=self.state.epoch)
         try:

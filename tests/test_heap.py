@@ -3,6 +3,8 @@ again), and a full collection every interval still frees a cycle dropped after i
 
 from __future__ import annotations
 
+import pytest
+
 import gc
 import weakref
 
@@ -50,3 +52,25 @@ def test_without_automatic_collection_only_the_keeper_collects_and_close_turns_i
     finally:
         keeper.close()
     assert gc.isenabled() and gc.get_freeze_count() == 0  # the process's collection as it was
+
+
+def test_a_plan_runs_with_automatic_collection_paused_and_it_comes_back_as_it_was():
+    import gc
+
+    from runtime.heap import automatic_collection_paused
+
+    assert gc.isenabled()
+    with automatic_collection_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with automatic_collection_paused():
+            raise RuntimeError("a plan that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with automatic_collection_paused():
+            pass
+        assert not gc.isenabled(), "a collection off before stays off"
+    finally:
+        gc.enable()

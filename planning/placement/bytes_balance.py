@@ -55,16 +55,14 @@ the exact model's proven bound replaces it when higher. `gap_percent` is measure
 Modules: `bytes_model` (shares, bands, rack groups, topic limits, the bound), `bytes_ledger`
 (the loads, move by move), `bytes_moves` (steps 1 and 2), `bytes_exact` (step 3),
 `leader_bands` (step 4's flow); the leaders' rows and the report here. Pure: no I/O, no clock,
-no randomness; the same cluster gives the same plan. CPython's automatic cycle collection is
-paused while it runs (`_automatic_collection_paused`: its data is acyclic; the collector's
-walks were 29 % of its CPU at 300k partitions).
+no randomness; the same cluster gives the same plan. Its data is acyclic: its callers, the
+shell, run it with CPython's automatic cycle collection paused (`runtime.heap.
+automatic_collection_paused`; the collector's walks were 29 % of its CPU at 300k partitions).
 """
 
 from __future__ import annotations
 
-import gc
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
@@ -178,29 +176,7 @@ def plan_bytes_balance(cluster: Cluster, tolerances: Tolerances = Tolerances(), 
     are not supported here (the count planner, `plan_placement`, takes them)."""
     if goal.explicit_targets:
         raise ValueError("plan_bytes_balance takes no explicit targets")
-    with _automatic_collection_paused():
-        return _plan(cluster, tolerances, goal, exact_variables, exact_seconds)
-
-
-@contextmanager
-def _automatic_collection_paused():
-    """CPython's automatic (cycle) collection off while the plan runs, back as it was after.
-
-    WHY. At 300,000 partitions the plan holds a few million tracked objects (the cluster, a
-    `Part` per partition with its lists and sets, the ledger's sorted lists) and allocates
-    millions of short-lived tuples (candidate keys, items); each allocation burst promotes
-    survivors, and CPython's full collections walk every tracked object again and again: 29 %
-    of the plan's CPU time (case f of benchmarks/bench_bytes_balance.py, 38.5 -> 27.3 s). The
-    plan's data is acyclic: reference counting frees what it drops the moment it is dropped,
-    so the collector would find nothing (the same finding as `runtime.heap` for the driver
-    and the watcher). The result does not depend on it: the plan stays pure."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+    return _plan(cluster, tolerances, goal, exact_variables, exact_seconds)
 
 
 def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables: int,

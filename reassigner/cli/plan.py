@@ -55,6 +55,7 @@ def plan_command(
 
     from handlers.plans import compute_balance
     from planning.placement.balance_modes import BALANCE_MODES, plan_balanced
+    from runtime.heap import automatic_collection_paused
     from planning.placement.goal import Goal
     from planning.snapshot import cluster_from_json, reassignment_to_json
     from runtime.settings import compute_policy, load_settings
@@ -73,7 +74,8 @@ def plan_command(
         rebalance=not no_rebalance,
         disk_max_usage_percent=limit,
     )
-    plan = plan_balanced(cluster, goal, balance)
+    with automatic_collection_paused():  # a plan's objects are acyclic (runtime.heap)
+        plan = plan_balanced(cluster, goal, balance)
     document = json.dumps(reassignment_to_json(plan.targets, plan.target_log_dirs), indent=2)
     if output is None:
         sys.stdout.write(document + "\n")

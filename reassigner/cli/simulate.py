@@ -135,6 +135,7 @@ def simulate(
     # Imported here: the planner modules belong to the placement half of the planning core.
     from handlers.plans import compute_balance
     from planning.placement.balance_modes import plan_balanced
+    from runtime.heap import automatic_collection_paused
     from planning.placement.placer import Goal, compute_planning_cluster
     from runtime.settings import compute_limits, compute_policy, load_settings
     from planning.model import Broker
@@ -160,7 +161,8 @@ def simulate(
     )
     goal = Goal(add_brokers=added, drain_brokers=frozenset(remove_broker), explicit_targets={},
                 disk_max_usage_percent=settings.disk_max_usage_percent)
-    plan = plan_balanced(planning_view, goal, compute_balance(compute_policy(settings)))  # as the pipeline plans
+    with automatic_collection_paused():  # as the pipeline plans (runtime.heap)
+        plan = plan_balanced(planning_view, goal, compute_balance(compute_policy(settings)))
     # The simulated cluster starts with every broker alive; `--kill-broker` kills at t = 0.
     simulated = compute_planning_cluster(cluster, goal)
     params = SimulationParams(bytes_per_sec=bytes_per_sec, tick_seconds=tick_seconds)
