@@ -19,9 +19,12 @@ size. A copy no dir told yet counts 0. So bytes move as they copy, not only when
 RATE (`ReplicationMeter`): the bytes copied since the current movement began — the first step
 started while none was in flight — divided by the time since then: the bytes of the steps
 completed since then, plus what the copies in flight hold now. It restarts when nothing is in
-flight and no reassignment waits. Unknown (None) until a byte was seen copied: an estimate from
-nothing would be a guess (the views then fall back to the throttle rate, when one is set).
-
+flight and no reassignment waits. It is trusted once a step of the movement has completed
+(`compute_rate`): before that, it is what the first copies hold by the watcher's last look over
+the seconds since they began, which the watcher's and the pipeline's lag make far too low (on
+the local stack, a time left of an hour for a movement that took 34 s). Until then, the views
+take the throttle rate times the brokers receiving a copy, when a throttle is set; else this
+early figure, the only one there is.
 FINISHED (`ReplicationMeter.finished*`): the reassignments of the current movement
 that ended — completed, cancelled, stopped, their topic deleted, given up after failed steps — and
 so left the state, with their steps (`steps_done` as they ended) and their bytes to move, counted
@@ -32,19 +35,19 @@ the same reset as the rate: so the overall progress of a movement
 active + finished, done = finished — whoever reads it and since when.
 
 TIME LEFT (`compute_finish_times`), one method for every reassignment and for all of them: the
-steps in flight now share the rate (k of them, each at rate / k: they share the brokers'
-bandwidth); a reassignment with a step in flight finishes after its bytes left at its share; one
-waiting takes, in the order given, the first share to come free, and finishes its bytes left at
-that share after it. The movement's time left is the latest of them. So no row promises more
-than the header, the header is never less than all bytes left / rate (k shares of rate / k), and
-it exceeds it by at most one reassignment's bytes left at a share (the tail of the last ones).
-
+movement copies at its rate as one pipe, the reassignments in order — those with a step in
+flight first (the least left first: they finish first), then those waiting, in the order given
+— and each finishes once the bytes left of those before it and its own are copied: its time
+left is that sum over the rate. The movement's time left is the last one's: all bytes left /
+rate. So no row promises more than the header, and the header is the plain arithmetic an
+operator checks. (Sharing the rate among the steps in flight, each at rate / k, was tried: one
+big partition queued last then counted its bytes at a k-th of the rate, and on the local stack
+the header said 168 s where 27 s were left.)
 Pure: times are epoch milliseconds (or seconds from now) passed in; nothing reads a clock.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
@@ -166,11 +169,19 @@ def add_finished_work(meter: ReplicationMeter, finished: FinishedWork) -> Replic
 
 def compute_rate(meter: ReplicationMeter, now_ms: int, in_flight_bytes: int = 0) -> float | None:
     """RATE in bytes per second, `in_flight_bytes` being what the copies in flight hold now
-    (IN FLIGHT); None while unknown."""
+    (IN FLIGHT); None while unknown or not yet trusted (no step of the movement completed)."""
     copied = meter.bytes_copied + max(0, in_flight_bytes)
-    if meter.since_ms is None or copied <= 0 or now_ms <= meter.since_ms:
+    if meter.since_ms is None or meter.bytes_copied <= 0 or copied <= 0 or now_ms <= meter.since_ms:
         return None
     return copied / ((now_ms - meter.since_ms) / 1000.0)
+
+
+def compute_early_rate(meter: ReplicationMeter, now_ms: int, in_flight_bytes: int = 0) -> float | None:
+    """The rate before any step completed (RATE): what the first copies hold over the time
+    since they began; None when nothing was seen copied."""
+    if meter.since_ms is None or in_flight_bytes <= 0 or now_ms <= meter.since_ms:
+        return None
+    return in_flight_bytes / ((now_ms - meter.since_ms) / 1000.0)
 
 
 def compute_time_left(bytes_left: int, rate: float | None, share: int = 1) -> float | None:
@@ -184,24 +195,16 @@ def compute_time_left(bytes_left: int, rate: float | None, share: int = 1) -> fl
 
 def compute_finish_times(work: Sequence[tuple[int, bool]], rate: float | None) -> tuple[float | None, ...]:
     """TIME LEFT, in seconds from now, of each reassignment of `work` — (bytes left, a step in
-    flight), waiting ones in the order they take a share — at the movement's `rate`; None for
-    those that depend on an unknown rate (with bytes left, or waiting behind one that has)."""
-    running = sum(1 for _left, flying in work if flying)
-    share = max(1, running)
-    if not rate or rate <= 0:
-        # Nothing can be timed but a step in flight with nothing left to copy.
-        return tuple(0.0 if flying and left <= 0 else None for left, flying in work)
-    per_share = rate / share
+    flight), the waiting ones in the order they will run — at the movement's `rate`; None for
+    those that depend on an unknown rate (with bytes left, or after one that has)."""
+    order = sorted((i for i, (_left, flying) in enumerate(work) if flying), key=lambda i: (max(0, work[i][0]), i)) \
+        + [i for i, (_left, flying) in enumerate(work) if not flying]
     finish: list[float | None] = [None] * len(work)
-    free: list[float] = []  # when each share comes free
-    for i, (left, flying) in enumerate(work):
-        if flying:
-            finish[i] = max(0, left) / per_share
-            free.append(finish[i])  # type: ignore[arg-type]
-    free = free or [0.0]
-    heapq.heapify(free)
-    for i, (left, flying) in enumerate(work):
-        if not flying:
-            finish[i] = heapq.heappop(free) + max(0, left) / per_share
-            heapq.heappush(free, finish[i])  # type: ignore[arg-type]
+    before = 0
+    for i in order:
+        before += max(0, work[i][0])
+        if before <= 0:
+            finish[i] = 0.0
+        elif rate and rate > 0:
+            finish[i] = before / rate
     return tuple(finish)

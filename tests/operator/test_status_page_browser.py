@@ -69,9 +69,8 @@ def test_status_page_at_1400_px(site, tmp_path):
     dom = subprocess.run(common + ["--dump-dom", site], capture_output=True, text=True, timeout=120).stdout
     assert "12 of 15 partitions and" in dom, dom[-3000:]  # counts beside the one percentage (by bytes)
     assert re.search(r'<span id="overall-bytes">125\.8 MB of 157\.3 MB</span>', dom), dom[-3000:]
-    # 2 MiB/s shared by the 2 steps in flight: each copies its 10 MiB in 10 s, the waiting one
-    # then takes a share and ends at 20 s; the header is the latest row (the page counts 1 MB = 10^6 B)
-    assert re.search(r'<span id="overall-eta">20 s</span>', dom)
+    # 30 MiB left at 2 MiB/s, one pipe: the header is the last row (the page counts 1 MB = 10^6 B)
+    assert re.search(r'<span id="overall-eta">15 s</span>', dom)
     assert "80%" in dom and "1.0 MB/s" in dom  # the bar; a running step's share of the rate
     assert 'data-proposal="p-42" data-verb="approve"' in dom and "broker 4 added" in dom
     assert "/data/a" in dom and "75%" in dom  # disk usage per broker and dir

@@ -80,11 +80,13 @@ def test_bytes_rate_and_time_left_per_reassignment_and_overall():
     assert running.rate_bytes_per_second == pytest.approx(1 * MB)  # its share: 2 steps in flight
     assert waiting.rate_bytes_per_second is None
     assert running.bytes_to_move == 10 * MB and running.bytes_moved == 0
-    assert running.time_left_seconds == pytest.approx(10.0)  # 10 MB at 1 MB/s
-    # The waiting one takes the first share to come free (at 10 s) and copies its 10 MB at 1 MB/s:
-    # the rows and the header agree, the header being the latest row (not 30 MB / 2 MB/s = 15 s).
-    assert waiting.time_left_seconds == pytest.approx(20.0)
-    assert view.movement.bytes_to_move == 30 * MB and view.movement.time_left_seconds == pytest.approx(20.0)
+    # One pipe at 2 MB/s: the two in flight end after 10 and 20 MB, the waiting one after 30 MB;
+    # the header is the last row, all 30 MB left / 2 MB/s (regression: rows sharing the rate
+    # made one big row queued last count at half the rate, 20 s here).
+    second = view.reassignments[1]
+    assert sorted([running.time_left_seconds, second.time_left_seconds]) == pytest.approx([5.0, 10.0])
+    assert waiting.time_left_seconds == pytest.approx(15.0)
+    assert view.movement.bytes_to_move == 30 * MB and view.movement.time_left_seconds == pytest.approx(15.0)
     row = status_to_json(view)["reassignments"][0]
     assert row["rate_bytes_per_second"] == pytest.approx(MB) and row["bytes_left"] == 10 * MB
 

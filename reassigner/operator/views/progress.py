@@ -16,16 +16,17 @@ ONE PERCENTAGE (`Figures.fraction`): bytes moved / bytes to move; by steps only 
 has bytes to move (empty partitions, leadership-only moves, sizes not told yet). The header and
 each row use the same rule; partitions and steps are shown as counts beside it.
 
-ETA (`planning.movement.eta` TIME LEFT): one method for the rows and the header — the steps in
-flight share the movement's rate, a waiting reassignment takes the first share to come free,
-and the movement's time left is the latest row's. The rate is the one observed since the
-movement began (copies in flight counted, `eta.compute_rate`); before any byte was seen copied,
-the throttle in force (`throttle.bytes.per.sec`) times the brokers receiving a copy, when one is
-set; else unknown.
+ETA (`planning.movement.eta` TIME LEFT): one method for the rows and the header — the movement
+copies at its rate as one pipe, the rows in order (those in flight, least left first, then the
+waiting), each done once the bytes left before it and its own are copied; the header's is the
+last row's, all bytes left / rate. The rate is the one observed since the movement began
+(copies in flight counted, `eta.compute_rate`), once a step of it completed; before that, the
+throttle in force (`throttle.bytes.per.sec`) times the brokers receiving a copy, when one is
+set; else the early observed figure (`eta.compute_early_rate`); else unknown.
 
 Invariants (property-tested, tests/operator/test_progress_meter.py): done <= total for every
 count; the movement's counts are the rows' plus the ended ones; its fraction lies in [0, 1];
-its time left is the greatest row's, at least all bytes left / rate; a copy in flight raises
+its time left is the greatest row's, all bytes left / rate; a copy in flight raises
 bytes moved by what it holds. Nothing here reads a clock (`now_seconds` is an argument).
 """
 
@@ -36,7 +37,7 @@ from typing import Mapping
 
 from handlers.policy import Policy, effective_policy
 from planning.model import Cluster, PartitionState
-from planning.movement.eta import (compute_copied_bytes, compute_finish_times, compute_rate,
+from planning.movement.eta import (compute_copied_bytes, compute_early_rate, compute_finish_times, compute_rate,
                                    compute_reassignment_bytes)
 from planning.movement.partition_steps import compute_step_sequence
 from planning.movement.reassignment import Reassignment
@@ -121,10 +122,13 @@ def compute_progress(state: ControllerState, now_seconds: float | None, default_
                                     moving.moved, moving.to_move), record.in_flight is not None))
     rate, source = None, None
     if now_seconds is not None and figures:
-        rate = compute_rate(meter, int(now_seconds * 1000), copying)
+        now_ms = int(now_seconds * 1000)
+        rate = compute_rate(meter, now_ms, copying)
         source = "observed" if rate is not None else None
         if rate is None and throttle_bytes_per_sec:
             rate, source = float(throttle_bytes_per_sec) * max(1, len(receiving)), "throttle"
+        if rate is None and (rate := compute_early_rate(meter, now_ms, copying)) is not None:
+            source = "observed"
     finish = compute_finish_times([(f.bytes_left, running) for _tp, f, running in figures], rate)
     rows = {tp: _timed(f, left) for (tp, f, _running), left in zip(figures, finish)}
     movement = Figures(
