@@ -103,3 +103,33 @@ def test_traffic_never_breaks_a_hard_rule_nor_a_band_the_disk_plan_met(case):
             assert plan.resources[name].after.outside == 0, name
     assert {"bytes_in", "network_out"} <= set(plan.resources)
     assert plan == plan_bytes_balance(cluster, tolerances, goal, exact_variables=0)  # deterministic
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=clusters_with_traffic())
+def test_a_shared_ledger_gives_the_plan_a_second_ledger_gives(case):
+    """Step 2b reads the greedy's ledger (`Ledger`'s invariant holds move by move, shrink
+    included) instead of building a second one from the parts: the same plan either way."""
+    import planning.placement.bytes_balance as bytes_balance
+    from planning.placement.bytes_ledger import Ledger
+
+    cluster, goal, tolerances = case
+    shared = plan_bytes_balance(cluster, tolerances, goal, exact_variables=0)
+    original = bytes_balance.balance_bytes_in
+    seen = []
+
+    def with_a_second_ledger(model, ledger, rates):
+        fresh = Ledger(model, *model.loads())
+        seen.append((ledger.load == fresh.load, ledger.count == fresh.count, ledger.items == fresh.items,
+                     ledger.sizes == fresh.sizes, (ledger.lb_total, ledger.cb_total) == (fresh.lb_total, fresh.cb_total),
+                     (ledger.g_held, ledger.g_exc, ledger.g_def) == (fresh.g_held, fresh.g_exc, fresh.g_def),
+                     (ledger.gc_held, ledger.gc_exc, ledger.gc_def) == (fresh.gc_held, fresh.gc_exc, fresh.gc_def)))
+        return original(model, fresh, rates)
+
+    bytes_balance.balance_bytes_in = with_a_second_ledger
+    try:
+        two = plan_bytes_balance(cluster, tolerances, goal, exact_variables=0)
+    finally:
+        bytes_balance.balance_bytes_in = original
+    assert all(all(checks) for checks in seen), seen
+    assert shared == two
