@@ -88,23 +88,29 @@ class _BytesIn:
         self.low, self.high = compute_bytes_in_bands(model, rates)
         self.unit = {b: max(1, (self.low[b] + self.high[b]) // 2) for b in model.brokers}
         self.load = dict.fromkeys(model.brokers, 0)
-        self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
+        self.items: dict[int, list[tuple[int, int]]] = {}  # `busiest`, built when first asked for
         parts, load = model.parts, self.load
-        # Each broker's movable replicas with traffic gathered in id order, then sorted by rate
-        # alone (a stable sort: ties stay in id order), i.e. by (rate, index), the order `bisect`
-        # keeps: sorting integers by key costs half what sorting the tuples does. Quiet replicas
-        # are left out: a change never starts from one (`_best_in_change`, busiest first).
-        indices: dict[int, list[int]] = {b: [] for b in model.brokers}
         for index, rate in enumerate(rates):
             if rate:  # a quiet replica adds nothing to a load
-                part = parts[index]
-                for b in part.members:
+                for b in parts[index].members:
                     load[b] += rate
-                    if part.movable:
-                        indices[b].append(index)
-        for b, values in indices.items():
-            values.sort(key=rates.__getitem__)
-            self.items[b] = [(rates[index], index) for index in values]
+
+    def busiest(self, b: int) -> list[tuple[int, int]]:
+        """b's movable replicas with traffic by (rate, index), the busiest last. Sorted when first
+        asked for (a step reads a few brokers' lists; sorting all 900k replicas up front cost
+        more than the greedy) from the ledger's, which hold b's movable replicas as they stand;
+        kept move by move after that (`move`), so the list is the one a sort would give now."""
+        values = self.items.get(b)
+        if values is None:
+            rates = self.rate
+            get = rates.__getitem__
+            indices = sorted(index for _, index in self.ledger.items[b] if rates[index])
+            # By rate alone after ascending ids (a stable sort: ties stay in id order), i.e. by
+            # (rate, index): sorting integers by key costs half what sorting the tuples does.
+            # Quiet replicas are left out: a change never starts from one.
+            indices.sort(key=get)
+            values = self.items[b] = [(rates[index], index) for index in indices]
+        return values
 
     def relative(self, b: int) -> float:
         return _outside(self.load[b], self.low[b], self.high[b]) / self.unit[b]
@@ -144,8 +150,10 @@ class _BytesIn:
         self.load[s] -= rate
         self.load[d] += rate
         if self.m.parts[index].movable and rate:
-            del self.items[s][bisect.bisect_left(self.items[s], (rate, index))]
-            bisect.insort(self.items[d], (rate, index))
+            if s in self.items:
+                del self.items[s][bisect.bisect_left(self.items[s], (rate, index))]
+            if d in self.items:
+                bisect.insort(self.items[d], (rate, index))
 
 
 def balance_bytes_in(model: BalanceModel, ledger: Ledger, rates: list[int]) -> int:
@@ -187,12 +195,19 @@ def _best_in_change(model: BalanceModel, state: _BytesIn, b: int):
     for peer in peers:
         giver, taker = (b, peer) if hot else (peer, b)
         base = state.pair(giver, taker)
+        # No change on this pair removes more than the pair's violation as it stands (each term
+        # is at least 0 after): a change of cost c is at best c / most per unit removed, so one
+        # whose cost alone puts it behind the best so far is passed over unpriced, the hard
+        # rules unread: the same choice, with fewer trials (sizes span three decades).
+        most = sum(base) * (1 + 1e-9) + _EPSILON
         sizes, values = ledger.sizes[taker], ledger.items[taker]
-        for rate, index in reversed(state.items[giver][-_CANDIDATES:]):
+        for rate, index in reversed(state.busiest(giver)[-_CANDIDATES:]):
             part = parts[index]
+            size = part.size
+            if best is not None and size / most > best[0][0]:
+                continue  # a swap costs more still
             if not model.fits(part, giver, taker):
                 continue
-            size = part.size
             if model.may_take(part.topic, taker):
                 best = _cheaper(best, state.gain(giver, taker, base, size, 1, rate), size, (index,),
                                 ((index, giver, taker),))
@@ -200,6 +215,8 @@ def _best_in_change(model: BalanceModel, state: _BytesIn, b: int):
             for back_size, other in values[max(0, start - _SCAN):start + _SCAN]:
                 back_rate = rates[other]
                 if back_rate >= rate or other == index:
+                    continue
+                if best is not None and (size + back_size) / most > best[0][0]:
                     continue
                 back = parts[other]
                 if not model.fits(back, taker, giver):
