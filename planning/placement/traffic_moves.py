@@ -27,6 +27,11 @@ band: the change that removes the most violation over network out and leader cou
 leaving a leader count further outside its band, then the one that changes fewest leaders from
 before (giving a partition its old leader back is best).
 
+COST (300k partitions). 2b reads the greedy's ledger (shared, `bytes_balance`), sorts a broker's
+busiest replicas only when a step first reads them, and passes over a change whose bytes alone,
+over all the violation its pair has, lose to the best so far; 4b reads the partitions a broker
+follows only while it is below its band. None of it changes a choice: the same plans.
+
 Pure: works on the plan's scratch (`Part`s, a `Ledger`), deterministic (ties by ids).
 """
 
