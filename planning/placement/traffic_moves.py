@@ -27,6 +27,11 @@ band: the change that removes the most violation over network out and leader cou
 leaving a leader count further outside its band, then the one that changes fewest leaders from
 before (giving a partition its old leader back is best).
 
+COST (300k partitions). 2b reads the greedy's ledger (shared, `bytes_balance`), sorts a broker's
+busiest replicas only when a step first reads them, and passes over a change whose bytes alone,
+over all the violation its pair has, lose to the best so far; 4b reads the partitions a broker
+follows only while it is below its band. None of it changes a choice: the same plans.
+
 Pure: works on the plan's scratch (`Part`s, a `Ledger`), deterministic (ties by ids).
 """
 
@@ -88,14 +93,29 @@ class _BytesIn:
         self.low, self.high = compute_bytes_in_bands(model, rates)
         self.unit = {b: max(1, (self.low[b] + self.high[b]) // 2) for b in model.brokers}
         self.load = dict.fromkeys(model.brokers, 0)
-        self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
-        for index, part in enumerate(model.parts):
-            for b in part.members:
-                self.load[b] += rates[index]
-                if part.movable:
-                    self.items[b].append((rates[index], index))
-        for values in self.items.values():
-            values.sort()
+        self.items: dict[int, list[tuple[int, int]]] = {}  # `busiest`, built when first asked for
+        parts, load = model.parts, self.load
+        for index, rate in enumerate(rates):
+            if rate:  # a quiet replica adds nothing to a load
+                for b in parts[index].members:
+                    load[b] += rate
+
+    def busiest(self, b: int) -> list[tuple[int, int]]:
+        """b's movable replicas with traffic by (rate, index), the busiest last. Sorted when first
+        asked for (a step reads a few brokers' lists; sorting all 900k replicas up front cost
+        more than the greedy) from the ledger's, which hold b's movable replicas as they stand;
+        kept move by move after that (`move`), so the list is the one a sort would give now."""
+        values = self.items.get(b)
+        if values is None:
+            rates = self.rate
+            get = rates.__getitem__
+            indices = sorted(index for _, index in self.ledger.items[b] if rates[index])
+            # By rate alone after ascending ids (a stable sort: ties stay in id order), i.e. by
+            # (rate, index): sorting integers by key costs half what sorting the tuples does.
+            # Quiet replicas are left out: a change never starts from one.
+            indices.sort(key=get)
+            values = self.items[b] = [(rates[index], index) for index in indices]
+        return values
 
     def relative(self, b: int) -> float:
         return _outside(self.load[b], self.low[b], self.high[b]) / self.unit[b]
@@ -107,24 +127,26 @@ class _BytesIn:
                 + _outside(count, m.clo[b], m.chi[b]) / max(1, m.cshare_floor[b]),
                 _outside(rate, self.low[b], self.high[b]) / self.unit[b])
 
-    def gain(self, change) -> float:
-        """How much violation `change` ((index, from, to), ...) removes; nothing (0) when it
-        leaves the disk or count bands further off (they come first)."""
-        ledger, parts = self.ledger, self.m.parts
-        delta: dict[int, list[int]] = {}
-        for index, s, d in change:
-            size, rate = parts[index].size, self.rate[index]
-            for b, sign in ((s, -1), (d, 1)):
-                entry = delta.setdefault(b, [0, 0, 0])
-                entry[0] += sign * size
-                entry[1] += sign
-                entry[2] += sign * rate
-        placed = traffic = 0.0
-        for b, (dl, dc, dr) in delta.items():
-            load, count, rate = ledger.load[b], ledger.count[b], self.load[b]
-            (p0, t0), (p1, t1) = self.violation(b, load, count, rate), self.violation(b, load + dl, count + dc, rate + dr)
-            placed += p0 - p1
-            traffic += t0 - t1
+    def pair(self, giver: int, taker: int) -> tuple[float, float, float, float]:
+        """The violations of giver and taker as they stand (`violation`), read once per pair:
+        every change `_best_in_change` prices moves between one giver and one taker."""
+        ledger = self.ledger
+        return (*self.violation(giver, ledger.load[giver], ledger.count[giver], self.load[giver]),
+                *self.violation(taker, ledger.load[taker], ledger.count[taker], self.load[taker]))
+
+    def gain(self, giver: int, taker: int, base, size: int, count: int, rate: int) -> float:
+        """How much violation a change removes that takes `size` bytes, `count` replicas and
+        `rate` bytes in from giver to taker (a swap: the differences), `base` its `pair`; nothing
+        (0) when it leaves the disk or count bands further off (they come first). The sums run
+        giver first, as over the change's brokers in order: the same floats, the same choices."""
+        ledger = self.ledger
+        gp0, gt0, tp0, tt0 = base
+        gp1, gt1 = self.violation(giver, ledger.load[giver] - size, ledger.count[giver] - count,
+                                  self.load[giver] - rate)
+        tp1, tt1 = self.violation(taker, ledger.load[taker] + size, ledger.count[taker] + count,
+                                  self.load[taker] + rate)
+        placed = 0.0 + (gp0 - gp1) + (tp0 - tp1)
+        traffic = 0.0 + (gt0 - gt1) + (tt0 - tt1)
         return 0.0 if placed < -_EPSILON else placed + traffic
 
     def move(self, index: int, s: int, d: int) -> None:
@@ -132,9 +154,11 @@ class _BytesIn:
         self.ledger.move(index, s, d)
         self.load[s] -= rate
         self.load[d] += rate
-        if self.m.parts[index].movable:
-            del self.items[s][bisect.bisect_left(self.items[s], (rate, index))]
-            bisect.insort(self.items[d], (rate, index))
+        if self.m.parts[index].movable and rate:
+            if s in self.items:
+                del self.items[s][bisect.bisect_left(self.items[s], (rate, index))]
+            if d in self.items:
+                bisect.insort(self.items[d], (rate, index))
 
 
 def balance_bytes_in(model: BalanceModel, ledger: Ledger, rates: list[int]) -> int:
@@ -171,37 +195,51 @@ def _best_in_change(model: BalanceModel, state: _BytesIn, b: int):
     hot = state.load[b] > state.high[b]
     ratio = {c: state.load[c] / state.unit[c] for c in model.group_members[model.group[b]]}
     peers = sorted((c for c in ratio if c != b), key=lambda c: (ratio[c] if hot else -ratio[c], c))[:_PEERS]
-    parts, ledger = model.parts, state.ledger
+    parts, ledger, rates = model.parts, state.ledger, state.rate
     best = None
     for peer in peers:
         giver, taker = (b, peer) if hot else (peer, b)
-        for rate, index in reversed(state.items[giver][-_CANDIDATES:]):
-            if rate == 0:
-                break
+        base = state.pair(giver, taker)
+        # No change on this pair removes more than the pair's violation as it stands (each term
+        # is at least 0 after): a change of cost c is at best c / most per unit removed, so one
+        # whose cost alone puts it behind the best so far is passed over unpriced, the hard
+        # rules unread: the same choice, with fewer trials (sizes span three decades).
+        most = sum(base) * (1 + 1e-9) + _EPSILON
+        sizes, values = ledger.sizes[taker], ledger.items[taker]
+        for rate, index in reversed(state.busiest(giver)[-_CANDIDATES:]):
             part = parts[index]
+            size = part.size
+            if best is not None and size / most > best[0][0]:
+                continue  # a swap costs more still
             if not model.fits(part, giver, taker):
                 continue
             if model.may_take(part.topic, taker):
-                best = _cheaper(state, best, ((index, giver, taker),))
-            sizes, values = ledger.sizes[taker], ledger.items[taker]
-            start = bisect.bisect_left(sizes, part.size)
-            for size, other in values[max(0, start - _SCAN):start + _SCAN]:
+                best = _cheaper(best, state.gain(giver, taker, base, size, 1, rate), size, (index,),
+                                ((index, giver, taker),))
+            start = bisect.bisect_left(sizes, size)
+            for back_size, other in values[max(0, start - _SCAN):start + _SCAN]:
+                back_rate = rates[other]
+                if back_rate >= rate or other == index:
+                    continue
+                if best is not None and (size + back_size) / most > best[0][0]:
+                    continue
                 back = parts[other]
-                if state.rate[other] >= rate or other == index or not model.fits(back, taker, giver):
+                if not model.fits(back, taker, giver):
                     continue
                 if back.topic != part.topic and not (model.may_take(part.topic, taker)
                                                      and model.may_take(back.topic, giver)):
                     continue  # a swap within one topic leaves its counts as they are
-                best = _cheaper(state, best, ((index, giver, taker), (other, taker, giver)))
+                best = _cheaper(best, state.gain(giver, taker, base, size - back_size, 0, rate - back_rate),
+                                size + back_size, (index, other), ((index, giver, taker), (other, taker, giver)))
     return None if best is None else best[1]
 
 
-def _cheaper(state: _BytesIn, best, change):
-    gained = state.gain(change)
+def _cheaper(best, gained: float, cost: int, indices: tuple[int, ...], change):
+    """`best` or `change`, whichever moves fewer bytes per violation removed (then fewer bytes,
+    then by partition ids); a change that removes nothing never."""
     if gained <= _EPSILON:
         return best
-    cost = sum(state.m.parts[index].size for index, _, _ in change)
-    key = (cost / gained, cost, tuple(index for index, _, _ in change))
+    key = (cost / gained, cost, indices)
     return (key, change) if best is None or key < best[0] else best
 
 
@@ -221,15 +259,22 @@ def balance_network_out(model: BalanceModel, leaders: list[int | None], rates_in
         return leaders
     load = dict.fromkeys(brokers, 0)
     count = dict.fromkeys(brokers, 0)
-    led: dict[int, list[tuple[int, int]]] = {b: [] for b in brokers}
     for index, leader in enumerate(leaders):
         if leader in in_tree:
             load[leader] += weight[index]
             count[leader] += 1
-            if index in choosable:
-                led[leader].append((weight[index], index))
-    for values in led.values():
-        values.sort()
+    # Each broker's choosable leaderships gathered in id order, then sorted by weight alone (a
+    # stable sort: ties stay in id order), i.e. by (weight, index), the order `bisect` keeps:
+    # sorting integers by key costs half what sorting the tuples does.
+    led: dict[int, list[tuple[int, int]]] = {}
+    indices: dict[int, list[int]] = {b: [] for b in brokers}
+    for index, leader in enumerate(leaders):
+        if leader in in_tree and index in choosable:
+            indices[leader].append(index)
+    for b, values in indices.items():
+        values.sort(key=weight.__getitem__)
+        led[b] = [(weight[index], index) for index in values]
+    del indices
     low, high = compute_even_bands(sum(load.values()), brokers, model.tolerances.network_out)
     llow, lhigh = compute_even_bands(sum(count.values()), brokers, model.tolerances.leaders)
     unit = {b: max(1, (low[b] + high[b]) // 2) for b in brokers}
@@ -266,11 +311,33 @@ def balance_network_out(model: BalanceModel, leaders: list[int | None], rates_in
         key = (-gained, changes_from_before(change), tuple(index for index, _, _ in change))
         return (key, change) if best is None or key < best[0] else best
 
-    follows: dict[int, list[int]] = {b: [] for b in brokers}
-    for index in sorted(choosable):
-        for b in parts[index].final:
-            if b in in_tree:
-                follows[b].append(index)
+    # The partitions a broker follows, busiest first, are read only for a broker below its band,
+    # and only until _CANDIDATES are found that it does not lead: each broker's list grows from
+    # one walk of the choosable partitions by (-weight, index), resumed where it stopped (the
+    # replicas never move here). Building every broker's list up front cost more than all of 4b.
+    follows: dict[int, list[int]] = {}
+    cursor: dict[int, int] = {}
+    descending: list[int] = []
+
+    def followed(b: int):
+        """The choosable partitions with traffic that b holds, by (-weight, index)."""
+        if not descending:
+            descending.extend(sorted(i for i in choosable if weight[i]))
+            descending.sort(key=weight.__getitem__, reverse=True)  # stable: ids ascending in a tie
+        known = follows.setdefault(b, [])
+        position = 0
+        while True:
+            if position < len(known):
+                yield known[position]
+                position += 1
+                continue
+            at = cursor.get(b, 0)
+            while at < len(descending) and b not in parts[descending[at]].final:
+                at += 1
+            cursor[b] = at + 1
+            if at >= len(descending):
+                return
+            known.append(descending[at])
 
     def trades(best, index: int, giver: int, taker: int):
         """The leadership of `index` from giver to taker, alone or against a quieter one back."""
@@ -292,10 +359,13 @@ def balance_network_out(model: BalanceModel, leaders: list[int | None], rates_in
                     if follower != b and follower in in_tree:
                         best = trades(best, index, b, follower)
         else:  # take over one of the busiest leaderships among the partitions it follows
-            followed = sorted((i for i in follows[b] if leaders[i] != b and leaders[i] in in_tree and weight[i]),
-                              key=lambda i: (-weight[i], i))
-            for index in followed[:_CANDIDATES]:
-                best = trades(best, index, leaders[index], b)
+            taken = 0
+            for index in followed(b):  # busiest first (by -weight, then id)
+                if leaders[index] != b and leaders[index] in in_tree:
+                    best = trades(best, index, leaders[index], b)
+                    taken += 1
+                    if taken == _CANDIDATES:
+                        break
         return None if best is None else best[1]
 
     steps, budget = 0, 4 * len(brokers) + 200

@@ -103,3 +103,117 @@ def test_traffic_never_breaks_a_hard_rule_nor_a_band_the_disk_plan_met(case):
             assert plan.resources[name].after.outside == 0, name
     assert {"bytes_in", "network_out"} <= set(plan.resources)
     assert plan == plan_bytes_balance(cluster, tolerances, goal, exact_variables=0)  # deterministic
+
+
+@settings(max_examples=15, deadline=None)
+@given(case=clusters_with_traffic())
+def test_a_shared_ledger_gives_the_plan_a_second_ledger_gives(case):
+    """Step 2b reads the greedy's ledger (`Ledger`'s invariant holds move by move, shrink
+    included) instead of building a second one from the parts: the same plan either way."""
+    import planning.placement.bytes_balance as bytes_balance
+    from planning.placement.bytes_ledger import Ledger
+
+    cluster, goal, tolerances = case
+    shared = plan_bytes_balance(cluster, tolerances, goal, exact_variables=0)
+    original = bytes_balance.balance_bytes_in
+    seen = []
+
+    def with_a_second_ledger(model, ledger, rates):
+        fresh = Ledger(model, *model.loads())
+        seen.append((ledger.load == fresh.load, ledger.count == fresh.count, ledger.items == fresh.items,
+                     ledger.sizes == fresh.sizes, (ledger.lb_total, ledger.cb_total) == (fresh.lb_total, fresh.cb_total),
+                     (ledger.g_held, ledger.g_exc, ledger.g_def) == (fresh.g_held, fresh.g_exc, fresh.g_def),
+                     (ledger.gc_held, ledger.gc_exc, ledger.gc_def) == (fresh.gc_held, fresh.gc_exc, fresh.gc_def)))
+        return original(model, fresh, rates)
+
+    bytes_balance.balance_bytes_in = with_a_second_ledger
+    try:
+        two = plan_bytes_balance(cluster, tolerances, goal, exact_variables=0)
+    finally:
+        bytes_balance.balance_bytes_in = original
+    assert all(all(checks) for checks in seen), seen
+    assert shared == two
+
+
+def _reference_best_in_change(model, state, b):
+    """Step 2b's choice as first written: every candidate priced (no cost cut-off), the
+    violation summed over a dict of the brokers touched."""
+    import bisect
+
+    from planning.placement.traffic_moves import _CANDIDATES, _EPSILON, _PEERS, _SCAN
+
+    def gain(change):
+        delta = {}
+        for index, s, d in change:
+            size, rate = model.parts[index].size, state.rate[index]
+            for broker, sign in ((s, -1), (d, 1)):
+                entry = delta.setdefault(broker, [0, 0, 0])
+                entry[0] += sign * size
+                entry[1] += sign
+                entry[2] += sign * rate
+        placed = traffic = 0.0
+        for broker, (dl, dc, dr) in delta.items():
+            load, count, rate = state.ledger.load[broker], state.ledger.count[broker], state.load[broker]
+            (p0, t0), (p1, t1) = (state.violation(broker, load, count, rate),
+                                  state.violation(broker, load + dl, count + dc, rate + dr))
+            placed += p0 - p1
+            traffic += t0 - t1
+        return 0.0 if placed < -_EPSILON else placed + traffic
+
+    def cheaper(best, change):
+        gained = gain(change)
+        if gained <= _EPSILON:
+            return best
+        cost = sum(model.parts[index].size for index, _, _ in change)
+        key = (cost / gained, cost, tuple(index for index, _, _ in change))
+        return (key, change) if best is None or key < best[0] else best
+
+    hot = state.load[b] > state.high[b]
+    ratio = {c: state.load[c] / state.unit[c] for c in model.group_members[model.group[b]]}
+    peers = sorted((c for c in ratio if c != b), key=lambda c: (ratio[c] if hot else -ratio[c], c))[:_PEERS]
+    parts, ledger = model.parts, state.ledger
+    best = None
+    for peer in peers:
+        giver, taker = (b, peer) if hot else (peer, b)
+        for rate, index in reversed(state.busiest(giver)[-_CANDIDATES:]):
+            part = parts[index]
+            if not model.fits(part, giver, taker):
+                continue
+            if model.may_take(part.topic, taker):
+                best = cheaper(best, ((index, giver, taker),))
+            start = bisect.bisect_left(ledger.sizes[taker], part.size)
+            for size, other in ledger.items[taker][max(0, start - _SCAN):start + _SCAN]:
+                back = parts[other]
+                if state.rate[other] >= rate or other == index or not model.fits(back, taker, giver):
+                    continue
+                if back.topic != part.topic and not (model.may_take(part.topic, taker)
+                                                     and model.may_take(back.topic, giver)):
+                    continue
+                best = cheaper(best, ((index, giver, taker), (other, taker, giver)))
+    return None if best is None else best[1]
+
+
+@settings(max_examples=20, deadline=None)
+@given(case=clusters_with_traffic())
+def test_bytes_in_changes_priced_per_pair_and_cut_by_cost_are_the_ones_every_candidate_priced_gives(case):
+    """Step 2b prices a change from its pair's violations read once and passes over a change
+    whose cost alone loses to the best so far: at every step the change chosen is the one
+    pricing every candidate chooses, so the plan is too."""
+    import planning.placement.traffic_moves as traffic_moves
+
+    cluster, goal, tolerances = case
+    fast = traffic_moves._best_in_change
+    steps = []
+
+    def both(model, state, b):
+        chosen = fast(model, state, b)
+        steps.append((chosen, _reference_best_in_change(model, state, b)))
+        return chosen
+
+    traffic_moves._best_in_change = both
+    try:
+        plan = plan_bytes_balance(cluster, tolerances, goal, exact_variables=0)
+    finally:
+        traffic_moves._best_in_change = fast
+    assert all(chosen == reference for chosen, reference in steps), steps
+    assert hard_constraint_violations(cluster, goal, plan) == []
