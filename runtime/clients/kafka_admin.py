@@ -224,13 +224,30 @@ class ClusterAdmin:
         per leader): the start of the log on the leader's own disk where the brokers tell it
         (Kafka 3.6+; with tiered storage the older records are elsewhere), else the log start.
         Raises for the whole read when one partition cannot answer (a leader moving): the caller
-        skips this sample."""
-        from kafka.admin import OffsetSpec
+        skips this sample. Partitions the metadata does not show yet (a topic created moments
+        ago, not yet known to the broker that answers the metadata) are left out of this sample
+        rather than failing it for every other partition: they are read at the next one."""
         from kafka.structs import TopicPartition
 
         wanted = [TopicPartition(topic, partition) for topic, partition in keys]
         if not wanted:
             return {}
+        try:
+            return self._read_offsets(wanted)
+        except (KafkaPermanentError, KafkaTransientError) as error:
+            if error.code != "UNKNOWN_TOPIC_OR_PARTITION":
+                raise
+        topics = sorted({tp.topic for tp in wanted})
+        found, _ids = compute_partitions(self._call(f"describe {len(topics)} topics",
+                                                    lambda c: run_read(c, read_metadata, topics)))
+        known = {(p.topic, p.partition) for p in found if p.leader is not None}
+        shown = [tp for tp in wanted if (tp.topic, tp.partition) in known]
+        log.debug("offsets: %d partitions not in the metadata yet, left out of this sample",
+                  len(wanted) - len(shown))
+        return self._read_offsets(shown) if shown else {}
+
+    def _read_offsets(self, wanted: list) -> dict[tuple[str, int], tuple[int, int]]:
+        from kafka.admin import OffsetSpec
 
         def read(spec):
             return lambda c: c.list_partition_offsets({tp: spec for tp in wanted})

@@ -101,3 +101,23 @@ def test_bytes_in_and_out_between_two_snapshots_are_what_was_written_and_read(lo
     # Partitions nobody produced to or read from in the window: zero, not unknown.
     idle = [e[2] for e in publisher.sent if e[0] == "isr-changes" and e[2]["topic"] == quiet]
     assert len(idle) == 2 and all(e["bytes_in_per_sec"] == 0.0 and e["bytes_out_per_sec"] == 0.0 for e in idle)
+
+
+def test_a_partition_the_metadata_does_not_show_yet_is_left_out_not_the_whole_sample(local_stack):
+    """Regression (make test, 2026-11-26): the watcher created its own topics moments before a
+    snapshot; the broker answering the offsets' metadata did not know them yet, and the whole
+    traffic sample failed (UNKNOWN_TOPIC_OR_PARTITION), so no partition got its rates. A topic
+    that does not exist stands for one not propagated yet."""
+    bootstrap = local_stack.bootstrap_servers
+    topic = f"known-{uuid.uuid4().hex[:6]}"
+    creator = AdminClient({"bootstrap.servers": bootstrap})
+    for future in creator.create_topics([NewTopic(topic, 1, 3)]).values():
+        future.result(30)
+    produce(bootstrap, topic, 10)
+    admin = ClusterAdmin(bootstrap)
+    try:
+        offsets = eventually(lambda: admin.read_log_offsets([(topic, 0), (f"not-yet-{topic}", 0)]), 30, 0.5,
+                             f"offsets of {topic}")
+    finally:
+        admin.close()
+    assert offsets == {(topic, 0): (0, 10)}
