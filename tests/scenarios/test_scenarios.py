@@ -440,7 +440,12 @@ def test_a_failed_log_dir_is_reported_and_its_replicas_are_re_replicated(world):
 def test_a_rebalance_after_the_failure_keeps_what_the_dir_held_off_its_broker(world):
     """Kafka never starts again, on broker 1, a replica of a partition its failed dir held (until
     a restart): the product remembers them (`Broker.cannot_host`) and a rebalance fills the
-    now lighter broker 1 with other partitions, without a stalled step."""
+    now lighter broker 1 with other partitions, without a stalled step.
+
+    The rebalance is of the whole cluster: broker 1 lost replicas, so it is below its share of
+    the cluster whatever the dir held. A rebalance of the held topics alone could find them
+    balanced already (CI run of 2026-11-26: `audit`, 12 replicas on 6 brokers, broker 1 still at
+    its 2 after the heal), which says nothing about the rule under test."""
     demo = world.demo
     marks, before = world.begin()
     stranded = demo.controller_state().cluster.broker(1).cannot_host
@@ -454,10 +459,10 @@ def test_a_rebalance_after_the_failure_keeps_what_the_dir_held_off_its_broker(wo
     outcome: dict = {}
 
     def rebalance(result) -> None:
-        rebalance_id = request_id(demo.cli("request", "rebalance", *[a for t in topics for a in ("--topic", t)]))
+        rebalance_id = request_id(demo.cli("request", "rebalance"))
         outcome["plan"] = demo.alerts.wait_for(
             "PlanCreated", marks.alerts, 90, where=lambda a: a["details"].get("plan_id") == rebalance_id)
-        demo.say(f"  `reassigner request rebalance {' '.join('--topic ' + t for t in topics)}`: "
+        demo.say(f"  `reassigner request rebalance` (the failed dir held {', '.join(topics)}): "
                  f"{outcome['plan']['message']}; {len(stranded)} partitions the failed dir held "
                  "must stay off broker 1 until it restarts")
         demo.wait("the rebalance", lambda: demo.settled(), 300)
