@@ -20,7 +20,6 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -47,7 +46,7 @@ def redis_with_password(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def deployment(local_stack, redis_with_password, tmp_path_factory):
+def deployment(local_stack, redis_with_password, cache_dir, tmp_path_factory):
     """The four processes started from the rendered compose file; (processes, ports, env of each)."""
     work = tmp_path_factory.mktemp("compose")
     secrets = work / "run-secrets"
@@ -66,7 +65,7 @@ def deployment(local_stack, redis_with_password, tmp_path_factory):
         environment = {key: str(value).replace("/run/secrets", str(secrets))
                        for key, value in service["environment"].items()}
         environment |= {"REASSIGNER_TOPIC_PREFIX": prefix, "REASSIGNER_METRICS_PORT": str(ports[name]),
-                        "REASSIGNER_METRICS_HOST": "127.0.0.1", "REASSIGNER_CACHE_DIR": str(local_stack_cache()),
+                        "REASSIGNER_METRICS_HOST": "127.0.0.1", "REASSIGNER_CACHE_DIR": str(cache_dir),
                         "PYSPARK_PYTHON": sys.executable}
         if name == "pipeline":
             environment["REASSIGNER_CHECKPOINT_DIR"] = str(work / "checkpoints")
@@ -80,12 +79,6 @@ def deployment(local_stack, redis_with_password, tmp_path_factory):
     yield {"processes": processes, "ports": ports, "env": environments, "work": work, "compose": compose}
     for process in processes.values():
         stop(process.pid)
-
-
-def local_stack_cache() -> Path:
-    from runtime.settings import load_settings
-
-    return load_settings().cache_dir
 
 
 def healthcheck(deployment, name: str) -> subprocess.CompletedProcess:
