@@ -24,13 +24,16 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    bytes it traps (left to fix on a broker with no replica room: only a swap can), so a byte
    that fixes an excess and a deficit at once wins; the replica-count bound that remains; harm
    to the other broker (one it also helps first; then one kept on its side of its share); the
-   distance of the size from what the broker still needs per replica (its bytes to fix over its
-   replicas to fix or its replica room: few large replicas, or many small ones, as needed).
-   When no single move helps, a swap (a replica each way) may. A step's move is followed by
-   more moves on the same pair (up to `bytes_moves._BATCH` in all) while the broker it relieves
-   is still outside, each as a step would rank it on that pair and no worse than the step's move
-   on the first terms (bytes plus bound plus trapped bytes added, count bound added, harm):
-   ranking a handful of counterparts is the bulk of a step. Stop when every broker is within
+   other broker's load over its share (SPREAD: the fullest gives first, the emptiest takes
+   first, so the bytes a plan must move anyway lower the disk spread most, at no cost in
+   bytes); the distance of the size from what the broker still needs per replica (its bytes to
+   fix over its replicas to fix or its replica room: few large replicas, or many small ones,
+   as needed). When no single move helps, a swap (a replica each way) may. A step's move is
+   followed by more moves relieving the same broker (up to `bytes_moves._BATCH` in all) while
+   it is still outside, each as a step would rank it on one pair and no worse than the step's
+   move on the first terms (bytes plus bound plus trapped bytes added, count bound added,
+   harm); the other broker is the step's while it stays near the peers' water level, then the
+   next peer in line: ranking a handful of counterparts is the bulk of a step. Stop when every broker is within
    its bands or nothing helps. Then shrink: a moved replica goes back and a smaller one takes
    its place when no broker ends further outside its bands (largest first).
 3. Exact (clusters within `EXACT_VARIABLES` placement variables): the same problem as an

@@ -8,7 +8,9 @@ candidates from bisects of sorted integer sizes near a few probed sizes, each ca
 from a per-pair scorer (only the bytes terms depend on the replica) and its rack check from
 answers remembered per tree-node pattern (`BalanceModel.fits`). A step's move is followed by
 more on the same pair while each is as good (`_continue_pair`; at 300k partitions ~8 moves a
-step instead of 1: the counterparts are ranked once per batch). Nothing a step does walks the
+step instead of 1: the counterparts are ranked once per batch). Among moves equal on bytes,
+bounds and harm, the fullest broker gives and the emptiest takes (SPREAD, `_pair_scorer`), in a
+batch too (a heap of the peers' levels). Nothing a step does walks the
 partitions; the shrink pass walks them once and then only the partitions moved, passing over
 those no replica could improve once the plan is within its bands (`shrink_moves`, `slack`).
 
@@ -31,6 +33,7 @@ _SWAP_SMALLS = 4  # the smallest replicas tried as the way back of a swap
 _SHRINK_PASSES = 3
 _COUNTERPARTS = 8  # peers looked at first for a move
 _BATCH = 32  # moves a step may make on the pair it picked (`_continue_pair`)
+_LEVEL_SLACK = 0.02  # how far (of its share) a batch may take the other broker past the peers' level
 
 
 def place_slots(model: BalanceModel, ledger: Ledger) -> list[TopicPartition]:
@@ -100,8 +103,8 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
             key, index, s, d = move
             before = (ledger.lb_total, ledger.cb_total)
             ledger.move(index, s, d)
-            steps += _continue_pair(model, ledger, worst, s, d, key, before, budget - steps - 1)
-            touched = (s, d)
+            touched = {s, d}
+            steps += _continue_pair(model, ledger, worst, s, d, key, before, budget - steps - 1, touched)
         else:
             swap = _best_swap(model, ledger, worst)
             if swap is None:
@@ -110,8 +113,8 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
             _, (i1, s1, d1), (i2, s2, d2) = swap
             ledger.move(i1, s1, d1)
             ledger.move(i2, s2, d2)
-            touched = (s1, d1)
-        for b in touched:
+            touched = {s1, d1}
+        for b in sorted(touched):
             value = outside[b] = ledger.relative_violation(b)
             if value > 0:
                 heapq.heappush(heap, (-value, b))
@@ -120,32 +123,54 @@ def balance_moves(model: BalanceModel, ledger: Ledger) -> int:
     return steps
 
 
-def _continue_pair(model: BalanceModel, ledger: Ledger, b: int, s: int, d: int, key, before, budget: int) -> int:
+def _continue_pair(model: BalanceModel, ledger: Ledger, b: int, s: int, d: int, key, before, budget: int,
+                   touched: set[int]) -> int:
     """After the step's move `key` from s to d (to relieve b; `before`: the bytes and count
-    bounds before it), more moves on the same pair while each is as good as that one was:
-    returns how many were made (at most `_BATCH - 1` and `budget`).
+    bounds before it), more moves relieving b while each is as good as that one was: returns
+    how many were made (at most `_BATCH - 1` and `budget`); the brokers they touched are added
+    to `touched`.
 
     WHY. A step ranks a replica of each of a handful of counterparts (`_best_move`, the bulk of
-    the planner's time at 300k partitions); moves on the pair it picked are ranked alone here,
-    at an eighth of that. A further move must be one a step could take: b still outside its
-    bands, the move lowering the total violation (the scorer's rule), and on the key's first
-    terms no worse than the step's move: what it adds to bytes moved plus the bound no more
-    than the step's move added, the same for the replica-count bound, and no more harm to the
-    other broker. The pair's replicas are probed as a step probes them (its wanted size)."""
+    the planner's time at 300k partitions); a batch's moves are ranked on one pair each, at an
+    eighth of that. A further move must be one a step could take: b still outside its bands,
+    the move lowering the total violation (the scorer's rule), and on the key's first terms no
+    worse than the step's move: what it adds to bytes moved plus the bound no more than the
+    step's move added, the same for the replica-count bound, and no more harm to the other
+    broker. The pair's replicas are probed as a step probes them (its wanted size).
+
+    SPREAD holds across the batch: the other broker goes on giving (taking) while it is still
+    about as loaded (as little loaded), relative to its share, as the most (least) loaded other
+    peer of b, within `_LEVEL_SLACK`; past that, the batch goes on with that peer instead (a
+    heap of the peers' levels): the water level steps one at a time would keep, at a batch's
+    cost."""
     waste, count_waste, harm = key[0] - before[0], key[1] - before[1], key[2]
-    made = 0
+    load, floor = ledger.load, model.bshare_floor
+    giving = b == d  # the other side gives to b
+    sign = -1 if giving else 1  # heap order: the most loaded giver, the least loaded taker first
+    other = s if giving else d
+    heap = [(sign * load[c] / (floor[c] or 1), c) for c in model.group_members[model.group[b]] if c != b and c != other]
+    heapq.heapify(heap)
+    made = tried = 0
     while made < min(_BATCH - 1, budget) and ledger.relative_violation(b) > 0:
+        if heap and sign * load[other] / (floor[other] or 1) > heap[0][0] + _LEVEL_SLACK:
+            _, peer = heapq.heapreplace(heap, (sign * load[other] / (floor[other] or 1), other))
+            other = peer
+        s, d = (other, b) if giving else (b, other)
         wanted, probes = _pair_probes(model, ledger, b, s, d)
         if wanted is None:
             break
         best = _best_of_pair(model, ledger, s, d, b, wanted, probes, None)
-        if best is None:
-            break
-        (total, count_total, other_harm, *_), index = best[0], best[1]
-        if (total - ledger.lb_total > waste or count_total - ledger.cb_total > count_waste
-                or other_harm > harm):
-            break
-        ledger.move(index, s, d)
+        if best is None or (best[0][0] - ledger.lb_total > waste or best[0][1] - ledger.cb_total > count_waste
+                            or best[0][2] > harm):
+            # Not as good as the step's move: the next peer in line is tried instead, a few at
+            # most (each costs a pair's ranking), this one set aside for the rest of the batch.
+            tried += 1
+            if not heap or tried >= _COUNTERPARTS:
+                break
+            other = heapq.heappop(heap)[1]
+            continue
+        ledger.move(best[1], s, d)
+        touched.add(other)
         made += 1
     return made
 
@@ -257,6 +282,11 @@ def _pair_scorer(model: BalanceModel, ledger: Ledger, s: int, d: int, b: int, wa
     d_is_other = s == b
     bfloor_s, bfloor_d = model.bshare_floor[s], model.bshare_floor[d]
     count_side_d, count_side_s = cd1 <= model.cshare_floor[d] + 1, cs1 >= model.cshare_floor[s]
+    # SPREAD: among moves equal on bytes, bounds and harm, the other broker's load relative to
+    # its share decides (the least loaded takes, the most loaded gives): the bytes a plan must
+    # move anyway are taken off the fullest brokers and given to the emptiest, which lowers
+    # the disk spread at no cost in bytes.
+    level = ld / (bfloor_d or 1) if d_is_other else -ls / (bfloor_s or 1)
 
     def score(x: int, index: int):
         l1 = ls - x
@@ -287,7 +317,7 @@ def _pair_scorer(model: BalanceModel, ledger: Ledger, s: int, d: int, b: int, wa
         else:
             other_delta, other_side = ds, ls - x >= bfloor_s and count_side_s
         harm = 0 if other_delta < 0 else (1 if other_side else 2)
-        return (x + lb, cb, harm, abs(x - wanted), s, d, index)
+        return (x + lb, cb, harm, level, abs(x - wanted), s, d, index)
 
     return score
 

@@ -366,7 +366,11 @@ def reference_move_key(model, ledger, index, s, d, b, wanted):
         other_delta = ds
         other_side = ledger.load[s] - x >= model.bshare_floor[s] and ledger.count[s] - 1 >= model.cshare_floor[s]
     harm = 0 if other_delta < 0 else (1 if other_side else 2)
-    return (x + lb, cb, harm, abs(x - wanted), s, d, index)
+    # The other broker's load over its share before the move: the least loaded takes first,
+    # the most loaded gives first (SPREAD).
+    level = (ledger.load[d] / (model.bshare_floor[d] or 1) if s == b
+             else -ledger.load[s] / (model.bshare_floor[s] or 1))
+    return (x + lb, cb, harm, level, abs(x - wanted), s, d, index)
 
 
 def greedy_state(cluster, goal, tolerances):
@@ -461,3 +465,24 @@ def test_a_plan_outside_its_bands_reports_no_gap():
     plan = plan_balanced(Cluster(brokers, (Topic("t", parts),)), Goal(heal=False, rebalance=True), Balance("bytes"))
     assert plan.balance_mode == "bytes" and plan.within_tolerance is False
     assert plan.gap_percent is None
+
+
+def test_the_bytes_a_new_broker_takes_come_off_the_fullest_brokers():
+    """SPREAD (`bytes_moves`): ten brokers in one rack group, five holding 1,000 bytes and five
+    960, in replicas of 10 bytes; a new broker must reach its band's floor (802 of its 891
+    share). Taking those bytes from whichever broker comes first would leave some at 960-980
+    and others at their share; taken off the fullest first, the ten end within a few replicas
+    of each other, for the same bytes moved."""
+    loads = {b: (100 if b < 5 else 96) for b in range(10)}
+    parts, i = [], 0
+    for b, count in loads.items():
+        for _ in range(count):
+            parts.append(PartitionState(f"t{i % 7}", i, (b,), size_bytes=10))
+            i += 1
+    topics = tuple(Topic(f"t{k}", tuple(p for p in parts if p.topic == f"t{k}"), 1) for k in range(7))
+    cluster = Cluster(tuple(Broker(b) for b in range(11)), topics)
+    plan = plan_bytes_balance(cluster, Tolerances(topic_spread=None))
+    # 81 replicas: the fewest that reach the floor (the bound, 802, does not count in replicas)
+    assert plan.within_tolerance and plan.bytes_moved == 810 and plan.bytes_moved_lower_bound == 802
+    old = [plan.bytes_after[b] for b in range(10)]
+    assert max(old) - min(old) <= 20, old  # two replicas apart at most (taken a batch at a time)

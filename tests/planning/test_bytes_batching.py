@@ -1,5 +1,6 @@
 """The bytes-balance greedy's batched steps (`planning.placement.bytes_moves._continue_pair`): a
-step's move followed by more moves on the same pair. Each further move keeps every hard rule,
+step's move followed by more moves relieving the same broker, on its pair or, past the water
+level (SPREAD), on the next peer in line. Each further move keeps every hard rule,
 strictly lowers the total violation, adds no more to bytes moved plus the bound (and to the
 replica-count bound) than the step's own move did, and does no more harm to the other broker;
 a plan made with batches keeps the rules and the bound as one made a move per step."""
@@ -60,14 +61,19 @@ def test_each_move_of_a_batch_is_one_a_step_could_make(case):
 
         ledger.move = recording
         try:
-            count = bytes_moves._continue_pair(model, ledger, worst, s, d, key, before, 1000)
+            touched = {s, d}
+            count = bytes_moves._continue_pair(model, ledger, worst, s, d, key, before, 1000, touched)
         finally:
             del ledger.move
         assert count == len(made) <= bytes_moves._BATCH - 1
+        # every broker a batch changed is told to the greedy's heap of brokers outside
+        assert {b for *_, pair in made for b in pair} <= touched
         event("a step continued on its pair" if made else "a step alone")
         violations = [v for _, _, v, _ in made] + [total_violation(ledger)]
         for i, (waste, count_waste, _, pair) in enumerate(made):
-            assert pair == (s, d)
+            # on b and a peer of its rack group: the step's pair, or the next in line (SPREAD)
+            assert worst in pair and (pair[1] == worst) == (d == worst)
+            assert model.group[pair[0]] == model.group[pair[1]]
             assert violations[i + 1] < violations[i]
             assert waste <= key[0] - before[0]
             assert count_waste <= key[1] - before[1]
