@@ -13,7 +13,9 @@ PER BROKER (`compute_broker_loads`), over the replicas it holds:
     replicas, leaders
 
 so moving a follower moves its disk bytes and bytes in, and moving leadership moves network
-out. Traffic never measured counts as zero (a new cluster, a partition created since the last
+out. AFTER A MOVEMENT (`compute_loads_after`): the same sums once some partitions hold their
+target replicas, led by the target's first (the preferred leader the movement elects), worked
+out from the partitions that change alone. Traffic never measured counts as zero (a new cluster, a partition created since the last
 sample): unknown traffic never blocks a plan, it only weighs nothing.
 
 SMOOTHING (`smooth_rate`). A snapshot's rate is one sample over its window (the time between two
@@ -31,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from planning.model import Cluster, PartitionState
+from planning.model import Cluster, PartitionState, TopicPartition
 
 TRAFFIC_HORIZON_SECONDS = 300.0
 
@@ -83,3 +85,44 @@ def compute_broker_loads(cluster: Cluster) -> Mapping[int, BrokerLoad]:
                 out[p.leader] = out.get(p.leader, 0.0) + compute_partition_network_out(p)
     return {b: BrokerLoad(replicas[b], leaders.get(b, 0), disk[b], bytes_in[b], out.get(b, 0.0))
             for b in sorted(replicas)}
+
+
+def compute_loads_after(cluster: Cluster, loads: Mapping[int, BrokerLoad],
+                        targets: Mapping[TopicPartition, tuple[int, ...]]) -> Mapping[int, BrokerLoad]:
+    """The load of each broker a target changes (module AFTER A MOVEMENT), from `loads` (the
+    cluster's, `compute_broker_loads`) and the partitions of `targets` alone; a partition the
+    cluster does not show is left out. Brokers no target touches are not in the result."""
+    delta: dict[int, list] = {}
+
+    def add(broker: int, replicas: int, leaders: int, size: int, produced: float, out: float) -> None:
+        entry = delta.setdefault(broker, [0, 0, 0, 0.0, 0.0])
+        entry[0] += replicas
+        entry[1] += leaders
+        entry[2] += size
+        entry[3] += produced
+        entry[4] += out
+
+    for tp in sorted(targets):
+        partition, target = cluster.partition(tp), tuple(targets[tp])
+        if partition is None or not target:
+            continue
+        size, produced = partition.size_bytes or 0, partition.bytes_in_per_sec or 0.0
+        old_replicas, new_replicas = set(partition.replicas), set(target)
+        for broker in old_replicas - new_replicas:
+            add(broker, -1, 0, -size, -produced, 0.0)
+        for broker in new_replicas - old_replicas:
+            add(broker, 1, 0, size, produced, 0.0)
+        leader = partition.leader if partition.leader is not None and partition.leader >= 0 else None
+        old_out = compute_partition_network_out(partition)
+        new_out = max(0, len(target) - 1) * produced + (partition.bytes_out_per_sec or 0.0)
+        if leader is not None:
+            add(leader, 0, -1, 0, 0.0, -old_out)
+        add(target[0], 0, 1, 0, 0.0, new_out)
+    idle = BrokerLoad()
+    after = {}
+    for broker, (replicas, leaders, size, produced, out) in sorted(delta.items()):
+        now = loads.get(broker, idle)
+        after[broker] = BrokerLoad(now.replicas + replicas, now.leaders + leaders, now.disk_bytes + size,
+                                   max(0.0, now.bytes_in_per_sec + produced),
+                                   max(0.0, now.network_out_per_sec + out))
+    return after

@@ -41,9 +41,30 @@ def print_list(view: ListView, console: Console) -> None:
         console.print(batch)
     _print_external(view.external, console)
     _print_log_dir_moves(view.log_dir_moves, console)
+    _print_broker_changes(view.brokers, console)
     for p in view.proposals:
         console.print(f"proposal {p.proposal_id} awaits approval: {p.reason}, {len(p.moves)} partitions "
                       f"(`reassigner request show {p.proposal_id}`; approve or reject it)", soft_wrap=True)
+
+
+def _print_broker_changes(rows, console: Console) -> None:
+    """Each broker the ongoing reassignments change: now → once they are done (the rates only
+    where some traffic was measured: zero would read as idle)."""
+    if not rows:
+        return
+    measured = any(load.bytes_in_per_sec or load.network_out_per_sec for r in rows for load in (r.now, r.after))
+    rates = ("in/s", "out/s") if measured else ()
+    table = _table(f"brokers the ongoing reassignments change ({len(rows)}): now → when done",
+                   "broker", "replicas", "leaders", "bytes", *rates)
+    for r in rows:
+        now, after = r.now, r.after
+        cells = [str(r.broker), f"{now.replicas} → {after.replicas}", f"{now.leaders} → {after.leaders}",
+                 f"{format_size(now.disk_bytes)} → {format_size(after.disk_bytes)}"]
+        if measured:
+            cells += [f"{format_rate(now.bytes_in_per_sec)} → {format_rate(after.bytes_in_per_sec)}",
+                      f"{format_rate(now.network_out_per_sec)} → {format_rate(after.network_out_per_sec)}"]
+        table.add_row(*cells)
+    console.print(table)
 
 
 def print_status(view: StatusView, console: Console) -> None:

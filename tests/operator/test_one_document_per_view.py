@@ -74,6 +74,25 @@ def test_list_json_is_the_reassignments_document_of_the_api(monkeypatch, capsys,
     assert [r["partition"] for r in document["reassignments"]] == [0, 1, 2]
     assert [m["partition"] for m in document["log_dir_moves"]] == [2] and document["state_error"] is None
     assert document["external"][0]["kind"] == "external" and document["in_flight"][0]["partition"] == 0
+    # each broker the reassignments change, now and when they are done: the replicas they add
+    # and remove, summed over the brokers
+    changes = document["brokers"]
+    assert changes and all(set(c) == {"broker", "now", "after"} and c["now"] != c["after"] for c in changes)
+    net = sum(len(r["final_target"]) - len(r["current_replicas"]) for r in document["reassignments"])
+    assert sum(c["after"]["replicas"] - c["now"]["replicas"] for c in changes) == net
+
+
+def test_list_prints_each_broker_the_reassignments_change(monkeypatch, capsys):
+    import runtime.clients.redis_io as redis_io
+    from reassigner.cli import views
+    from reassigner.cli.main import main
+
+    monkeypatch.setattr(redis_io, "controller_state_loader", lambda *_args, **_kwargs: state)
+    monkeypatch.setattr(views.time, "time", lambda: NOW)
+    monkeypatch.setattr(sys, "argv", ["reassigner", "list", "--redis-url", "redis://127.0.0.1:1/0"])
+    main()
+    out = capsys.readouterr().out
+    assert "brokers the ongoing reassignments change" in out and "→" in out
 
 
 def test_status_json_is_the_status_of_the_api(monkeypatch, capsys, served):

@@ -22,7 +22,7 @@ from reassigner.operator.views.rows import (ExternalRow, InFlightRow, LogDirMove
                                             compute_reassignment_rows, compute_waiting_reason, step_label)
 from reassigner.operator.views.proposals import (ProposalMoveRow, ProposalView, compute_proposal_view,
                                                  compute_proposal_views, proposal_to_reassignment_json)
-from reassigner.operator.views.listing import ListView, compute_list_view
+from reassigner.operator.views.listing import BrokerChangeRow, ListView, compute_list_view
 from reassigner.operator.views.progress import Figures, Progress, compute_meter, compute_progress
 from reassigner.operator.views.status import (BrokerRow, DiskRow, PartitionProblem, StatusView, compute_disk_rows,
                                               compute_status)
@@ -35,7 +35,7 @@ __all__ = [
     "compute_log_dir_move_rows", "compute_reassignment_rows", "compute_waiting_reason", "step_label",
     "ProposalMoveRow", "ProposalView", "compute_proposal_view", "compute_proposal_views",
     "proposal_to_reassignment_json",
-    "ListView", "compute_list_view",
+    "BrokerChangeRow", "ListView", "compute_list_view",
     "Figures", "Progress", "compute_meter", "compute_progress",
     "BrokerRow", "DiskRow", "PartitionProblem", "StatusView", "compute_disk_rows", "compute_status",
     "compute_status_document", "list_to_json", "progress_to_json", "proposal_to_json",

@@ -44,6 +44,8 @@ def list_to_json(view: ListView | None, state_error: str | None = None,
         "in_flight": [row_to_json(f) for f in view.in_flight] if view else [],
         "log_dir_moves": [row_to_json(m) for m in view.log_dir_moves] if view else [],
         "external": [row_to_json(e) for e in view.external] if view else [],
+        # each broker the ongoing reassignments change: {"broker", "now": load, "after": load}
+        "brokers": [row_to_json(b) for b in view.brokers] if view else [],
         "state_error": state_error,
     }
 

@@ -143,7 +143,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
     progress = compute_meter(state, default_replica_movements, now_seconds, policy)
-    listing = compute_list_view(state, default_replica_movements, now_seconds, policy, progress)
+    listing = compute_list_view(state, default_replica_movements, now_seconds, policy, progress, loads)
     rows = listing.reassignments
     return StatusView(
         brokers=brokers,
