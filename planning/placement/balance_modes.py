@@ -61,11 +61,41 @@ def plan_balanced(cluster: Cluster, goal: Goal, balance: Balance = Balance()) ->
     plan = plan_bytes_balance(cluster, balance.tolerances or Tolerances(), goal)
     if plan.unplaced or plan.disk_overflow:
         return plan_placement(cluster, goal)
-    return as_placement_plan(plan)
+    return as_placement_plan(plan, cluster)
 
 
-def as_placement_plan(plan: BytesBalancePlan) -> PlacementPlan:
-    """The bytes planner's plan in the shape every caller reads."""
+def _with_ineligible(cluster: Cluster, plan: BytesBalancePlan) -> tuple[dict, dict, dict, dict]:
+    """The plan's replicas and leaders before and after, with the registered brokers it does not
+    balance (draining, down) added: what they hold now and once the targets apply (a drained
+    broker's 0), as the count planner reports them."""
+    eligible = set(plan.eligible_brokers)
+    others = sorted(b.id for b in cluster.brokers if b.id not in eligible)
+    maps = (dict(plan.replicas_before), dict(plan.replicas_after), dict(plan.leaders_before), dict(plan.leaders_after))
+    if not others:
+        return maps
+    replicas_before, replicas_after, leaders_before, leaders_after = maps
+    for b in others:
+        for counts in maps:
+            counts[b] = 0
+    wanted = set(others)
+    for p in cluster.partitions():
+        final = plan.targets.get(p.tp, p.replicas)
+        for counts, replicas in ((replicas_before, p.replicas), (replicas_after, final)):
+            for b in replicas:
+                if b in wanted:
+                    counts[b] += 1
+        for counts, replicas in ((leaders_before, p.replicas), (leaders_after, final)):
+            if replicas and replicas[0] in wanted:
+                counts[replicas[0]] += 1
+    return maps
+
+
+def as_placement_plan(plan: BytesBalancePlan, cluster: Cluster | None = None) -> PlacementPlan:
+    """The bytes planner's plan in the shape every caller reads; with `cluster`, its counts also
+    name the registered brokers the plan does not balance (`_with_ineligible`)."""
+    replicas_before, replicas_after_all, leaders_before, leaders_after_all = (
+        _with_ineligible(cluster, plan) if cluster is not None else
+        (plan.replicas_before, plan.replicas_after, plan.leaders_before, plan.leaders_after))
     brokers = plan.eligible_brokers
     bytes_after = [plan.bytes_after[b] for b in brokers]
     replicas_after = [plan.replicas_after[b] for b in brokers]
@@ -78,10 +108,10 @@ def as_placement_plan(plan: BytesBalancePlan) -> PlacementPlan:
         bytes_moved=plan.bytes_moved,
         leader_changes=plan.leader_changes,
         warnings=plan.warnings,
-        replicas_before=plan.replicas_before,
-        replicas_after=plan.replicas_after,
-        leaders_before=plan.leaders_before,
-        leaders_after=plan.leaders_after,
+        replicas_before=MappingProxyType(dict(replicas_before)),
+        replicas_after=MappingProxyType(dict(replicas_after_all)),
+        leaders_before=MappingProxyType(dict(leaders_before)),
+        leaders_after=MappingProxyType(dict(leaders_after_all)),
         rack_violations=plan.rack_violations,
         eligible_brokers=brokers,
         cluster_replica_spread=max(replicas_after) - min(replicas_after) if brokers else 0,

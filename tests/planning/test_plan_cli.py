@@ -36,12 +36,32 @@ def snapshot(tmp_path):
     return path, data
 
 
+def test_a_bytes_plan_names_the_removed_broker(app, tmp_path):
+    """`--balance-mode bytes`: the summary reports bytes moved against their bound, every broker
+    within its bands, and the removed broker (not balanced, emptied) at 0, as the count planner's
+    summary does (regression: the bytes summary left it out)."""
+    path, _ = snapshot(tmp_path)
+    summary = tmp_path / "summary.json"
+    result = CliRunner().invoke(app, [
+        "plan", "--snapshot", str(path), "--add-broker", "6:r0", "--add-broker", "7:r1",
+        "--add-broker", "8:r2", "--remove-broker", "1", "--output", str(tmp_path / "plan.json"),
+        "--summary-json", str(summary), "--balance-mode", "bytes",
+    ])
+    assert result.exit_code == 0, result.output
+    facts = json.loads(summary.read_text())
+    assert facts["balance_mode"] == "bytes" and facts["within_tolerance"] is True
+    assert facts["bytes_moved"] >= facts["bytes_moved_lower_bound"] > 0
+    assert facts["replicas_after"]["1"] == 0 and facts["replicas_before"]["1"] > 0
+    assert facts["leaders_after"]["1"] == 0 and facts["rack_violations"] == 0
+
+
 def test_plan_writes_reassignment_and_summary(app, tmp_path):
     path, data = snapshot(tmp_path)
     out, summary = tmp_path / "plan.json", tmp_path / "summary.json"
     result = CliRunner().invoke(app, [
         "plan", "--snapshot", str(path), "--add-broker", "6:r0", "--add-broker", "7:r1",
         "--add-broker", "8:r2", "--remove-broker", "1", "--output", str(out), "--summary-json", str(summary),
+        "--balance-mode", "strict",
     ])
     assert result.exit_code == 0, result.output
     facts = json.loads(summary.read_text())
