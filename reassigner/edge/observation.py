@@ -55,16 +55,27 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from runtime.clients.cluster_merge import (
+
     compute_changed_log_dirs,
+
     compute_changed_partitions,
+
     compute_partition_sizes,
+
 )
+
 from runtime.clients.cluster_observation import (
+
     BrokerObservation,
+
     ClusterObservation,
+
     LogDirObservation,
+
     PartitionObservation,
+
     TopicObservation,
+
 )
 from reassigner.edge.traffic import PartitionTraffic, TrafficWindow, compute_partition_traffic
 from schemas.codec import partition_key
@@ -77,6 +88,7 @@ MESSAGE_ID_NAMESPACE = uuid.UUID("6f0c1c9e-3a55-4d1e-9a57-2f7f4c1e0b5a")
 
 Event = tuple[str, str, dict]
 """(topic suffix, Kafka message key, record dict)."""
+
 
 
 def compute_broker_state(broker: BrokerObservation | None, previous: BrokerObservation | None) -> str:

@@ -138,8 +138,7 @@ class ReplicaList(Sequence[ReplicaInDir]):
 @dataclass(frozen=True)
 class LogDirObservation:
     """A broker's log dir. `replicas` is a `ReplicaList` as the adapter decodes it, or any tuple
-    of `ReplicaInDir`, sorted by key either way (the diff finds a copy in flight in it by
-    bisection: `cluster_merge._copy_changed`); it compares by the replicas' keys (sizes aside)."""
+    of `ReplicaInDir` (sorted); either way it compares by the replicas' keys (sizes aside)."""
 
     broker_id: int
     path: str
