@@ -15,8 +15,9 @@ PER BROKER (`compute_broker_loads`), over the replicas it holds:
 so moving a follower moves its disk bytes and bytes in, and moving leadership moves network
 out. AFTER A MOVEMENT (`compute_loads_after`): the same sums once some partitions hold their
 target replicas, led by the target's first (the preferred leader the movement elects), worked
-out from the partitions that change alone. Traffic never measured counts as zero (a new cluster, a partition created since the last
-sample): unknown traffic never blocks a plan, it only weighs nothing.
+out from the partitions that change alone. Traffic never measured counts as zero (a new
+cluster, a partition created since the last sample): unknown traffic never blocks a plan, it
+only weighs nothing.
 
 SMOOTHING (`smooth_rate`). A snapshot's rate is one sample over its window (the time between two
 samples, `reassigner.edge.traffic`). The state keeps an exponentially weighted mean over
@@ -61,8 +62,12 @@ def smooth_rate(previous: float | None, sample: float | None, window_ms: int | N
 def compute_partition_network_out(partition: PartitionState) -> float:
     """What the leader of `partition` sends per second: each follower's fetch of what is
     produced, and the consumers' reads."""
-    produced = partition.bytes_in_per_sec or 0.0
-    return max(0, len(partition.replicas) - 1) * produced + (partition.bytes_out_per_sec or 0.0)
+    return _leader_out(partition, len(partition.replicas))
+
+
+def _leader_out(partition: PartitionState, replicas: int) -> float:
+    """What the leader of `partition` sends per second with `replicas` replicas."""
+    return max(0, replicas - 1) * (partition.bytes_in_per_sec or 0.0) + (partition.bytes_out_per_sec or 0.0)
 
 
 def compute_broker_loads(cluster: Cluster) -> Mapping[int, BrokerLoad]:
@@ -113,11 +118,9 @@ def compute_loads_after(cluster: Cluster, loads: Mapping[int, BrokerLoad],
         for broker in new_replicas - old_replicas:
             add(broker, 1, 0, size, produced, 0.0)
         leader = partition.leader if partition.leader is not None and partition.leader >= 0 else None
-        old_out = compute_partition_network_out(partition)
-        new_out = max(0, len(target) - 1) * produced + (partition.bytes_out_per_sec or 0.0)
         if leader is not None:
-            add(leader, 0, -1, 0, 0.0, -old_out)
-        add(target[0], 0, 1, 0, 0.0, new_out)
+            add(leader, 0, -1, 0, 0.0, -compute_partition_network_out(partition))
+        add(target[0], 0, 1, 0, 0.0, _leader_out(partition, len(target)))
     idle = BrokerLoad()
     after = {}
     for broker, (replicas, leaders, size, produced, out) in sorted(delta.items()):

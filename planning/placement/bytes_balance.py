@@ -33,9 +33,9 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    it is still outside, each as a step would rank it on one pair and no worse than the step's
    move on the first terms (bytes plus bound plus trapped bytes added, count bound added,
    harm); the other broker is the step's while it stays near the peers' water level, then the
-   next peer in line: ranking a handful of counterparts is the bulk of a step. Stop when every broker is within
-   its bands or nothing helps. Then shrink: a moved replica goes back and a smaller one takes
-   its place when no broker ends further outside its bands (largest first).
+   next peer in line: ranking a handful of counterparts is the bulk of a step. Stop when every
+   broker is within its bands or nothing helps. Then shrink: a moved replica goes back and a
+   smaller one takes its place when no broker ends further outside its bands (largest first).
 3. Exact (clusters within `EXACT_VARIABLES` placement variables): the same problem as an
    integer program (`planning.placement.milp`, CP-SAT, a deterministic budget), started from
    the greedy plan; its plan replaces the greedy's when it is better (bytes, then replicas),

@@ -152,9 +152,9 @@ def _continue_pair(model: BalanceModel, ledger: Ledger, b: int, s: int, d: int, 
     heapq.heapify(heap)
     made = tried = 0
     while made < min(_BATCH - 1, budget) and ledger.relative_violation(b) > 0:
-        if heap and sign * load[other] / (floor[other] or 1) > heap[0][0] + _LEVEL_SLACK:
-            _, peer = heapq.heapreplace(heap, (sign * load[other] / (floor[other] or 1), other))
-            other = peer
+        level = sign * load[other] / (floor[other] or 1)
+        if heap and level > heap[0][0] + _LEVEL_SLACK:
+            other = heapq.heapreplace(heap, (level, other))[1]
         s, d = (other, b) if giving else (b, other)
         wanted, probes = _pair_probes(model, ledger, b, s, d)
         if wanted is None:
