@@ -16,7 +16,7 @@ export REASSIGNER_CACHE_DIR := $(CURDIR)/.cache
 export PYSPARK_PYTHON := $(CURDIR)/$(BIN)/python
 export PYSPARK_DRIVER_PYTHON := $(CURDIR)/$(BIN)/python
 
-.PHONY: demo test test-slow test-scenarios test-faults test-fast install system-packages python-packages jars lint lock docs bench clean
+.PHONY: demo test test-slow test-scenarios test-faults test-kafka-versions test-fast install system-packages python-packages jars lint lock docs bench clean
 
 demo: install                    ## the main job on a real local Kafka cluster, Redis and Spark
 	$(BIN)/reassigner demo $(DEMO_ARGS)
@@ -32,6 +32,15 @@ test-scenarios: install          ## every reaction, asserted on one real local c
 
 test-faults: install             ## the fault-injection suite: every fault the product rides out, on one real cluster (tests/faults, about 15-19 minutes)
 	$(BIN)/pytest -m faults $(PYTEST_ARGS)
+
+KAFKA_MATRIX ?= 3.7.2 4.4.0
+KAFKA_MATRIX_TESTS ?= tests/clients/test_kafka_version_on_a_real_cluster.py tests/edge/test_watcher_sees_cluster.py tests/edge/test_cordons_on_a_real_cluster.py
+
+test-kafka-versions: install       ## the watcher's and the cordons' real-stack tests on the oldest and newest supported Kafka (KAFKA_MATRIX; CI runs it)
+	@for version in $(KAFKA_MATRIX); do \
+	  echo "--- Kafka $$version"; \
+	  REASSIGNER_LOCAL_KAFKA_VERSION=$$version $(BIN)/pytest -m "stack or long" $(KAFKA_MATRIX_TESTS) $(PYTEST_ARGS) || exit 1; \
+	done
 
 test-fast: install               ## only the fast tests (no Kafka, Redis or Spark started)
 	$(BIN)/pytest -m "not slow and not stack and not spark" $(PYTEST_ARGS)

@@ -52,7 +52,8 @@ from planning.model import Broker, Cluster, PartitionState, Topic  # noqa: E402
 from planning.placement.bytes_balance import Tolerances, plan_bytes_balance  # noqa: E402
 from runtime.heap import automatic_collection_paused  # noqa: E402
 from planning.placement.placer import Goal, plan_placement  # noqa: E402
-from planning.placement.racks import compute_rack_tree, satisfies_rack_spread  # noqa: E402
+from planning.placement.racks import compute_closed_groups, compute_rack_tree, satisfies_rack_spread  # noqa: E402
+from planning.placement.spread_floor import compute_plan_cv_floor  # noqa: E402
 
 TB = 1e12
 
@@ -163,20 +164,24 @@ def describe(name: str, cluster: Cluster, eligible: list[int], added: list[int],
     held, count, leads, rate_in, out = after_counts(cluster, targets, eligible)
     cv, max_mean = stats(held)
     mean = sum(held) / len(held)
+    # The lowest disk CV any plan moving as many bytes on this snapshot reaches: a tool that
+    # claims a lower one moved more.
+    tree = compute_rack_tree(b for b in cluster.brokers if b.id in set(eligible))
+    closed = compute_closed_groups(tree, {len(p.replicas) for p in cluster.partitions()})
+    floor = compute_plan_cv_floor(after_counts(cluster, {}, eligible)[0], held, moved, [closed[b] for b in eligible])
     if any(rate_in):
         extra = (f"; bytes in CV {stats(rate_in)[0]:.3f} max/mean {stats(rate_in)[1]:.3f}, network out CV "
                  f"{stats(out)[0]:.3f} max/mean {stats(out)[1]:.3f}") + extra
     new = [held[eligible.index(b)] / mean for b in added]
-    tree = compute_rack_tree(b for b in cluster.brokers if b.id in set(eligible))
     violations = sum(1 for final in targets.values() if not satisfies_rack_spread(tree, final))
     bound_text = f" (bound {bound / TB:.3f}, gap {100 * (moved - bound) / bound if bound else 0:.1f} %)" if bound is not None else ""
-    new_text = f", new brokers {min(new):.2f}-{max(new):.2f}x mean bytes" if new else ""
+    new_text = f", new brokers {min(new):.3f}-{max(new):.3f}x mean bytes" if new else ""
     print(f"  {name:<34} {moved / TB:7.3f} TB{bound_text}, {moves:5d} replica moves, {leader_changes:5d} leader "
-          f"changes; disk CV {cv:.3f} max/mean {max_mean:.3f}; replica spread {max(count) - min(count)}, "
+          f"changes; disk CV {cv:.3f} (floor at these bytes {floor:.3f}) max/mean {max_mean:.3f}; replica spread {max(count) - min(count)}, "
           f"leader spread {max(leads) - min(leads)}{new_text}; rack violations {violations}; {seconds:.2f} s, peak RSS "
           f"{peak_rss_mib():.0f} MiB{extra}",
           flush=True)
-    return {"tb": moved / TB, "cv": cv, "max_mean": max_mean}
+    return {"tb": moved / TB, "cv": cv, "cv_floor": floor, "max_mean": max_mean}
 
 
 def run(key: str, seed: int, tolerance: float, bytes_only: bool = False, traffic: bool = False) -> None:
@@ -205,6 +210,8 @@ def run(key: str, seed: int, tolerance: float, bytes_only: bool = False, traffic
     describe(f"bytes balance ±{tolerance:.0%}", cluster, eligible, added, plan.targets, seconds, plan.bytes_moved,
              plan.replica_moves, plan.leader_changes, plan.bytes_moved_lower_bound,
              f"; within tolerance: {plan.within_tolerance}")
+    for warning in plan.warnings:
+        print(f"    warning: {warning}", flush=True)
 
     goals = [("today (product's goal)", goal if not drained else Goal(heal=False, rebalance=False,
                                                                      drain_brokers=drained))]

@@ -66,10 +66,10 @@ def main() -> None:
 
     def move_with_kafkas_tool(topic: str) -> float:
         with MoveTimer(admin, topic, 0, [2]) as timer:
-            run_kafka_reassign_tool(state.bootstrap_servers, settings.cache_dir, work, {(topic, 0): [2]},
+            run_kafka_reassign_tool(state.bootstrap_servers, stack.classpath(state), work, {(topic, 0): [2]},
                                     ["--execute", "--throttle", str(arguments.rate)])
             seconds = timer.wait(timeout)
-        run_kafka_reassign_tool(state.bootstrap_servers, settings.cache_dir, work, {(topic, 0): [2]}, ["--verify"])
+        run_kafka_reassign_tool(state.bootstrap_servers, stack.classpath(state), work, {(topic, 0): [2]}, ["--verify"])
         return seconds
 
     def move_with_the_product(topic: str) -> float:

@@ -53,6 +53,13 @@ class BatchContext:
         self.plans_made += 1
         return f"b{self.inputs.batch_id}-{kind}-{self.plans_made}"
 
+    def next_command_sequence(self) -> int:
+        """The number of a command not tied to a reassignment (throttles, cordons: `handlers.outbox`
+        IDS), taken from `ControllerState.command_sequence`."""
+        sequence = self.state.command_sequence + 1
+        self.state = self.state.with_changes(command_sequence=sequence)
+        return sequence
+
     def open_alert(self, key: str) -> bool:
         """Mark a condition as signalled; False if it already was (signal once per condition)."""
         if key in self.state.open_alerts:

@@ -49,6 +49,7 @@ from typing import Any, Mapping
 from handlers.outbox import WARNING, Outbox
 from handlers.micro_batch import BadRecord, BatchInputs, BatchReport, Decision
 from handlers.context import BatchContext
+from handlers.cordons import handle_cordons_after_events, reconcile_cordons
 from handlers.events import EventEffects, compute_cluster_after_events
 from handlers.external import handle_step_views
 from handlers.disk_pressure import handle_disk_pressure
@@ -60,6 +61,7 @@ from handlers.requests import handle_requests
 from handlers.results import handle_command_results
 from handlers.triggers import handle_triggers
 from state.model import ControllerState
+from schemas import command_kind
 from schemas.codec import TOPICS
 
 
@@ -84,13 +86,17 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     cluster, observed_at, effects = compute_cluster_after_events(  # 2
         context.state.cluster, inputs.events, context.state.observed_at)
     context.state = context.state.with_cluster(cluster).with_changes(observed_at=observed_at)
+    if effects.kafka is not None and effects.kafka != context.state.kafka:
+        context.state = context.state.with_changes(kafka=effects.kafka)
+    handle_cordons_after_events(context, effects.kafka is not None, effects.came_up)
     handle_rejected_events(context, effects)
     handle_step_views(context, effects.viewed)
     handle_command_results(context, inputs.command_results)  # 3
     handle_requests(context, inputs.requests)  # 4
     handle_proposal_expiry(context)
     handle_triggers(context, effects)  # 5
-    handle_disk_pressure(context)
+    if handle_disk_pressure(context):  # a pressed dir's mark opened or closed
+        reconcile_cordons(context, "disk pressure")
     handle_progress(context)  # 6
     handle_log_dir_balance(context, effects.dirs_changed)
     handle_log_dir_progress(context)
@@ -111,7 +117,7 @@ def compute_report(context: BatchContext, inputs: BatchInputs, outbox: tuple) ->
     counts |= {(schema, "rejected"): n for schema, n in rejected.items()}
     return BatchReport(
         inputs={key: n for key, n in counts.items() if n > 0},
-        commands=dict(Counter(m.record["payload"][0] for m in outbox if m.topic_suffix == "commands")),
+        commands=dict(Counter(command_kind(m.record) for m in outbox if m.topic_suffix == "commands")),
         alerts=dict(Counter(str(m.record["kind"]) for m in outbox if m.topic_suffix == "alerts")),
         steps_completed=tuple(context.steps_completed), bytes_moved=context.bytes_moved)
 

@@ -18,6 +18,8 @@ RULES:
   replicas leaving the broker are one plan of explicit targets (`handle_plan`: stepped and
   throttled like any plan, `PlanCreated`). In approve the replicas leaving become a proposal and
   the moves within are only shown; in observe nothing runs.
+- CORDON: in mode auto, on Kafka 4.3+, a dir whose mark is open takes no new replica
+  (`handlers.cordons`): the mark opening or closing reconciles the cordons.
 - ALERT: one `DiskPressure` per planned dir, WARNING, ERROR when replicas that must go have
   nowhere to go: the dir, its use, the bytes to shed, what goes where, what is short, told apart
   from the bytes that are no replica the product can move (other files on the volume, old copies
@@ -25,6 +27,8 @@ RULES:
 """
 
 from __future__ import annotations
+
+from typing import Iterable
 
 from handlers.context import BatchContext
 from handlers.log_dirs import own_log_dir_moves
@@ -36,17 +40,31 @@ from planning.placement.disk_relief import compute_pressed_dirs, plan_disk_relie
 PRESSURE_MARKER = "DiskPressure:"
 
 
-def handle_disk_pressure(context: BatchContext) -> None:
-    """The TRIGGER rule (module docstring)."""
+def pressure_marker(broker_id: int, path: str) -> str:
+    """The open-alert mark of a planned dir (`DiskPressure:<broker>:<path>`)."""
+    return f"{PRESSURE_MARKER}{broker_id}:{path}"
+
+
+def compute_marked_dirs(open_alerts: Iterable[str]) -> list[tuple[int, str]]:
+    """(broker, path) of the dirs whose mark is open: planned, and still above the mark."""
+    marked = (key[len(PRESSURE_MARKER):].partition(":") for key in open_alerts if key.startswith(PRESSURE_MARKER))
+    return [(int(broker), path) for broker, _, path in marked if broker.isdigit()]
+
+
+def handle_disk_pressure(context: BatchContext) -> bool:
+    """The TRIGGER rule (module docstring). Whether a dir's mark opened or closed: the dirs the
+    product empties are cordoned while their mark is open (`handlers.cordons`)."""
     state = context.state
     high = context.policy.disk_high_water_percent
     low = min(context.policy.disk_low_water_percent, high)
     pressed = state.cluster.derive_from_brokers(("disk pressure", high), lambda brokers: _pressed(brokers, high))
-    markers = {f"{PRESSURE_MARKER}{b}:{path}" for b, path in pressed}
-    context.close_alerts(k for k in state.open_alerts if k.startswith(PRESSURE_MARKER) and k not in markers)
+    markers = {pressure_marker(b, path) for b, path in pressed}
+    relieved = [k for k in state.open_alerts if k.startswith(PRESSURE_MARKER) and k not in markers]
+    context.close_alerts(relieved)
+    changed = bool(relieved)
     owners = {key[0] for key in state.log_dir_moves}
     for broker_id, path in pressed:
-        marker = f"{PRESSURE_MARKER}{broker_id}:{path}"
+        marker = pressure_marker(broker_id, path)
         if marker in context.state.open_alerts or broker_id in owners:
             continue
         relief = plan_disk_relief(context.state.cluster, broker_id, path, high, low,
@@ -54,6 +72,7 @@ def handle_disk_pressure(context: BatchContext) -> None:
         if relief is None or (relief.short_bytes and relief.held_bytes):
             continue
         context.open_alert(marker)
+        changed = True
         _announce(context, relief, high, low)
         if context.policy.mode == "auto" and relief.within:
             own_log_dir_moves(context, relief.within, context.next_plan_id("relief"),
@@ -63,6 +82,7 @@ def handle_disk_pressure(context: BatchContext) -> None:
                         f"disk pressure on {path} of broker {broker_id}", broker_subject(broker_id),
                         target_log_dirs=dict(relief.away_dirs),
                         details={"bytes_moved": relief.away_bytes, "pressed_dir": path})
+    return changed
 
 
 def _pressed(brokers: tuple[Broker, ...], high: float) -> tuple[tuple[int, str], ...]:

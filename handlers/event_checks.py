@@ -107,10 +107,14 @@ def _check_partition(record: Mapping[str, Any], known_epoch: int | None) -> str 
     replica_set = set(replicas)
     if len(replica_set) != len(replicas):
         return f"replicas {replicas} name a broker twice"
-    for name in ("isr", "adding", "removing", "offline_replicas"):
+    for name in ("isr", "adding", "removing", "offline_replicas", "eligible_leader_replicas", "last_known_elr"):
         values = record.get(name)
         if values and not replica_set.issuperset(values):
             return f"{name} {sorted(set(values) - replica_set)} not among the replicas {replicas}"
+    eligible = record.get("eligible_leader_replicas")
+    if eligible and set(eligible) & set(record.get("isr") or ()):
+        return (f"eligible_leader_replicas {sorted(set(eligible) & set(record['isr']))} are in the ISR too "
+                "(Kafka keeps out-of-ISR replicas there)")
     leader = record.get("leader")
     if leader is not None and leader != -1 and leader not in replicas:
         return f"leader {leader} not among the replicas {replicas}"

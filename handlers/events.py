@@ -68,7 +68,7 @@ from typing import Any, Iterable, Mapping
 from handlers.event_checks import compute_event_problem
 from state.model import ObservationTimes
 from planning.load import smooth_rate
-from planning.model import (Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition,
+from planning.model import (Broker, Cluster, KafkaFacts, LogDir, PartitionState, Topic, TopicPartition,
                             compute_reported_log_dir)
 
 ALIVE_STATES = ("UNFENCED", "DRAINING")
@@ -110,6 +110,8 @@ class EventEffects:
         `topics_deleted` / `went_down` like those of explicit events).
     viewed: partition -> the latest event time (the watcher's poll time) of the PartitionState
         events applied for it, changed or not.
+    kafka: which Kafka the cluster runs, from the batch's newest snapshot marker that says
+        (schema set 9 watchers); None when none did.
     """
 
     came_up: dict[int, int] = field(default_factory=dict)
@@ -123,6 +125,7 @@ class EventEffects:
     rejected: list[tuple[str, str, str]] = field(default_factory=list)
     stale: int = 0
     first_view: bool = False
+    kafka: KafkaFacts | None = None
     reconciled: list[Reconciliation] = field(default_factory=list)
     viewed: dict[TopicPartition, int] = field(default_factory=dict)
 
@@ -252,6 +255,10 @@ def compute_cluster_after_events(
             effects.rejected.append((schema, str(record.get("key", "?")), f"malformed {schema}: {error!r}"))
     for record in markers:
         try:
+            if record.get("kafka_release") is not None:
+                level = record.get("kafka_metadata_level")
+                effects.kafka = KafkaFacts(str(record["kafka_release"]), None if level is None else int(level),
+                                           tuple(str(c) for c in record.get("kafka_capabilities") or ()))
             _reconcile(work, record, effects)
         except (KeyError, TypeError, ValueError) as error:
             effects.rejected.append(("SnapshotMarker", str(record.get("key", "?")),
@@ -468,6 +475,8 @@ def _apply_partition(work: _WorkingCluster, record: Mapping[str, Any], effects: 
                                      record.get("traffic_window_ms")),
         bytes_out_per_sec=smooth_rate(old.bytes_out_per_sec if old else None, record.get("bytes_out_per_sec"),
                                       record.get("traffic_window_ms")),
+        eligible_leaders=tuple(int(b) for b in record.get("eligible_leader_replicas") or ()),
+        last_known_elr=tuple(int(b) for b in record.get("last_known_elr") or ()),
     )
     if partition != old:
         work.topic_partitions(tp.topic)[tp.partition] = partition

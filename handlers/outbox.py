@@ -6,7 +6,8 @@ one `decide` call and never escapes it (the Decision carries a tuple).
 IDS (deterministic, so a replayed batch decides byte-identical messages):
 - a command serving a reassignment: `<reassignment id>:<step number>:<kind>`
   (`Reassignment.command_id`), e.g. `req-7/orders-3:2:ReassignmentStep`;
-- a throttle command: `throttle-<n>:0:<kind>`, n = `ControllerState.command_sequence`;
+- a throttle command: `throttle-<n>:0:<kind>`, n = `ControllerState.command_sequence`; a cordon
+  command (Cordon, Uncordon): `cordon-<n>-<broker id>:0:<kind>`, numbered the same way;
 - an alert: `alert-<batch id>-<index in the batch>`; the one the pipeline's shell raises when it
   finds the state store lost (`StateStoreLost`): `alert-<batch id>-store-lost`;
 - a dead letter: its key, `<source topic>-<partition>-<offset>`.
@@ -58,6 +59,17 @@ class Outbox:
 
     def command(self, command_id: str, key: str, reassignment_id: str | None, step: int,
                 reason: str, kind: str, fields: Mapping[str, Any]) -> None:
+        """A command of a `Command.payload` kind."""
+        self._add_command(command_id, key, reassignment_id, step, reason, (kind, dict(fields)), None)
+
+    def action_command(self, command_id: str, key: str, reason: str, action: Mapping[str, Any]) -> None:
+        """A command of a `Command.action` kind (schema version 10): its payload an empty
+        ClearThrottle, which clears nothing."""
+        empty = ("ClearThrottle", {"broker_ids": [], "partitions": [], "log_dir_only": False, "throttle_sequence": None})
+        self._add_command(command_id, key, None, 0, reason, empty, dict(action))
+
+    def _add_command(self, command_id: str, key: str, reassignment_id: str | None, step: int,
+                     reason: str, payload: tuple[str, dict], action: dict | None) -> None:
         record = {
             "schema_version": CURRENT_SCHEMA_VERSION,
             "event_time": self.now_ms,
@@ -67,7 +79,8 @@ class Outbox:
             "reassignment_id": reassignment_id,
             "step": step,
             "reason": reason,
-            "payload": (kind, dict(fields)),
+            "payload": payload,
+            "action": action,
         }
         self.messages.append(OutboundMessage("commands", key, "Command", record))
 

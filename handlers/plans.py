@@ -95,6 +95,8 @@ def compute_plan_proof(plan: PlacementPlan) -> dict[str, object]:
             "bytes_lower_bound": plan.bytes_moved_lower_bound,
             "gap_percent": "n/a" if plan.gap_percent is None else round(plan.gap_percent, 2),
             "within_tolerance": str(bool(plan.within_tolerance)).lower(),
+            # no plan moving as many bytes reaches a lower disk CV (`planning.placement.spread_floor`)
+            "disk_cv_floor": "n/a" if plan.disk_cv_floor is None else round(plan.disk_cv_floor, 4),
             # per resource: brokers outside its band before -> after, and its CV before -> after
             "spread": "; ".join(f"{name}: {r.before.outside} -> {r.after.outside} outside, CV {r.before.cv:.3f} -> "
                                 f"{r.after.cv:.3f}" for name, r in plan.resources.items())}

@@ -239,6 +239,5 @@ def compute_throttle_marker(brokers: Iterable[int], partitions: Iterable[tuple[s
 
 def issue_throttle_command(context: BatchContext, kind: str, reason: str, fields: dict) -> None:
     """A SetThrottle or ClearThrottle, numbered by `command_sequence` (`throttle-<n>:0:<kind>`)."""
-    sequence = context.state.command_sequence + 1
+    sequence = context.next_command_sequence()
     context.outbox.command(f"throttle-{sequence}:0:{kind}", "throttle", None, 0, reason, kind, fields)
-    context.state = context.state.with_changes(command_sequence=sequence)

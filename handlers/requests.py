@@ -33,7 +33,9 @@ RULES:
   moving one off it is left) stops draining, as a Recommission does, unless `keep_draining`;
   the alert names the brokers either way.
 - Decommission: the brokers are marked draining at once (nothing new goes to them) and a plan
-  moves every replica off them (`Goal(drain_brokers=..., heal=False, rebalance=False)`).
+  moves every replica off them (`Goal(drain_brokers=..., heal=False, rebalance=False)`). On
+  Kafka 4.3+ they are cordoned too, so that Kafka's own placer puts no new topic's replica on
+  them (`handlers.cordons`); a recommission, or a cancel that stops the drain, uncordons them.
 - Rebalance: `Goal(rebalance=True, heal=False)`, restricted to the topics named (all if none).
   With `log_dirs` it balances the log dirs of the brokers named instead (`handlers.log_dirs`).
 - Reassign naming a dir for a replica that stays on its broker, and Cancel: see
@@ -57,6 +59,7 @@ from typing import Any, Iterable, Mapping
 
 from handlers.outbox import INFO, WARNING, compute_bounded_text, summarise, tp_key
 from handlers.context import BatchContext
+from handlers.cordons import reconcile_cordons
 from handlers.log_dirs import cancel_log_dir_moves, handle_balance_dirs_request, plan_requested_dirs
 from handlers.plans import compute_plan, compute_plan_proof, handle_plan
 from handlers.proposals import handle_reject, require_proposal
@@ -271,6 +274,8 @@ def stop_draining(context: BatchContext, broker_ids) -> None:
     brokers = [replace(b, draining=False) if b.id in broker_ids else b for b in cluster.brokers]
     context.state = context.state.with_cluster(cluster.with_brokers(brokers))
     context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
+    reconcile_cordons(context, f"broker{'s' if len(broker_ids) > 1 else ''} "
+                               f"{', '.join(map(str, sorted(broker_ids)))} no longer draining")
 
 
 def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:
@@ -284,13 +289,14 @@ def handle_decommission(context: BatchContext, request_id: str, fields: Mapping[
             f"cannot decommission broker(s) {unknown}: not in the cluster (known: {sorted(cluster.brokers_by_id)})")
     goal = Goal(drain_brokers=frozenset(broker_ids), heal=False, rebalance=False)
     plan, targets, dirs = compute_plan(context.state, context.policy, goal)  # raises before anything changes
+    reason = f"decommission of broker{'s' if len(broker_ids) > 1 else ''} {', '.join(map(str, broker_ids))}"
     if context.policy.mode != "observe":
         brokers = [replace(b, draining=True) if b.id in broker_ids else b for b in cluster.brokers]
         context.state = context.state.with_cluster(cluster.with_brokers(brokers))
         context.close_alerts(f"BrokerDrained:{b}" for b in broker_ids)
-    handle_plan(context, request_id, targets,
-                f"decommission of broker{'s' if len(broker_ids) > 1 else ''} {', '.join(map(str, broker_ids))}",
-                request_id, target_log_dirs=dirs, details=compute_plan_proof(plan))
+        reconcile_cordons(context, reason)  # before the plan's first step (handlers.cordons)
+    handle_plan(context, request_id, targets, reason, request_id, target_log_dirs=dirs,
+                details=compute_plan_proof(plan))
 
 
 def handle_rebalance(context: BatchContext, request_id: str, fields: Mapping[str, Any]) -> None:

@@ -36,7 +36,8 @@ RULES:
   cancel failures raise `CommandFailed` (ERROR).
 - A failed `ElectLeader` (other than `ELECTION_NOT_NEEDED`) raises `CommandFailed` (WARNING); the
   step waits, and stalls visibly if the leader never moves.
-- A failed throttle command raises `CommandFailed` (WARNING).
+- A failed throttle command raises `CommandFailed` (WARNING); so does a failed Cordon or
+  Uncordon (`handlers.cordons`), saying what it leaves and how to do it by hand.
 - A failed `LogDirMove`: `handlers.log_dirs` (retried while transient, else dropped).
 - `STALE_EPOCH` failures are ignored: a newer pipeline instance owns the commands.
 - A command the executor refused as untrusted (`REFUSALS`) raises `CommandFailed` (ERROR)
@@ -59,6 +60,7 @@ from typing import Any, Mapping
 
 from handlers.outbox import ERROR, WARNING, tp_key
 from handlers.context import BatchContext
+from handlers.cordons import forget_failed_cordon
 from handlers.log_dirs import handle_log_dir_result
 from handlers.plan_ends import end_plan_member
 from planning.movement.eta import add_finished_work, compute_finished_work
@@ -96,6 +98,15 @@ REFUSALS = {
 }
 """Refusals of a command the executor could not trust (module doc), and what they mean."""
 
+CORDON_REMEDIES = {
+    "Cordon": "the broker (draining) or its full dirs (being emptied) are not cordoned, so new topics may "
+              "still land there; cordon them by hand (kafka-configs --alter --entity-type brokers --entity-name "
+              "ID --add-config cordoned.log.dirs=* for a broker, =DIR,DIR for dirs)",
+    "Uncordon": "the brokers may still be cordoned (no new replica lands on them); remove it by hand "
+                "(kafka-configs --alter --entity-type brokers --entity-name ID --delete-config cordoned.log.dirs)",
+}
+"""What a failed Cordon or Uncordon (`handlers.cordons`) leaves, and what to do."""
+
 IGNORED_ERRORS = {
     "CancelReassignment": {"NO_REASSIGNMENT_IN_PROGRESS"},
     "ElectLeader": {"ELECTION_NOT_NEEDED"},
@@ -131,6 +142,12 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
         if kind in ("SetThrottle", "ClearThrottle"):
             context.outbox.alert("CommandFailed", WARNING, "throttle",
                                  f"{kind} failed: {detail}", details)
+            continue
+        if kind in CORDON_REMEDIES:
+            forget_failed_cordon(context, kind, str(result.get("command_id", "")))
+            context.outbox.alert("CommandFailed", WARNING, "cordon",
+                                 f"{kind} failed: {detail}; asked again at the next snapshot; "
+                                 f"{CORDON_REMEDIES[kind]}", details)
             continue
         if by_id is None:
             by_id = {r.reassignment_id: tp for tp, r in context.state.reassignments.items()}

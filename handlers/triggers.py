@@ -57,6 +57,7 @@ from handlers.outbox import CRITICAL, ERROR, INFO, WARNING, broker_subject, summ
 from handlers.context import BatchContext
 from handlers.events import EventEffects
 from handlers.plans import compute_plan, compute_plan_proof, handle_plan
+from planning.model import TopicPartition
 from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.placement.placer import Goal
 from schemas.errors import ReassignerError
@@ -268,8 +269,13 @@ def handle_drained_brokers(context: BatchContext) -> None:
 
 
 def handle_isr_conditions(context: BatchContext, effects: EventEffects) -> None:
+    """UnderMinIsr and OfflinePartitions alerts, once per partition when the condition starts,
+    closed when it ends. Eligible leader replicas (KIP-966) hold every committed record though
+    out of the ISR: a leaderless partition with some gets a clean leader back as soon as one of
+    their brokers returns, one with none needs an ISR member back (or an unclean election, which
+    loses data); the alerts say which."""
     cluster = context.state.cluster
-    started: dict[tuple[str, str], list[str]] = {}
+    started: dict[tuple[str, str], list[TopicPartition]] = {}
     ended: list[str] = []
     for tp in sorted(effects.touched):
         p = cluster.partition(tp)
@@ -280,20 +286,29 @@ def handle_isr_conditions(context: BatchContext, effects: EventEffects) -> None:
         for kind, holds in conditions.items():
             key = f"{kind}:{tp}"
             if holds and context.open_alert(key):
-                started.setdefault((kind, tp.topic), []).append(str(tp))
+                started.setdefault((kind, tp.topic), []).append(tp)
             elif not holds:
                 ended.append(key)
     context.close_alerts(ended)
     for (kind, topic), tps in sorted(started.items()):
+        eligible = [str(tp) for tp in tps if (p := cluster.partition(tp)) is not None and p.eligible_leaders]
         if kind == "UnderMinIsr":
             message = (f"{len(tps)} partitions of {topic} have fewer in-sync replicas than "
                        f"min.insync.replicas = {cluster.min_isr(topic)}")
+            if eligible:
+                message += f"; {len(eligible)} of them keep eligible leader replicas (every committed record)"
             severity = ERROR
         else:
             message = f"{len(tps)} partitions of {topic} have no leader"
+            if eligible:
+                message += (f"; {len(eligible)} of them keep eligible leader replicas and get a clean leader "
+                            f"when one of their brokers is back; {len(tps) - len(eligible)} need an in-sync "
+                            "replica back")
             severity = CRITICAL
-        context.outbox.alert(kind, severity, topic, message,
-                             {"count": len(tps), "partitions": summarise(tps)})
+        details: dict = {"count": len(tps), "partitions": summarise([str(tp) for tp in tps])}
+        if eligible:
+            details |= {"with_eligible_leaders": len(eligible), "eligible_partitions": summarise(eligible)}
+        context.outbox.alert(kind, severity, topic, message, details)
 
 
 def _plan_or_alert(context: BatchContext, plan_id: str, goal: Goal, reason: str, subject: str,

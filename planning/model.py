@@ -157,6 +157,11 @@ class PartitionState:
     # per second; None = never measured (counts as zero).
     bytes_in_per_sec: float | None = None
     bytes_out_per_sec: float | None = None
+    # Eligible leader replicas (KIP-966): out of the ISR but holding every committed record, kept
+    # by Kafka while the ISR is below min ISR; a clean leader when no ISR member is left. Read only
+    # for partitions under min ISR; () where the cluster has no ELR or none is kept.
+    eligible_leaders: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @property
     def tp(self) -> TopicPartition:
@@ -174,6 +179,28 @@ class PartitionState:
         if broker_id not in self.replicas or not self.log_dirs:
             return None
         return self.log_dirs[self.replicas.index(broker_id)]
+
+
+LOG_DIR_MOVES = "log-dir moves and dir failures"
+FENCED_BROKERS = "fenced brokers in DescribeCluster"
+ELIGIBLE_LEADERS = "eligible leader replicas"
+CORDONS = "cordoned log dirs"
+"""The capabilities of a Kafka the product uses (`KafkaFacts.capabilities`); which release and
+features each needs is `runtime.kafka_versions`' table."""
+
+
+@dataclass(frozen=True)
+class KafkaFacts:
+    """Which Kafka the cluster runs, as the watcher read it from what the cluster finalized
+    (`runtime.kafka_versions`): its release line, its metadata.version level and the names of
+    the capabilities the product uses that it has."""
+
+    release: str
+    metadata_level: int | None
+    capabilities: tuple[str, ...] = ()
+
+    def has(self, capability: str) -> bool:
+        return capability in self.capabilities
 
 
 @dataclass(frozen=True)

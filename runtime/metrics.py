@@ -44,7 +44,7 @@ from prometheus_client.registry import Collector
 
 from handlers.micro_batch import BatchInputs, BatchReport
 from planning.model import TopicPartition
-from schemas import ALERT_KINDS, COMMAND_KINDS, EVENT_TYPES
+from schemas import ALERT_KINDS, COMMAND_ACTION_KINDS, COMMAND_KINDS, EVENT_TYPES
 from schemas.codec import TOPICS
 from state.model import ControllerState
 
@@ -131,7 +131,7 @@ EXECUTOR_DEAD_LETTERS = Counter("reassigner_executor_dead_letters",
 
 for _phase in BATCH_PHASES:
     PIPELINE_BATCH_SECONDS.labels(_phase)
-for _kind in COMMAND_KINDS:
+for _kind in COMMAND_KINDS + COMMAND_ACTION_KINDS:
     PIPELINE_COMMANDS.labels(_kind)
     EXECUTOR_COMMANDS.labels(_kind, "ok")
 for _kind in ALERT_KINDS:

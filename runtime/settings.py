@@ -30,6 +30,7 @@ from pydantic_settings import SecretsSettingsSource, TomlConfigSettingsSource
 
 from handlers.policy import Policy, check_topic_pattern
 from planning.movement.batches import Limits
+from runtime.kafka_versions import DEFAULT_LOCAL_RELEASE, LOCAL_RELEASES, check_local_release
 from schemas.signing import SigningKey, parse_signing_key
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,11 @@ class Settings(BaseSettings):
     stack_dir: Path = Field(
         Path(".reassigner/stack"), description="Data, logs and state file of `reassigner local`."
     )
+    local_kafka_version: str = Field(
+        DEFAULT_LOCAL_RELEASE, description="The Kafka release a new local stack runs (`reassigner "
+        "local up --kafka-version`): X.Y.Z from 3.7 on, its jars fetched from Maven Central on first "
+        "use; a running stack keeps the release it started with. Tested: "
+        + ", ".join(LOCAL_RELEASES) + ".")
 
     # --- Spark -------------------------------------------------------------------------------
     spark_master: str = Field("local[2]", description="Spark master URL (`--master`).")
@@ -238,6 +244,11 @@ class Settings(BaseSettings):
         if value is not None:
             check_topic_pattern(value)
         return value
+
+    @field_validator("local_kafka_version")
+    @classmethod
+    def _a_kafka_release(cls, value: str) -> str:
+        return check_local_release(value.strip())
 
     @field_validator("bootstrap_servers")
     @classmethod

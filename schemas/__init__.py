@@ -26,6 +26,8 @@ Nothing is read from disk at import.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 # The codec and the loader are imported at first use of one of their names (PEP 562): the codec
 # loads fastavro, which `schemas.errors` and every command line's start would otherwise pay.
 _LAZY = {
@@ -63,6 +65,16 @@ COMMAND_KINDS = (
     "ClearThrottle",
 )
 """Branches of `Command.payload`, in union order; also the values of `CommandResult.command_kind`."""
+COMMAND_ACTION_KINDS = ("Cordon", "Uncordon")
+"""Kinds of `Command.action` (schema version 10): command kinds added after the payload union was
+frozen (`CommandAction.kind` is a string); a command with an action carries an empty
+ClearThrottle as its payload. Also values of `CommandResult.command_kind`."""
+
+
+def command_kind(command: Mapping) -> str:
+    """A Command record's kind: its action's (schema version 10) or its payload's record name."""
+    action = command.get("action")
+    return str(action["kind"]) if action else str(command["payload"][0])
 MESSAGE_TYPES = EVENT_TYPES + ("Request", "Command", "CommandResult", "Alert", "DeadLetter")
 """Record types that are a whole Kafka message value (one per topic, see `TOPICS`)."""
 
@@ -115,6 +127,8 @@ __all__ = [
     "ALERT_KINDS",
     "ALERT_SEVERITIES",
     "BROKER_STATES",
+    "COMMAND_ACTION_KINDS",
+    "command_kind",
     "COMMAND_KINDS",
     "CURRENT_SCHEMA_VERSION",
     "EVENT_TYPES",

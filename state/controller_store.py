@@ -36,9 +36,10 @@ from typing import Any, Iterable, Mapping
 from planning.model import Cluster, PartitionState, Topic, TopicPartition
 from schemas.errors import FencedError, StateStoreLostError
 from state.model import ControllerState, ObservationTimes, OutboundMessage
-from state.stored_forms import (broker_from_storage, compute_changes, compute_stored_rows, external_move_from_storage,
-                                log_dir_task_from_storage, message_from_storage, message_to_storage, meta_to_storage,
-                                meter_from_storage, partition_from_storage, plan_record_from_storage, proposal_from_storage,
+from state.stored_forms import (broker_from_storage, compute_changes, compute_stored_rows, cordoned_from_storage,
+                                external_move_from_storage, kafka_facts_from_storage, log_dir_task_from_storage,
+                                message_from_storage, message_to_storage, meta_to_storage, meter_from_storage,
+                                partition_from_storage, plan_record_from_storage, proposal_from_storage,
                                 reassignment_from_storage, topic_from_storage, tp_field, tp_from_field)
 
 COMMIT_BATCH = """
@@ -249,6 +250,8 @@ class ControllerStore:
             waiting={TopicPartition(t, p): why for t, p, why in meta_json("waiting", [])},
             external_moves=dict(external_move_from_storage(m) for m in meta_json("external_moves", [])),
             plans={p[0]: plan_record_from_storage(p) for p in meta_json("plans", [])},
+            kafka=kafka_facts_from_storage(meta_json("kafka", None)),
+            cordoned=cordoned_from_storage(meta_json("cordoned", {})),
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
                                                        for f, v in raw["logdir_moves"].items())},
         )

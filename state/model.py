@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping
 
 import immutables
 
-from planning.model import Cluster, TopicPartition, compute_replaced_partitions
+from planning.model import Cluster, KafkaFacts, TopicPartition, compute_replaced_partitions
 from planning.movement.advance import SteppingMemo
 from planning.movement.eta import ReplicationMeter
 from planning.movement.external import ExternalMove
@@ -199,6 +199,11 @@ class ControllerState:
         kept incrementally by `handlers.external`; for `list`, `status` and the batch rule's
         "moved by another tool".
     plans: the plans being carried out (`PlanRecord`), by id, for the alert at each one's end.
+    kafka: which Kafka the cluster runs and what it can do (`KafkaFacts`), from the newest
+        snapshot marker that said (None until one did: an older watcher, or none yet).
+    cordoned: what the product asked the executor to cordon (`handlers.cordons`), by broker: the
+        dirs, sorted, or () for the whole broker (its draining brokers; the dirs it empties), on
+        a Kafka that has cordons; ('',) where a cordon command failed (not known what holds).
     stepping_memo: what the last decision computed for the reassignments waiting for a step
         (`planning.movement.advance.SteppingMemo`): derived data that makes the next decision
         cost what changed; never stored, never compared, rebuilt after a restart.
@@ -222,6 +227,8 @@ class ControllerState:
     waiting: Mapping[TopicPartition, str] = field(default_factory=dict)
     external_moves: Mapping[TopicPartition, ExternalMove] = field(default_factory=dict)
     plans: Mapping[str, PlanRecord] = field(default_factory=dict)
+    kafka: KafkaFacts | None = None
+    cordoned: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
     change_log: ChangeLog = field(default_factory=ChangeLog, compare=False, repr=False)
 

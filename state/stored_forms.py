@@ -52,7 +52,7 @@ import json
 from dataclasses import replace
 from typing import Iterable, Mapping
 
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.model import Broker, Cluster, KafkaFacts, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.eta import ReplicationMeter
 from planning.movement.external import ExternalMove
 from planning.movement.log_dirs import LogDirTask
@@ -133,16 +133,20 @@ def partition_to_storage(partition: PartitionState, brokers: Mapping[int, Broker
         [list(partition.replicas), list(partition.isr), partition.leader, partition.leader_epoch,
          list(partition.adding), list(partition.removing), list(partition.offline_replicas),
          partition.size_bytes, dir_indexes if partition.log_dirs else [],
-         partition.bytes_in_per_sec, partition.bytes_out_per_sec],
+         partition.bytes_in_per_sec, partition.bytes_out_per_sec,
+         *([list(partition.eligible_leaders), list(partition.last_known_elr)]
+           if partition.eligible_leaders or partition.last_known_elr else [])],
         separators=(",", ":"),
     )
 
 
 def partition_from_storage(tp: TopicPartition, stored: str,
                            brokers: Mapping[int, Broker]) -> PartitionState:
-    # Rows written before traffic was kept have nine fields.
-    replicas, isr, leader, epoch, adding, removing, offline, size, dir_indexes, *traffic = json.loads(stored)
-    bytes_in, bytes_out = traffic if traffic else (None, None)
+    # Rows written before traffic was kept have nine fields; the eligible leader replicas follow
+    # the traffic only when there are some (most partitions have none).
+    replicas, isr, leader, epoch, adding, removing, offline, size, dir_indexes, *rest = json.loads(stored)
+    bytes_in, bytes_out = rest[:2] if rest else (None, None)
+    eligible, last_known = rest[2:4] if len(rest) >= 4 else ((), ())
     log_dirs: tuple[str | None, ...] = ()
     if dir_indexes:
         resolved = []
@@ -151,7 +155,8 @@ def partition_from_storage(tp: TopicPartition, stored: str,
             resolved.append(dirs[index].path if 0 <= index < len(dirs) else None)
         log_dirs = tuple(resolved)
     return PartitionState(tp.topic, tp.partition, tuple(replicas), tuple(isr), leader, size,
-                          log_dirs, tuple(adding), tuple(removing), tuple(offline), epoch, bytes_in, bytes_out)
+                          log_dirs, tuple(adding), tuple(removing), tuple(offline), epoch, bytes_in, bytes_out,
+                          tuple(eligible), tuple(last_known))
 
 
 def step_to_storage(step: Step) -> list:
@@ -252,7 +257,26 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "external_moves": json.dumps([external_move_to_storage(tp, move)
                                       for tp, move in sorted(state.external_moves.items())]),
         "plans": json.dumps([plan_record_to_storage(p) for _, p in sorted(state.plans.items())]),
+        "kafka": json.dumps(None if state.kafka is None else
+                            [state.kafka.release, state.kafka.metadata_level, list(state.kafka.capabilities)]),
+        "cordoned": json.dumps({str(b): list(dirs) for b, dirs in sorted(state.cordoned.items())}),
     }
+
+
+def cordoned_from_storage(stored: dict | list) -> dict[int, tuple[str, ...]]:
+    """The stored `ControllerState.cordoned`: {broker: dirs}; a list of brokers (a state written
+    before dir cordons, when only whole brokers were cordoned) is each broker whole."""
+    if isinstance(stored, list):
+        return {int(b): () for b in stored}
+    return {int(b): tuple(dirs) for b, dirs in stored.items()}
+
+
+def kafka_facts_from_storage(stored: list | None) -> KafkaFacts | None:
+    """The stored `ControllerState.kafka`; None (never read, or a state from before it was kept)."""
+    if not stored:
+        return None
+    release, level, capabilities = stored
+    return KafkaFacts(str(release), None if level is None else int(level), tuple(str(c) for c in capabilities))
 
 
 def plan_record_to_storage(record: PlanRecord) -> list:

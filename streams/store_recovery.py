@@ -27,6 +27,12 @@ alert says). Reassignments Kafka runs are then
 seen as other tools' moves and waited for; the plans that were running are requested again once
 the replay has caught up (RESUME).
 
+CORDONS are not left behind either: the brokers whose newest cordon command (`handlers.cordons`)
+is a Cordon, with its dirs, are the rebuilt state's `cordoned`; the decommissions went with the
+store, so at the first snapshot the pipeline uncordons what is no longer wanted (a decommission
+requested again cordons its brokers again; a dir still pressed is cordoned again once the
+relief judges it again).
+
 THROTTLES are not left behind: the throttled steps and log-dir moves among the commands read
 give the rebuilt state its throttle markers (`handlers.progress`, `handlers.log_dirs`), so the
 pipeline issues the ClearThrottle once Kafka moves none of those partitions any more; an
@@ -63,7 +69,7 @@ All functions but `read_published_marks` (it reads Kafka through the reader it i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 from handlers.log_dirs import THROTTLE_MARKER as LOG_DIR_THROTTLE_MARKER
@@ -76,6 +82,7 @@ from schemas.published import TAIL_RECORDS, read_published
 from state.model import ControllerState
 
 ALERT_ID = re.compile(r"^alert-(\d+)-")
+SEQUENCED_ID = re.compile(r"^(?:throttle|cordon)-(\d+)[-:]")  # `handlers.outbox` IDS
 REBALANCE_PLAN = re.compile(rf"^b\d+-{REBALANCE_PLAN_KIND}-\d+")  # a rebalance a broker addition planned
 
 
@@ -88,7 +95,7 @@ class PublishedMarks:
     batch: int = -1
     """The highest batch an alert was raised by (-1: no alert)."""
     command_sequence: int = 0
-    """The highest throttle sequence a command carries."""
+    """The highest command sequence a command carries (its throttle sequence, or in its id)."""
     throttled_brokers: frozenset[int] = frozenset()
     """The brokers the throttled ReassignmentSteps named (leader and follower throttles)."""
     throttled_partitions: frozenset[tuple[str, int]] = frozenset()
@@ -101,6 +108,8 @@ class PublishedMarks:
     rebalance_topics: frozenset[str] | None = None
     """Where those steps belong to a rebalance: the topics to rebalance again (empty: all, when a
     broker addition planned it); None: no rebalance was running."""
+    cordoned: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    """The brokers whose newest cordon command is a Cordon, with its dirs (() = the whole broker)."""
 
 
 def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mapping]) -> PublishedMarks:
@@ -111,8 +120,17 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
     log_dirs: set[int] = set()
     newest: dict[tuple[str, int], tuple[int, ...] | None] = {}  # commands of one partition share a key: in order
     rebalancing: dict[tuple[str, int], str] = {}  # partition → "trigger" | "request"
+    cordons: dict[int, tuple[str, ...] | None] = {}  # broker → its newest cordon command's dirs (one key: in order)
     for command in commands:
         epoch = max(epoch, int(command.get("epoch") or 0))
+        numbered = SEQUENCED_ID.match(str(command.get("id", "")))
+        if numbered:
+            sequence = max(sequence, int(numbered.group(1)))
+        action = command.get("action")
+        if isinstance(action, Mapping) and action.get("kind") in ("Cordon", "Uncordon"):
+            dirs = tuple(action.get("log_dirs") or ()) if action["kind"] == "Cordon" else None
+            cordons |= {int(b): dirs for b in action.get("broker_ids") or ()}
+            continue
         payload = command.get("payload")
         kind, fields = payload if isinstance(payload, tuple) and len(payload) == 2 else ("", {})
         if not isinstance(fields, Mapping):
@@ -144,7 +162,7 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
         rebalance_topics = (frozenset() if "trigger" in rebalancing.values()
                             else frozenset(topic for topic, _ in rebalancing))
     return PublishedMarks(epoch, batch, sequence, frozenset(brokers), frozenset(partitions), frozenset(log_dirs),
-                          plans, rebalance_topics)
+                          plans, rebalance_topics, {b: dirs for b, dirs in cordons.items() if dirs is not None})
 
 
 def compute_store_behind(taken_epoch: int, stored_last_batch: int, marks: PublishedMarks) -> str | None:
@@ -172,6 +190,7 @@ def compute_rebuilt_state(stored: ControllerState, taken_epoch: int, marks: Publ
         last_batch=max(stored.last_batch, marks.batch),
         command_sequence=max(stored.command_sequence, marks.command_sequence) + 1,
         open_alerts=frozenset(markers),
+        cordoned=marks.cordoned,
     )
 
 

@@ -103,9 +103,12 @@ def test_a_product_error_is_one_line_and_exit_2(tmp_path):
 
 
 def test_bash_completion_completes_commands_and_flags(tmp_path):
-    """The script `--show-completion bash` prints, sourced in a real bash, completes through the
-    command itself (`_REASSIGNER_COMPLETE`)."""
-    script = run_cli("--show-completion", "bash")
+    """The script `--show-completion` prints under bash, sourced in a real bash, completes through
+    the command itself (`_REASSIGNER_COMPLETE`). Run under `bash -c`: the shell is detected from
+    the process tree, so a run with no shell above it (a detached test run) found none."""
+    # `&& true`: bash stays the command's parent (a lone command is exec'd in its place)
+    script = subprocess.run(["bash", "-c", f"{sys.executable} -m reassigner.cli --show-completion && true"],
+                            capture_output=True, text=True, timeout=120, cwd=REPO, env=ENVIRONMENT)
     assert script.returncode == 0 and "complete -o default -F _reassigner_completion reassigner" in script.stdout
     (tmp_path / "completion.sh").write_text(script.stdout)
     command = tmp_path / "reassigner"

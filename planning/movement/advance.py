@@ -386,12 +386,18 @@ def compute_reachable_step(
     keeps it never completes (a step completes when all its target is in sync) — and it would
     target a dead broker (a safety invariant). This happens when healing makes a new broker the
     preferred leader (the next step adds it alone and drops nothing), or when more replicas are
-    lost than R lets one step drop. Such a step also
-    drops every offline, out-of-sync replica that the final target does not hold. That costs no
-    redundancy — they are out of sync — so these drops do not count against R
-    (`planning.movement.batches.count_replica_drops`), and the ISR after the step is no smaller than
-    before. Example, R = 1, brokers 0 and 1 dead, ISR [2]: (0, 1, 2) → (3, 4, 2) steps
-    (3, 2) -[0, 1] +[3], then (3, 4, 2) +[4].
+    lost than R lets one step drop. Such a step also drops every offline, out-of-sync replica that
+    the final target does not hold. That costs no redundancy — they are out of sync — so these
+    drops do not count against R (`planning.movement.batches.count_replica_drops`), and the ISR
+    after the step is no smaller than before. Example, R = 1, brokers 0 and 1 dead, ISR [2]:
+    (0, 1, 2) → (3, 4, 2) steps (3, 2) -[0, 1] +[3], then (3, 4, 2) +[4].
+
+    An eligible leader replica (KIP-966) is out of sync but not lost: it holds every committed
+    record, and a leaderless partition gets a clean leader from it when its broker is back. It is
+    dropped this way only by a step that adds a replica: Kafka keeps a leaving replica until the
+    added ones are in the ISR, so the clean copy is traded for an in-sync one, never given up. A
+    step that adds nothing keeps it, and the batch rule holds that step back (it targets an
+    offline replica) until the broker is back or a new plan adds a replica.
     With no online replica in sync the offline copies may hold the only data (an unclean
     election may still need them), so nothing extra is dropped and the partition waits
     (OfflinePartitions).
@@ -403,12 +409,14 @@ def compute_reachable_step(
         limits.max_replica_movements,
         cluster.min_isr(partition.topic),
         leader=partition.leader,
+        eligible_leaders=partition.eligible_leaders,
     )
     if step is None:
         return None
     lost = [
         b for b in step.target
         if b not in record.final_target and b not in partition.isr and not cluster.is_replica_online(partition, b)
+        and (step.adding or b not in partition.eligible_leaders)
     ]
     if not lost or not any(cluster.is_replica_online(partition, b) for b in partition.isr):
         return step

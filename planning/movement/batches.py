@@ -20,7 +20,7 @@ CONSTRAINTS (a candidate that would break one is deferred, with the reason):
   waits, "moved by another tool", until Kafka shows that move ended (`planning.movement.external`);
 - a step adds at most R and drops at most R replicas; only a step restoring min ISR may add more
   (up to the deficit) — and it still counts against P. Dropping a replica that is offline and
-  out of sync is free (`count_replica_drops`, which says why);
+  out of sync is free, an eligible leader's only in a step that adds (`count_replica_drops`);
 - never a step that would leave fewer than M in-sync replicas when it completes (|TR| < M);
 - never a replica targeted to a dead or draining broker or an offline log dir (replicas a step
   keeps on a draining broker are fine: they stay in sync until a later step drops them; a kept
@@ -226,8 +226,12 @@ def count_replica_drops(step: Step, partition: PartitionState, cluster: Cluster)
 
     Such a drop costs no redundancy, and a partition that lost more such replicas than R must
     still be able to shed them in one step (`planning.movement.advance.compute_reachable_step`).
+    An offline eligible leader replica (KIP-966) is a clean copy: its drop is free only in a step
+    that adds a replica (it is traded for one in sync), and counts against R otherwise.
     """
-    return sum(1 for b in step.removing if b in partition.isr or cluster.is_replica_online(partition, b))
+    return sum(1 for b in step.removing
+               if b in partition.isr or cluster.is_replica_online(partition, b)
+               or (not step.adding and b in partition.eligible_leaders))
 
 
 def compute_priority(planned: PlannedStep, cluster: Cluster) -> tuple:
@@ -340,6 +344,9 @@ def _refuses_unusable_broker(planned, partition, cluster, limits) -> str | None:
             return f"step targets log dir {log_dir} on broker {broker_id}, which is offline or unknown"
     for broker_id in step.target:
         if broker_id not in step.adding and not cluster.is_replica_online(partition, broker_id):
+            if broker_id in partition.eligible_leaders:
+                return (f"step keeps the eligible leader replica on broker {broker_id}, which is offline: a clean "
+                        "copy, kept until its broker is back or a step adds a replica")
             return f"step keeps the replica on broker {broker_id}, which is offline and can never rejoin the ISR"
     return None
 

@@ -18,8 +18,10 @@ CONSTRAINTS (a step that breaks one is a bug; `_require_*` guards raise):
 - A step never holds a broker twice; every step makes progress (adds or drops a replica, or
   reorders once), so the sequence terminates after at most |to_add| + |to_drop| + 1 steps.
 ALGORITHM (`compute_next_step`, a worked example there). Inputs: CR, FTR (ordered), ISR, R, M.
-- `to_add` = FTR members not in CR, in FTR order. `to_drop` = CR members not in FTR, the
-  out-of-sync ones first, then in CR order. `deficit` = max(0, M - |CR ∩ ISR|).
+- `to_add` = FTR members not in CR, in FTR order. `to_drop` = CR members not in FTR: first the
+  out-of-sync ones that are not eligible leaders (ELR, KIP-966: out of the ISR but holding every
+  committed record, a clean leader if the ISR dies), then the eligible leaders, then the in-sync
+  ones, each in CR order. `deficit` = max(0, M - |CR ∩ ISR|).
 - CR == FTR: done (no step). Same brokers, another order: one step to FTR, electing FTR[0].
 - FTR[0] not in CR: add FTR[0] alone (plus deficit - 1 more from `to_add` when under min ISR),
   drop nothing, put it first; elect it once it is in sync.
@@ -71,11 +73,14 @@ def compute_next_step(
     min_insync_replicas: int,
     *,
     leader: int | None = None,
+    eligible_leaders: Collection[int] = (),
 ) -> Step | None:
     """The next step from `current` (CR) towards `final_target` (FTR), or None when CR == FTR.
 
-    `in_sync` is the partition's ISR now. `leader` is the current leader if known (it defaults to
-    CR[0]); it only decides whether the step counts as a leader movement.
+    `in_sync` is the partition's ISR now, `eligible_leaders` its eligible leader replicas (out of
+    the ISR, kept by Kafka while the ISR is below min ISR; they only change the drop order).
+    `leader` is the current leader if known (it defaults to CR[0]); it only decides whether the
+    step counts as a leader movement.
 
     Worked example (R = 2, M = 1, leader 0), from KIP-435:
         (0, 1, 2, 3, 4)      start
@@ -106,10 +111,12 @@ def compute_next_step(
     final_set = set(final)
     current_set = set(current_replicas)
     to_add = [b for b in final if b not in current_set]
-    # Out-of-sync replicas go first: dropping them costs no redundancy.
-    to_drop = [b for b in current_replicas if b not in final_set and b not in in_sync_set] + [
-        b for b in current_replicas if b not in final_set and b in in_sync_set
-    ]
+    # Out-of-sync replicas go first: dropping them costs no redundancy; of those, the eligible
+    # leaders last: each is a clean copy, the one a leaderless partition is elected from.
+    clean = in_sync_set | set(eligible_leaders)
+    leaving = [b for b in current_replicas if b not in final_set]
+    to_drop = ([b for b in leaving if b not in clean] + [b for b in leaving if b in clean and b not in in_sync_set]
+               + [b for b in leaving if b in in_sync_set])
     deficit = max(0, min_insync_replicas - len(current_set & in_sync_set))
 
     if final[0] not in current_set:

@@ -122,4 +122,5 @@ def as_placement_plan(plan: BytesBalancePlan, cluster: Cluster | None = None) ->
         bytes_moved_lower_bound=plan.bytes_moved_lower_bound,
         within_tolerance=plan.within_tolerance,
         resources=MappingProxyType(dict(plan.resources)),
+        disk_cv_floor=plan.disk_cv_floor,
     )

@@ -46,7 +46,9 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    broker's leader count in its band with the fewest leadership changes (the kept leader
    first, then a replica already in sync), solved on brokers rather than partitions
    (`planning.placement.leader_bands`: the same optimum); then (4b) leaderships handed over or traded put
-   network out (followers' fetches and consumers' reads) within its band.
+   network out (followers' fetches and consumers' reads) within its band. A partition whose
+   load alone is above every broker's band (a hot partition's leader) is named in the warnings:
+   the broker carrying it stays outside whatever the plan.
 
 THE BOUND (`bytes_moved_lower_bound`). A closed group is a rack domain whose every partition
 has a fixed number of replicas in it (3 DCs, RF 3: each DC): its bytes never change, so what
@@ -85,6 +87,7 @@ from planning.placement.log_dir_choice import TargetDirs
 from planning.placement.placer import compute_led_by
 from planning.placement.replica_fates import compute_planning_tree
 from planning.placement.racks import satisfies_rack_spread
+from planning.placement.spread_floor import compute_plan_cv_floor
 from planning.placement.traffic_moves import (balance_bytes_in, balance_network_out, compute_bytes_in_bands,
                                               compute_even_bands, compute_rates)
 
@@ -140,6 +143,7 @@ class BytesBalancePlan:
     warnings: tuple[str, ...] = ()
     unplaced: tuple[TopicPartition, ...] = ()  # partitions that cannot be completed: left as they are
     disk_overflow: int = 0  # new replicas that fit no dir of their broker under the disk limit
+    disk_cv_floor: float = 0.0  # the lowest disk CV any plan moving these bytes reaches (`spread_floor`)
 
     @property
     def gap_percent(self) -> float:
@@ -305,6 +309,19 @@ def _spread(values: Mapping[int, int], low: Mapping[int, int], high: Mapping[int
     return Spread(math.sqrt(variance) / mean, max(numbers) / mean, min(numbers) / mean, outside)
 
 
+def _too_hot(parts: list[Part], loads: list[int], high: int, name: str, where: str) -> list[str]:
+    """One warning naming the partitions whose load alone is above every broker's `name` band:
+    the brokers carrying them stay outside, whatever the plan (the band is out of reach there)."""
+    hot = sorted(((load, part.state.tp) for part, load in zip(parts, loads) if high and load > high),
+                 key=lambda x: (-x[0], str(x[1])))
+    if not hot:
+        return []
+    listed = ", ".join(f"{tp} ({load / high:.2f}x the band's top)" for load, tp in hot[:3])
+    more = f" and {len(hot) - 3} more" if len(hot) > 3 else ""
+    return [f"{len(hot)} partitions carry more {name} alone than a broker's band allows, so a broker stays "
+            f"outside {where}: {listed}{more}; raise the {name} tolerance or spread the topic over more partitions"]
+
+
 def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, optimum, forced, reachable, exact,
             steps, greedy_bytes, greedy_within, unplaced, warnings, rates_in, rates_out) -> BytesBalancePlan:
     cluster, tree, brokers = model.cluster, model.tree, model.brokers
@@ -322,6 +339,7 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
     target_dirs = TargetDirs(cluster, goal.disk_max_usage_percent)
     moved = moves = changes = violations = 0
     traffic = any(rates_in) or any(rates_out)  # else the rates' sums stay 0: not summed (300k walks)
+    leader_out: list[int] = []  # per partition once traffic is known: its leader's network out after
     for part, leader, rate_in, rate_out in zip(parts, leaders, rates_in, rates_out):
         original, size = part.original, part.size
         for b in original:
@@ -341,10 +359,12 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
                 count_after[b] += 1
                 if traffic:
                     in_after[b] += rate_in
+        if traffic:
+            leader_out.append((len(final) - 1) * rate_in + rate_out)  # what its leader carries
         if final and final[0] in in_tree:
             leaders_after[final[0]] += 1
             if traffic:
-                out_after[final[0]] += (len(final) - 1) * rate_in + rate_out
+                out_after[final[0]] += leader_out[-1]
         if final == tuple(original):
             continue
         tp = part.state.tp
@@ -364,7 +384,7 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         "leaders": ResourceReport(_spread(leaders_before, leader_low, leader_high),
                                   _spread(leaders_after, leader_low, leader_high)),
     }
-    if any(rates_in) or any(rates_out):  # traffic known: judged too (module docstring, TRAFFIC)
+    if traffic:  # traffic known: judged too (module docstring, TRAFFIC)
         in_low, in_high = compute_bytes_in_bands(model, rates_in)
         out_low, out_high = compute_even_bands(sum(out_after.values()), brokers, model.tolerances.network_out)
         resources["bytes_in"] = ResourceReport(_spread(in_before, in_low, in_high), _spread(in_after, in_low, in_high))
@@ -377,6 +397,11 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
     for name, resource in resources.items():
         if resource.after.outside:
             warnings.append(f"{resource.after.outside} brokers end outside their {name} band")
+    if "network_out" in resources:
+        warnings.extend(_too_hot(parts, leader_out, max(out_high.values(), default=0), "network_out",
+                                 "wherever it leads"))
+        warnings.extend(_too_hot(parts, rates_in, max(in_high.values(), default=0), "bytes_in",
+                                 "on every broker holding it"))
     if target_dirs.overflow:
         warnings.append(f"{len(target_dirs.overflow)} new replicas fit no dir under the disk limit")
     return BytesBalancePlan(
@@ -390,4 +415,6 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         leaders_before=MappingProxyType(leaders_before), leaders_after=MappingProxyType(leaders_after),
         eligible_brokers=brokers, rack_violations=violations, greedy_bytes_moved=greedy_bytes,
         greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings),
-        unplaced=tuple(unplaced), disk_overflow=len(target_dirs.overflow))
+        unplaced=tuple(unplaced), disk_overflow=len(target_dirs.overflow),
+        disk_cv_floor=compute_plan_cv_floor(list(bytes_before.values()), list(bytes_after.values()), moved,
+                                            [model.group[b] for b in bytes_before]))

@@ -16,7 +16,7 @@ from planning.model import Cluster, PartitionState
 from planning.placement.goal import Goal
 from planning.placement.replica_fates import compute_offline_dirs, compute_partition_fates
 from planning.placement.quotas import compute_ideal_shares
-from planning.placement.racks import ROOT, RackTree, compute_partition_boxes
+from planning.placement.racks import ROOT, RackTree, compute_closed_groups, compute_partition_boxes
 
 
 @dataclass(frozen=True)
@@ -148,10 +148,8 @@ class BalanceModel:
         and what every group holds once the plan is done (bytes and replicas)."""
         tree = self.tree
         boxes = {r: compute_partition_boxes(tree, r)[0] for r in self.replications}
-        closed = [ROOT == node or all(node in box and box[node][0] == box[node][1] for box in boxes.values())
-                  for node in range(len(tree.node_labels))]
-        self.group = {b: max((n for n in tree.node_ancestry[tree.broker_node[b]] if closed[n]),
-                             key=lambda n: len(tree.node_ancestry[n])) for b in self.brokers}
+        closed_groups = compute_closed_groups(tree, self.replications)
+        self.group = {b: closed_groups[b] for b in self.brokers}
         self.group_members: dict[int, list[int]] = {}
         for b in self.brokers:
             self.group_members.setdefault(self.group[b], []).append(b)

@@ -2,11 +2,14 @@
 
 PRESSURE. A dir is under pressure when its volume is more than `high` percent used
 (`LogDir.used_bytes` over `total_bytes`, as describe-log-dirs reports them; a dir that does not
-report its volume is never judged). Relief sheds `need = used - low % x total` bytes: down to the
-low-water mark, below the high one, so that the next bytes written do not start it again.
+report its volume is never judged). Relief sheds `need = used + arriving - low % x total` bytes:
+down to the low-water mark, below the high one, so that the next bytes written do not start it
+again. ARRIVING: copies in flight into the dir (`LogDir.copying_bytes`: log-dir moves into it, and
+replicas of reassignments adding its broker) take their partition's full size once landed; what
+they still lack counts in `need`, so a relief judged mid-copy frees the room they will take.
 
 PLAN (`plan_disk_relief`). The candidates are the dir's replicas of known size, of partitions
-not being reassigned and not in `skip`. Each may go
+not being reassigned, not leaving it by a log-dir move, and not in `skip`. Each may go
 1. to another online dir of the same broker that is on another volume (one that reports other
    volume figures: dirs on the pressed dir's volume relieve nothing) and stays at most `low`
    percent used with it, the least used first: an intra-broker log-dir move, no network;
@@ -22,7 +25,11 @@ is `short_bytes`, in two parts the alert tells apart: `stranded_bytes`, what `ne
 candidates by (the volume holds other files, or old copies Kafka deletes `file.delete.delay.ms`
 after a log-dir move: nothing the product can move), and the rest, replicas with nowhere to go (a
 human must add disk or brokers). `held_bytes` are the dir's replicas left out because they are
-moving: a relief short while they move is better judged again once they are still.
+moving, and the copies in flight into it (its future replicas: log-dir moves into the dir, at
+their partition's full size, which is what they will hold once landed; the copy's told size while
+its partition's is unknown): a relief short while they move is better judged again once they are
+still. A replica of the dir with a future copy in another dir of its broker is leaving already:
+held (a second move would only redirect the copy).
 
 Pure: values in, a fresh plan out; ties by partition and broker id, so the same cluster gives
 the same plan.
@@ -80,6 +87,13 @@ def compute_pressed_dirs(broker: Broker, high_percent: float) -> tuple[LogDir, .
                  if d.total_bytes and d.used_bytes is not None and d.used_bytes > high_percent / 100 * d.total_bytes)
 
 
+def _landed_bytes(cluster: Cluster, tp: TopicPartition, told: int) -> int:
+    """What a copy in flight, `told` bytes so far, will hold once landed: its partition's size
+    (never less than what it already holds) (PLAN, ARRIVING)."""
+    partition = cluster.partition(tp)
+    return max(partition.size_bytes or 0, told) if partition is not None else told
+
+
 def plan_disk_relief(cluster: Cluster, broker_id: int, path: str, high_percent: float, low_percent: float,
                      skip: Collection[TopicPartition] = frozenset()) -> DiskRelief | None:
     """The relief of dir `path` of broker `broker_id` (module PLAN); None when it is not under
@@ -89,13 +103,20 @@ def plan_disk_relief(cluster: Cluster, broker_id: int, path: str, high_percent: 
     if pressed is None or pressed not in compute_pressed_dirs(broker, high_percent):
         return None
     total, used = pressed.total_bytes, pressed.used_bytes
-    need = used - int(low_percent / 100 * total)
+    copying = dict(pressed.copying_bytes)
+    arriving = sum(_landed_bytes(cluster, tp, told) - told for tp, told in copying.items())
+    need = used + arriving - int(low_percent / 100 * total)
     usage = {(b.id, d.path): d.used_bytes for b in cluster.brokers for d in b.online_log_dirs}
     in_dir = [p for p in cluster.partitions()
               if broker_id in p.replicas and p.log_dir_of(broker_id) == path and p.size_bytes]
-    held = sum(p.size_bytes for p in in_dir if p.reassigning or p.tp in skip)
-    candidates = sorted((p for p in in_dir if not p.reassigning and p.tp not in skip),
-                        key=lambda p: (p.size_bytes, p.topic, p.partition))
+    moving = {tp for d in broker.log_dirs for tp in d.future_replicas}
+
+    def still(p: PartitionState) -> bool:
+        return not p.reassigning and p.tp not in skip and p.tp not in moving
+
+    held = sum(p.size_bytes for p in in_dir if not still(p)) + sum(
+        _landed_bytes(cluster, tp, copying.get(tp, 0)) for tp in pressed.future_replicas)
+    candidates = sorted((p for p in in_dir if still(p)), key=lambda p: (p.size_bytes, p.topic, p.partition))
     stranded = max(0, need - sum(p.size_bytes for p in candidates) - held)
     tree = compute_rack_tree(b for b in cluster.brokers if b.eligible)
 

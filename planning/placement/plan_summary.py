@@ -67,6 +67,7 @@ class PlacementPlan:
     bytes_moved_lower_bound: int | None = None
     within_tolerance: bool | None = None  # every eligible broker inside its disk/replica/leader band
     resources: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))  # name → before/after
+    disk_cv_floor: float | None = None  # the lowest disk CV any plan moving as many bytes reaches
 
     @property
     def gap_percent(self) -> float | None:

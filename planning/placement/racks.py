@@ -277,3 +277,15 @@ def compute_partition_boxes(
 def count_rack_violations(tree: RackTree, assignments: Iterable[Sequence[int]]) -> int:
     """How many replica lists break the rule (or use a broker outside the tree, or one twice)."""
     return sum(1 for replicas in assignments if not satisfies_rack_spread(tree, replicas))
+
+
+def compute_closed_groups(tree: RackTree, replications: Iterable[int]) -> dict[int, int]:
+    """Each tree broker's closed group: its deepest domain (the root at least) whose replicas of
+    every partition are fixed by the rule, for every replication factor in `replications` (3 DCs
+    and RF 3: each DC holds one of each). A closed group's bytes are the same for every plan
+    that keeps the rule: data moves into or out of it only as the drains and heals force."""
+    boxes = [compute_partition_boxes(tree, r)[0] for r in set(replications)]
+    closed = [node == ROOT or all(node in box and box[node][0] == box[node][1] for box in boxes)
+              for node in range(len(tree.node_labels))]
+    return {b: max((n for n in tree.node_ancestry[node] if closed[n]), key=lambda n: len(tree.node_ancestry[n]))
+            for b, node in tree.broker_node.items()}

@@ -23,7 +23,9 @@ when every broker is within its bands or nothing helps (and after a budget of st
 4b. NETWORK OUT, by leadership only (no data moves). While some broker is outside its band, the
 one furthest out hands the leadership of one of its partitions to a follower (or takes it from a
 partition it follows), or two leaderships trade places when a leader count is at the edge of its
-band: the change that removes the most violation over network out and leader counts, never
+band (the one given back: among the taker's quietest leaderships, the first few the giver
+follows; a pair of brokers shares few partitions, so the quietest dozen alone rarely holds one):
+the change that removes the most violation over network out and leader counts, never
 leaving a leader count further outside its band, then the one that changes fewest leaders from
 before (giving a partition its old leader back is best).
 
@@ -49,6 +51,7 @@ from planning.placement.quotas import compute_ideal_shares
 
 _PEERS = 8  # peers looked at for a change, the most useful first
 _CANDIDATES = 12  # a broker's busiest replicas (leaderships) tried
+_BACK_SCAN = 96  # a taker's quietest leaderships read for one to give back in a trade
 _SCAN = 8  # replicas of about the same size looked at either side, for a swap
 _EPSILON = 1e-12
 
@@ -342,11 +345,15 @@ def balance_network_out(model: BalanceModel, leaders: list[int | None], rates_in
     def trades(best, index: int, giver: int, taker: int):
         """The leadership of `index` from giver to taker, alone or against a quieter one back."""
         best = consider(best, ((index, giver, taker),))
-        for back_weight, back in led[taker][:_CANDIDATES]:
+        found = 0
+        for back_weight, back in led[taker][:_BACK_SCAN]:
             if back_weight >= weight[index]:
                 break
             if giver in parts[back].final:
                 best = consider(best, ((index, giver, taker), (back, taker, giver)))
+                found += 1
+                if found == _CANDIDATES:
+                    break
         return best
 
     def best_change(b: int):

@@ -27,18 +27,18 @@ console = Console(stderr=True)
 StackDir = typer.Option(None, "--stack-dir", help="Where the stack keeps data, logs, state.")
 
 
-def _stack(stack_dir: Optional[Path]) -> LocalStack:
+def _stack(stack_dir: Optional[Path], kafka_version: Optional[str] = None) -> LocalStack:
     # Here, not at the top: the command line's start must not pay for the stack and the settings.
     from reassigner.dev.local.stack import LocalStack
     from runtime.settings import load_settings
 
-    settings = load_settings(stack_dir=stack_dir)
-    return LocalStack(settings.stack_dir, settings.cache_dir)
+    settings = load_settings(stack_dir=stack_dir, local_kafka_version=kafka_version)
+    return LocalStack(settings.stack_dir, settings.cache_dir, settings.local_kafka_version)
 
 
 def _print_state(stack: LocalStack) -> None:
     status = stack.status()
-    table = Table(title=f"local stack at {status['stack_dir']}")
+    table = Table(title=f"local stack at {status['stack_dir']} (Kafka {status['kafka_version']})")
     for column in ("broker", "port", "rack", "pid", "alive", "unfenced", "log dirs"):
         table.add_column(column)
     for broker in status["brokers"]:
@@ -53,7 +53,8 @@ def _print_state(stack: LocalStack) -> None:
     console.print(f"controller port {controller['port']} pid {controller['pid']} "
                   f"({'alive' if controller['alive'] else 'down'}); "
                   f"redis {status['redis_url']} ({'alive' if redis['alive'] else 'down'})")
-    facts = {"bootstrap_servers": status["bootstrap_servers"], "redis_url": status["redis_url"],
+    facts = {"bootstrap_servers": status["bootstrap_servers"], "kafka_version": status["kafka_version"],
+             "redis_url": status["redis_url"],
              "stack_dir": status["stack_dir"], "state_file": str(stack.state_file)}
     if status["security"] != "none":
         # Paths, never the secrets themselves: the URL with its password is in redis_url_file.
@@ -74,12 +75,15 @@ def up(
     security: str = typer.Option("none", "--security",
                                  help="none, or sasl_ssl: SCRAM over TLS, ACLs (the product's "
                                       "principal is no super user), Redis ACL user over TLS."),
+    kafka_version: Optional[str] = typer.Option(
+        None, "--kafka-version", help="The Kafka release to run, X.Y.Z from 3.7 on (default "
+        "REASSIGNER_LOCAL_KAFKA_VERSION, else the tested default); fetched from Maven Central once."),
     stack_dir: Optional[Path] = StackDir,
 ) -> None:
     """Start a controller, N brokers (K log dirs each, a rack path each) and Redis (AOF)."""
-    stack = _stack(stack_dir)
+    stack = _stack(stack_dir, kafka_version)
     started = time.monotonic()
-    with console.status(f"starting Kafka (1 controller, {brokers} brokers) and Redis..."):
+    with console.status(f"starting Kafka {stack.kafka_version} (1 controller, {brokers} brokers) and Redis..."):
         rack_list = tuple(r.strip() for r in racks.split(",") if r.strip())
         stack.up(brokers=brokers, log_dirs=log_dirs, racks=rack_list, base_port=base_port,
                  security=security.lower())
@@ -165,15 +169,17 @@ def add_logdir(broker_id: int = typer.Argument(..., help="Broker id."),
 
 
 @local_app.command("fetch-jars")
-def fetch_jars() -> None:
+def fetch_jars(kafka_version: Optional[str] = typer.Option(
+        None, "--kafka-version", help="The Kafka release whose jars to fetch (default "
+        "REASSIGNER_LOCAL_KAFKA_VERSION, else the tested default).")) -> None:
     """Fetch the Kafka and Spark connector jars from Maven Central into the cache (idempotent)."""
     from runtime.clients.jars import JAR_SETS, ensure_jars
     from runtime.settings import load_settings
 
-    settings = load_settings()
+    settings = load_settings(local_kafka_version=kafka_version)
     for jar_set in JAR_SETS:
         with console.status(f"fetching the {jar_set} jars with Maven..."):
-            jars = ensure_jars(settings.cache_dir, jar_set)
+            jars = ensure_jars(settings.cache_dir, jar_set, settings.local_kafka_version)
         console.print(f"{jar_set}: {len(jars)} jars in {jars[0].parent}")
 
 

@@ -150,6 +150,7 @@ def compute_summary(plan: PlacementPlan) -> dict:
         "within_tolerance": plan.within_tolerance,
         "resources": {name: {"before": vars(report.before), "after": vars(report.after)}
                       for name, report in plan.resources.items()},
+        "disk_cv_floor": plan.disk_cv_floor,
     }
 
 
@@ -175,7 +176,9 @@ def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
             f"{gap})  leader changes: {plan.leader_changes}  within tolerance: "
             f"{'yes' if plan.within_tolerance else 'no'}")
         for name, report in plan.resources.items():
-            console.print(f"{name}: CV {report.before.cv:.3f} -> {report.after.cv:.3f}, max/mean "
+            floor = (f" (no plan moving as many bytes ends below {plan.disk_cv_floor:.3f})"
+                     if name == "disk" and plan.disk_cv_floor is not None else "")
+            console.print(f"{name}: CV {report.before.cv:.3f} -> {report.after.cv:.3f}{floor}, max/mean "
                           f"{report.before.max_over_mean:.2f} -> {report.after.max_over_mean:.2f}, brokers "
                           f"outside their band {report.before.outside} -> {report.after.outside}")
         console.print(f"rack violations: {plan.rack_violations}")

@@ -23,7 +23,8 @@ ONE COMMAND MESSAGE, in this order:
 4. apply it through the Admin API, retrying transient errors under the one retry policy
    (`runtime.backoff`: 0.5 s doubling to 10 s) for at most `executor_retry_seconds`;
 5. store the outcome under the command id, publish a CommandResult (ok, or the Kafka error
-   name and message), and only then commit the consumer offset.
+   name and message), and only then commit the consumer offset (a coordinator loading or
+   moving is waited out: `runtime.clients.kafka_consumer.commit_consumed`).
 A crash between 3 and 5 re-delivers the message; the claimed id keeps it from being applied
 twice, and its result is published when known. A claim left APPLYING by a crashed attempt is
 settled by asking Kafka (`resume_interrupted`): a ReassignmentStep whose target Kafka already
@@ -61,8 +62,10 @@ broker hosts the replica), SetThrottle / ClearThrottle (`log_dir_only`: that one
 (IncrementalAlterConfigs on brokers and topics). A ReassignmentStep that carries a throttle has
 it set before the reassignment is submitted; throttles are merged with others' and only the
 executor's own are cleared (`reassigner.edge.throttle_keeper`, under the rules of
-`reassigner.edge.throttles`, records in the ledger). A command for a deleted topic or a dead
-broker ends as an error result, never as a crash.
+`reassigner.edge.throttles`, records in the ledger). Cordon and Uncordon (`Command.action`,
+schema version 10; `cordoned.log.dirs`, Kafka 4.3+) are applied per broker under the rules of
+`reassigner.edge.cordons`, recorded beside the throttles: only the product's own cordons are
+removed. A command for a deleted topic or a dead broker ends as an error result, never as a crash.
 """
 
 from __future__ import annotations
@@ -74,10 +77,10 @@ import uuid
 from functools import partial
 from typing import Callable, Iterable, Mapping, TypeVar
 
-from runtime.clients.cluster_observation import LOG_DIR_THROTTLED_RATE
+from runtime.clients.cluster_observation import CORDONED_LOG_DIRS, LOG_DIR_THROTTLED_RATE
 from runtime.clients.kafka_admin import ClusterAdmin
 from runtime.backoff import COMMAND_APPLY, REPLICA_PLACEMENT, UNTIL_STOPPED, retry_transient
-from runtime.clients.kafka_consumer import build_consumer, is_end_of_partition
+from runtime.clients.kafka_consumer import build_consumer, commit_consumed, is_end_of_partition
 from runtime.clients.kafka_producer import build_producer, publish_and_wait
 from runtime.clients.redis_io import retry_redis
 from schemas.errors import DecodeError, InvalidConfigError, ReassignerError, TransientError
@@ -88,6 +91,7 @@ from schemas.dead_letter import build_dead_letter
 from schemas.codec import decode, encode, topic_name, version_headers, writer_version_from_headers
 from schemas.loader import CURRENT_SCHEMA_VERSION
 from schemas.signing import UNSIGNED, SigningKey, compute_signature_problem, compute_signing_mismatch
+from reassigner.edge.cordons import CordonChange, compute_cordon, compute_uncordon, cordon_field
 from reassigner.edge.ledger import REPLAY_WINDOW_SECONDS, CommandLedger, Outcome
 from reassigner.edge.throttle_keeper import ThrottleKeeper
 from reassigner.edge.throttles import compute_step_throttle, compute_wanted
@@ -248,7 +252,8 @@ class Executor:
                 except Exception as error:  # one message never stops the executor
                     if not self._dead_letter_failed(message, error) and stop.is_set():
                         break
-                self._consumer.commit(message=message, asynchronous=False)
+                if not commit_consumed(self._consumer, message, stop, "committing the commands consumed"):
+                    break
         finally:
             self._consumer.close()
             self._producer.flush(5)
@@ -265,7 +270,8 @@ class Executor:
         if problem is not None:
             self._dead_letter(message, problem)
             return
-        kind, fields = command["payload"]
+        action = command.get("action")  # a kind added after the payload union was frozen
+        kind, fields = (str(action["kind"]), action) if action else command["payload"]
         source = compute_message_source(message.topic(), message.partition(), message.offset(), headers)
         refused = compute_trust_problem(self.signing_key, message.topic(), message.key(), message.value(),
                                         headers, command["event_time"], int(self.clock() * 1000))
@@ -345,6 +351,8 @@ class Executor:
             "LogDirMove": self.apply_log_dir_move,
             "SetThrottle": self.apply_set_throttle,
             "ClearThrottle": self.apply_clear_throttle,
+            "Cordon": self.apply_cordon,
+            "Uncordon": self.apply_uncordon,
         }
         applier = appliers.get(kind)
         if applier is None:
@@ -435,6 +443,33 @@ class Executor:
             return
         self.throttles.clear(list(fields["broker_ids"]), sorted({p["topic"] for p in fields.get("partitions") or []}),
                              fields.get("throttle_sequence"))
+
+    def apply_cordon(self, fields: Mapping) -> None:
+        """Cordon each broker (`reassigner.edge.cordons`: others' cordons kept, ours recorded first)."""
+        dirs = tuple(fields.get("log_dirs") or ())
+        self._apply_cordons(fields["broker_ids"], lambda now, mine: compute_cordon(dirs, now, mine))
+
+    def apply_uncordon(self, fields: Mapping) -> None:
+        """Remove the product's cordon from each broker, nothing else (`reassigner.edge.cordons`)."""
+        self._apply_cordons(fields["broker_ids"], compute_uncordon)
+
+    def _apply_cordons(self, broker_ids, decide: Callable[[str | None, Mapping | None], CordonChange]) -> None:
+        brokers = sorted({int(b) for b in broker_ids})
+        current = self.admin.describe_dynamic_configs(brokers, [], [CORDONED_LOG_DIRS])
+        owned = retry_redis(self.ledger.read_throttles, "reading the executor's records", UNTIL_STOPPED, self._stop)
+        for broker_id in brokers:
+            field = cordon_field(broker_id)
+            change = decide(current.get((broker_id, CORDONED_LOG_DIRS)), owned.get(field))
+            if change.kept:
+                log.info("broker %d: %s", broker_id, change.kept)
+            if change.record is not None:
+                retry_redis(lambda: self.ledger.store_throttles({field: change.record}),
+                            "recording the executor's cordon", UNTIL_STOPPED, self._stop)
+            if change.write:
+                self.admin.alter_broker_configs([broker_id], {CORDONED_LOG_DIRS: change.value})
+            if change.forget:
+                retry_redis(lambda: self.ledger.forget_throttles([field]), "forgetting a removed cordon",
+                            UNTIL_STOPPED, self._stop)
 
     # --- publishing -----------------------------------------------------------------------------
     def _publish_result(self, command: Mapping, kind: str, outcome: Outcome) -> None:

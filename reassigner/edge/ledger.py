@@ -9,8 +9,9 @@ KEYS (hash tag `{<cluster_name>}` as in `state.controller_store`, so one script 
 - `reassigner:{c}:executor:throttles` — HASH of the replication throttles the executor set
   (`reassigner.edge.throttles`: field `broker:<id>:<config>` or `topic:<topic>:<list>:<entry>`,
   value the JSON of what it set, what was there before and the step sequence it serves), so
-  that a clear removes only those, and the mark of the last write (THROTTLE RECORDS). No
-  expiry: a record is dropped when its throttle is cleared.
+  that a clear removes only those, and the mark of the last write (THROTTLE RECORDS); also the
+  cordons it set (`reassigner.edge.cordons`: field `cordon:<id>`, which the throttle rules never
+  read). No expiry: a record is dropped when its throttle or cordon is removed.
 
 RULES (`claim` is one Lua script, atomic):
 - an id seen before is not applied again: DUPLICATE with what is stored — unless the stored

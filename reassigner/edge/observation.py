@@ -55,40 +55,28 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from runtime.clients.cluster_merge import (
-
     compute_changed_log_dirs,
-
     compute_changed_partitions,
-
     compute_partition_sizes,
-
 )
-
 from runtime.clients.cluster_observation import (
-
     BrokerObservation,
-
     ClusterObservation,
-
     LogDirObservation,
-
     PartitionObservation,
-
     TopicObservation,
-
 )
 from reassigner.edge.traffic import PartitionTraffic, TrafficWindow, compute_partition_traffic
 from schemas.codec import partition_key
 from schemas.loader import CURRENT_SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from planning.model import Cluster
+    from planning.model import Cluster, KafkaFacts
 
 MESSAGE_ID_NAMESPACE = uuid.UUID("6f0c1c9e-3a55-4d1e-9a57-2f7f4c1e0b5a")
 
 Event = tuple[str, str, dict]
 """(topic suffix, Kafka message key, record dict)."""
-
 
 
 def compute_broker_state(broker: BrokerObservation | None, previous: BrokerObservation | None) -> str:
@@ -154,17 +142,19 @@ def compute_events(previous: ClusterObservation, current: ClusterObservation, no
 
 
 def compute_snapshot_events(current: ClusterObservation, snapshot_id: str, now_ms: int,
-                            traffic: TrafficWindow | None = None) -> list[Event]:
+                            traffic: TrafficWindow | None = None, kafka: KafkaFacts | None = None) -> list[Event]:
     """START marker, every broker, topic, log dir and partition, END marker with counts: a
     snapshot in one poll (`compute_snapshot_start` + `_slice` of every partition + `_end`)."""
-    return [*compute_snapshot_start(current, snapshot_id, now_ms),
+    return [*compute_snapshot_start(current, snapshot_id, now_ms, kafka),
             *compute_snapshot_slice(current, snapshot_id, current.partitions, now_ms, traffic),
             *compute_snapshot_end(current, snapshot_id, now_ms, now_ms, len(current.partitions), dirs=False)]
 
 
-def compute_snapshot_start(current: ClusterObservation, snapshot_id: str, now_ms: int) -> list[Event]:
-    """A snapshot's START marker and the state of every broker, topic and log dir (few)."""
-    events = [snapshot_marker(snapshot_id, "START", now_ms, now_ms)]
+def compute_snapshot_start(current: ClusterObservation, snapshot_id: str, now_ms: int,
+                           kafka: KafkaFacts | None = None) -> list[Event]:
+    """A snapshot's START marker (with which Kafka the cluster runs, when known) and the state of
+    every broker, topic and log dir (few)."""
+    events = [snapshot_marker(snapshot_id, "START", now_ms, now_ms, kafka=kafka)]
     events.extend(broker_event(b, compute_broker_state(b, b), now_ms, snapshot_id) for b in current.brokers.values())
     events.extend(topic_event(t, now_ms, snapshot_id=snapshot_id) for t in current.topics.values())
     events.extend(log_dir_event(d, now_ms, snapshot_id) for d in current.log_dirs.values())
@@ -277,14 +267,17 @@ def partition_event(p: PartitionObservation, now_ms: int, snapshot_id: str | Non
         "bytes_in_per_sec": None if traffic is None else traffic.bytes_in_per_sec,
         "bytes_out_per_sec": None if traffic is None else traffic.bytes_out_per_sec,
         "traffic_window_ms": None if traffic is None else traffic.window_ms,
+        "eligible_leader_replicas": list(p.eligible_leaders),
+        "last_known_elr": list(p.last_known_elr),
     }
     return ("isr-changes", key, record)
 
 
 def snapshot_marker(snapshot_id: str, phase: str, now_ms: int, started_at: int,
                     ended_at: int | None = None, counts: tuple[int, int, int, int] = (0, 0, 0, 0),
-                    inventory: ClusterObservation | None = None) -> Event:
-    """A START or END marker; an END marker given the poll's observation lists its inventory."""
+                    inventory: ClusterObservation | None = None, kafka: KafkaFacts | None = None) -> Event:
+    """A START or END marker; an END marker given the poll's observation lists its inventory;
+    `kafka` says which Kafka the cluster runs."""
     brokers, topics, partitions, log_dirs = counts
     record = _header("snapshots", f"{snapshot_id}:{phase}", now_ms, snapshot_id) | {
         "key": snapshot_id,
@@ -300,6 +293,9 @@ def snapshot_marker(snapshot_id: str, phase: str, now_ms: int, started_at: int,
         "topics": [] if inventory is None else [
             {"name": t.name, "partition_count": t.partition_count} for t in inventory.topics.values()],
         "broker_ids": [] if inventory is None else sorted(inventory.brokers),
+        "kafka_release": None if kafka is None else kafka.release,
+        "kafka_metadata_level": None if kafka is None else kafka.metadata_level,
+        "kafka_capabilities": [] if kafka is None else list(kafka.capabilities),
     }
     return ("snapshots", snapshot_id, record)
 

@@ -60,17 +60,11 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from runtime.clients.cluster_observation import (
-
     FOLLOWER_THROTTLED_RATE,
-
     FOLLOWER_THROTTLED_REPLICAS,
-
     LEADER_THROTTLED_RATE,
-
     LEADER_THROTTLED_REPLICAS,
-
     LOG_DIR_THROTTLED_RATE,
-
 )
 
 REPLICA_LISTS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)

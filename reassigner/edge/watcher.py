@@ -30,6 +30,12 @@ INVARIANTS
   partition's log start and end offsets and the consumer groups' committed offsets; the
   snapshot's partition events carry the rates between this sample and the one before
   (`reassigner.edge.traffic`). A failed read skips one sample and never fails the poll.
+- KAFKA VERSION: the first poll, and each snapshot's after it (an upgrade shows within a
+  snapshot period), reads the cluster's finalized features and logs, when it changed, which
+  Kafka it runs and what the product does there, one line per capability it lacks
+  (`runtime.kafka_versions`); each snapshot's START marker tells the pipeline (`status` shows
+  it, the handlers decide by it). A cluster the product cannot run on (ZooKeeper mode, KRaft
+  older than 3.7) stops the watcher with that one line, as a missing ACL does.
 - INFO is logged only for real changes (a broker, topic or dir changing, a reassignment starting
   or ending); the partition-level churn of a busy cluster is DEBUG.
 """
@@ -43,6 +49,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from planning.model import KafkaFacts
 from runtime.clients.kafka_admin import ClusterAdmin
 from runtime.clients.cluster_observation import EMPTY, ClusterObservation
 from reassigner.edge.observation import (Event, compute_events, compute_snapshot_end, compute_snapshot_events,
@@ -50,8 +57,9 @@ from reassigner.edge.observation import (Event, compute_events, compute_snapshot
 from reassigner.edge.traffic import TrafficSample, TrafficWindow
 from runtime.clients.kafka_producer import EventPublisher
 from runtime.backoff import Backoff, compute_wait
-from schemas.errors import ReassignerError, is_access_denied
+from schemas.errors import KafkaPermanentError, ReassignerError, is_access_denied
 from runtime.heap import HeapKeeper
+from runtime.kafka_versions import ELIGIBLE_LEADERS, ClusterSupport, assess_cluster
 from runtime.metrics import count_failed_poll, count_poll
 from runtime.settings import Settings
 from schemas.codec import topic_name
@@ -97,6 +105,7 @@ class Watcher:
         self._snapshot: SnapshotInProgress | None = None
         self._traffic_sample: TrafficSample | None = None  # the last one read (TRAFFIC)
         self._traffic: TrafficWindow | None = None  # the last two: the rates the snapshots carry
+        self.kafka: ClusterSupport | None = None  # KAFKA VERSION, read at the first poll
 
     def prepare_topics(self) -> None:
         """Create the topics this watcher writes if they are missing."""
@@ -115,14 +124,35 @@ class Watcher:
             count_failed_poll(error.code)
             raise
 
+    def check_kafka(self) -> ClusterSupport:
+        """Read which Kafka the cluster runs and log it when it changed (KAFKA VERSION);
+        `KafkaPermanentError` UNSUPPORTED_VERSION, in one line, for a cluster the product cannot
+        run on."""
+        support = assess_cluster(self.admin.describe_kafka())
+        if support.refusal is not None:
+            raise KafkaPermanentError(support.refusal, "UNSUPPORTED_VERSION")
+        if support != self.kafka:
+            log.info("the cluster runs %s", support.summary())
+            for warning in support.warnings:
+                log.warning("%s", warning)
+        self.kafka = support
+        return support
+
+    def _kafka_facts(self) -> KafkaFacts | None:
+        """What the snapshots tell the pipeline of the cluster's Kafka (KAFKA VERSION)."""
+        support = self.kafka
+        return None if support is None else KafkaFacts(support.release, support.level, support.has)
+
     def _poll(self) -> PollOutcome:
+        snapshot_due = self._snapshot is None and self.clock() >= self._next_snapshot_at
+        kafka = self.kafka if self.kafka is not None and not snapshot_due else self.check_kafka()
         if not self._topics_ready:
             self.prepare_topics()
         started = time.monotonic()
         polled_at = self.clock()
-        snapshot_due = self._snapshot is None and polled_at >= self._next_snapshot_at
         log_dirs_due = snapshot_due or polled_at >= self._next_log_dirs_at
-        current = self.admin.observe(self.view, log_dirs_due=log_dirs_due)
+        current = self.admin.observe(self.view, log_dirs_due=log_dirs_due,
+                                     eligible_leaders=ELIGIBLE_LEADERS in kafka.has)
         observed = time.monotonic()
         now = self.clock()
         now_ms = int(polled_at * 1000)  # the poll's time: when it began reading (TIMES)
@@ -132,13 +162,14 @@ class Watcher:
             self._sample_traffic(current)
         if snapshot_due and len(current.partitions) <= slice_size:
             snapshot = SnapshotInProgress(str(uuid.uuid4()), now_ms, ())
-            events = compute_snapshot_events(current, snapshot.snapshot_id, now_ms, self._traffic)
+            events = compute_snapshot_events(current, snapshot.snapshot_id, now_ms, self._traffic,
+                                             self._kafka_facts())
             finished = True
         else:
             events = compute_events(self.view, current, now_ms)
             if snapshot_due:  # a sliced snapshot begins (see SLICED SNAPSHOTS)
                 snapshot = SnapshotInProgress(str(uuid.uuid4()), now_ms, tuple(current.partitions))
-                events += compute_snapshot_start(current, snapshot.snapshot_id, now_ms)
+                events += compute_snapshot_start(current, snapshot.snapshot_id, now_ms, self._kafka_facts())
             finished = False
             if snapshot is not None:
                 keys = snapshot.keys[snapshot.position:snapshot.position + slice_size]
@@ -210,8 +241,8 @@ class Watcher:
                 self.poll_once()
             except ReassignerError as error:
                 heap.after_batch()
-                if is_access_denied(error):  # a missing ACL never comes back by itself
-                    raise
+                if is_access_denied(error) or error.code == "UNSUPPORTED_VERSION":
+                    raise  # a missing ACL, or a Kafka the product cannot run on, never comes back by itself
                 wait = compute_wait(delays, error, backoff)
                 log.warning("poll failed: [%s] %s; will retry in %.1f s", error.code, error, wait)
                 failing = True

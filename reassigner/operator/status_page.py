@@ -117,14 +117,18 @@ function render(doc) {
       ["reassignments / steps in flight", `${s.reassignments.length} / ${s.in_flight.length}`],
       ["moved by another tool", `<span class="${cls((s.external || []).length)}">${(s.external || []).length}</span>`],
       ["proposals awaiting approval", esc(s.proposals.join(", ") || "none")],
+      ["Kafka", esc(s.kafka || "not told yet (the watcher tells it with each snapshot)")],
+      ...(s.drain_warning ? [["drains", `<span class="warn">${esc(s.drain_warning)}</span>`]] : []),
     ], "");
     document.getElementById("brokers-body").innerHTML = table(
       ["broker", "rack", "state", "dirs online", "replicas", "leaders", "bytes", "in/s", "out/s",
        "per dir (replicas, bytes)"],
       s.brokers.map(b => [esc(b.id), esc(b.rack),
-        b.alive ? (b.draining ? '<span class="warn">draining</span>' : '<span class="ok">alive</span>') : '<span class="bad">down</span>',
+        b.alive ? (b.draining ? `<span class="warn">draining${b.cordoned ? ", cordoned" : ""}</span>` :
+          '<span class="ok">alive</span>') : '<span class="bad">down</span>',
         `<span class="${b.dirs_online < b.dirs_total ? "bad" : "ok"}">${b.dirs_online}/${b.dirs_total}</span>` +
-          (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : ""),
+          (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : "") +
+          ((b.cordoned_dirs || []).length ? ` <span class="warn">(cordoned: ${esc(b.cordoned_dirs.join(", "))})</span>` : ""),
         esc(b.replicas), esc(b.leaders), size(b.disk_bytes),
         s.traffic_measured ? size(b.bytes_in_per_sec) + "/s" : "?",
         s.traffic_measured ? size(b.network_out_per_sec) + "/s" : "?",

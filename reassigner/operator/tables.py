@@ -73,15 +73,21 @@ def print_status(view: StatusView, console: Console) -> None:
     banner = compute_banner(view.mode, view.paused)
     if banner:
         console.print(f"[bold yellow]{banner}[/]")
+    if view.kafka is not None:
+        console.print(f"cluster: {view.kafka}")
     brokers = _table(f"brokers (epoch {view.epoch}, last batch {view.last_batch})",
                      "broker", "rack", "state", "dirs online", "replicas", "leaders", "bytes",
                      "in/s", "out/s", "per dir (replicas, bytes)")
     for b in view.brokers:
-        state = "[red]down[/]" if not b.alive else ("[yellow]draining[/]" if b.draining else "[green]alive[/]")
+        state = "[red]down[/]" if not b.alive else (
+            ("[yellow]draining, cordoned[/]" if b.cordoned else "[yellow]draining[/]") if b.draining
+            else "[green]alive[/]")
         dirs = f"{b.dirs_online}/{b.dirs_total}" + (f" [red](offline: {', '.join(b.offline_dirs)})[/]"
                                                     if b.offline_dirs else "")
         if b.cannot_host:
             dirs += f" [yellow]{b.cannot_host} partitions kept off until restart[/]"
+        if b.cordoned_dirs:
+            dirs += f" [yellow](cordoned: {', '.join(b.cordoned_dirs)})[/]"
         per_dir = "  ".join(f"{path.rsplit('/', 1)[-1]}: {'?' if count is None else count}, {format_size(size)}"
                             for path, count, size in b.dirs)
         rates = (format_rate(b.bytes_in_per_sec), format_rate(b.network_out_per_sec)) if view.traffic_measured \
@@ -89,11 +95,15 @@ def print_status(view: StatusView, console: Console) -> None:
         brokers.add_row(str(b.id), b.rack or "-", state, dirs, str(b.replicas), str(b.leaders),
                         format_size(b.disk_bytes), *rates, per_dir)
     console.print(brokers)
+    if view.drain_warning:
+        console.print(f"[yellow]{view.drain_warning}[/]")
     for title, problems, style in (("under-replicated", view.under_replicated, "yellow"),
                                    ("under min ISR", view.under_min_isr, "red"),
                                    ("offline", view.offline, "red")):
         names = " ".join(f"{p.topic}-{p.partition}" for p in problems[:SHOWN_PROBLEMS])
-        console.print(f"{title}: [{style if problems else 'green'}]{len(problems)}[/] {names}"
+        eligible = sum(1 for p in problems if p.eligible_leaders)
+        kept = f" ({eligible} keep eligible leader replicas)" if eligible and title != "under-replicated" else ""
+        console.print(f"{title}: [{style if problems else 'green'}]{len(problems)}[/]{kept} {names}"
                       f"{_more(len(problems), SHOWN_PROBLEMS)}")
     excluded = view.excluded_topics
     console.print(f"topics only healed and drained, never rebalanced: {len(excluded)} "

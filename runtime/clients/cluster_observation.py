@@ -37,6 +37,7 @@ FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
 LOG_DIR_THROTTLED_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+CORDONED_LOG_DIRS = "cordoned.log.dirs"  # Kafka 4.3+ (KIP-1066): dirs that take no new replica
 
 PartitionKey = tuple[str, int]
 LogDirKey = tuple[int, str]
@@ -138,7 +139,8 @@ class ReplicaList(Sequence[ReplicaInDir]):
 @dataclass(frozen=True)
 class LogDirObservation:
     """A broker's log dir. `replicas` is a `ReplicaList` as the adapter decodes it, or any tuple
-    of `ReplicaInDir` (sorted); either way it compares by the replicas' keys (sizes aside)."""
+    of `ReplicaInDir`, sorted by key either way (the diff finds a copy in flight in it by
+    bisection: `cluster_merge._copy_changed`); it compares by the replicas' keys (sizes aside)."""
 
     broker_id: int
     path: str
@@ -181,6 +183,8 @@ class PartitionObservation:
     offline_replicas: tuple[int, ...] = ()
     log_dirs: tuple[str | None, ...] = ()
     size_bytes: int | None = field(default=None, compare=False)
+    eligible_leaders: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
 
 PartitionState = tuple  # (topic, partition, replicas, isr, leader, leader_epoch, offline_replicas)
@@ -246,6 +250,9 @@ class ClusterObservation:
     # (COST in `cluster_merge`); trusted only while those are the very mappings it was derived
     # from, so an observation made with `replace` falls back to counting.
     derived: "MergeIndex | None" = field(default=None, compare=False, repr=False)
+    # The partitions below min ISR or leaderless at this poll (those whose eligible leaders were
+    # read, `cluster_poll` ELIGIBLE LEADERS), so that the next poll reads them again.
+    under_min_isr: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     def merge_index(self) -> "MergeIndex | None":
         index = self.derived

@@ -16,11 +16,22 @@ INVARIANTS
   due read (`log_dirs_interval_seconds`, 2 s by default).
 - The dirs of a broker that cannot answer, or is fenced, are carried over too: nothing new is
   known about them, and its fencing tells the rest.
+
+ELIGIBLE LEADERS (KIP-966; only on a cluster with `eligible.leader.replicas.version` on): Kafka
+keeps eligible leader replicas only while a partition's ISR is below its min ISR, and the
+Metadata answer does not carry them. So after the merge, the partitions below min ISR or
+leaderless — among those the merge did not carry over and those that were at the last poll
+(`ClusterObservation.under_min_isr`), never all of them — are asked again with
+DescribeTopicPartitions for their topics, and their observations get the answer. A healthy
+cluster pays nothing; a degraded one one request and a copy of the partition map. A failed read
+leaves them as the merge made them (the carried ones keep what they had) and is tried at the
+next poll.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from runtime.clients.admin_answers import (
@@ -31,6 +42,7 @@ from runtime.clients.admin_answers import (
 )
 from runtime.clients.cluster_merge import compute_changed_partitions, compute_log_dirs_hint, compute_observation
 from runtime.clients.cluster_observation import EMPTY, ClusterObservation, LogDirObservation
+from schemas.errors import ReassignerError
 from runtime.clients.kafka_fast_reads import (
     Read,
     log_dir_reads,
@@ -46,9 +58,58 @@ log = logging.getLogger(__name__)
 
 
 def observe_cluster(admin: ClusterAdmin, previous: ClusterObservation | None = None,
-                    log_dirs_due: bool = True) -> ClusterObservation:
+                    log_dirs_due: bool = True, eligible_leaders: bool = False) -> ClusterObservation:
     """One poll (see the module doc). Log dirs are read when `log_dirs_due` or when the metadata
-    hints a change, else carried over from `previous`."""
+    hints a change, else carried over from `previous`; with `eligible_leaders`, the partitions
+    under min ISR get theirs (ELIGIBLE LEADERS)."""
+    observation = _observe(admin, previous, log_dirs_due)
+    if not eligible_leaders:
+        return observation
+    return _with_eligible_leaders(admin, observation, previous or EMPTY)
+
+
+def _with_eligible_leaders(admin: ClusterAdmin, observation: ClusterObservation,
+                           previous: ClusterObservation) -> ClusterObservation:
+    """`observation` with the eligible leader replicas of its partitions under min ISR (module
+    doc, ELIGIBLE LEADERS)."""
+    partitions, topics = observation.partitions, observation.topics
+    changed = compute_changed_partitions(previous, observation)
+    looked_at = set(partitions) if changed is None else set(changed) | previous.under_min_isr
+
+    def under_min_isr(key) -> bool:
+        p = partitions.get(key)
+        if p is None:
+            return False
+        topic = topics.get(key[0])
+        needed = topic.min_insync_replicas if topic is not None and topic.min_insync_replicas else 1
+        return p.leader is None or len(p.isr) < needed
+
+    under = frozenset(key for key in looked_at if under_min_isr(key))
+    if not under:
+        return replace(observation, under_min_isr=under) if previous.under_min_isr else observation
+    try:
+        answer = admin.describe_eligible_leaders(sorted({topic for topic, _ in under}))
+    except ReassignerError as error:
+        log.debug("eligible leaders not read (again at the next poll): %s", error)
+        return replace(observation, under_min_isr=under)
+    patched = {}
+    for key in under:
+        p = partitions[key]
+        eligible, last_known = answer.get(key, ((), ()))
+        if (p.eligible_leaders, p.last_known_elr) != (eligible, last_known):
+            patched[key] = replace(p, eligible_leaders=eligible, last_known_elr=last_known)
+    if not patched:
+        return replace(observation, under_min_isr=under)
+    merged = dict(partitions)
+    merged.update(patched)
+    index = observation.merge_index()
+    derived = None if index is None else replace(index, partitions=merged, changed=index.changed | set(patched))
+    return replace(observation, partitions=merged, derived=derived, under_min_isr=under)
+
+
+def _observe(admin: ClusterAdmin, previous: ClusterObservation | None,
+             log_dirs_due: bool) -> ClusterObservation:
+    """The poll without eligible leaders (see the module doc)."""
     previous = previous or EMPTY
     brokers = admin.describe_brokers()
     live = sorted(b.broker_id for b in brokers if not b.fenced)

@@ -35,6 +35,7 @@ import time
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from runtime.backoff import ADMIN_RECONNECT
+from runtime.kafka_versions import ClusterFeatures
 from runtime.clients.admin_answers import (
     compute_log_dirs,
     compute_min_insync_replicas,
@@ -51,6 +52,7 @@ from runtime.clients.kafka_fast_reads import (
     alter_config_op,
     gather_reads,
     open_admin_client,
+    read_cluster_features,
     read_log_dirs,
     read_metadata,
     read_min_insync_replicas,
@@ -150,6 +152,34 @@ class ClusterAdmin:
         raise AssertionError("unreachable")
 
     # --- describe -------------------------------------------------------------------------------
+    def describe_kafka(self) -> ClusterFeatures:
+        """The cluster's finalized feature levels (ApiVersions v3+, from any broker) and the
+        newest version of each request its brokers answer (`runtime.kafka_versions`)."""
+        def read(client) -> ClusterFeatures:
+            finalized, versions = run_read(client, read_cluster_features)
+            return ClusterFeatures(finalized, versions)
+        return self._call("reading the cluster's finalized features", read)
+
+    def describe_eligible_leaders(self, topics: Sequence[str],
+                                  ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+        """(eligible leader replicas, last known ELR) of every partition of `topics` that has
+        either (DescribeTopicPartitions, KIP-966; pages followed), by (topic, partition)."""
+        def read(client) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+            found: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+            cursor = None
+            while True:
+                answer = client.describe_topic_partitions(list(topics), cursor=cursor)
+                for topic in answer["topics"]:
+                    for p in topic["partitions"]:
+                        eligible = tuple(p.get("eligible_leader_replicas") or ())
+                        last_known = tuple(p.get("last_known_elr") or ())
+                        if eligible or last_known:
+                            found[(topic["name"], p["partition_index"])] = (eligible, last_known)
+                cursor = answer.get("next_cursor")
+                if cursor is None:
+                    return found
+        return self._call(f"describe the eligible leaders of {len(topics)} topics", read)
+
     def describe_brokers(self) -> list[BrokerObservation]:
         """Every registered broker, fenced ones included (DescribeCluster)."""
         answer = self._call("describe cluster", lambda c: c.describe_cluster())
@@ -212,11 +242,12 @@ class ClusterAdmin:
         return compute_min_insync_replicas(topics, answer)  # type: ignore[arg-type]
 
     def observe(self, previous: ClusterObservation | None = None,
-                log_dirs_due: bool = True) -> ClusterObservation:
+                log_dirs_due: bool = True, eligible_leaders: bool = False) -> ClusterObservation:
         """One poll (`runtime.clients.cluster_poll`). Log dirs are read when `log_dirs_due` or
         when the metadata hints a change, else carried over from `previous`; those of a broker
-        that cannot answer are carried over too."""
-        return observe_cluster(self, previous, log_dirs_due)
+        that cannot answer are carried over too. With `eligible_leaders` (a cluster with ELR on)
+        the partitions under min ISR get their eligible leader replicas."""
+        return observe_cluster(self, previous, log_dirs_due, eligible_leaders)
 
     # --- traffic (the samples of `reassigner.edge.traffic`) --------------------------------------
     def read_log_offsets(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:

@@ -36,7 +36,7 @@ from runtime.clients.client_config import ClientConfig
 from runtime.clients.kafka_errors import translate_kafka_error
 from runtime.clients.kafka_producer import (build_producer, librdkafka_settings, producer_config,
                                                publish_and_wait)
-from schemas.errors import KafkaTransientError, TransientError
+from schemas.errors import KafkaTransientError, ReassignerError, TransientError
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,29 @@ def is_end_of_partition(error: Any) -> bool:
     from confluent_kafka import KafkaError
 
     return error is not None and error.code() == KafkaError._PARTITION_EOF
+
+
+def commit_consumed(consumer, message, stop: threading.Event, doing: str) -> bool:
+    """Commit `message`'s offset, synchronously. A group coordinator loading, moving or away is
+    waited out under the one retry policy (regression: COORDINATOR_LOAD_IN_PROGRESS, raised by
+    the commit, stopped the executor for good on a loaded 4.4 cluster). A commit the group made
+    void (a rebalance: another generation) is logged and dropped: the message is delivered again
+    to the partition's owner, whose duplicate check keeps it from being applied twice. False when
+    `stop` was set before the commit went through (the message is then delivered again)."""
+    from confluent_kafka import KafkaException
+
+    def commit() -> None:
+        try:
+            consumer.commit(message=message, asynchronous=False)
+        except KafkaException as error:
+            raise translate_kafka_error(error, doing) from None
+    try:
+        retry_transient(commit, doing, UNTIL_STOPPED, stop, log)
+    except TransientError:
+        return False  # stopped meanwhile
+    except ReassignerError as error:
+        log.warning("%s: %s; the message will be delivered again", doing, error)
+    return True
 
 
 def topic_partitions(consumer, topic: str, timeout: float = 15.0) -> list[int]:
@@ -266,7 +289,8 @@ def run_committing_consumer(bootstrap_servers: str, client_config: ClientConfig 
                     if stop.is_set():
                         break  # stopped in an outage: not committed, delivered again after a restart
                     raise
-            consumer.commit(message=message, asynchronous=False)
+            if not commit_consumed(consumer, message, stop, f"committing {topic}"):
+                break
     finally:
         consumer.close()
         producer.flush(5)

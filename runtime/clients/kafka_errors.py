@@ -2,13 +2,18 @@
 API) and librdkafka (producers, consumers) alike.
 
 THE RULE (`translate_kafka_error`):
-- retriable Kafka errors, lost connections, timeouts, an unknown broker id, no controller →
+- retriable Kafka errors, lost connections, timeouts, an unknown broker id, no controller, a
+  group coordinator loading or moving →
   `KafkaTransientError` (code = Kafka error name, `retry_after_seconds`);
 - UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS,
   INVALID_CONFIG → the product's own subclasses (the pipeline knows these names);
 - anything else → `KafkaPermanentError` (code = Kafka error name).
-kafka-python spells a few names its own way; they are given the Kafka broker's spelling
-(errno 6 NOT_LEADER_OR_FOLLOWER, errno 39 INVALID_REPLICA_ASSIGNMENT). Where kafka-python answers
+kafka-python and librdkafka spell a few names their own way; they are given the Kafka broker's
+spelling (errno 6 NOT_LEADER_OR_FOLLOWER, librdkafka's NOT_LEADER_FOR_PARTITION too; errno 39
+INVALID_REPLICA_ASSIGNMENT). A partition whose leadership is moving (NOT_LEADER_OR_FOLLOWER,
+LEADER_NOT_AVAILABLE, a fenced or unknown leader epoch, an offset not yet available) is
+transient whichever library says so: Kafka's protocol marks them retriable, and librdkafka's
+offset lookups report them without its retriable flag. Where kafka-python answers
 an error *class* per partition, or an error *string* per resource (`alter_configs`), the
 `raise_for_*` helpers raise the same translation.
 
@@ -46,11 +51,16 @@ LOCAL_PERMANENT_NAMES = frozenset({
     "UNSUPPORTED_FEATURE", "FATAL", "INVALID_TYPE", "MSG_SIZE_TOO_LARGE", "UNKNOWN_TOPIC",
     "UNKNOWN_PARTITION", "KEY_SERIALIZATION", "VALUE_SERIALIZATION",
 })
-# Client-side conditions that mean "the cluster or a broker is away for now".
+# librdkafka's names where the broker's differ.
+KAFKA_NAMES_BY_LIBRDKAFKA_NAME = {"NOT_LEADER_FOR_PARTITION": "NOT_LEADER_OR_FOLLOWER"}
+# Conditions that mean "the cluster, a broker or a partition's leadership is away for now".
 TRANSIENT_NAMES = frozenset({
     "UNKNOWN_BROKER_ID", "NO_BROKERS_AVAILABLE", "KAFKA_CONNECTION", "NODE_NOT_READY",
     "KAFKA_TIMEOUT", "REQUEST_TIMED_OUT", "NOT_CONTROLLER", "BROKER_NOT_AVAILABLE",
     "TRANSPORT", "ALL_BROKERS_DOWN", "TIMED_OUT", "CONNECTION_ERROR", "NETWORK_EXCEPTION",
+    "NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH",
+    "OFFSET_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR",
+    "NOT_COORDINATOR_FOR_GROUP",
 })
 
 
@@ -69,10 +79,11 @@ def kafka_error_name(error: BaseException) -> str:
     """The Kafka error name of a kafka-python or confluent-kafka exception."""
     from confluent_kafka import KafkaError as LibrdkafkaError, KafkaException
 
-    if isinstance(error, LibrdkafkaError):
-        return error.name().lstrip("_")
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], LibrdkafkaError):
-        return error.args[0].name().lstrip("_")
+        error = error.args[0]
+    if isinstance(error, LibrdkafkaError):
+        name = error.name().lstrip("_")
+        return KAFKA_NAMES_BY_LIBRDKAFKA_NAME.get(name, name)
     errno = getattr(error, "errno", None)
     if isinstance(errno, int) and errno in KAFKA_NAMES_BY_ERRNO and hasattr(type(error), "message"):
         return KAFKA_NAMES_BY_ERRNO[errno]

@@ -8,7 +8,7 @@ requests themselves and run side by side on kafka-python's event loop. They use,
 else in the product may use:
 - `client._manager.send / run / _net.call_soon_with_future` (the client's event loop);
 - `client._async_list_partition_reassignments`, `client._async_describe_configs`;
-- the protocol classes `MetadataRequest`, `DescribeLogDirsRequest`;
+- the protocol classes `MetadataRequest`, `DescribeLogDirsRequest`, `ApiVersionsRequest`;
 - `kafka.admin._configs.AlterConfigOp` (IncrementalAlterConfigs' operation, not exported);
 - `client._metrics`, `client._client`, `client._net` of a client whose constructor failed
   (`open_admin_client`).
@@ -91,6 +91,25 @@ async def read_min_insync_replicas(client, topics: Sequence[str]) -> dict:
 
     resources = [ConfigResource(ConfigResourceType.TOPIC, t, {MIN_INSYNC_REPLICAS: None}) for t in topics]
     return await client._async_describe_configs(resources, False, "all")
+
+
+async def read_cluster_features(client) -> tuple[dict[str, int], dict[int, int]]:
+    """(finalized feature → level, API key → newest version) from one ApiVersions v3+ answer.
+    kafka-python's public `api_versions()` maps every key to its ApiKey enum and fails on a key
+    it does not know (Kafka 4.4 answers key 93): the raw numbers are what the product needs."""
+    from kafka.protocol.metadata import ApiVersionsRequest
+
+    config = client._manager.config
+    response = await client._manager.send(ApiVersionsRequest(
+        client_software_name=config["client_software_name"],
+        client_software_version=config["client_software_version"], min_version=3))
+    if response.error_code != 0:
+        from kafka import errors
+
+        raise errors.for_code(response.error_code)(f"ApiVersionsRequest failed: error {response.error_code}")
+    finalized = {f.name: f.max_version_level for f in (response.finalized_features or [])}
+    versions = {int(k.api_key): int(k.max_version) for k in (response.api_keys or [])}
+    return finalized, versions
 
 
 def log_dir_reads(broker_ids: Iterable[int]) -> dict[str, tuple[Read, tuple]]:

@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient
 from runtime.clients.client_config import read_command_config
 from runtime.clients.java_properties import render_properties
 from runtime.clients.jars import kafka_classpath
+from runtime.settings import load_settings
 from reassigner.dev.local.security import PLAIN_LOGIN, PRODUCT_USER, SCRAM_LOGIN, jaas
 from reassigner.dev.local.stack import READY_TOPIC, LocalStack
 
@@ -119,7 +120,7 @@ def topics_seen_by_java(bootstrap: str, config, cache_dir, directory) -> set[str
     java_file = directory / "java.properties"
     java_file.write_text(render_properties(config.java))
     listed = subprocess.run(
-        [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir),
+        [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir, load_settings().local_kafka_version),
          "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap,
          "--command-config", str(java_file), "--list"],
         capture_output=True, text=True, timeout=120)
@@ -163,7 +164,7 @@ def test_a_wrong_password_is_refused_by_every_library(secured, cache_dir, tmp_pa
     java_file = tmp_path / "java.properties"
     java_file.write_text(render_properties(config.java))
     listed = subprocess.run(
-        [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir),
+        [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir, load_settings().local_kafka_version),
          "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", state.bootstrap_servers,
          "--command-config", str(java_file), "--list"],
         capture_output=True, text=True, timeout=120)
@@ -304,7 +305,7 @@ def test_the_documented_acl_commands_give_a_new_principal_everything_each_proces
     assert len(grants) == 4, block
     for grant in grants:
         completed = subprocess.run(
-            [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir),
+            [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir, load_settings().local_kafka_version),
              "org.apache.kafka.tools.AclCommand", "--bootstrap-server", state.bootstrap_servers,
              "--command-config", str(secrets.admin_properties), "--add", "--allow-principal",
              "User:readme", *grant], capture_output=True, text=True, timeout=120)

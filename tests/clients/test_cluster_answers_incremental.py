@@ -184,6 +184,58 @@ def test_a_copy_in_flight_that_grew_tells_its_dir_again_and_no_other_size_does()
     assert compute_changed_log_dirs(first, poll(10, 5, first)) == []
 
 
+class _ReadByPosition(tuple):
+    """A dir's column that may be bisected, sliced and indexed but not read replica by replica."""
+
+    def __iter__(self):
+        raise AssertionError("a dir's column read replica by replica")
+
+
+def test_a_copy_in_flight_is_found_in_a_big_dir_by_its_key_without_reading_every_replica():
+    """COPIES IN FLIGHT at scale: the diff looks up the replicas being copied into a dir (by
+    bisecting its sorted key columns; future ones by their flags), and reads no dir replica by
+    replica; what it tells is what the naive reading tells: a copy at the first, a middle or the
+    last position, a future replica, and never another replica's size (another topic's replica
+    with the same partition number, the moving partition's replica on a broker not receiving)."""
+    brokers = [BrokerObservation(b, None, "h", 9000 + b, False) for b in BROKER_IDS]
+    spread = [PartitionObservation(t, n, (1, 2), (1, 2), 1, 0) for t in ("a", "b", "c") for n in range(2000)]
+    own = [PartitionObservation("e", n, (3,), (3,), 3, 0) for n in range(1000)]
+    own += [PartitionObservation("f", n, (4,), (4,), 4, 0) for n in range(100)]
+    copies = {("a", 0): "/d0", ("b", 1001): "/d1", ("c", 1999): "/d0"}  # broker 3 added: r 1 2 -> 2 3
+    parts = [replace(p, replicas=(1, 2, 3)) if (p.topic, p.partition) in copies else p for p in spread + own]
+    moving = {key: ((3,), (1,)) for key in copies}
+    rows: dict[tuple[int, str], list] = {}
+    for p in parts:
+        for b in p.replicas:
+            path = copies[(p.topic, p.partition)] if b == 3 and p.topic != "e" else f"/d{p.partition % 2}"
+            rows.setdefault((b, path), []).append((p.topic, p.partition, False))
+    rows[(4, "/d0")].append(("f", 5, True))  # an intra-broker move of f-5 into /d0 (its replica is in /d1)
+
+    def poll(previous, grew=frozenset(), column=tuple):
+        dirs = []
+        for (b, path), held in sorted(rows.items()):
+            held = sorted(held)
+            sizes = column(10 + (100 if (b, path, *key) in grew else 0) for key in held)
+            dirs.append(LogDirObservation(b, path, True, None, ReplicaList(
+                column(k[0] for k in held), column(k[1] for k in held), tuple(k[2] for k in held), sizes)))
+        return compute_observation(brokers, PartitionList.of(parts), {t: None for t in "abcef"}, moving, dirs,
+                                   {t: None for t in "abcef"}, previous)
+
+    before = poll(poll(None))
+    cases = [({(3, "/d0", "a", 0, False)}, [(3, "/d0")]),  # the first replica of the dir
+             ({(3, "/d1", "b", 1001, False)}, [(3, "/d1")]),
+             ({(3, "/d0", "c", 1999, False)}, [(3, "/d0")]),  # the last one
+             ({(4, "/d0", "f", 5, True)}, [(4, "/d0")]),  # a future replica
+             ({(3, "/d0", "e", 0, False), (1, "/d0", "a", 0, False)}, []),  # not copies in flight
+             (set(), [])]
+    for grew, told in cases:
+        after = poll(before, grew, _ReadByPosition)
+        assert after.merge_index().same_dirs == frozenset(rows)  # compared by lookups, not list by list
+        assert compute_changed_log_dirs(before, after) == told
+        assert [key for key, d in after.log_dirs.items()
+                if copy_changed(before.log_dirs[key], poll(before, grew).log_dirs[key], after)] == told
+
+
 def test_a_poll_that_changed_nothing_reuses_every_partition_object():
     brokers = [BrokerObservation(b, None, "h", 9000 + b, False) for b in BROKER_IDS]
     parts = [PartitionObservation("t", n, (1, 2), (1, 2), 1, 0) for n in range(50)]

@@ -103,3 +103,48 @@ def test_a_stop_during_the_outage_leaves_the_record_uncommitted(monkeypatch):
     door.run_committing_consumer("b:9092", None, "p.alerts", "g", lambda r: OutgoingMessage(b"k", b"x"),
                                  "p.dead-letter", stop, purpose="test")
     assert ("commit", 7) not in log and log.count(("produce", "p.dead-letter")) >= 2
+
+
+class CommitRefusing:
+    """A consumer whose commits fail with the given librdkafka errors first, then succeed."""
+
+    def __init__(self, *codes: int) -> None:
+        self.codes = list(codes)
+        self.committed: list[int] = []
+
+    def commit(self, message, asynchronous: bool) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
+        assert asynchronous is False
+        if self.codes:
+            raise KafkaException(KafkaError(self.codes.pop(0)))
+        self.committed.append(message.offset())
+
+
+def test_a_coordinator_loading_or_moving_is_waited_out_not_fatal(monkeypatch):
+    """Regression: COORDINATOR_LOAD_IN_PROGRESS from the commit stopped the executor's thread for
+    good (a loaded 4.4 stack, this session's cordon test); no command was applied after it."""
+    from confluent_kafka import KafkaError
+
+    monkeypatch.setattr(door, "UNTIL_STOPPED", door.UNTIL_STOPPED.giving_up_after(30))
+    consumer = CommitRefusing(KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR)
+    assert door.commit_consumed(consumer, FakeMessage(7), threading.Event(), "committing") is True
+    assert consumer.committed == [7] and consumer.codes == []
+
+
+def test_a_commit_a_rebalance_made_void_is_dropped_and_the_loop_goes_on(caplog):
+    from confluent_kafka import KafkaError
+
+    consumer = CommitRefusing(KafkaError.ILLEGAL_GENERATION)
+    assert door.commit_consumed(consumer, FakeMessage(8), threading.Event(), "committing") is True
+    assert consumer.committed == [] and "delivered again" in caplog.text
+
+
+def test_a_stop_during_a_coordinator_outage_leaves_the_message_uncommitted():
+    from confluent_kafka import KafkaError
+
+    stop = threading.Event()
+    stop.set()
+    consumer = CommitRefusing(*[KafkaError.COORDINATOR_NOT_AVAILABLE] * 3)
+    assert door.commit_consumed(consumer, FakeMessage(9), stop, "committing") is False
+    assert consumer.committed == []

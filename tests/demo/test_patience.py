@@ -5,13 +5,13 @@ probes and short budgets."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from hypothesis import given, strategies as st
 
-from reassigner.dev.harness.stage import PATIENCE_CEILING, compute_deadline
+from reassigner.dev.local.processes import PATIENCE_CEILING, compute_deadline
 from reassigner.dev.harness.world import World
+from tests.waiting import FakeClock
 
 
 class AliveProduct:
@@ -36,34 +36,43 @@ def test_a_deadline_is_one_budget_after_the_last_progress_and_never_past_the_cei
     assert deadline >= started + budget - 1e-6  # never less than one budget
 
 
-def test_a_wait_that_keeps_seeing_progress_outlives_its_budget(tmp_path):
-    world, started = stage(tmp_path), time.monotonic()
+@pytest.fixture
+def clock(monkeypatch) -> FakeClock:
+    import reassigner.dev.harness.stage as stage_module
+
+    fake = FakeClock()
+    monkeypatch.setattr(stage_module, "time", fake)
+    return fake
+
+
+def test_a_wait_that_keeps_seeing_progress_outlives_its_budget(tmp_path, clock):
+    world, started = stage(tmp_path), clock.now
     counts = iter(range(1000))
-    # One more of 8 every 0.5 s sample: done after ~4 s, where the budget without progress is 1.5 s.
-    world.wait("growing", lambda: (min(next(counts), 8), 8), timeout=1.5)
-    assert time.monotonic() - started > 1.5
+    # One more of 4 every 0.5 s sample: done after 2 s, where the budget without progress is 1.5 s.
+    world.wait("growing", lambda: (min(next(counts), 4), 4), timeout=1.5)
+    assert clock.now - started == 2.0
 
 
-def test_a_wait_without_progress_ends_at_its_budget_in_one_line_naming_it(tmp_path):
-    world, started = stage(tmp_path), time.monotonic()
-    with pytest.raises(TimeoutError, match=r"^stuck: not done after \d+ s \(1 s without progress allowed\)$"):
+def test_a_wait_without_progress_ends_at_its_budget_in_one_line_naming_it(tmp_path, clock):
+    world, started = stage(tmp_path), clock.now
+    with pytest.raises(TimeoutError, match=r"^stuck: not done after 2 s \(1 s without progress allowed\)$"):
         world.wait("stuck", lambda: (3, 8), timeout=1)
-    assert time.monotonic() - started < 3
+    assert clock.now - started == 1.5  # the first sample past the budget
 
 
-def test_progress_that_never_arrives_ends_at_the_ceiling(tmp_path):
-    world, started = stage(tmp_path), time.monotonic()
+def test_progress_that_never_arrives_ends_at_the_ceiling(tmp_path, clock):
+    world, started = stage(tmp_path), clock.now
     ticks = iter(range(10_000))
     with pytest.raises(TimeoutError, match="not done after"):
         world.wait("busy but nowhere", lambda: False, timeout=1, progress=lambda: next(ticks))
-    assert PATIENCE_CEILING - 0.1 < time.monotonic() - started < PATIENCE_CEILING + 1.5
+    assert clock.now - started == PATIENCE_CEILING + 0.5  # the first sample past the ceiling
 
 
-def test_patience_multiplies_the_budget(tmp_path):
-    world, started = stage(tmp_path, patience=3), time.monotonic()
+def test_patience_multiplies_the_budget(tmp_path, clock):
+    world, started = stage(tmp_path, patience=3), clock.now
     with pytest.raises(TimeoutError, match=r"\(3 s without progress allowed\)"):
         world.wait("stuck", lambda: False, timeout=1)
-    assert time.monotonic() - started > 2.9
+    assert clock.now - started == 3.5
 
 
 @pytest.mark.parametrize("patience", [0, -1])

@@ -41,3 +41,30 @@ def test_a_failed_scene_and_a_failed_data_check_say_why(tmp_path):
     text = " ".join(render(tmp_path, traffic).split())  # as one line: the console wraps at 80
     assert "4. cancel a manual reassignment: FAILED: the first steps copy data" in text
     assert "DATA CHECK FAILED: missing: orders-3 #7 (acknowledged at offset 7)" in text
+
+
+class PlanAlerts:
+    """The `PlanCreated` alerts a scene saw, as the alerts collector hands them out."""
+
+    def __init__(self, *details: dict) -> None:
+        self.plans = [{"kind": "PlanCreated", "details": d} for d in details]
+
+    def of_kind(self, kind: str, since: int = 0) -> list[dict]:
+        return self.plans[since:] if kind == "PlanCreated" else []
+
+
+def test_a_count_plan_shows_its_moves_against_its_bound_in_moves(tmp_path):
+    demo = Demo(tmp_path / "stack", tmp_path / "cache")
+    demo.alerts = PlanAlerts({"replica_moves": "12", "lower_bound": "10"}, {"replica_moves": "3", "lower_bound": "3"})
+    assert demo.plan_figures(0) == ("15", "13")
+    demo.alerts = PlanAlerts()
+    assert demo.plan_figures(0) == ("-", "-")
+
+
+def test_a_bytes_plan_shows_its_bytes_against_its_bound_in_bytes_not_a_bound_of_zero_moves(tmp_path):
+    """A plan made in bytes (`balance.mode=bytes`) proves bytes; its alert has no bound in moves."""
+    demo = Demo(tmp_path / "stack", tmp_path / "cache")
+    demo.alerts = PlanAlerts({"replica_moves": "7", "balance_mode": "bytes", "bytes_moved": "23400000",
+                              "bytes_lower_bound": "21000000"},
+                             {"replica_moves": "2", "lower_bound": "2"})
+    assert demo.plan_figures(0) == ("9 (23.4 MB)", "21.0 MB")

@@ -30,6 +30,11 @@ from schemas.errors import (
     (RuntimeError("Failed to find active controller id!"), KafkaTransientError, "NOT_CONTROLLER"),
     (ConnectionRefusedError(111, "refused"), KafkaTransientError, "CONNECTION_ERROR"),
     (KafkaException(KafkaError(KafkaError._TRANSPORT)), KafkaTransientError, "TRANSPORT"),
+    # librdkafka's watermark lookup during a leader change (regression: was permanent, and a
+    # store rebuild on a throttled machine failed on it)
+    (KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "Failed to get watermark offsets")),
+     KafkaTransientError, "NOT_LEADER_OR_FOLLOWER"),
+    (KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE)), KafkaTransientError, "LEADER_NOT_AVAILABLE"),
     (KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), KafkaPermanentError,
      "TOPIC_AUTHORIZATION_FAILED"),
 ])

@@ -79,13 +79,13 @@ class Commands:
 
     def send(self, kind: str, fields: dict, *, epoch: int = 100, command_id: str | None = None,
              key: str = "k", reason: str = "test", event_time: int | None = None,
-             signed_with: SigningKey | None | str = "own") -> str:
+             signed_with: SigningKey | None | str = "own", action: dict | None = None) -> str:
         """One command; signed with this sender's key (`signed_with="own"`), another key, or
         not at all (None)."""
         command_id = command_id or f"test:{uuid.uuid4()}:{kind}"
         record = {"schema_version": 1, "event_time": event_time or int(time.time() * 1000), "id": command_id,
                   "key": key, "epoch": epoch, "reassignment_id": "r1", "step": 1,
-                  "reason": reason, "payload": (kind, fields)}
+                  "reason": reason, "payload": (kind, fields), "action": action}
         value, key = encode("Command", record), key[:200]
         signing_key = self.signing_key if signed_with == "own" else signed_with
         headers = version_headers()
@@ -329,6 +329,26 @@ def test_bad_commands_become_results_or_dead_letters_and_the_executor_goes_on(cl
     dead = commands.send("SetThrottle", {"broker_ids": [42], "rate_bytes_per_sec": 1000})
     result = commands.result_of(dead, timeout=60)
     assert result["ok"] is False and result["error_code"] == "BROKER_NOT_AVAILABLE"
+
+
+def test_a_cordon_on_a_kafka_without_cordons_is_taken_and_ignored_and_an_unknown_action_is_refused(
+        cluster, commands):
+    """Why the product asks for cordons only on Kafka 4.3+ (`handlers.cordons`): an older Kafka
+    takes `cordoned.log.dirs` without an error and ignores it — DescribeConfigs does not even list
+    it (this stack's 4.1.1) — so a Cordon there would say ok and cordon nothing. (On 4.3+ the round
+    trip is tests/edge/test_cordons_on_a_real_cluster.py.) An action kind this executor does not
+    know is refused by name, and the executor goes on."""
+    local, state, admin = cluster
+    empty = {"broker_ids": [], "partitions": [], "log_dir_only": False, "throttle_sequence": None}
+    if admin.describe_kafka().finalized.get("metadata.version", 0) < 30:  # before 4.3-IV0
+        cordon = commands.send("ClearThrottle", empty, key="cordon",
+                               action={"kind": "Cordon", "broker_ids": [2], "log_dirs": []})
+        result = commands.result_of(cordon)
+        assert (result["ok"], result["command_kind"]) == (True, "Cordon"), result
+        assert admin.describe_dynamic_configs([2], [], ["cordoned.log.dirs"]) == {(2, "cordoned.log.dirs"): None}
+    unknown = commands.send("ClearThrottle", empty, action={"kind": "Drain", "broker_ids": [2], "log_dirs": []})
+    result = commands.result_of(unknown)
+    assert (result["ok"], result["error_code"]) == (False, "INVALID_REQUEST") and "'Drain'" in result["message"]
 
 
 def test_a_step_interrupted_by_a_crash_is_settled_by_asking_kafka(cluster, commands, executor):

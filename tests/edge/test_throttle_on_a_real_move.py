@@ -10,6 +10,7 @@ import pytest
 
 from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
 from reassigner.dev.harness.handlers_loop import HandlersLoop, MoveTimer, run_kafka_reassign_tool
+from runtime.clients.jars import kafka_classpath
 from runtime.settings import compute_policy, load_settings
 from tests.waiting import eventually
 
@@ -63,22 +64,34 @@ def test_the_products_clear_leaves_the_throttle_kafkas_tool_set(local_stack, cac
     theirs, ours = f"theirs-{uuid.uuid4().hex[:6]}", f"ours-{uuid.uuid4().hex[:6]}"
     create_topics(state.bootstrap_servers, {theirs: 1, ours: 1}, 1,
                   assignments={theirs: [[1, 2]], ours: [[2]]})
-    run_kafka_reassign_tool(state.bootstrap_servers, cache_dir, tmp_path, {(theirs, 0): [1, 3]},
-                            ["--execute", "--throttle", "50000"])
+    def their_tool_run() -> bool:
+        try:
+            run_kafka_reassign_tool(state.bootstrap_servers, kafka_classpath(cache_dir, state.kafka_version), tmp_path,
+                                    {(theirs, 0): [1, 3]}, ["--execute", "--throttle", "50000"])
+            return True
+        except RuntimeError as error:  # CI, a starved machine: broker 3 fenced for a moment; the tool
+            if "Unknown broker id" in str(error):  # checks the brokers before it changes anything
+                return False
+            raise
+    eventually(their_tool_run, 60, 1, "Kafka's tool run with brokers 1-3 unfenced")
     with HandlersLoop(state.bootstrap_servers, state.redis_url, policy(10_000_000)) as loop:
         admin = loop.admin
         try:
             eventually(lambda: all(admin.describe_broker_configs(b, RATES) == {RATES[0]: "50000", RATES[1]: "50000"}
                                    for b in (1, 2, 3)), 30, what="Kafka's tool's throttle on brokers 1-3")
             loop.run_until_settled([loop.reassign({(ours, 0): [3]})], timeout=300)
-            assert loop.commands_of("ClearThrottle")
+            # The clear comes once Kafka moves nothing any more: their move too (an empty partition,
+            # over at once at full speed; on a starved machine a few polls later).
+            eventually(lambda: (loop.decide(), loop.commands_of("ClearThrottle"))[1], 120, 0.5, "our ClearThrottle")
+            eventually(lambda: (loop.decide(), {r["command_id"] for r in loop.results} >= {
+                c["id"] for c in loop.commands_of("ClearThrottle")})[1], 120, 0.5, "our ClearThrottle applied")
             for broker in (1, 2, 3):
                 assert admin.describe_broker_configs(broker, RATES) == {RATES[0]: "50000", RATES[1]: "50000"}
             assert admin.describe_topic_configs(theirs, LISTS)[LISTS[1]] == "0:3"
             assert admin.describe_topic_configs(ours, LISTS) == {LISTS[0]: "", LISTS[1]: ""}
         finally:
             eventually(lambda: admin.read_assignment(theirs, 0) == ((1, 3), (), ()), 60, what="their move done")
-            run_kafka_reassign_tool(state.bootstrap_servers, cache_dir, tmp_path, {(theirs, 0): [1, 3]},
+            run_kafka_reassign_tool(state.bootstrap_servers, kafka_classpath(cache_dir, state.kafka_version), tmp_path, {(theirs, 0): [1, 3]},
                                     ["--verify"])  # removes the tool's throttles, its move being over
 
 

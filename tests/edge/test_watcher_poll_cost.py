@@ -11,7 +11,9 @@ from runtime.clients.kafka_admin import ClusterAdmin
 from runtime.clients.cluster_merge import compute_log_dirs_hint
 from runtime.clients.cluster_observation import EMPTY, BrokerObservation, LogDirObservation, ReplicaInDir
 from reassigner.edge.watcher import Watcher
-from schemas.errors import KafkaTransientError
+from runtime.kafka_versions import (DESCRIBE_CLUSTER, DESCRIBE_LOG_DIRS, ELR_FEATURE, METADATA_VERSION,
+                                    ClusterFeatures)
+from schemas.errors import KafkaPermanentError, KafkaTransientError
 from runtime.settings import load_settings
 
 BROKERS = [BrokerObservation(1, "/r1", "h", 1, False), BrokerObservation(2, "/r2", "h", 2, False)]
@@ -31,6 +33,10 @@ def dirs_answer(online: bool = True) -> list[SimpleNamespace]:
                             topics=[SimpleNamespace(name="t", partitions=[replica])] if online else [])]
 
 
+KAFKA_4_1 = ClusterFeatures({METADATA_VERSION: 27, ELR_FEATURE: 1}, {DESCRIBE_CLUSTER: 2, DESCRIBE_LOG_DIRS: 4})
+"""What a new Kafka 4.1 cluster finalizes and answers (runtime/kafka_versions.py)."""
+
+
 class StubbedAdmin(ClusterAdmin):
     """ClusterAdmin with its Kafka reads answered from fields; records what each poll asked."""
 
@@ -44,6 +50,9 @@ class StubbedAdmin(ClusterAdmin):
 
     def describe_brokers(self):
         return list(BROKERS)
+
+    def describe_kafka(self):
+        return KAFKA_4_1
 
     def read_together(self, reads):
         self.reads.append(sorted(reads))
@@ -147,7 +156,7 @@ def test_the_watcher_asks_for_dirs_every_interval_and_for_every_snapshot():
     asked: list[bool] = []
 
     class RecordingAdmin(StubbedAdmin):
-        def observe(self, previous=None, log_dirs_due=True):
+        def observe(self, previous=None, log_dirs_due=True, eligible_leaders=False):
             asked.append(log_dirs_due)
             return super().observe(previous, log_dirs_due)
 
@@ -168,11 +177,14 @@ class ObservingAdmin(ClusterAdmin):
         super().__init__("127.0.0.1:1")
         self.observations = list(observations)
 
-    def observe(self, previous=None, log_dirs_due=True):
+    def observe(self, previous=None, log_dirs_due=True, eligible_leaders=False):
         return self.observations.pop(0) if len(self.observations) > 1 else self.observations[0]
 
     def ensure_topics(self, names, partitions=3):
         return []
+
+    def describe_kafka(self):
+        return KAFKA_4_1
 
     def read_log_offsets(self, keys):
         return {key: (0, 0) for key in keys}
@@ -236,7 +248,7 @@ def test_a_polls_events_carry_the_time_it_began_reading():
     now = [1000.0]
 
     class SlowAdmin(ObservingAdmin):
-        def observe(self, previous=None, log_dirs_due=True):
+        def observe(self, previous=None, log_dirs_due=True, eligible_leaders=False):
             now[0] += 2.5  # the answers take 2.5 s to come in
             return super().observe(previous, log_dirs_due)
 
@@ -290,3 +302,73 @@ def test_a_traffic_read_that_fails_skips_the_sample_and_never_the_poll():
     failing.clear()
     assert snapshot_rates() == (0.0, None)  # the sample before had no groups
     assert snapshot_rates() == (0.0, 0.0)
+
+
+def test_the_first_poll_names_the_clusters_kafka_and_a_zookeeper_cluster_stops_the_watcher(caplog):
+    import logging
+    import threading
+
+    import pytest
+
+    observation = ObservingAdmin([EMPTY]).observations[0]
+    watcher = Watcher(ObservingAdmin([observation]), CollectingPublisher(), load_settings())
+    with caplog.at_level(logging.INFO, logger="reassigner.edge.watcher"):
+        watcher.poll_once()
+        watcher.poll_once()
+    said = [r.getMessage() for r in caplog.records]
+    assert said.count("the cluster runs Kafka 4.1 (metadata.version level 27): 3 of 4 capabilities; "
+                      "without cordoned log dirs") == 1  # read once, at the first poll
+    assert [r.levelname for r in caplog.records if "has no cordoned log dirs" in r.getMessage()] == ["WARNING"]
+
+    class ZooKeeperAdmin(ObservingAdmin):
+        def describe_kafka(self):
+            return ClusterFeatures({}, {DESCRIBE_CLUSTER: 1})
+
+    stopped = Watcher(ZooKeeperAdmin([observation]), CollectingPublisher(), load_settings())
+    with pytest.raises(KafkaPermanentError, match="ZooKeeper mode") as error:
+        stopped.run(threading.Event())  # not retried: the loop ends at once
+    assert error.value.code == "UNSUPPORTED_VERSION" and "\n" not in str(error.value)
+
+
+def test_each_snapshot_tells_the_pipeline_which_kafka_runs_and_an_upgrade_shows_at_the_next_one(caplog):
+    """KAFKA VERSION: the START marker carries the release, level and capabilities; the
+    features are read again at each snapshot, so a metadata.version upgrade (4.1 → 4.3) is
+    logged once and told by the next snapshot; polls between snapshots do not read them."""
+    import logging
+
+    kafka_4_3 = ClusterFeatures({METADATA_VERSION: 30, ELR_FEATURE: 1}, {DESCRIBE_CLUSTER: 2, DESCRIBE_LOG_DIRS: 5})
+    features = [KAFKA_4_1]
+    reads = []
+    now = [1000.0]
+
+    class UpgradingAdmin(ObservingAdmin):
+        def describe_kafka(self):
+            reads.append(now[0])
+            return features[0]
+
+    publisher = CollectingPublisher()
+    watcher = Watcher(UpgradingAdmin([EMPTY]), publisher, load_settings(snapshot_interval_seconds=10),
+                      clock=lambda: now[0])
+
+    def starts():
+        return [record for poll in publisher.polls for suffix, _, record in poll
+                if suffix == "snapshots" and record["phase"] == "START"]
+
+    with caplog.at_level(logging.INFO, logger="reassigner.edge.watcher"):
+        for _ in range(3):  # t = 1000 (snapshot), 1001, 1002
+            watcher.poll_once()
+            now[0] += 1.0
+        features[0] = kafka_4_3
+        now[0] = 1011.0
+        watcher.poll_once()  # the next snapshot
+    assert reads == [1000.0, 1011.0]
+    first, second = starts()
+    assert (first["kafka_release"], first["kafka_metadata_level"]) == ("4.1", 27)
+    assert "eligible leader replicas" in first["kafka_capabilities"]
+    assert "cordoned log dirs" not in first["kafka_capabilities"]
+    assert (second["kafka_release"], second["kafka_metadata_level"]) == ("4.3", 30)
+    assert "cordoned log dirs" in second["kafka_capabilities"]
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the cluster runs")]
+    assert said == ["the cluster runs Kafka 4.1 (metadata.version level 27): 3 of 4 capabilities; "
+                    "without cordoned log dirs",
+                    "the cluster runs Kafka 4.3 (metadata.version level 30): 4 of 4 capabilities"]

@@ -62,7 +62,7 @@ from reassigner.dev.harness.product import TopicCollector
 from reassigner.dev.local.processes import tail
 from schemas.codec import encode, version_headers
 from tests.pipeline.harness import Harness, broker_event, partition_event, request
-from tests.waiting import eventually
+from tests.waiting import PATIENCE, eventually
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mark.faults]
 
@@ -81,7 +81,7 @@ class Faults:
 
     # --- what Kafka shows -----------------------------------------------------------------------
     def live_brokers(self) -> list[int]:
-        return sorted(b for b, info in self.demo.probe.brokers().items() if not info["is_fenced"])
+        return sorted(b for b, info in self.demo.probe.brokers().items() if not info.get("is_fenced", False))
 
     def replicas(self, topic: str, partition: int) -> dict:
         return self.demo.probe.partitions([topic])[(topic, partition)]
@@ -224,7 +224,7 @@ class Faults:
 def world(tmp_path_factory, cache_dir):
     directory = tmp_path_factory.mktemp("faults")
     with open(directory / "story.txt", "w") as story:
-        demo = harness.World(directory / "stack", cache_dir, console=Console(file=story, width=120),
+        demo = harness.World(directory / "stack", cache_dir, patience=PATIENCE, console=Console(file=story, width=120),
                              brokers=4, racks=RACKS)
         faults = None
         try:

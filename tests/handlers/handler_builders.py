@@ -22,6 +22,7 @@ from planning.simulation.invariants import (
     steps_in_flight,
 )
 from planning.simulation.simulator import SimulatedCluster, SimulationParams
+from schemas import command_kind
 from schemas.codec import decode, encode
 
 T0 = 1_800_000_000_000
@@ -59,7 +60,8 @@ def partition_event(p: PartitionState, at_ms: int) -> tuple[str, dict]:
         "partition": p.partition, "replicas": list(p.replicas), "isr": list(p.isr), "leader": p.leader,
         "leader_epoch": p.leader_epoch, "adding": list(p.adding), "removing": list(p.removing),
         "offline_replicas": list(p.offline_replicas), "size_bytes": p.size_bytes,
-        "log_dirs": list(p.log_dirs)})
+        "log_dirs": list(p.log_dirs), "eligible_leader_replicas": list(p.eligible_leaders),
+        "last_known_elr": list(p.last_known_elr)})
 
 
 def traffic_event(p: PartitionState, at_ms: int, bytes_in: float | None, bytes_out: float | None,
@@ -125,7 +127,7 @@ def reassign(targets: dict[TopicPartition, Iterable[int]], at_ms: int, request_i
 
 def commands(decision: Decision, kind: str | None = None) -> list[dict]:
     return [m.record for m in decision.outbox
-            if m.topic_suffix == "commands" and (kind is None or m.record["payload"][0] == kind)]
+            if m.topic_suffix == "commands" and (kind is None or command_kind(m.record) == kind)]
 
 
 def started_steps(decision: Decision) -> tuple[PlannedStep, ...]:

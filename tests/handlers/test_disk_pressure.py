@@ -9,7 +9,7 @@ from dataclasses import replace
 from handler_builders import alerts, broker_event, commands, envelope, partition_event
 from test_log_dir_balance import Driver, first_view
 
-from planning.model import Broker, LogDir, PartitionState
+from planning.model import CORDONS, LOG_DIR_MOVES, Broker, KafkaFacts, LogDir, PartitionState
 from tests.settings_defaults import default_policy
 
 GB = 10**9
@@ -149,3 +149,81 @@ def test_a_follower_replica_that_lands_raises_a_size_known_smaller():
     (alert,) = alerts(driver.decide(events), "DiskPressure")
     assert alert["details"]["shed_bytes"] == str(200 * GB) and alert["details"]["stranded_bytes"] == "0", alert
 
+
+
+def test_a_dir_filled_by_a_copy_in_flight_is_judged_once_the_copy_has_landed():
+    # Regression (the real-stack scenario, 2026-11-26, with the watcher telling a dir while a
+    # copy into it grows): the volume passed its mark mid-copy; the relief planned the small
+    # replicas already there against a need they could not cover, and the mark then kept the dir
+    # from being judged again once the big replica had landed.
+    driver = Driver(policy())
+    small = [PartitionState("t", n, (1, 2), (1, 2), 1, size_bytes=10 * GB, log_dirs=("/a", "/a"), leader_epoch=0)
+             for n in range(2)]
+    big = PartitionState("t", 2, (1, 2), (1, 2), 1, size_bytes=400 * GB, log_dirs=("/b", "/a"), leader_epoch=0)
+    driver.decide(first_view(small + [big]))
+    at = driver.now_ms + 1000
+    mid_copy = volume_event(1, "/a", small, at, 1000 * GB, 150 * GB)  # 850 GB used, 300 of 400 copied
+    mid_copy[1]["replicas"].append({"topic": "t", "partition": 2, "size_bytes": 300 * GB, "offset_lag": 0,
+                                    "is_future": True})
+    others = [volume_event(1, "/b", [big], at, 2000 * GB, 1600 * GB), volume_event(2, "/a", small + [big], at, 2000 * GB, 1000 * GB)]
+    decision = driver.decide([mid_copy] + others)
+    assert not alerts(decision, "DiskPressure") and not commands(decision, "LogDirMove")
+    landed = replace(big, log_dirs=("/a", "/a"))
+    at = driver.now_ms + 1000
+    decision = driver.decide([partition_event(landed, at), volume_event(1, "/a", small + [landed], at, 1000 * GB, 50 * GB),
+                              volume_event(1, "/b", [], at, 2000 * GB, 2000 * GB)])
+    (alert,) = alerts(decision, "DiskPressure")
+    assert int(alert["details"]["shed_bytes"]) >= int(alert["details"]["need_bytes"]) == 200 * GB, alert
+    (move,) = [c["payload"][1] for c in commands(decision, "LogDirMove")]
+    assert (move["partition"], move["target_dir"]) == (2, "/b")
+
+
+def on_kafka_with_cordons(driver):
+    driver.state = driver.state.with_changes(kafka=KafkaFacts("4.4", 33, (LOG_DIR_MOVES, CORDONS)))
+
+
+def test_on_kafka_4_3_a_dir_being_relieved_is_cordoned_until_it_is_under_the_mark_again():
+    driver = Driver(policy())
+    parts, events = pressed_cluster(driver)
+    on_kafka_with_cordons(driver)
+    decision = driver.decide(events)
+    (cordon,) = commands(decision, "Cordon")
+    assert cordon["action"] == {"kind": "Cordon", "broker_ids": [1], "log_dirs": ["/a"]}
+    assert cordon["reason"] == "disk pressure" and driver.state.cordoned == {1: ("/a",)}
+    assert not commands(driver.decide(), "Cordon")  # asked once
+    at = driver.now_ms + 1000
+    relieved = driver.decide([volume_event(1, "/a", parts, at, 1000 * GB, 300 * GB)])  # 70 % used
+    (uncordon,) = commands(relieved, "Uncordon")
+    assert uncordon["action"]["broker_ids"] == [1] and driver.state.cordoned == {}
+
+
+def test_a_pressed_dir_of_a_draining_broker_is_left_to_the_whole_brokers_cordon_then_narrowed_to():
+    driver = Driver(policy())
+    parts, events = pressed_cluster(driver)
+    on_kafka_with_cordons(driver)
+    at = driver.now_ms + 1000
+    third = [broker_event(Broker(3, rack="r3", log_dirs=(LogDir("/a"),)), at),
+             volume_event(3, "/a", parts, at, 10_000 * GB, 10_000 * GB)]  # room for broker 1's replicas
+    driver.decide(events + third)
+    drained = driver.decide(requests=[{**envelope("dc-1", driver.now_ms + 1000), "requested_by": None,
+                                       "payload": ("Decommission", {"broker_ids": [1]})}])
+    assert [c["action"]["log_dirs"] for c in commands(drained, "Cordon")] == [[]]  # widened to `*`
+    assert not commands(drained, "Uncordon") and driver.state.cordoned == {1: ()}
+    back = driver.decide(requests=[{**envelope("rc-1", driver.now_ms + 1000), "requested_by": None,
+                                    "payload": ("Tick", {}),
+                                    "action": {"kind": "Recommission", "proposal_id": None, "broker_ids": [1]}}])
+    # Narrowed: the whole broker's cordon is taken back, then the pressed dir's asked again.
+    assert [(c["action"]["kind"], c["action"]["log_dirs"]) for c in commands(back)
+            if c.get("action")] == [("Uncordon", []), ("Cordon", ["/a"])]
+    assert driver.state.cordoned == {1: ("/a",)}
+
+
+def test_in_mode_observe_or_before_kafka_4_3_no_dir_is_cordoned():
+    driver = Driver(policy(mode="observe"))
+    _, events = pressed_cluster(driver)
+    on_kafka_with_cordons(driver)
+    assert alerts(driver.decide(events), "DiskPressure") and driver.state.cordoned == {}
+    driver = Driver(policy())
+    _, events = pressed_cluster(driver)
+    decision = driver.decide(events)
+    assert alerts(decision, "DiskPressure") and not commands(decision, "Cordon") and driver.state.cordoned == {}

@@ -35,6 +35,9 @@ def partition_record(**changes):
     ({"leader": 9}, "leader 9 not among"),
     ({"leader_epoch": 2**31}, "leader epoch"),
     ({"size_bytes": -5}, "negative"),
+    ({"isr": (0,), "eligible_leaders": (1, 9)}, "eligible_leader_replicas [9] not among"),
+    ({"isr": (0, 1), "eligible_leaders": (1,)}, "are in the ISR too"),
+    ({"isr": (), "leader": None, "last_known_elr": (7,)}, "last_known_elr [7] not among"),
 ])
 def test_an_impossible_partition_state_is_named(changes, problem):
     found = compute_event_problem("PartitionState", partition_record(**changes))

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from confluent_kafka import Consumer, Producer, TopicPartition as KafkaTopicPartition
 
 from schemas.codec import TOPICS, decode, encode, version_headers
+from tests.waiting import PATIENCE
 
 # The event-time origin (ms): an hour before this run's start. Tests drive time through event
 # times, and the pipeline holds them to its own clock (handlers.decide, TIME: more than 5 min
@@ -114,7 +115,7 @@ class Harness:
              timeout: float = 60.0) -> list[dict]:
         """Everything seen on an output topic so far, waiting until `until(seen)` holds."""
         consumer = self._consumer(suffix)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * PATIENCE
         while True:
             for message in consumer.consume(500, 0.2):
                 if message.error() is None:

@@ -23,6 +23,8 @@ from streams.store_recovery import read_published_marks
 from tests.pipeline.harness import Harness, request
 from tests.pipeline.test_epoch_fencing import tick_row
 from tests.state.test_store_verified import cluster_keys, restore
+from tests.waiting import eventually
+from schemas.errors import TransientError
 
 pytestmark = [pytest.mark.stack]
 
@@ -42,9 +44,15 @@ class Product:
     def start(self) -> PipelineRunner:
         """A pipeline process starting: what it published is read before its first batch."""
         runner = PipelineRunner(self.settings, self.redis, self.producer, compute_policy(self.settings))
-        with TopicReader(self.bootstrap, None, "tests-marks") as reader:
-            marks = read_published_marks(reader, self.settings.topic("commands"), self.settings.topic("alerts"))
-            logs = read_input_logs(reader, [self.settings.topic(s) for s in INPUT_TOPICS])
+
+        def read():  # a leadership moving is waited out, as `run` starts its query again
+            try:
+                with TopicReader(self.bootstrap, None, "tests-marks") as reader:
+                    return (read_published_marks(reader, self.settings.topic("commands"), self.settings.topic("alerts")),
+                            read_input_logs(reader, [self.settings.topic(s) for s in INPUT_TOPICS]))
+            except TransientError:
+                return None
+        marks, logs = eventually(read, 60, what="what the product published and the input logs")
         runner.start(marks, logs)
         return runner
 
@@ -78,6 +86,14 @@ def product(local_stack, redis_client):
     product.close()
 
 
+
+def read_ends(bootstrap: str, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]] | None:
+    """The topic's watermarks, or None while a partition's leadership moves (a loaded machine)."""
+    try:
+        return TopicReader(bootstrap, None, "t").watermarks(topic, partitions)
+    except TransientError:
+        return None
+
 def test_a_store_emptied_while_the_pipeline_was_stopped_is_rebuilt_from_kafka(product):
     settings = product.settings
     product.published_before(epoch=7, batch=40, sequence=12)
@@ -92,7 +108,8 @@ def test_a_store_emptied_while_the_pipeline_was_stopped_is_rebuilt_from_kafka(pr
     # the plan that was running is requested again once the replay has caught up
     assert runner.resume is not None and runner.resume.plans == (("orders", 0, (1, 2, 4)),)
     requests_end = {p: high for p, (_low, high) in
-                    TopicReader(product.bootstrap, None, "t").watermarks(settings.topic("requests"), [0, 1]).items()}
+                    eventually(lambda: read_ends(product.bootstrap, settings.topic("requests"), [0, 1]), 30,
+                               what=f"the end offsets of {settings.topic('requests')}").items()}
     assert runner.applied == {(settings.topic("requests"), p): end - 1 for p, end in requests_end.items() if end}
     assert runner.store.load().with_changes(epoch=0) == state.with_changes(epoch=0)
     [alert] = product.store_lost_alerts(1)

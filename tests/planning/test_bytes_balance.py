@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections import Counter
 from fractions import Fraction
 
 import pytest
@@ -204,6 +203,8 @@ def test_hard_rules_bound_and_determinism_on_small_clusters(case, exact):
                        for p in cluster.partitions())
     if bands_met(plan):
         assert plan.bytes_moved >= plan.bytes_moved_lower_bound
+    # No plan moving its bytes ends with a lower disk CV than the floor, this one included.
+    assert plan.resources["disk"].after.cv >= plan.disk_cv_floor - 1e-9
     again = plan_bytes_balance(cluster, tolerances, goal, exact_variables=exact)
     assert again == plan
     other = plan_bytes_balance(shuffled(cluster, 7), tolerances, goal, exact_variables=exact)
@@ -235,6 +236,8 @@ def test_new_brokers_get_their_share_of_bytes_and_replicas():
         assert plan.replicas_after[b] >= bands.replicas[b][0]
     # the bytes moved are within 1 % of the bound
     assert plan.bytes_moved_lower_bound <= plan.bytes_moved <= 1.01 * plan.bytes_moved_lower_bound
+    # and the disk spread is near the least any plan moving those bytes could leave
+    assert plan.disk_cv_floor <= plan.resources["disk"].after.cv <= plan.disk_cv_floor + 0.05
 
 
 def test_a_removed_broker_is_emptied_and_the_rest_stays_within_tolerance():

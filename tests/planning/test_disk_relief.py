@@ -4,6 +4,7 @@ broker first, else to another broker (`planning.placement.disk_relief`)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -126,3 +127,37 @@ def test_bytes_beyond_the_replicas_are_stranded_and_moving_replicas_are_held():
     moving = plan_disk_relief(cluster_of([broker], still), 1, "/a", 80, 75, skip={TopicPartition("t", 1)})
     assert moving.shed_bytes == 40 * GB and moving.held_bytes == 60 * GB and moving.stranded_bytes == 50 * GB
     assert moving.short_bytes == 110 * GB
+
+
+def test_a_copy_in_flight_into_the_dir_counts_what_it_still_lacks_and_is_held():
+    # Regression (the real-stack scenario with the watcher telling a dir while a copy into it
+    # grows, 2026-11-26): a log-dir move into the small volume passed its mark mid-copy; the
+    # relief saw only the replicas already there (1.8 MB), planned them against a need of 6.7 MB,
+    # and the mark then kept the dir from being judged again once the 20 MB copy had landed.
+    t2 = TopicPartition("t", 2)
+    pressed = LogDir("/a", True, 1000 * GB, 150 * GB, future_replicas=frozenset({t2}),
+                     copying_bytes=((t2, 300 * GB),))  # 850 GB used; 300 of t-2's 400 GB copied
+    broker = Broker(1, log_dirs=(pressed, LogDir("/b", True, 2000 * GB, 1600 * GB)))
+    rows = [(0, (1,), 10 * GB, ("/a",)), (1, (1,), 20 * GB, ("/a",)), (2, (1,), 400 * GB, ("/b",))]
+    relief = plan_disk_relief(cluster_of([broker], rows), 1, "/a", 80, 75)
+    # 850 used + the 100 GB still to come - 750 = 200 to shed; the 30 GB of replicas there do not
+    # cover it, and the copy is held (400 GB once landed): judged again when it has.
+    assert relief.need_bytes == 200 * GB and relief.held_bytes == 400 * GB
+    assert relief.shed_bytes == 30 * GB and relief.short_bytes == 170 * GB and relief.stranded_bytes == 0
+    # Landed: the 400 GB replica is in /a (950 GB used) and alone covers the 200 to shed.
+    landed = LogDir("/a", True, 1000 * GB, 50 * GB)
+    after = cluster_of([replace(broker, log_dirs=(landed, LogDir("/b", True, 2000 * GB, 2000 * GB)))],
+                       rows[:2] + [(2, (1,), 400 * GB, ("/a",))])
+    relief = plan_disk_relief(after, 1, "/a", 80, 75)
+    assert [(m.tp, m.target_dir) for m in relief.within] == [(t2, "/b")] and relief.short_bytes == 0
+
+
+def test_a_replica_already_leaving_the_dir_by_a_log_dir_move_is_held_not_moved_again():
+    t1 = TopicPartition("t", 1)
+    broker = Broker(1, log_dirs=(LogDir("/a", True, 1000 * GB, 100 * GB),
+                                 LogDir("/b", True, 1000 * GB, 1000 * GB, future_replicas=frozenset({t1}),
+                                        copying_bytes=((t1, 5 * GB),))))
+    rows = [(0, (1,), 40 * GB, ("/a",)), (1, (1,), 200 * GB, ("/a",))]
+    relief = plan_disk_relief(cluster_of([broker], rows), 1, "/a", 80, 75)
+    assert [m.tp.partition for m in relief.within] == [0] and relief.held_bytes == 200 * GB
+    assert relief.short_bytes == 110 * GB

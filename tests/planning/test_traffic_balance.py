@@ -217,3 +217,37 @@ def test_bytes_in_changes_priced_per_pair_and_cut_by_cost_are_the_ones_every_can
         traffic_moves._best_in_change = fast
     assert all(chosen == reference for chosen, reference in steps), steps
     assert hard_constraint_violations(cluster, goal, plan) == []
+
+
+def test_a_trade_finds_its_way_back_past_the_takers_quietest_leaderships():
+    # Regression: a trade's give-back was sought among the taker's 12 quietest leaderships only.
+    # Broker 1 leads a partition of 160 B/s that broker 0 follows; the only partition broker 0
+    # leads and broker 1 follows (20 B/s) is its 21st quietest. Leader counts are exact (21
+    # each), so only that trade (160 over, 20 back) brings both into the network-out band.
+    def part(topic, i, replicas, out):
+        return PartitionState(topic, i, replicas, size_bytes=1, bytes_in_per_sec=0.0, bytes_out_per_sec=float(out))
+    topics = (
+        Topic("a", tuple(part("a", i, (0, 2), 10) for i in range(20))),  # led by 0: 200
+        Topic("b", (part("b", 0, (0, 1), 20),)),  # led by 0, followed by 1
+        Topic("h", (part("h", 0, (1, 0), 160),)),  # led by 1, followed by 0
+        Topic("c", tuple(part("c", i, (1, 2), 20) for i in range(20))),  # led by 1: 560 in all
+        Topic("d", tuple(part("d", i, (2, i % 2), 380 / 21) for i in range(21))),  # led by 2: 380
+    )
+    cluster = Cluster(tuple(Broker(i) for i in range(3)), topics)
+    tolerances = Tolerances(disk=10.0, replicas=10.0, leaders=0.0, topic_spread=None)
+    plan = plan_bytes_balance(cluster, tolerances, REBALANCE)
+    assert plan.bytes_moved == 0 and plan.resources["network_out"].before.outside == 2
+    assert plan.resources["network_out"].after.outside == 0, plan.resources["network_out"].after
+    assert plan.leaders_after == plan.leaders_before == {0: 21, 1: 21, 2: 21}
+
+
+def test_a_partition_hotter_than_any_band_is_named_in_the_plans_warnings():
+    # One partition's leader alone carries 3x a broker's share of network out: wherever it
+    # leads, that broker is outside its band; the plan says which partition and why.
+    parts = [PartitionState("t", i, tuple((i + k) % 3 for k in range(3)), size_bytes=10, bytes_in_per_sec=1.0,
+                            bytes_out_per_sec=3000.0 if i == 0 else 10.0) for i in range(9)]
+    plan = plan_bytes_balance(Cluster(tuple(Broker(i) for i in range(3)), (Topic("t", tuple(parts)),)))
+    hot = [w for w in plan.warnings if "network_out alone" in w]
+    assert len(hot) == 1 and "t-0 (" in hot[0] and "1 partitions" in hot[0], plan.warnings
+    assert not plan.within_tolerance
+    assert not any("bytes_in alone" in w for w in plan.warnings)

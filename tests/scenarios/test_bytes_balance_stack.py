@@ -30,6 +30,7 @@ import pytest
 from rich.console import Console
 
 from planning.model import TopicPartition
+from tests.waiting import PATIENCE
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
 from reassigner.dev.harness.world import MIN_INSYNC_REPLICAS
@@ -46,7 +47,7 @@ MB = 10**6
 def world(tmp_path_factory, cache_dir):
     directory = tmp_path_factory.mktemp("bytes-balance")
     with open(directory / "story.txt", "w") as story:
-        demo = harness.World(directory / "stack", cache_dir, console=Console(file=story, width=120))
+        demo = harness.World(directory / "stack", cache_dir, patience=PATIENCE, console=Console(file=story, width=120))
         try:
             demo.setup()
             create_topics(demo.bootstrap, {TOPIC: len(ASSIGNMENT)}, MIN_INSYNC_REPLICAS,

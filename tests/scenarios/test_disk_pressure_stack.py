@@ -23,6 +23,7 @@ import pytest
 from rich.console import Console
 
 from planning.model import TopicPartition
+from tests.waiting import PATIENCE
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
 from reassigner.dev.harness.world import MIN_INSYNC_REPLICAS
@@ -41,7 +42,7 @@ def world(tmp_path_factory, cache_dir):
         pytest.skip("mounting a tmpfs volume for a log dir needs root")
     directory = tmp_path_factory.mktemp("disk-pressure")
     with open(directory / "story.txt", "w") as story:
-        demo = harness.World(directory / "stack", cache_dir, console=Console(file=story, width=120))
+        demo = harness.World(directory / "stack", cache_dir, patience=PATIENCE, console=Console(file=story, width=120))
         mounted: list[Path] = []
         demo.mounted = mounted
         try:

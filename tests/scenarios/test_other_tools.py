@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from runtime.clients.jars import kafka_classpath
+from tests.waiting import PATIENCE
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.cluster_tools import SlowReplication, create_topics, write_bulk
 from reassigner.dev.harness.world import MIN_INSYNC_REPLICAS
@@ -53,7 +53,7 @@ OBSERVATIONS = 30  # seconds: a few watcher polls (1 s) and micro-batches, far b
 def world(tmp_path_factory, cache_dir):
     directory = tmp_path_factory.mktemp("other-tools")
     with open(directory / "story.txt", "w") as story:
-        demo = harness.World(directory / "stack", cache_dir, console=Console(file=story, width=120))
+        demo = harness.World(directory / "stack", cache_dir, patience=PATIENCE, console=Console(file=story, width=120))
         try:
             demo.setup()
             create_topics(demo.bootstrap, {TOPIC: len(ASSIGNMENT)}, MIN_INSYNC_REPLICAS,
@@ -79,7 +79,7 @@ def kafka_reassign(demo, cache_dir: Path, action: str, targets: dict[int, list[i
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": TOPIC, "partition": p, "replicas": r} for p, r in targets.items()]}))
     completed = subprocess.run(
-        [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir),
+        [shutil.which("java") or "java", "-Xmx256m", "-cp", demo.stack.classpath(),
          "org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "--bootstrap-server", demo.bootstrap,
          "--reassignment-json-file", str(plan), f"--{action}",
          *(["--preserve-throttles"] if action == "cancel" else [])],  # keep the test's own quotas

@@ -20,6 +20,7 @@ import stat
 import pytest
 from rich.console import Console
 
+from tests.waiting import PATIENCE
 from reassigner.dev.harness import world as harness
 from reassigner.dev.local.security import PRODUCT_USER
 
@@ -30,7 +31,7 @@ pytestmark = [pytest.mark.stack, pytest.mark.spark, pytest.mark.slow, pytest.mar
 def world(tmp_path_factory, cache_dir):
     directory = tmp_path_factory.mktemp("secured")
     with open(directory / "story.txt", "w") as story_file:
-        demo = harness.World(directory / "stack", cache_dir, security="sasl_ssl",
+        demo = harness.World(directory / "stack", cache_dir, patience=PATIENCE, security="sasl_ssl",
                              console=Console(file=story_file, width=120))
         try:
             demo.setup()

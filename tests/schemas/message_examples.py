@@ -21,6 +21,7 @@ def command(kind: str, fields: dict[str, Any], key: str = "orders-7", step: int 
         "step": step,
         "reason": "rebalance onto broker 5, step 2 of 4",
         "payload": (kind, fields),
+        "action": None,
     }
 
 
@@ -70,6 +71,8 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "bytes_in_per_sec": None,
             "bytes_out_per_sec": None,
             "traffic_window_ms": None,
+            "eligible_leader_replicas": [],
+            "last_known_elr": [],
         },
         {
             **envelope("orders-8"),
@@ -88,6 +91,8 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "bytes_in_per_sec": 1_250_000.5,
             "bytes_out_per_sec": 3_750_001.5,
             "traffic_window_ms": 60_000,
+            "eligible_leader_replicas": [],
+            "last_known_elr": [],
         },
         {
             **envelope("payments.v2-0"),
@@ -106,6 +111,28 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "bytes_in_per_sec": None,
             "bytes_out_per_sec": None,
             "traffic_window_ms": None,
+            "eligible_leader_replicas": [],
+            "last_known_elr": [2, 3],
+        },
+        {
+            **envelope("payments.v2-1"),
+            "snapshot_id": None,
+            "topic": "payments.v2",
+            "partition": 1,
+            "replicas": [3, 1, 2],
+            "isr": [3],
+            "leader": 3,
+            "leader_epoch": 9,
+            "adding": [],
+            "removing": [],
+            "offline_replicas": [1],
+            "size_bytes": 52_428_800,
+            "log_dirs": ["/var/lib/kafka/data-1", None, "/var/lib/kafka/data-0"],
+            "bytes_in_per_sec": None,
+            "bytes_out_per_sec": None,
+            "traffic_window_ms": None,
+            "eligible_leader_replicas": [1, 2],
+            "last_known_elr": [],
         },
     ],
     "LogDirState": [
@@ -171,6 +198,9 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "has_inventory": False,
             "topics": [],
             "broker_ids": [],
+            "kafka_release": None,
+            "kafka_metadata_level": None,
+            "kafka_capabilities": [],
         },
         {
             **envelope("snap-0007"),
@@ -185,6 +215,10 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "has_inventory": True,
             "topics": [{"name": "orders", "partition_count": 24}, {"name": "payments", "partition_count": 1_180}],
             "broker_ids": [1, 2, 3, 4],
+            "kafka_release": "4.1",
+            "kafka_metadata_level": 27,
+            "kafka_capabilities": ["log-dir moves and dir failures", "fenced brokers in DescribeCluster",
+                                   "eligible leader replicas"],
         },
     ],
     "Request": [
@@ -255,6 +289,15 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
                                         "throttle_sequence": 42},
                       key="0", step=0),
             "reassignment_id": None,
+        },
+        {
+            **command("ClearThrottle", {"broker_ids": [], "partitions": [], "log_dir_only": False,
+                                        "throttle_sequence": None},
+                      key="cordon", step=0),
+            "id": "cordon-43-3:0:Cordon",
+            "reassignment_id": None,
+            "reason": "decommission of broker 3",
+            "action": {"kind": "Cordon", "broker_ids": [3], "log_dirs": []},
         },
     ],
     "CommandResult": [

@@ -107,8 +107,9 @@ def test_garbage_is_a_decode_error(data: bytes) -> None:
 
 def test_an_out_of_range_union_branch_is_a_decode_error() -> None:
     data = bytearray(schemas.encode("Command", REALISTIC_RECORDS["Command"][1]))
-    # CancelReassignment is the last field: branch index, then "orders" (len + 6 bytes), then 7
-    branch_index_at = len(data) - len(b"\x0corders\x0e") - 1
+    # The payload, CancelReassignment: branch index, then "orders" (len + 6 bytes), then 7; then
+    # the action, null (branch 0: one byte)
+    branch_index_at = len(data) - len(b"\x0corders\x0e") - 1 - 1
     assert data[branch_index_at] == 0x02  # zig-zag 1 = CancelReassignment
     data[branch_index_at] = 0x7E  # branch 63 of 6
     with pytest.raises(DecodeError):

@@ -62,9 +62,19 @@ def test_each_topic_carries_one_message_type_and_every_message_type_has_a_topic(
 def test_payload_unions_list_the_kinds_in_order() -> None:
     request_fields = {f["name"]: f for f in compute_self_contained_schema("Request")["fields"]}
     request_payload = request_fields["payload"]["type"]
-    command_payload = compute_self_contained_schema("Command")["fields"][-1]["type"]
+    command_fields = {f["name"]: f for f in compute_self_contained_schema("Command")["fields"]}
+    command_payload = command_fields["payload"]["type"]
     assert [branch["name"] for branch in request_payload] == list(schemas.REQUEST_KINDS)
     assert [branch["name"] for branch in command_payload] == list(schemas.COMMAND_KINDS)
+
+
+def test_command_kinds_added_later_are_an_open_string_beside_the_frozen_union() -> None:
+    """Schema version 10: `Command.action` (null by default), as `Request.action`."""
+    action = next(f for f in compute_self_contained_schema("Command")["fields"] if f["name"] == "action")
+    assert action["default"] is None and action["type"][0] == "null"
+    kind = next(f for f in action["type"][1]["fields"] if f["name"] == "kind")
+    assert kind["type"] == "string"
+    assert all("default" in f for f in action["type"][1]["fields"] if f["name"] != "kind")
 
 
 def test_request_kinds_added_later_are_an_open_string_beside_the_frozen_union() -> None:
@@ -112,7 +122,8 @@ def test_enums_have_a_default_symbol_so_new_symbols_do_not_break_old_readers() -
 def test_self_contained_json_defines_each_named_type_once() -> None:
     text = schemas.schema_json("Command")
     assert text.count('"name":"ThrottledPartition"') == 1
-    assert json.loads(text)["fields"][-1]["type"][5]["fields"][1]["type"]["items"].endswith("ThrottledPartition")
+    payload = next(f for f in json.loads(text)["fields"] if f["name"] == "payload")
+    assert payload["type"][5]["fields"][1]["type"]["items"].endswith("ThrottledPartition")
 
 
 def test_unknown_schema_name_is_a_schema_error() -> None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from state.model import ControllerState, ObservationTimes, Proposal
-from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+from planning.model import Broker, Cluster, KafkaFacts, LogDir, PartitionState, Topic, TopicPartition
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import StepInFlight, start_reassignment, start_step
 from planning.movement.partition_steps import Step
@@ -35,7 +35,10 @@ def sample_state(isr=(1, 2, 3)) -> ControllerState:
     partitions = tuple(
         PartitionState("orders", p, (1, 2, 3), tuple(isr), 1, 1000 + p,
                        ("/data/b1/d0", "/data/b2/d1", None), (), (), (), 4,
-                       *((1250.5, 3000.25) if p == 1 else (None, None)))
+                       *((1250.5, 3000.25) if p == 1 else (None, None)),
+                       # KIP-966: eligible leaders outside the ISR, and the last known ones
+                       eligible_leaders=tuple(b for b in (2, 3) if b not in isr) if p == 2 else (),
+                       last_known_elr=(2, 3) if p == 2 else ())
         for p in range(3)
     )
     tp = TopicPartition("orders", 0)
@@ -53,6 +56,7 @@ def sample_state(isr=(1, 2, 3)) -> ControllerState:
         open_alerts=frozenset({"UnderMinIsr:orders-1"}),
         command_sequence=5,
         observed_at=ObservationTimes(topics={"orders": 1_800_000_000_123}, brokers={1: 7, 3: 9}),
+        kafka=KafkaFacts("4.1", 27, ("log-dir moves and dir failures", "eligible leader replicas")),
         log_dir_moves={task.key: task for task in (
             LogDirTask(TopicPartition("orders", 1), 1, "/data/b1/d0", "/data/b1/d1", 1001, "dirs unbalanced",
                        "b7-dirs-1", 1, 14.5),
@@ -282,6 +286,16 @@ def test_a_big_rebalance_stages_its_reassignments_and_the_partitions_together(st
     assert store.commit(1, planned, fewer, [])
     assert not [e for e in redis_client.slowlog_get(1000) if b":staged:" in bytes(str(e["command"]), "utf-8")]
     assert store.load().reassignments == fewer.reassignments
+
+
+def test_a_state_written_before_the_clusters_kafka_was_kept_loads_without_it(store, redis_client):
+    state = sample_state(isr=(1,))
+    assert store.commit(0, ControllerState(), state, [])
+    loaded = store.load()
+    assert loaded.kafka == state.kafka
+    assert loaded.cluster.partition(TopicPartition("orders", 2)).eligible_leaders == (2, 3)
+    redis_client.hdel(store.keys["meta"], "kafka")  # a state written before schema set 9
+    assert store.load().kafka is None
 
 
 def test_the_waiting_reasons_load_back_and_state_written_before_them_loads_without(store, redis_client):

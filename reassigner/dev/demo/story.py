@@ -93,7 +93,8 @@ class Demo(World):
         partition_limit = DEMO_SETTINGS["REASSIGNER_MAX_PARTITION_MOVEMENTS"]
         leader_limit = DEMO_SETTINGS["REASSIGNER_MAX_LEADER_MOVEMENTS"]
         table = Table(title="summary", caption=(
-            "moved: replica moves planned / the planner's lower bound; peak P: steps in flight as "
+            "moved: replica moves planned (and their bytes, for a plan in bytes) / the planner's lower bound "
+            "(in bytes for a plan in bytes); peak P: steps in flight as "
             "the product counts them (until the watcher reports them done) / partitions Kafka "
             f"showed reassigning, limit P = {partition_limit}; peak L: leader movements, limit "
             f"L = {leader_limit}; Kafka sampled every 250 ms"))

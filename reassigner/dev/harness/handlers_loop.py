@@ -28,14 +28,17 @@ from typing import Iterable, Mapping
 from handlers.decide import decide
 from handlers.micro_batch import BatchInputs, Decision
 from handlers.policy import Policy
-from runtime.clients.jars import kafka_classpath
+from planning.model import ELIGIBLE_LEADERS, KafkaFacts
 from runtime.clients.kafka_admin import ClusterAdmin
+from runtime.kafka_versions import assess_cluster
 from runtime.clients.kafka_producer import producer_config
 from reassigner.edge.executor import Executor
 from reassigner.edge.throttle_keeper import recent_commands_reader
 from reassigner.edge.ledger import CommandLedger
 from reassigner.edge.observation import compute_events, compute_snapshot_events
 from runtime.settings import load_settings
+from schemas import command_kind
+from schemas.loader import CURRENT_SCHEMA_VERSION
 from schemas.codec import TOPICS, decode, encode, topic_name, version_headers, writer_version_from_headers
 from state.controller_store import ControllerStore
 from state.model import ControllerState
@@ -64,7 +67,8 @@ class HandlersLoop:
         self.results: list[dict] = []
         self._unread: list[dict] = []
         self.commands: list[dict] = []
-        self.observation = None
+        self.observation = None  # None: the next decision polls a snapshot
+        self.kafka: KafkaFacts | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.executor.run, args=(self._stop,), daemon=True)
 
@@ -102,9 +106,14 @@ class HandlersLoop:
     def decide(self, requests: Iterable[Mapping] = ()) -> Decision:
         """One batch: poll, decide on the new events, the given requests and the results read."""
         now_ms = int(time.time() * 1000)
-        observation = self.admin.observe(self.observation)
-        events = (compute_snapshot_events(observation, f"snapshot-{now_ms}", now_ms) if self.observation is None
-                  else compute_events(self.observation, observation, now_ms))
+        if self.observation is None:  # a snapshot, telling which Kafka runs, as the watcher's
+            support = assess_cluster(self.admin.describe_kafka())
+            self.kafka = KafkaFacts(support.release, support.level, support.has)
+        observation = self.admin.observe(self.observation, eligible_leaders=ELIGIBLE_LEADERS in self.kafka.capabilities)
+        if self.observation is None:
+            events = compute_snapshot_events(observation, f"snapshot-{now_ms}", now_ms, kafka=self.kafka)
+        else:
+            events = compute_events(self.observation, observation, now_ms)
         self.observation = observation
         self._read_results()
         inputs = BatchInputs(self.state.last_batch + 1, now_ms,
@@ -130,11 +139,22 @@ class HandlersLoop:
 
     def reassign(self, targets: Mapping[tuple[str, int], list[int]]) -> dict:
         """A Reassign request, as the CLI writes it."""
+        return self._request("Reassign", {"version": 1, "additional": False, "partitions": [
+            {"topic": t, "partition": p, "replicas": list(r), "log_dirs": None} for (t, p), r in targets.items()]})
+
+    def decommission(self, broker_ids: Iterable[int]) -> dict:
+        """A Decommission request, as the CLI writes it."""
+        return self._request("Decommission", {"broker_ids": sorted(broker_ids)})
+
+    def recommission(self, broker_ids: Iterable[int]) -> dict:
+        """A Recommission request (an action, its payload a Tick), as the CLI writes it."""
+        return self._request("Tick", {}, {"kind": "Recommission", "proposal_id": None, "broker_ids": sorted(broker_ids)})
+
+    def _request(self, kind: str, fields: Mapping, action: Mapping | None = None) -> dict:
         now_ms = int(time.time() * 1000)
-        return {"schema_version": 1, "event_time": now_ms, "id": f"reassign-{uuid.uuid4()}", "key": "reassign",
-                "requested_by": "harness", "payload": ("Reassign", {"version": 1, "additional": False, "partitions": [
-                    {"topic": t, "partition": p, "replicas": list(r), "log_dirs": None}
-                    for (t, p), r in targets.items()]})}
+        return {"schema_version": CURRENT_SCHEMA_VERSION, "event_time": now_ms, "id": f"{kind.lower()}-{uuid.uuid4()}",
+                "key": kind.lower(), "requested_by": "harness", "payload": (kind, dict(fields)),
+                "action": None if action is None else dict(action)}
 
     def run_until_settled(self, requests: Iterable[Mapping], timeout: float = 600.0, period: float = 0.5) -> None:
         """Decide every `period` until a reassignment was made, none is left and every command
@@ -152,7 +172,7 @@ class HandlersLoop:
             self.decide()
 
     def commands_of(self, kind: str) -> list[dict]:
-        return [c for c in self.commands if c["payload"][0] == kind]
+        return [c for c in self.commands if command_kind(c) == kind]
 
 
 class MoveTimer:
@@ -192,7 +212,7 @@ class MoveTimer:
         return self.finished - self.started
 
 
-def run_kafka_reassign_tool(bootstrap_servers: str, cache_dir: Path, work: Path,
+def run_kafka_reassign_tool(bootstrap_servers: str, classpath: str, work: Path,
                             targets: Mapping[tuple[str, int], list[int]], arguments: list[str]) -> str:
     """Kafka's kafka-reassign-partitions.sh with a reassignment JSON of `targets` and `arguments`
     (e.g. ["--execute", "--throttle", "100000"]); its output."""
@@ -200,7 +220,7 @@ def run_kafka_reassign_tool(bootstrap_servers: str, cache_dir: Path, work: Path,
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in targets.items()]}))
     finished = subprocess.run(
-        [shutil.which("java") or "java", "-Xmx256m", "-cp", kafka_classpath(cache_dir), REASSIGN_TOOL,
+        [shutil.which("java") or "java", "-Xmx256m", "-cp", classpath, REASSIGN_TOOL,
          "--bootstrap-server", bootstrap_servers, "--reassignment-json-file", str(plan), *arguments],
         capture_output=True, text=True, timeout=120)
     if finished.returncode != 0:

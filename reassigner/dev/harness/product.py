@@ -23,6 +23,7 @@ from confluent_kafka import Consumer
 from runtime.clients.client_config import ClientConfig
 from reassigner.dev.local.kafka_admin import PLAINTEXT, client_settings
 from reassigner.dev.local.processes import is_alive, port_open, stop, tail
+from schemas import command_kind
 from schemas.codec import decode
 
 COMPONENTS = {
@@ -154,7 +155,7 @@ class TopicCollector:
             if "kind" in record:
                 lines.append(f"  {record['kind']}: {record['message']}")
             elif "payload" in record:
-                kind, fields = record["payload"]
+                kind, fields = command_kind(record), record["payload"][1]
                 target = fields.get("target_replicas")
                 lines.append(f"  {kind} {record['id']}" + (f" -> {target}" if target else ""))
             else:

@@ -17,7 +17,8 @@ INVARIANTS
 - PATIENCE. Every wait's timeout is the time it allows WITHOUT PROGRESS, times `patience` (the
   demo's `--patience`): a wait that sees what it awaits advance (more partitions settled, more
   seen by the pipeline, another batch committed) gets that long again from then on, up to
-  `PATIENCE_CEILING` times its budget in all (`compute_deadline`). A slow machine that is
+  `PATIENCE_CEILING` times its budget in all (`reassigner.dev.local.processes.compute_deadline`,
+  the same for the local stack's servers starting). A slow machine that is
   getting there is waited for; one where nothing moves ends within the budget.
 - The scenes are `reassigner.dev.harness.world.World`'s; the demo's settings and topics are
   named here, once.
@@ -43,8 +44,9 @@ from reassigner.dev.harness.cluster_tools import create_topics
 from reassigner.dev.harness.monitor import InvariantMonitor, MonitorReport
 from reassigner.dev.harness.product import ClusterProbe, ProductProcesses, TopicCollector
 from reassigner.dev.harness.traffic import SequencedTraffic, TrafficReport
-from reassigner.dev.local.processes import free_port, tail
+from reassigner.dev.local.processes import compute_deadline, free_port, tail
 from reassigner.dev.local.stack import LocalStack
+from reassigner.operator.views.units import format_size
 
 RACKS = ("/dc1/r1", "/dc1/r2", "/dc2/r1")
 TOPICS = {"orders": 12, "payments": 8, "audit": 4}  # carry the sequenced traffic
@@ -53,10 +55,6 @@ BULK_TOPIC = "archive"  # a few MB of filler per partition, for the cancelled ma
 BULK_PARTITIONS = 6
 MIN_INSYNC_REPLICAS = 2
 CLUSTER_NAME = "demo"
-PATIENCE_CEILING = 3.0
-"""A wait that keeps seeing progress ends anyway after this many times its budget: progress that
-never arrives at the end (a pipeline committing batches that never see the cluster) is a failure
-too, only a slower one."""
 
 # Short grace periods and modest limits so that every reaction shows within a minute.
 DEMO_SETTINGS = {
@@ -70,15 +68,6 @@ DEMO_SETTINGS = {
     "REASSIGNER_POLL_INTERVAL_SECONDS": "1",
     "REASSIGNER_SNAPSHOT_INTERVAL_SECONDS": "30",
 }
-
-
-def compute_deadline(started: float, last_progress: float, timeout: float, patience: float = 1.0,
-                     ceiling: float = PATIENCE_CEILING) -> float:
-    """When a wait that began at `started`, and last saw progress at `last_progress`, gives up:
-    its budget (`timeout` × `patience`) after the last progress, and never later than `ceiling`
-    budgets after it began."""
-    budget = timeout * patience
-    return min(max(started, last_progress) + budget, started + budget * max(ceiling, 1.0))
 
 
 def replica_disagreements(kafka: dict[tuple[str, int], dict], state) -> list[str]:
@@ -120,10 +109,13 @@ class Stage:
     world's own instruments as the stack's super user."""
     patience: float = 1.0
     """Multiplies every wait's budget (module doc, PATIENCE): the demo's `--patience`."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """The product's settings over `DEMO_SETTINGS`, as environment variables
+    (`REASSIGNER_BALANCE_MODE`: "strict")."""
 
     def __post_init__(self) -> None:
-        self.stack = LocalStack(self.stack_dir, self.cache_dir)
-        self.environment = {**DEMO_SETTINGS, "REASSIGNER_CACHE_DIR": str(self.cache_dir),
+        self.stack = LocalStack(self.stack_dir, self.cache_dir)  # the release: `local_kafka_version`
+        self.environment = {**DEMO_SETTINGS, **self.settings, "REASSIGNER_CACHE_DIR": str(self.cache_dir),
                             "REASSIGNER_STACK_DIR": str(self.stack_dir),
                             "REASSIGNER_CHECKPOINT_DIR": str(self.stack_dir / "checkpoints"),
                             "PYSPARK_PYTHON": sys.executable}
@@ -190,7 +182,7 @@ class Stage:
 
     def fully_replicated(self, topics: list[str] | None = None) -> tuple[int, int]:
         parts = self.partitions(topics)
-        alive = {b for b, info in self.probe.brokers().items() if not info["is_fenced"]}
+        alive = {b for b, info in self.probe.brokers().items() if not info.get("is_fenced", False)}
         good = sum(1 for p in parts.values()
                    if len(p["replicas"]) == 3 and set(p["replicas"]) <= alive
                    and sorted(p["isr"]) == sorted(p["replicas"]) and not p["reassigning"]
@@ -208,12 +200,18 @@ class Stage:
         return state
 
     def plan_figures(self, since: int) -> tuple[str, str]:
+        """(what the plans since `since` move, their planners' lower bound), as the summary
+        shows them: replica moves against the count planner's bound in moves, or, where a plan
+        was made in bytes (`balance.mode=bytes`), also the bytes against its bound in bytes."""
         plans = self.alerts.of_kind("PlanCreated", since)
         if not plans:
             return "-", "-"
         moves = sum(int(p["details"].get("replica_moves", 0)) for p in plans)
-        bound = sum(int(p["details"].get("lower_bound", 0)) for p in plans)
-        return str(moves), str(bound)
+        if not any("bytes_lower_bound" in p["details"] for p in plans):
+            return str(moves), str(sum(int(p["details"].get("lower_bound", 0)) for p in plans))
+        moved = sum(int(p["details"].get("bytes_moved", 0)) for p in plans)
+        bound = sum(int(p["details"].get("bytes_lower_bound", p["details"].get("bytes_moved", 0))) for p in plans)
+        return f"{moves} ({format_size(moved)})", format_size(bound)
 
     def settled(self, since: int = 0, topics: list[str] | None = None) -> tuple[int, int]:
         """(partitions of `topics` fully replicated, total), and nothing left moving."""

@@ -75,7 +75,7 @@ class World(Stage):
         finally:
             self.set_config("broker.add.grace=")
         result.replica_moves, result.lower_bound = self.plan_figures(since)
-        self.say(f"  plan: {result.replica_moves} replica moves (lower bound {result.lower_bound})")
+        self.say(f"  plan: replica moves {result.replica_moves}, lower bound {result.lower_bound}")
         self.wait("rebalancing onto the new brokers (steps in rolling batches)",
                   lambda: self.settled(since), timeout=300)
         held = ", ".join(f"broker {b.id}: {self.replicas_on(b.id)}" for b in added)
@@ -147,7 +147,7 @@ class World(Stage):
                   lambda: not self.bulk_topic_disagreement(), 60)
         parts = self.probe.partitions([BULK_TOPIC])
         state = self.controller_state()
-        live = [b for b, info in self.probe.brokers().items() if not info["is_fenced"]]
+        live = [b for b, info in self.probe.brokers().items() if not info.get("is_fenced", False)]
         # Not broker 2 (decommissioned), nor a broker Kafka would not start the replica on (a
         # partition broker 1's failed dir held: see `fail_log_dir`).
         hosts = {tp: {b for b in live if b != 2}

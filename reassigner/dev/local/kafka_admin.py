@@ -10,13 +10,18 @@ from __future__ import annotations
 import time
 import uuid
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from runtime.clients.client_config import ClientConfig
 from schemas.errors import LocalStackError, ProcessStartError
 
 KAFKA_STORAGE_ERROR = 56
+PASSING_CREATE_ERRORS = (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.INVALID_REPLICATION_FACTOR,
+                         KafkaError.NOT_CONTROLLER, KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER)
+"""CreateTopics answers that pass on a starting cluster (`check_writes`). _DESTROY_BROKER: the
+client dropped the connection the request was on while it learned the cluster's brokers (seen
+on a starved machine, 2026-11-27)."""
 PLAINTEXT = ClientConfig()
 
 
@@ -65,19 +70,34 @@ def wait_for_fenced(bootstrap_servers: str, broker_id: int, timeout: float) -> N
 
 
 def check_writes(bootstrap_servers: str, topic: str, replication_factor: int,
-                 client: ClientConfig = PLAINTEXT, timeout: float = 60.0) -> None:
-    """Create `topic` if needed and write one record with acks=all; raise if it cannot."""
+                 client: ClientConfig = PLAINTEXT, timeout: float = 180.0) -> None:
+    """Create `topic` if needed and write one record with acks=all; raise if it cannot.
+    `timeout` for each: a 4.4 stack on a starved machine (a Python loop 5x slower than at full
+    speed) did not take the write within 60 s, twice in a row (2026-11-27).
+
+    Creating is tried again until `timeout` while Kafka's answer is a passing one: on a loaded
+    machine the controller takes seconds per event ("exceptionally slow controller event ...
+    took 2325 ms"), so the request times out on the client, or a broker unfenced a moment ago is
+    not yet counted for the replication factor. Any other error is raised at once."""
     admin = admin_client(bootstrap_servers, client)
-    futures = admin.create_topics([NewTopic(topic, num_partitions=1,
-                                            replication_factor=replication_factor)])
-    try:
-        futures[topic].result(timeout=30)
-    except KafkaException as error:
-        if "TOPIC_ALREADY_EXISTS" not in str(error):
-            raise LocalStackError(f"cannot create the readiness topic {topic}: {error}") from None
-    except TimeoutError:
-        raise LocalStackError(f"creating the readiness topic {topic}: no answer within 30 s; see the "
-                              "brokers' logs/server.log under the stack dir") from None
+    deadline = time.monotonic() + timeout
+    while True:
+        futures = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=replication_factor)],
+                                      request_timeout=30)
+        try:
+            futures[topic].result(timeout=35)
+            break
+        except KafkaException as error:
+            code = error.args[0].code() if error.args and isinstance(error.args[0], KafkaError) else None
+            if code == KafkaError.TOPIC_ALREADY_EXISTS:
+                break
+            if code not in PASSING_CREATE_ERRORS or time.monotonic() > deadline:
+                raise LocalStackError(f"cannot create the readiness topic {topic}: {error}") from None
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise LocalStackError(f"creating the readiness topic {topic}: no answer within {timeout:.0f} s; "
+                                      "see the brokers' logs/server.log under the stack dir") from None
+        time.sleep(1.0)
     producer = Producer(client_settings(bootstrap_servers, client, acks="all", log_level=3,
                                         **{"enable.idempotence": True,
                                            "message.timeout.ms": int(timeout * 1000)}))

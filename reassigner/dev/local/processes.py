@@ -2,6 +2,11 @@
 and the short-lived tools run to their end (`run_tool`: one that hangs is killed and ends in one
 `ProcessStartError` line, never a traceback).
 
+PATIENCE (`compute_deadline`, for every wait here and the demo's): a wait's timeout is the time it
+allows without progress; a wait that sees progress (a starting server still writing its log)
+gets that long again from then, up to `PATIENCE_CEILING` times its budget in all. A loaded
+machine that is getting there is waited for; a server that writes nothing more fails in time.
+
 Processes are started in their own session (`start_new_session`) so that they outlive the CLI
 command that started them (`reassigner local up` returns while the cluster runs) and so that a
 Ctrl-C in the terminal does not reach them; they are stopped by pid from the stack's state file.
@@ -18,6 +23,21 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from schemas.errors import PortInUseError, ProcessStartError
+
+
+PATIENCE_CEILING = 3.0
+"""A wait that keeps seeing progress ends anyway after this many times its budget: progress that
+never arrives at the end (a pipeline committing batches that never see the cluster, a server
+logging the same failure over and over) is a failure too, only a slower one."""
+
+
+def compute_deadline(started: float, last_progress: float, timeout: float, patience: float = 1.0,
+                     ceiling: float = PATIENCE_CEILING) -> float:
+    """When a wait that began at `started`, and last saw progress at `last_progress`, gives up:
+    its budget (`timeout` × `patience`) after the last progress, and never later than `ceiling`
+    budgets after it began."""
+    budget = timeout * patience
+    return min(max(started, last_progress) + budget, started + budget * max(ceiling, 1.0))
 
 
 def free_port() -> int:
@@ -131,15 +151,30 @@ def wait_until(
     log_file: Path | None = None,
     interval_seconds: float = 0.25,
 ) -> None:
-    """Poll `condition` until true; fail early, with the log tail, if the process died."""
-    deadline = time.monotonic() + timeout_seconds
+    """Poll `condition` until true; fail early, with the log tail, if the process died. Its log
+    growing is progress (module PATIENCE): each growth gives `timeout_seconds` again."""
+    started = last_progress = time.monotonic()
+    size = _log_size(log_file)
     while True:
         if condition():
             return
         if pid is not None and not is_alive(pid):
             detail = tail(log_file) if log_file else ""
             raise ProcessStartError(f"{what}: the process exited; last log lines:\n{detail}")
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        grown = _log_size(log_file)
+        if grown != size:
+            size, last_progress = grown, now
+        if now > compute_deadline(started, last_progress, timeout_seconds):
+            quiet = f", its log quiet for {now - last_progress:.0f} s" if log_file else ""
             detail = f"; last log lines:\n{tail(log_file)}" if log_file else ""
-            raise ProcessStartError(f"{what}: not ready after {timeout_seconds:.0f} s{detail}")
+            raise ProcessStartError(f"{what}: not ready after {now - started:.0f} s{quiet}; check the machine's "
+                                    f"load (`uptime`){detail}")
         time.sleep(interval_seconds)
+
+
+def _log_size(log_file: Path | None) -> int:
+    try:
+        return os.stat(log_file).st_size if log_file else 0
+    except OSError:
+        return 0

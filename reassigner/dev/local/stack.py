@@ -23,6 +23,7 @@ from schemas.errors import LocalStackError, StackNotUpError, UnknownBrokerError
 from reassigner.dev.local import DEFAULT_RACKS, kafka_admin
 from runtime.clients.client_config import ClientConfig, read_command_config
 from runtime.clients.jars import kafka_classpath
+from runtime.kafka_versions import DEFAULT_LOCAL_RELEASE
 from schemas.redaction import redact
 from reassigner.dev.local.kafka_server import (
     CONTROLLER_ID,
@@ -85,6 +86,8 @@ class StackState:
     brokers: dict[int, BrokerRecord] = field(default_factory=dict)
     security: str = "none"
     """"none" or "sasl_ssl" (`reassigner.dev.local.security`)."""
+    kafka_version: str = DEFAULT_LOCAL_RELEASE
+    """The Kafka release it runs (a state file from before releases were chosen ran the default)."""
 
     @property
     def bootstrap_servers(self) -> str:
@@ -146,10 +149,16 @@ class StackState:
 class LocalStack:
     """Start, change and stop the local stack whose state file is in `stack_dir`."""
 
-    def __init__(self, stack_dir: Path, cache_dir: Path) -> None:
+    def __init__(self, stack_dir: Path, cache_dir: Path, kafka_version: str | None = None) -> None:
         self.stack_dir = Path(stack_dir).absolute()
         self.cache_dir = Path(cache_dir)
-        self._classpath: str | None = None
+        if kafka_version is None:  # the setting: REASSIGNER_LOCAL_KAFKA_VERSION runs every stack on it
+            from runtime.settings import load_settings
+
+            kafka_version = load_settings().local_kafka_version
+        self.kafka_version = kafka_version
+        """The release `up` starts; a running stack keeps its own (its state file's)."""
+        self._classpaths: dict[str, str] = {}
 
     # --- state file ----------------------------------------------------------------------------
     @property
@@ -169,11 +178,15 @@ class LocalStack:
         temporary.write_text(json.dumps(state.to_json(), indent=2) + "\n")
         temporary.replace(self.state_file)
 
-    @property
-    def classpath(self) -> str:
-        if self._classpath is None:
-            self._classpath = kafka_classpath(self.cache_dir)
-        return self._classpath
+    def classpath(self, state: StackState | None = None) -> str:
+        """The classpath of the Kafka release `state` runs (default: the running stack's, else the
+        one `up` would start): the same jars for Kafka's command-line tools against it."""
+        if state is None:
+            state = self.load() if self.state_file.exists() else None
+        version = state.kafka_version if state is not None else self.kafka_version
+        if version not in self._classpaths:
+            self._classpaths[version] = kafka_classpath(self.cache_dir, version)
+        return self._classpaths[version]
 
     # --- up / down ----------------------------------------------------------------------------
     def up(
@@ -206,6 +219,7 @@ class LocalStack:
             redis_pid=None,
             replication_factor=min(3, brokers),
             security=security,
+            kafka_version=self.kafka_version,
         )
         if security != "none":
             secrets = create_stack_secrets(self.stack_dir / "security")
@@ -358,6 +372,7 @@ class LocalStack:
             is_alive(b.pid) for b in state.brokers.values()) else set()
         return {
             "stack_dir": state.stack_dir,
+            "kafka_version": state.kafka_version,
             "bootstrap_servers": state.bootstrap_servers,
             "security": state.security,
             "client_properties": str(state.client_properties) if state.client_properties else None,
@@ -405,8 +420,8 @@ class LocalStack:
     def _start_controller(self, state: StackState) -> None:
         spec = state.controller_spec
         write_node_files(spec)
-        format_storage(spec, self.classpath, state.cluster_id)
-        state.controller_pid = start_node(spec, self.classpath)
+        format_storage(spec, self.classpath(state), state.cluster_id)
+        state.controller_pid = start_node(spec, self.classpath(state))
         self.save(state)
         wait_until(lambda: port_open(spec.port), BROKER_START_TIMEOUT, "the KRaft controller",
                    pid=state.controller_pid, log_file=spec.server_log)
@@ -418,12 +433,12 @@ class LocalStack:
 
         def prepare(spec: NodeSpec) -> None:
             write_node_files(spec)
-            format_storage(spec, self.classpath, state.cluster_id)
+            format_storage(spec, self.classpath(state), state.cluster_id)
 
         with ThreadPoolExecutor(max_workers=len(specs)) as pool:
             list(pool.map(prepare, specs))
         for spec in specs:
-            state.brokers[spec.node_id].pid = start_node(spec, self.classpath)
+            state.brokers[spec.node_id].pid = start_node(spec, self.classpath(state))
         self.save(state)
         for spec in specs:
             pid = state.brokers[spec.node_id].pid

@@ -85,6 +85,8 @@ def status_to_json(view: StatusView, cluster_name: str | None = None) -> dict[st
         "paused": view.paused,
         "mode": view.mode,
         "banner": compute_banner(view.mode, view.paused),
+        "kafka": view.kafka,
+        "drain_warning": view.drain_warning,
         "config": dict(view.config),
         "topic_selection": {"include": view.topics_include, "exclude": view.topics_exclude,
                             "excluded_topics": list(view.excluded_topics)},

@@ -21,9 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from handlers.cordons import UNSURE, WHOLE
 from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
 from state.model import ControllerState
 from planning.load import BrokerLoad, compute_broker_loads
+from planning.model import CORDONS, KafkaFacts
+from runtime.kafka_versions import CAPABILITIES
 from reassigner.operator.views.listing import compute_list_view
 from reassigner.operator.views.progress import Figures, Progress, compute_meter
 from reassigner.operator.views.proposals import ProposalView
@@ -48,6 +51,8 @@ class BrokerRow:
     disk_bytes: int = 0
     bytes_in_per_sec: float = 0.0
     network_out_per_sec: float = 0.0
+    cordoned: bool = False  # cordoned whole by the product (`handlers.cordons`): no new replica lands on it
+    cordoned_dirs: tuple[str, ...] = ()  # its dirs the product cordoned (full ones it empties)
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class PartitionProblem:
     isr: tuple[int, ...]
     leader: int | None
     min_insync_replicas: int
+    eligible_leaders: tuple[int, ...] = ()  # KIP-966: out of the ISR, every committed record held
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,8 @@ class StatusView:
     external: tuple[ExternalRow, ...] = ()  # moves of other tools Kafka shows
     progress: Progress = Progress()  # the meter's reading (MOVEMENT): every figure of progress shown
     traffic_measured: bool = False  # some partition's traffic was measured: the brokers' rates mean something
+    kafka: str | None = None  # which Kafka the cluster runs and what the product lacks there; None: not told yet
+    drain_warning: str | None = None  # draining brokers that new topics may still land on (no cordons)
 
     @property
     def movement(self) -> Figures:
@@ -126,7 +134,8 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         traffic_measured = traffic_measured or p.bytes_in_per_sec is not None
         min_isr = cluster.min_isr(p.topic)
         problem = PartitionProblem(p.topic, p.partition, tuple(p.replicas), tuple(p.isr),
-                                   p.leader if p.leader is not None and p.leader >= 0 else None, min_isr)
+                                   p.leader if p.leader is not None and p.leader >= 0 else None, min_isr,
+                                   tuple(p.eligible_leaders))
         if problem.leader is None:
             offline.append(problem)
         if len(set(p.isr)) < len(set(p.replicas) - set(p.adding)):
@@ -139,7 +148,8 @@ def compute_status(state: ControllerState, default_replica_movements: int,
                   len(b.log_dirs), tuple(d.path for d in b.log_dirs if not d.online),
                   (load := loads.get(b.id, idle)).replicas, load.leaders, len(b.cannot_host),
                   tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs),
-                  load.disk_bytes, load.bytes_in_per_sec, load.network_out_per_sec)
+                  load.disk_bytes, load.bytes_in_per_sec, load.network_out_per_sec,
+                  (asked := state.cordoned.get(b.id)) == WHOLE, () if asked in (None, WHOLE, UNSURE) else asked)
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
     progress = compute_meter(state, default_replica_movements, now_seconds, policy)
@@ -167,7 +177,29 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         external=listing.external,
         progress=progress,
         traffic_measured=traffic_measured,
+        kafka=None if state.kafka is None else compute_kafka_line(state.kafka),
+        drain_warning=compute_drain_warning(brokers, state.kafka),
     )
+
+
+def compute_drain_warning(brokers: tuple[BrokerRow, ...], kafka: KafkaFacts | None) -> str | None:
+    """The draining brokers the product did not cordon, and why new topics may land there."""
+    open_ = [b.id for b in brokers if b.draining and not b.cordoned]
+    if not open_:
+        return None
+    names = ", ".join(map(str, open_))
+    why = ("the cluster's Kafka is not known yet" if kafka is None
+           else f"Kafka {kafka.release} has no cordons (4.3+ with metadata.version 4.3-IV0)" if not kafka.has(CORDONS)
+           else "their cordon is not applied yet")
+    return f"draining broker{'s' if len(open_) > 1 else ''} {names} not cordoned: new topics may still land there ({why})"
+
+
+def compute_kafka_line(kafka: KafkaFacts) -> str:
+    """"Kafka 4.1 (metadata.version level 27); without cordoned log dirs: ..." — what the
+    product lacks there said as in its docs (`runtime.kafka_versions.CAPABILITIES`)."""
+    level = "" if kafka.metadata_level is None else f" (metadata.version level {kafka.metadata_level})"
+    missing = [c for c in CAPABILITIES if not kafka.has(c.name)]
+    return f"Kafka {kafka.release}{level}" + "".join(f"; without {c.name}: {c.without}" for c in missing)
 
 
 def compute_disk_rows(cluster) -> tuple[DiskRow, ...]:
