@@ -196,10 +196,15 @@ def test_a_killed_broker_is_fenced_the_isr_shrinks_then_both_come_back(stack, wa
     where the cluster keeps eligible leader replicas (KIP-966, 4.1+ formatted new) the killed
     broker of a partition left below its min ISR (3) is one, and the event says so."""
     local, _ = stack
+    # Both topics' events are looked for from before their creation: one poll may tell both
+    # (CI run: elr-0 told with isr-0, then looked for only among later events).
+    before_create = len(watcher.publisher.sent)
     create_topic(stack, "isr", {0: [1, 2, 3]})
     create_topic(stack, "elr", {0: [1, 2, 3]}, {"min.insync.replicas": "3"})
-    poll_until(watcher, lambda e: e[1] == "isr-0" and sorted(e[2]["isr"]) == [1, 2, 3], what="isr-0 created")
-    poll_until(watcher, lambda e: e[1] == "elr-0" and sorted(e[2]["isr"]) == [1, 2, 3], what="elr-0 created")
+    poll_until(watcher, lambda e: e[1] == "isr-0" and sorted(e[2]["isr"]) == [1, 2, 3], what="isr-0 created",
+               since=before_create)
+    poll_until(watcher, lambda e: e[1] == "elr-0" and sorted(e[2]["isr"]) == [1, 2, 3], what="elr-0 created",
+               since=before_create)
     keeps_eligible = ELIGIBLE_LEADERS in watcher.kafka.has
     lists_fenced = FENCED_BROKERS in watcher.kafka.has
     before_kill = len(watcher.publisher.sent)
