@@ -34,9 +34,9 @@ test-faults: install             ## the fault-injection suite: every fault the p
 	$(BIN)/pytest -m faults $(PYTEST_ARGS)
 
 KAFKA_MATRIX ?= 3.7.2 4.4.0
-KAFKA_MATRIX_TESTS ?= tests/clients/test_kafka_version_on_a_real_cluster.py tests/edge/test_watcher_sees_cluster.py tests/edge/test_cordons_on_a_real_cluster.py
+KAFKA_MATRIX_TESTS ?= tests/clients/test_kafka_version_on_a_real_cluster.py tests/edge/test_watcher_sees_cluster.py tests/edge/test_cordons_on_a_real_cluster.py tests/edge/test_eligible_leaders_on_a_real_move.py
 
-test-kafka-versions: install       ## the watcher's and the cordons' real-stack tests on the oldest and newest supported Kafka (KAFKA_MATRIX; CI runs it)
+test-kafka-versions: install       ## the watcher's, the cordons' and the ELR heal's real-stack tests on the oldest and newest supported Kafka (KAFKA_MATRIX; CI runs it)
 	@for version in $(KAFKA_MATRIX); do \
 	  echo "--- Kafka $$version"; \
 	  REASSIGNER_LOCAL_KAFKA_VERSION=$$version $(BIN)/pytest -m "stack or long" $(KAFKA_MATRIX_TESTS) $(PYTEST_ARGS) || exit 1; \
