@@ -73,6 +73,16 @@ class LogDir:
         return max_usage_percent / 100.0 * self.total_bytes - self.used_bytes
 
 
+def compute_dir_weights(dirs: tuple[LogDir, ...]) -> dict[str, float]:
+    """Each online dir's weight in its broker's shares of bytes: its capacity (`total_bytes`) when
+    every online dir reports one, else 1 (equal shares). The one rule the log-dir balance
+    (`planning.movement.log_dirs`) and a plan's choice of dirs
+    (`planning.placement.log_dir_choice`) both follow."""
+    online = [d for d in dirs if d.online]
+    by_capacity = all(d.total_bytes for d in online)
+    return {d.path: float(d.total_bytes) if by_capacity else 1.0 for d in online}
+
+
 def compute_reported_log_dir(path: str, online: bool, total_bytes: int | None, usable_bytes: int | None,
                              replicas: Iterable[tuple[TopicPartition, int, bool]],
                              adding_here: Container[TopicPartition] = ()) -> LogDir:

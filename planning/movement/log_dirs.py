@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Collection, Iterable, Mapping
 
-from planning.model import Broker, Cluster, LogDir, PartitionState, PlannedDirMove, TopicPartition
+from planning.model import Broker, Cluster, LogDir, PartitionState, PlannedDirMove, TopicPartition, compute_dir_weights
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,9 @@ def is_log_dir_move_complete(partition: PartitionState, move: LogDirMove, broker
 # --- measure --------------------------------------------------------------------------------
 def compute_dir_shares(dirs: tuple[LogDir, ...], total_load: float) -> dict[str, float]:
     """Each online dir's share of `total_load`: by capacity when every one reports it, else equal."""
-    online = [d for d in dirs if d.online]
-    if not online:
-        return {}
-    if all(d.total_bytes for d in online):
-        capacity = sum(d.total_bytes for d in online)
-        return {d.path: total_load * d.total_bytes / capacity for d in online}
-    return {d.path: total_load / len(online) for d in online}
+    weights = compute_dir_weights(dirs)
+    capacity = sum(weights.values())
+    return {path: total_load * weight / capacity for path, weight in weights.items()}
 
 
 def compute_deviations(loads: Mapping[str, float], shares: Mapping[str, float]) -> dict[str, float]:

@@ -75,7 +75,7 @@ from typing import Mapping
 
 import numpy as np
 
-from planning.model import Cluster, TopicPartition
+from planning.model import Cluster, PartitionState, TopicPartition
 from planning.placement.bytes_exact import EXACT_DETERMINISTIC_SECONDS, EXACT_VARIABLES, solve_exact
 from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_fraction, compute_parts, count_moves,
                                             count_new_bytes)
@@ -83,7 +83,7 @@ from planning.placement.bytes_ledger import Ledger
 from planning.placement.bytes_moves import balance_moves, place_slots, shrink_moves
 from planning.placement.leader_bands import compute_band_leaders
 from planning.placement.goal import Goal, compute_planning_cluster
-from planning.placement.log_dir_choice import TargetDirs
+from planning.placement.log_dir_choice import compute_target_dirs
 from planning.placement.placer import compute_led_by
 from planning.placement.replica_fates import compute_planning_tree
 from planning.placement.racks import satisfies_rack_spread
@@ -335,8 +335,7 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
     in_before, in_after = dict.fromkeys(brokers, 0), dict.fromkeys(brokers, 0)
     out_before, out_after = dict.fromkeys(brokers, 0), dict.fromkeys(brokers, 0)
     targets: dict[TopicPartition, tuple[int, ...]] = {}
-    dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
-    target_dirs = TargetDirs(cluster, goal.disk_max_usage_percent)
+    changed: list[tuple[PartitionState, tuple[int, ...]]] = []  # (partition, final): their dirs chosen at the end
     moved = moves = changes = violations = 0
     traffic = any(rates_in) or any(rates_out)  # else the rates' sums stay 0: not summed (300k walks)
     leader_out: list[int] = []  # per partition once traffic is known: its leader's network out after
@@ -375,7 +374,8 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         changes += bool(final and part.original and final[0] != part.original[0])
         if not satisfies_rack_spread(tree, [b for b in final if b in in_tree]):
             violations += 1
-        dirs[tp] = target_dirs.choose(part.state, final)
+        changed.append((part.state, final))
+    dirs, overflow = compute_target_dirs(cluster, goal.disk_max_usage_percent, changed)
     leader_low, leader_high = compute_even_bands(sum(leaders_after.values()), brokers, model.tolerances.leaders)
     resources = {
         "disk": ResourceReport(_spread(bytes_before, model.blo, model.bhi), _spread(bytes_after, model.blo, model.bhi)),
@@ -402,8 +402,8 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
                                  "wherever it leads"))
         warnings.extend(_too_hot(parts, rates_in, max(in_high.values(), default=0), "bytes_in",
                                  "on every broker holding it"))
-    if target_dirs.overflow:
-        warnings.append(f"{len(target_dirs.overflow)} new replicas fit no dir under the disk limit")
+    if overflow:
+        warnings.append(f"{len(overflow)} new replicas fit no dir under the disk limit")
     return BytesBalancePlan(
         targets=MappingProxyType(targets), target_log_dirs=MappingProxyType(dirs), bytes_moved=moved,
         bytes_moved_lower_bound=bound,
@@ -415,6 +415,6 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         leaders_before=MappingProxyType(leaders_before), leaders_after=MappingProxyType(leaders_after),
         eligible_brokers=brokers, rack_violations=violations, greedy_bytes_moved=greedy_bytes,
         greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings),
-        unplaced=tuple(unplaced), disk_overflow=len(target_dirs.overflow),
+        unplaced=tuple(unplaced), disk_overflow=len(overflow),
         disk_cv_floor=compute_plan_cv_floor(list(bytes_before.values()), list(bytes_after.values()), moved,
                                             [model.group[b] for b in bytes_before]))

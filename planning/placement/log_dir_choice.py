@@ -1,21 +1,28 @@
 """Which log dir each replica of a plan goes to, under the disk limit.
 
-RULES (`TargetDirs.choose`, partitions in the placer's order):
+RULES (`compute_target_dirs`, over the partitions a plan changes):
 - a kept replica keeps its dir;
-- a new replica goes to its broker's least used online dir (Kafka's bytes in it, as
-  describe-log-dirs lists them; else the volume's used bytes), then the lowest path, among the
-  dirs with room for it; the chosen dir's usage grows by the partition's size, so the next new
-  replica on that broker sees it;
+- a replica leaving its broker first gives its bytes back to its dir's load, so that what
+  arrives sees the dirs as they will be (a dir the plan empties is not judged full);
+- the new replicas are placed largest first, each on its broker's online dir with the lowest
+  load relative to its share once the replica is in, then the lowest path, among the dirs with
+  room for it. The load is Kafka's bytes in the dir (describe-log-dirs; else the volume's used
+  bytes) and the shares are the log-dir balance's (`planning.model.compute_dir_weights`): in
+  proportion to each dir's capacity when every online dir of the broker reports one, else
+  equal. So a plan puts a replica where the log-dir balance would leave it: with one rule for
+  both, a plan never fills a small dir that the balance then empties (a replica copied
+  twice, over the network and then inside the broker);
 - DISK CAPACITY (`Goal.disk_max_usage_percent`, as Cruise Control's DiskCapacityGoal): no new
   replica goes into a dir whose projected usage — the volume's used bytes (total - usable) plus
-  the bytes the plan puts there — would exceed the limit. Dirs that do not report their
-  volume's size are not limited. Dirs sharing one volume each count only their own incoming
-  bytes against it (the volume is not recognised);
+  the bytes the plan puts there — would exceed the limit. A replica leaving gives no room back
+  here (both copies exist while it moves). Dirs that do not report their volume's size are not
+  limited. Dirs sharing one volume each count only their own incoming bytes against it (the
+  volume is not recognised);
 - a new replica that fits no online dir of its broker gets no dir (None: any) and is recorded
   as a `DiskOverflow`; the placer then keeps that broker out of the partition and plans again
   (`planning.placement.placer`), and `describe_disk_overflow` words the failure when replicas
   still do not fit.
-Bytes are not otherwise optimised: the placer evens replica counts and reports the bytes.
+Cost: the plan's changed partitions, twice; nothing else of the cluster.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from planning.model import Cluster, TopicPartition
+from planning.model import Cluster, PartitionState, TopicPartition, compute_dir_weights
 
 
 @dataclass(frozen=True)
@@ -54,11 +61,25 @@ class TargetDirs:
             (b.id, d.path): room for b in cluster.brokers for d in b.log_dirs
             if d.online and (room := d.room_bytes(limit)) is not None
         }
+        # Each online dir's weight in its broker's shares, as the log-dir balance's shares are.
+        self.weight: dict[tuple[int, str], float] = {
+            (b.id, path): weight for b in cluster.brokers for path, weight in compute_dir_weights(b.log_dirs).items()}
         self.overflow: list[DiskOverflow] = []
 
+    def release(self, p, final) -> None:
+        """The replicas of `p` that leave their broker (in `p.replicas`, not in `final`) give
+        their bytes back to their dir's load (not to its room under the limit)."""
+        size = p.size_bytes or 0
+        for b in p.replicas:
+            if b not in final:
+                key = (b, p.log_dir_of(b))
+                if key in self.usage:
+                    self.usage[key] = max(0, self.usage[key] - size)
+
     def choose(self, p, final) -> tuple[str | None, ...]:
-        """Kept replicas keep their dir; a new one goes to its broker's least used online dir among
-        those with room for it under the disk limit (none: a `DiskOverflow`)."""
+        """Kept replicas keep their dir; a new one goes to its broker's online dir with the lowest
+        load relative to its share once the replica is in, among those with room for it under
+        the disk limit (none: a `DiskOverflow`)."""
         dirs: list[str | None] = []
         size = p.size_bytes or 0
         dir_usage, headroom = self.usage, self.headroom
@@ -74,12 +95,29 @@ class TargetDirs:
                     self.overflow.append(DiskOverflow(p.tp, b, size))
                 dirs.append(None)
                 continue
-            best = min(fitting, key=lambda d: (dir_usage.get((b, d.path), 0), d.path))
+            weight = self.weight
+            best = min(fitting, key=lambda d: ((dir_usage.get((b, d.path), 0) + size) / weight[(b, d.path)], d.path))
             dir_usage[(b, best.path)] = dir_usage.get((b, best.path), 0) + size
             if (b, best.path) in headroom:
                 headroom[(b, best.path)] -= size
             dirs.append(best.path)
         return tuple(dirs)
+
+
+def compute_target_dirs(cluster: Cluster, limit: float | None, changed: Sequence[tuple[PartitionState, tuple[int, ...]]]
+                        ) -> tuple[dict[TopicPartition, tuple[str | None, ...]], list[DiskOverflow]]:
+    """The dirs of each changed partition's final replicas (`changed`: (partition, final
+    replicas)), in the order given, and the new replicas that fit no dir (RULES)."""
+    dirs = TargetDirs(cluster, limit)
+    for p, final in changed:
+        dirs.release(p, final)
+    chosen: list[tuple[str | None, ...]] = [()] * len(changed)
+    # Largest first (ties in the order given): the big replicas are the ones a dir's share must
+    # be kept for; small ones then fill in.
+    for i in sorted(range(len(changed)), key=lambda i: -(changed[i][0].size_bytes or 0)):
+        p, final = changed[i]
+        chosen[i] = dirs.choose(p, final)
+    return {p.tp: choice for (p, _), choice in zip(changed, chosen)}, dirs.overflow
 
 
 def describe_disk_overflow(cluster: Cluster, overflow: Sequence[DiskOverflow], limit: float | None) -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
-from planning.model import Cluster, TopicPartition
+from planning.model import Cluster, PartitionState, TopicPartition
 from planning.placement.exact_placement import (
     PLAN_EXACT_ARCS,
     count_joint_moves,
@@ -39,7 +39,7 @@ from planning.placement.exact_placement import (
 )
 from planning.placement.goal import Goal, compute_planning_cluster
 from planning.placement.leadership import LeaderChoice, compute_leaders
-from planning.placement.log_dir_choice import DiskOverflow, TargetDirs, describe_disk_overflow
+from planning.placement.log_dir_choice import DiskOverflow, compute_target_dirs, describe_disk_overflow
 from planning.placement.lower_bound import compute_plan_lower_bound
 from planning.placement.plan_summary import PlacementPlan, PlanTally
 from planning.placement.quotas import TopicQuotas
@@ -131,22 +131,22 @@ def _plan_once(cluster: Cluster, goal: Goal) -> tuple[PlacementPlan, list[DiskOv
     ]
     leaders = iter(compute_leaders(choices, eligible, goal.rebalance))
     targets: dict[TopicPartition, tuple[int, ...]] = {}
-    target_log_dirs: dict[TopicPartition, tuple[str | None, ...]] = {}
-    dirs = TargetDirs(cluster, goal.disk_max_usage_percent)
+    changed: list[tuple[PartitionState, tuple[int, ...]]] = []  # their dirs chosen once all are known
     for (name, partitions, work), finals in zip(topic_work, placed_finals):
         led = [final if not final or final[0] == leader else compute_led_by(final, leader)
                for final, leader in zip(finals, itertools.islice(leaders, len(finals)))]
         for p, w, final in zip(partitions, work, led):
             if final != p.replicas:
                 targets[w.tp] = final
-                target_log_dirs[w.tp] = dirs.choose(p, final)
+                changed.append((p, final))
         tally.add_topic(name, partitions, work, led, missed.get(name, ""))
 
+    target_log_dirs, overflow = compute_target_dirs(cluster, goal.disk_max_usage_percent, changed)
     if tally.moves > bound and joint is None:  # only then can rack repairs raise the bound
         bound = compute_plan_lower_bound(tree, topic_work, goal, cluster_quotas)
     plan = tally.plan(targets, target_log_dirs, bound, infeasible, cluster_quotas.cluster_ranges, missed,
                       warnings)
-    return plan, dirs.overflow
+    return plan, overflow
 
 
 def _plan_topic_or_leave_out(tree, work, partitions, cluster_load, goal: Goal, eligible,
