@@ -5,13 +5,14 @@ RULES (`compute_target_dirs`, over the partitions a plan changes):
 - a replica leaving its broker first gives its bytes back to its dir's load, so that what
   arrives sees the dirs as they will be (a dir the plan empties is not judged full);
 - the new replicas are placed largest first, each on its broker's online dir with the lowest
-  load relative to its share once the replica is in, then the lowest path, among the dirs with
-  room for it. The load is Kafka's bytes in the dir (describe-log-dirs; else the volume's used
-  bytes) and the shares are the log-dir balance's (`planning.model.compute_dir_weights`): in
-  proportion to each dir's capacity when every online dir of the broker reports one, else
-  equal. So a plan puts a replica where the log-dir balance would leave it: with one rule for
-  both, a plan never fills a small dir that the balance then empties (a replica copied
-  twice, over the network and then inside the broker);
+  load relative to its share once the replica is in (then the fewest replicas relative to it,
+  for replicas of no size; then the lowest path), among the dirs with room for it. The load is
+  Kafka's bytes in the dir (describe-log-dirs; else the volume's used bytes); the shares are
+  the log-dir balance's (`planning.model.compute_dir_weights`): in proportion to each dir's
+  capacity when every online dir of the broker reports one, else equal. So a plan puts a
+  replica where the log-dir balance would leave it: with one rule for both, a plan does not
+  fill a small dir that the balance then empties (a replica copied twice, over the network and
+  then inside the broker);
 - DISK CAPACITY (`Goal.disk_max_usage_percent`, as Cruise Control's DiskCapacityGoal): no new
   replica goes into a dir whose projected usage — the volume's used bytes (total - usable) plus
   the bytes the plan puts there — would exceed the limit. A replica leaving gives no room back
@@ -42,9 +43,10 @@ class DiskOverflow:
     size_bytes: int
 
 
-class TargetDirs:
-    """The dirs chosen so far in one plan (mutable, private to one `_plan_once` call): each
-    online dir's usage, its room under the limit, and the replicas that fit nowhere."""
+class _TargetDirs:
+    """The dirs chosen so far in one plan (mutable, private to one `compute_target_dirs` call):
+    each online dir's load in bytes and in replicas, its room under the limit, and the replicas
+    that fit nowhere."""
 
     def __init__(self, cluster: Cluster, limit: float | None) -> None:
         self.cluster = cluster
@@ -55,6 +57,10 @@ class TargetDirs:
             (b.id, d.path): d.replica_bytes if d.replica_bytes is not None else d.used_bytes or 0
             for b in cluster.brokers for d in b.log_dirs if d.online
         }
+        # Replicas per online dir: what breaks ties of bytes (replicas of no size: the log-dir
+        # balance then evens the dirs by count).
+        self.count: dict[tuple[int, str], int] = {
+            (b.id, d.path): d.replica_count or 0 for b in cluster.brokers for d in b.log_dirs if d.online}
         # Bytes each online dir may still take under `limit` percent of its volume (only dirs
         # that report their volume's size and free space).
         self.headroom: dict[tuple[int, str], float] = {
@@ -75,6 +81,7 @@ class TargetDirs:
                 key = (b, p.log_dir_of(b))
                 if key in self.usage:
                     self.usage[key] = max(0, self.usage[key] - size)
+                    self.count[key] = max(0, self.count[key] - 1)
 
     def choose(self, p, final) -> tuple[str | None, ...]:
         """Kept replicas keep their dir; a new one goes to its broker's online dir with the lowest
@@ -95,9 +102,11 @@ class TargetDirs:
                     self.overflow.append(DiskOverflow(p.tp, b, size))
                 dirs.append(None)
                 continue
-            weight = self.weight
-            best = min(fitting, key=lambda d: ((dir_usage.get((b, d.path), 0) + size) / weight[(b, d.path)], d.path))
+            weight, count = self.weight, self.count
+            best = min(fitting, key=lambda d: ((dir_usage.get((b, d.path), 0) + size) / weight[(b, d.path)],
+                                               (count.get((b, d.path), 0) + 1) / weight[(b, d.path)], d.path))
             dir_usage[(b, best.path)] = dir_usage.get((b, best.path), 0) + size
+            count[(b, best.path)] = count.get((b, best.path), 0) + 1
             if (b, best.path) in headroom:
                 headroom[(b, best.path)] -= size
             dirs.append(best.path)
@@ -107,8 +116,9 @@ class TargetDirs:
 def compute_target_dirs(cluster: Cluster, limit: float | None, changed: Sequence[tuple[PartitionState, tuple[int, ...]]]
                         ) -> tuple[dict[TopicPartition, tuple[str | None, ...]], list[DiskOverflow]]:
     """The dirs of each changed partition's final replicas (`changed`: (partition, final
-    replicas)), in the order given, and the new replicas that fit no dir (RULES)."""
-    dirs = TargetDirs(cluster, limit)
+    replicas)), in the order given, and the new replicas that fit no dir (RULES), largest
+    first."""
+    dirs = _TargetDirs(cluster, limit)
     for p, final in changed:
         dirs.release(p, final)
     chosen: list[tuple[str | None, ...]] = [()] * len(changed)

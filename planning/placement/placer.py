@@ -10,7 +10,8 @@ GUARANTEES (constraints: breaking one raises `PlanInfeasibleError` naming the pa
 GOALS, soft, in priority order (the plan reports how well it met them, `plan_summary`): 1. move
 as little as possible; 2. every eligible broker between floor and ceil of its ideal share of each
 topic and of the cluster (new brokers included); 3. even preferred leaders, by reordering;
-4. even bytes (new replicas to the least used dir; reported, not otherwise optimised).
+4. even bytes (new replicas to the dir left least full for its share, `log_dir_choice`; reported,
+not otherwise optimised).
 
 HOW (topics in name order, partitions in id order: deterministic, no clock):
 0. each replica's fate: kept, or a slot to fill (`replica_fates`);

@@ -119,3 +119,30 @@ def test_an_arriving_replica_goes_where_its_brokers_fullest_dir_by_share_is_leas
     assert worst_ratio(chosen) == best, (chosen, load, weight)
     if not known and not leaving:
         assert chosen == min(load, key=lambda d: (load[d], d))
+
+
+def test_the_largest_arrival_is_placed_first():
+    # Equal dirs, /a at 50 GB, /b empty; 10 GB and 100 GB arrive (in that order). Placed in that
+    # order the 10 would take /b and the 100 follow it there (/a 50, /b 110); largest first, the
+    # 100 takes /b and the 10 /a (/a 60, /b 100).
+    a, b = dir_of("/a", 1000, 50), dir_of("/b", 1000, 0)
+    parts = on_broker_1({"/a": [50]})
+    small = PartitionState("t", 1, (2,), (2,), 2, size_bytes=10 * GB, log_dirs=("/x",))
+    big = PartitionState("t", 2, (2,), (2,), 2, size_bytes=100 * GB, log_dirs=("/x",))
+    cluster = Cluster((Broker(1, log_dirs=(a, b)), Broker(2, log_dirs=(LogDir("/x"),))),
+                      (Topic("t", (*parts, small, big)),))
+    dirs, _ = compute_target_dirs(cluster, None, [(small, (1,)), (big, (1,))])
+    assert dirs == {small.tp: ("/a",), big.tp: ("/b",)}
+    assert list(dirs) == [small.tp, big.tp]  # in the order given
+
+
+def test_replicas_of_no_size_are_spread_by_count_as_the_balance_counts_them():
+    a = LogDir("/a", replica_bytes=0, replica_count=0)
+    b = LogDir("/b", replica_bytes=0, replica_count=0)
+    arriving = [PartitionState("t", n, (2,), (2,), 2, size_bytes=0, log_dirs=("/x",)) for n in range(4)]
+    cluster = Cluster((Broker(1, log_dirs=(a, b)), Broker(2, log_dirs=(LogDir("/x"),))),
+                      (Topic("t", tuple(arriving)),))
+    changed = [(p, (1,)) for p in arriving]
+    dirs, _ = compute_target_dirs(cluster, None, changed)
+    assert sorted(d for (d,) in dirs.values()) == ["/a", "/a", "/b", "/b"]  # before: all four in /a
+    assert not plan_log_dir_balance(applied(cluster, changed, dirs), 1, 0.1).moves
