@@ -432,17 +432,15 @@ def _best_swap(model: BalanceModel, ledger: Ledger, b: int):
                 smalls.append(item)
                 if len(smalls) == _SWAP_SMALLS:
                     break
-        bigs = ledger.items[giver]
+        bigs, sizes = ledger.items[giver], ledger.sizes[giver]
         for small in smalls:
-            start = bisect.bisect_left(ledger.sizes[giver], small[0] + need)
-            for big in bigs[start:start + _SCAN]:
+            for big in _covering(bigs, sizes, small[0] + need):
                 part = parts[big[1]]
                 if big[1] == small[1] or not (model.may_take(part.topic, taker) and model.fits(part, giver, taker)):
                     continue
                 best = _better_swap(ledger, best, big, small, giver, taker)
                 break
-        start = bisect.bisect_left(ledger.sizes[giver], need)
-        for big in bigs[start:start + _SCAN]:
+        for big in _covering(bigs, sizes, need):
             part = parts[big[1]]
             if model.may_take(part.topic, taker) or not model.fits(part, giver, taker):
                 continue
@@ -450,6 +448,18 @@ def _best_swap(model: BalanceModel, ledger: Ledger, b: int):
             if small is not None and small[0] < big[0]:  # it need not cover all: it must help
                 best = _better_swap(ledger, best, big, small, giver, taker)
     return best
+
+
+def _covering(items: list[tuple[int, int]], sizes: list[int], wanted: int) -> list[tuple[int, int]]:
+    """The `_SCAN` replicas of `items` (sorted by size; `sizes` theirs) from the smallest of at
+    least `wanted` bytes up; when none is that large, the `_SCAN` largest, largest first. A
+    swap need not cover a need larger than any replica to help (regression, real-stack
+    scenario, 2026-11-28: a broker 8,004,081 B over its band held 8,001,429 B replicas, so no
+    swap was tried and the whole rack group was left as it was, 24.4 MB against 5.4 MB)."""
+    start = bisect.bisect_left(sizes, wanted)
+    if start < len(items):
+        return items[start:start + _SCAN]
+    return items[max(0, len(items) - _SCAN):][::-1]
 
 
 def _smallest_of_topic(model: BalanceModel, ledger: Ledger, taker: int, giver: int, topic: int):

@@ -489,3 +489,30 @@ def test_the_bytes_a_new_broker_takes_come_off_the_fullest_brokers():
     assert plan.within_tolerance and plan.bytes_moved == 810 and plan.bytes_moved_lower_bound == 802
     old = [plan.bytes_after[b] for b in range(10)]
     assert max(old) - min(old) <= 20, old  # two replicas apart at most (taken a batch at a time)
+
+
+
+@pytest.mark.parametrize("demo, last", [(0, (800_638, 221_979, 1_000_232)), (5_000, (500_000, 200_000, 1_000_232)),
+                                        (50_000, (100_000,) * 3)])
+def test_a_swap_is_tried_when_the_need_is_larger_than_any_replica(demo, last):
+    """Regression (real-stack scenario, CI 2026-11-28): broker 1 held three 8,001,429 B replicas
+    of a topic and was 8,004,081 B above its band. No replica covered that need, so no swap was
+    tried, and the plan left brokers 1 and 2 as they were (24.4 MB and 5.4 MB of the topic; disk
+    CV 0.46 after). The biggest replicas are now tried even when they do not cover the need.
+    The first case is the scenario's cluster with CI's sizes (the old rule: CV 0.65 after)."""
+    racks = {1: "/dc1/r1", 2: "/dc1/r2", 3: "/dc2/r1", 4: "/dc2/r2"}
+    brokers = tuple(Broker(b, rack=r) for b, r in racks.items())
+    topics = []
+    for name, count in (("orders", 12), ("payments", 8), ("audit", 4), ("archive", 6)):
+        replicas = [tuple((1, 2, 3)[(p + i) % 3] for i in range(3)) for p in range(count)]
+        size = 0 if name == "archive" else demo
+        topics.append(Topic(name, tuple(PartitionState(name, p, r, r, r[0], size_bytes=size)
+                                        for p, r in enumerate(replicas)), 2))
+    sizes = [8_001_429] * 3 + [1_000_232] * 3 + list(last)
+    placed = [(1, 3)] * 3 + [(2, 3)] * 6
+    topics.append(Topic("sized", tuple(PartitionState("sized", p, r, r, r[0], size_bytes=s)
+                                       for p, (r, s) in enumerate(zip(placed, sizes))), 2))
+    plan = plan_bytes_balance(Cluster(brokers, tuple(topics)), Tolerances(), REBALANCE)
+    disk = plan.resources["disk"]
+    assert disk.before.cv > 0.8 and disk.after.cv < 0.2, disk
+    assert plan.bytes_after[2] >= 0.75 * plan.disk_shares[2], (plan.bytes_after, plan.disk_shares)
