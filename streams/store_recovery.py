@@ -62,7 +62,10 @@ says to set them again.
 
 The evidence is the product's own topics, which only the product may write (docs: ACLs);
 commands are counted only when their signature holds, where commands are signed
-(`schemas.published`).
+(`schemas.published`), and a partition's step or cancel only under the key the product gives it
+(`<topic>-<partition>`): the commands of one key are in one partition of the topic, read in
+their order, while the partitions are read in no given order, so a command under another key (a
+forged or foreign one) could otherwise pass for the newest and end a plan that was running.
 All functions but `read_published_marks` (it reads Kafka through the reader it is given) are pure.
 """
 
@@ -76,6 +79,7 @@ from handlers.log_dirs import THROTTLE_MARKER as LOG_DIR_THROTTLE_MARKER
 from handlers.requests import REBALANCE_REASON
 from handlers.triggers import REBALANCE_PLAN_KIND
 from planning.model import TopicPartition
+from schemas.codec import partition_key
 from schemas.loader import CURRENT_SCHEMA_VERSION
 from handlers.progress import compute_throttle_marker
 from schemas.published import TAIL_RECORDS, read_published
@@ -136,7 +140,10 @@ def compute_published_marks(commands: Iterable[Mapping], alerts: Iterable[Mappin
         if not isinstance(fields, Mapping):
             continue
         sequence = max(sequence, int(fields.get("throttle_sequence") or 0))
-        if kind in ("ReassignmentStep", "CancelReassignment") and "topic" in fields:
+        if (kind in ("ReassignmentStep", "CancelReassignment") and "topic" in fields
+                # Only under the product's key for the partition: read in their log's order (see
+                # the module docstring's last paragraph)
+                and command.get("key") == partition_key(fields["topic"], int(fields["partition"]))):
             final = fields.get("final_target_replicas") if kind == "ReassignmentStep" else None
             key = (fields["topic"], int(fields["partition"]))
             newest[key] = tuple(final) if final else None

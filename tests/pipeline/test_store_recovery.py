@@ -15,7 +15,7 @@ from streams.store_recovery import (PlansToResume, PublishedMarks, compute_caugh
 
 
 def command(epoch: int, sequence: int = 0, kind: str = "ReassignmentStep") -> dict:
-    return {"id": f"b3-rebalance-1/orders-0:1:{kind}", "epoch": epoch,
+    return {"id": f"b3-rebalance-1/orders-0:1:{kind}", "key": "orders-0", "epoch": epoch,
             "payload": (kind, {"topic": "orders", "partition": 0, "throttle_sequence": sequence})}
 
 
@@ -97,7 +97,8 @@ def step_to(topic: str, partition: int, final, kind: str = "ReassignmentStep") -
     fields = {"topic": topic, "partition": partition}
     if kind == "ReassignmentStep":
         fields["final_target_replicas"] = final
-    return {"id": f"b5-rebalance-1/{topic}-{partition}:1:{kind}", "epoch": 3, "payload": (kind, fields)}
+    return {"id": f"b5-rebalance-1/{topic}-{partition}:1:{kind}", "key": f"{topic}-{partition}", "epoch": 3,
+            "payload": (kind, fields)}
 
 
 def test_the_plans_running_are_the_partitions_whose_newest_command_is_a_step():
@@ -175,3 +176,17 @@ def test_a_rebalance_that_was_running_is_resumed_by_a_reassign_then_a_rebalance(
     assert left is None and request["payload"][1]["topics"] == []  # every topic
     gone = PlansToResume(marks.plans, {}, frozenset({"deleted-since"}), "resume-3", True)
     assert compute_resume_step(gone, state, [], T0, "resume-8") == (None, None)
+
+
+def test_a_command_for_a_partition_under_another_key_does_not_end_its_plan():
+    """The product keys every command of a partition by it (`<topic>-<partition>`), so they are
+    read in their log's order. One under another key (fault test 2 forges a CancelReassignment
+    of orders-0 keyed "forged") sits in another partition of the commands topic, read before or
+    after in no given order: it must not drop orders-0 from the plans to resume (fault 9c)."""
+    step = dict(step_to("orders", 0, [5, 4, 3]), reassignment_id="b40-rebalance-1/orders-0")
+    forged = {"id": "forged-1", "key": "k" * 500, "epoch": 0, "reassignment_id": "r", "step": 1,
+              "payload": ("CancelReassignment", {"topic": "orders", "partition": 0})}
+    for read in ([forged, step], [step, forged]):
+        marks = compute_published_marks(read, [])
+        assert marks.plans == (("orders", 0, (5, 4, 3)),)
+        assert marks.rebalance_topics == frozenset()
