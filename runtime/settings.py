@@ -197,10 +197,10 @@ class Settings(BaseSettings):
 
     # --- how plans balance --------------------------------------------------------------
     balance_mode: Literal["strict", "bytes"] = Field(
-        "strict", description="`balance.mode`: strict makes every broker's replica count exact (per "
-        "topic and over the cluster) with the fewest replica moves; bytes puts every broker within "
-        "the tolerances below of its share of disk bytes, replicas, leaders and (once measured) traffic, "
-        "moving the fewest bytes.")
+        "bytes", description="`balance.mode`: bytes puts every broker within the tolerances below of "
+        "its share of disk bytes, replicas, leaders and (once measured) traffic, moving the fewest "
+        "bytes; strict makes every broker's replica count exact (per topic and over the cluster) with "
+        "the fewest replica moves, whatever bytes that takes.")
     balance_disk_tolerance: float = Field(
         0.10, gt=0, le=1, description="`balance.disk.tolerance`: (mode bytes) a broker is balanced on "
         "disk within this fraction of its share of the replica bytes.")

@@ -42,7 +42,7 @@ BALANCE_MODES = ("strict", "bytes")
 class Balance:
     """How plans balance: the mode and, for `bytes`, the tolerances (None: the defaults)."""
 
-    mode: str = "strict"
+    mode: str = "bytes"
     tolerances: Tolerances | None = None
 
 

@@ -70,16 +70,21 @@ def moved_bytes(loop: Loop) -> int:
     return sum(p.size_bytes * len(set(p.replicas) - before[p.tp]) for p in loop.sim.snapshot().partitions())
 
 
-def test_the_balance_mode_changes_live_and_a_bad_value_is_refused():
+def test_bytes_is_the_default_the_mode_changes_live_and_a_bad_value_is_refused():
     loop = Loop.start(skewed_cluster(), default_policy())
     loop.step()
     refused = loop.step([request("SetConfig", {"key": "balance.mode", "value": "fastest"}, loop.now_ms, "c-1")])
     [rejected] = alerts(refused, "RequestRejected")
     assert "balance.mode" in rejected["message"] and "one of strict, bytes" in rejected["message"]
-    loop.step([request("SetConfig", {"key": "balance.mode", "value": "bytes"}, loop.now_ms, "c-2")])
     planned = loop.step([request("Rebalance", {"topics": []}, loop.now_ms, "rb-1")])
     [plan] = alerts(planned, "PlanCreated")
-    assert plan["details"].get("balance_mode") == "bytes", plan
+    assert plan["details"].get("balance_mode") == "bytes", plan  # the default
+    loop.run(900, until=lambda lp: lp.idle())
+    loop.step([request("SetConfig", {"key": "balance.mode", "value": "strict"}, loop.now_ms, "c-2")])
+    planned = loop.step([request("Rebalance", {"topics": []}, loop.now_ms, "rb-2")])
+    [plan] = alerts(planned, "PlanCreated")
+    # the count planner's alert: its bound in replica moves, no bytes figures
+    assert "balance_mode" not in plan["details"] and "lower_bound" in plan["details"], plan
 
 
 def test_a_decommission_in_bytes_mode_drains_the_broker_and_an_impossible_one_is_refused():
