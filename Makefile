@@ -34,12 +34,16 @@ test-faults: install             ## the fault-injection suite: every fault the p
 	$(BIN)/pytest -m faults $(PYTEST_ARGS)
 
 KAFKA_MATRIX ?= 3.7.2 4.4.0
-KAFKA_MATRIX_TESTS ?= tests/clients/test_kafka_version_on_a_real_cluster.py tests/edge/test_watcher_sees_cluster.py tests/edge/test_cordons_on_a_real_cluster.py tests/edge/test_eligible_leaders_on_a_real_move.py
+# On each release: `make test`'s real-stack and Spark tests, then the suites of a stack of their
+# own that read what differs between releases (the watcher, cordons, ELR).
+KAFKA_MATRIX_MARKS ?= (stack or spark) and not scenario and not faults and not long
+KAFKA_MATRIX_TESTS ?= tests/edge/test_watcher_sees_cluster.py tests/edge/test_cordons_on_a_real_cluster.py tests/edge/test_eligible_leaders_on_a_real_move.py
 
-test-kafka-versions: install       ## the watcher's, the cordons' and the ELR heal's real-stack tests on the oldest and newest supported Kafka (KAFKA_MATRIX; CI runs it)
+test-kafka-versions: install       ## `make test`'s real-stack and Spark tests, the watcher's, the cordons' and the ELR heal's, on the oldest and newest supported Kafka (KAFKA_MATRIX; CI runs it)
 	@for version in $(KAFKA_MATRIX); do \
 	  echo "--- Kafka $$version"; \
-	  REASSIGNER_LOCAL_KAFKA_VERSION=$$version $(BIN)/pytest -m "stack or long" $(KAFKA_MATRIX_TESTS) $(PYTEST_ARGS) || exit 1; \
+	  REASSIGNER_LOCAL_KAFKA_VERSION=$$version $(BIN)/pytest -m "$(KAFKA_MATRIX_MARKS)" $(PYTEST_ARGS) || exit 1; \
+	  REASSIGNER_LOCAL_KAFKA_VERSION=$$version $(BIN)/pytest -m long $(KAFKA_MATRIX_TESTS) $(PYTEST_ARGS) || exit 1; \
 	done
 
 test-fast: install               ## only the fast tests (no Kafka, Redis or Spark started)
