@@ -23,8 +23,9 @@ RULES:
   than the stored one means the topic was deleted and re-created between two polls (one event
   tells it): the old incarnation's partitions are dropped (`EventEffects.topics_recreated`, its
   reassignments go with it) and the new one's partition events follow in the same batch.
-- LogDirState: sets the dir's online flag and usage; every (non-future) replica it lists gets
-  that dir in its partition's `log_dirs`. The sizes of the copies in flight into the dir (its
+- LogDirState: sets the dir's online flag, usage and cordon (false from watchers before schema
+  set 11, and where Kafka has no cordons); every (non-future) replica it lists gets that dir
+  in its partition's `log_dirs`. The sizes of the copies in flight into the dir (its
   future replicas, its replicas of partitions whose `adding` names the broker) are kept in
   `LogDir.copying_bytes`, what the movement's progress counts of a step in flight. An offline dir lists no replicas: partitions keep
   pointing at it, which is what makes their replicas offline.
@@ -425,7 +426,7 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
     new_dir = compute_reported_log_dir(
         path, online, record.get("total_bytes"), record.get("usable_bytes"),
         ((TopicPartition(r["topic"], int(r["partition"])), int(r.get("size_bytes") or 0), bool(r.get("is_future")))
-         for r in listed), adding_here)
+         for r in listed), adding_here, bool(record.get("cordoned")))
     if old_dir is None:
         dirs = broker.log_dirs + (new_dir,)
     else:

@@ -44,7 +44,9 @@ class LogDir:
     describe-log-dirs told their sizes: its future replicas, and the replicas of partitions whose
     reassignment adds this broker (`adding`) when the dir was told. What the movement's progress
     counts of a copy in flight (`planning.movement.eta`, IN FLIGHT); a volatile number, like a
-    partition's size, so not compared."""
+    partition's size, so not compared.
+    `cordoned`: Kafka takes no new replica into it (KIP-1066, Kafka 4.3+: its broker's
+    `cordoned.log.dirs`, whoever set it)."""
 
     path: str
     online: bool = True
@@ -54,6 +56,7 @@ class LogDir:
     replica_count: int | None = None
     future_replicas: frozenset[TopicPartition] = frozenset()
     copying_bytes: tuple[tuple[TopicPartition, int], ...] = field(default=(), compare=False)
+    cordoned: bool = False
 
     def copied_bytes(self, tp: TopicPartition) -> int | None:
         """Bytes of `tp`'s copy into this dir as last told; None when it is not being copied here."""
@@ -85,7 +88,7 @@ def compute_dir_weights(dirs: tuple[LogDir, ...]) -> dict[str, float]:
 
 def compute_reported_log_dir(path: str, online: bool, total_bytes: int | None, usable_bytes: int | None,
                              replicas: Iterable[tuple[TopicPartition, int, bool]],
-                             adding_here: Container[TopicPartition] = ()) -> LogDir:
+                             adding_here: Container[TopicPartition] = (), cordoned: bool = False) -> LogDir:
     """A dir as describe-log-dirs reports it, from its (partition, size, is_future) replicas: the
     sums of the current ones, the future ones, and the sizes of the copies in flight into it
     (`copying_bytes`: the future replicas, and the current ones of the partitions in
@@ -96,7 +99,7 @@ def compute_reported_log_dir(path: str, online: bool, total_bytes: int | None, u
     copying = tuple(sorted((tp, size) for tp, size, is_future in listed if is_future or tp in adding_here))
     return LogDir(path, online, total_bytes, usable_bytes,
                   sum(current) if online else None, len(current) if online else None,
-                  frozenset(tp for tp, _, is_future in listed if is_future), copying)
+                  frozenset(tp for tp, _, is_future in listed if is_future), copying, cordoned)
 
 
 @dataclass(frozen=True)

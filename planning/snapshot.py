@@ -2,14 +2,14 @@
 
 Two formats:
 - the snapshot file: `{"brokers": [{"id", "rack", "alive", "draining", "log_dirs": [{"path",
-  "online", "total_bytes", "usable_bytes"}]}], "topics": [{"name", "min_insync_replicas",
+  "online", "total_bytes", "usable_bytes", "cordoned"}]}], "topics": [{"name", "min_insync_replicas",
   "partitions": [{"partition", "replicas", "isr", "leader", "size_bytes", "log_dirs",
   "bytes_in_per_sec", "bytes_out_per_sec"}]}]}`;
 - the Kafka tool's reassignment file: `{"version": 1, "partitions": [{"topic", "partition",
   "replicas", "log_dirs"?}]}` (`"any"` in `log_dirs` means no preference: `None` here).
 
 Defaults for optional fields: rack none, alive true, draining false, no log dirs; a dir is
-online with unknown sizes; isr = replicas, leader = first replica, size and traffic unknown,
+online, not cordoned, with unknown sizes; isr = replicas, leader = first replica, size and traffic unknown,
 min_insync_replicas 1. Unknown keys are ignored (newer writers may add some).
 
 Every malformed value raises `MalformedInputError(source, json_path, expected, found)`, e.g.
@@ -161,6 +161,7 @@ def _broker_from_json(read: _Reader, raw: Mapping[str, Any], path: str) -> Broke
                 online=read.boolean(d, "online", dir_path, True),
                 total_bytes=read.optional_integer(d, "total_bytes", dir_path),
                 usable_bytes=read.optional_integer(d, "usable_bytes", dir_path),
+                cordoned=read.boolean(d, "cordoned", dir_path, False),
             )
         )
     return Broker(
@@ -235,6 +236,7 @@ def cluster_to_json(cluster: Cluster) -> dict:
                         "online": d.online,
                         "total_bytes": d.total_bytes,
                         "usable_bytes": d.usable_bytes,
+                        "cordoned": d.cordoned,
                     }
                     for d in b.log_dirs
                 ],

@@ -10,7 +10,10 @@ may touch them all, on one Redis or on Redis Cluster alike):
                                                      replica_count, [future "topic:partition",
                                                      ...]], ...],
                                                      observed_at_ms, ["topic:partition" it
-                                                     cannot host, ...] (omitted when none)]
+                                                     cannot host, ...], {dir: [["topic:partition",
+                                                     bytes copied], ...]}, [cordoned dir path,
+                                                     ...]] (the last three omitted from the
+                                                     end while empty)
     reassigner:{c}:topics         HASH  topic → [min.insync.replicas, observed_at_ms, topic id]
     reassigner:{c}:partitions     HASH  "topic:partition" → [replicas, isr, leader, leader_epoch,
                                         adding, removing, offline, size_bytes, dir indexes,
@@ -81,10 +84,14 @@ def broker_to_storage(broker: Broker, observed_at_ms: int | None = None) -> str:
     # have broken their unpacking during a rolling upgrade).
     copying = {d.path: [[tp_field(tp), size] for tp, size in d.copying_bytes]
                for d in broker.log_dirs if d.copying_bytes}
-    if broker.cannot_host or copying:
+    # The cordoned dirs (`LogDir.cordoned`) are an eighth entry, the same way (Kafka 4.3+ only).
+    cordoned = [d.path for d in broker.log_dirs if d.cordoned]
+    if broker.cannot_host or copying or cordoned:
         stored.append(sorted(tp_field(tp) for tp in broker.cannot_host))
-    if copying:
+    if copying or cordoned:
         stored.append(copying)
+    if cordoned:
+        stored.append(cordoned)
     return json.dumps(stored, separators=(",", ":"))
 
 
@@ -94,10 +101,13 @@ def broker_from_storage(broker_id: int, stored: str) -> tuple[Broker, int | None
     observed = rest[0] if rest else None
     cannot_host = frozenset(tp_from_field(f) for f in rest[1]) if len(rest) > 1 else frozenset()
     copying = rest[2] if len(rest) > 2 else {}
+    cordoned = frozenset(rest[3]) if len(rest) > 3 else frozenset()  # a broker stored before cordons: none
     log_dirs = tuple(_log_dir_from_storage(d) for d in dirs)
     if copying:
         log_dirs = tuple(replace(d, copying_bytes=tuple((tp_from_field(f), int(size)) for f, size in copying[d.path]))
                          if d.path in copying else d for d in log_dirs)
+    if cordoned:
+        log_dirs = tuple(replace(d, cordoned=True) if d.path in cordoned else d for d in log_dirs)
     broker = Broker(broker_id, rack, alive, draining, log_dirs, cannot_host)
     return broker, observed
 

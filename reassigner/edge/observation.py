@@ -9,9 +9,10 @@ API, merged.
     broker new / fenced / unfenced / gone       BrokerMembership  on broker-membership
     topic new / deleted / re-created /          TopicState        on topic-state
       min ISR, partition count or RF changed
-    log dir new / online↔offline / replicas     LogDirState       on disk-failures
-      (topic, partition, is_future) changed /
-      a copy in flight into it grew
+    log dir new / online↔offline / cordoned     LogDirState       on disk-failures
+      or not / replicas (topic, partition,
+      is_future) changed / a copy in flight
+      into it grew
     partition replicas / ISR / leader / epoch   PartitionState    on isr-changes
       / adding / removing / offline / log dirs
 
@@ -238,6 +239,7 @@ def log_dir_event(log_dir: LogDirObservation, now_ms: int, snapshot_id: str | No
         "error": log_dir.error,
         "total_bytes": log_dir.total_bytes,
         "usable_bytes": log_dir.usable_bytes,
+        "cordoned": log_dir.cordoned,
         "replicas": [
             {"topic": topic, "partition": partition, "size_bytes": size, "offset_lag": lag, "is_future": is_future}
             for topic, partition, is_future, size, lag in zip(replicas.topics, replicas.partitions, replicas.futures,
@@ -317,7 +319,7 @@ def compute_cluster(observation: ClusterObservation) -> "Cluster":
         dirs_of.setdefault(broker_id, []).append(compute_reported_log_dir(
             d.path, d.online, d.total_bytes, d.usable_bytes,
             ((TopicPartition(r.topic, r.partition), r.size_bytes, r.is_future) for r in d.replicas),
-            adding_to.get(broker_id, ())))
+            adding_to.get(broker_id, ()), d.cordoned))
     brokers = tuple(Broker(b.broker_id, b.rack, alive=not b.fenced, draining=False,
                            log_dirs=tuple(dirs_of.get(b.broker_id, ())))
                     for b in observation.brokers.values())

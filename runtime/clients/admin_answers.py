@@ -12,6 +12,8 @@ INVARIANTS
 - A topic being deleted (a topic-level error other than LEADER_NOT_AVAILABLE, or no partitions)
   is left out; a negative leader is None, and so is a dir's negative total or usable bytes.
 - A dir's replicas are sorted by key, (topic, partition, is_future).
+- A dir is cordoned only where the answer says so (`is_cordoned`, DescribeLogDirs v5, Kafka
+  4.3+); an older answer has no such field, and its dirs are not cordoned.
 """
 
 from __future__ import annotations
@@ -74,7 +76,9 @@ def compute_reassignments(answer: Mapping) -> dict[tuple[str, int], tuple[tuple[
 
 
 def compute_log_dirs(broker_id: int, results: Iterable) -> list[LogDirObservation]:
-    """One broker's DescribeLogDirs answer structs as observations (error 56 = dir offline)."""
+    """One broker's DescribeLogDirs answer structs as observations (error 56 = dir offline;
+    `is_cordoned` only from a v5 answer, Kafka 4.3+: kafka-python gives an older one's default,
+    False, and a struct without the field is taken the same)."""
     import kafka.errors as kafka_errors
 
     dirs: list[LogDirObservation] = []
@@ -96,6 +100,7 @@ def compute_log_dirs(broker_id: int, results: Iterable) -> list[LogDirObservatio
             replicas=ReplicaList.of_rows(rows),
             total_bytes=total if total is not None and total >= 0 else None,
             usable_bytes=usable if usable is not None and usable >= 0 else None,
+            cordoned=bool(getattr(entry, "is_cordoned", False)),
         ))
     return dirs
 

@@ -61,7 +61,7 @@ def compute_changed_partitions(previous: ClusterObservation, current: ClusterObs
 def compute_changed_log_dirs(previous: ClusterObservation, current: ClusterObservation) -> list[LogDirKey]:
     """The dirs of `current`, in order, that differ from `previous`'s (new ones included). When
     `current` was merged from `previous`, a dir the merge found listing the same replicas is
-    compared by its state alone (online, error), not replica by replica again.
+    compared by its state alone (online, error, cordoned), not replica by replica again.
 
     COPIES IN FLIGHT: sizes are volatile and never make a dir differ, but for the replicas being
     copied into it — its future replicas (an intra-broker move) and its replicas of the
@@ -79,8 +79,7 @@ def compute_changed_log_dirs(previous: ClusterObservation, current: ClusterObser
         old = old_dirs.get(key)
         if old is log_dir:
             continue
-        if old is None or (old.online, old.error) != (log_dir.online, log_dir.error) or (
-                key not in same and old != log_dir):
+        if old is None or _state_of(old) != _state_of(log_dir) or (key not in same and old != log_dir):
             changed.append(key)
             continue
         if receiving is None:
@@ -88,6 +87,11 @@ def compute_changed_log_dirs(previous: ClusterObservation, current: ClusterObser
         if _copy_changed(old, log_dir, receiving.get(key[0], ())):
             changed.append(key)
     return changed
+
+
+def _state_of(log_dir: LogDirObservation) -> tuple:
+    """What of a dir is told beside its replicas: online, its error, cordoned."""
+    return log_dir.online, log_dir.error, log_dir.cordoned
 
 
 def _compute_receiving(observation: ClusterObservation) -> dict[int, set[PartitionKey]]:

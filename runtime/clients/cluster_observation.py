@@ -3,7 +3,7 @@
 A `ClusterObservation` holds brokers (rack, host, port, fenced), topics (id,
 min.insync.replicas), partitions (replicas, ISR, leader, leader epoch, adding/removing of an
 ongoing reassignment, offline replicas, log dir per replica, size) and the log dirs of every
-broker (online, sizes, the replicas and future replicas in them).
+broker (online, cordoned, sizes, the replicas and future replicas in them).
 
 It is the vocabulary shared by the adapter that reads Kafka (`runtime.clients.kafka_admin`), the
 merge that builds one from the answers (`runtime.clients.cluster_merge`) and the watcher that
@@ -140,7 +140,10 @@ class ReplicaList(Sequence[ReplicaInDir]):
 class LogDirObservation:
     """A broker's log dir. `replicas` is a `ReplicaList` as the adapter decodes it, or any tuple
     of `ReplicaInDir`, sorted by key either way (the diff finds a copy in flight in it by
-    bisection: `cluster_merge._copy_changed`); it compares by the replicas' keys (sizes aside)."""
+    bisection: `cluster_merge._copy_changed`); it compares by the replicas' keys (sizes aside).
+    `cordoned`: Kafka takes no new replica into it (KIP-1066, DescribeLogDirs v5 `IsCordoned`:
+    its broker's `cordoned.log.dirs` names it, or is `*`); False where Kafka does not tell
+    (before 4.3)."""
 
     broker_id: int
     path: str
@@ -149,6 +152,7 @@ class LogDirObservation:
     replicas: Sequence[ReplicaInDir] = ()
     total_bytes: int | None = field(default=None, compare=False)
     usable_bytes: int | None = field(default=None, compare=False)
+    cordoned: bool = False
 
     @cached_property
     def replica_list(self) -> ReplicaList:

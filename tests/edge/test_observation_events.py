@@ -82,7 +82,7 @@ def observations(draw, previous: ClusterObservation | None = None) -> ClusterObs
                 b, f"/data/{b}/{d}", online, None if online else "KAFKA_STORAGE_ERROR",
                 listing(sorted(ReplicaInDir(p.topic, p.partition, draw(st.booleans()),
                                             draw(st.integers(0, 10**6)), draw(st.integers(0, 9))) for p in hosted)),
-                10**9, draw(st.integers(0, 10**9))))
+                10**9, draw(st.integers(0, 10**9)), online and draw(st.booleans())))
     min_isr = {name: draw(st.sampled_from([None, 1, 2])) for name in topic_names}
     return compute_observation(brokers, partitions, topic_ids, reassignments, log_dirs, min_isr)
 

@@ -149,6 +149,7 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
                 {"topic": "orders", "partition": 7, "size_bytes": 7_516_192_768, "offset_lag": 0, "is_future": False},
                 {"topic": "orders", "partition": 3, "size_bytes": 1_024, "offset_lag": 120, "is_future": True},
             ],
+            "cordoned": True,
         },
         {
             **envelope("2"),
@@ -160,6 +161,7 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "total_bytes": None,
             "usable_bytes": None,
             "replicas": [],
+            "cordoned": False,
         },
     ],
     "TopicState": [

@@ -26,6 +26,7 @@ FROZEN_DIGESTS = {
     8: "6f2265e6483914bca0a378d7f6fdbbe2ca681d7d56cc922d8ea88c180a066789",  # Cancel keep_draining
     9: "af722aac173578a4735be5953e270b451b402ce44258829a2e9b3490c4cfd05b",  # SnapshotMarker kafka_*, PartitionState eligible_leader_replicas, last_known_elr
     10: "0cbf93c1318894d7ca8cb598075ea012731016a3a151ac9ffa0991694b34f7ec",  # Command action (CommandAction: Cordon, Uncordon)
+    11: "1645dd290dd5e86778c84281cc7fc6c5b12325dc3b56a445222b77b7b38f0af0",  # LogDirState cordoned
 }
 """sha256 over (file name, content) of each released `history/v<N>`: released sets never change."""
 
