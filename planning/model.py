@@ -46,7 +46,9 @@ class LogDir:
     counts of a copy in flight (`planning.movement.eta`, IN FLIGHT); a volatile number, like a
     partition's size, so not compared.
     `cordoned`: Kafka takes no new replica into it (KIP-1066, Kafka 4.3+: its broker's
-    `cordoned.log.dirs`, whoever set it)."""
+    `cordoned.log.dirs`, whoever set it): no plan puts one there (`planning.placement.log_dir_choice`,
+    `planning.movement.log_dirs`, `planning.placement.disk_relief`); the replicas it holds stay
+    and may move out (a cordon is not a drain)."""
 
     path: str
     online: bool = True
@@ -117,10 +119,19 @@ class Broker:
 
     @property
     def eligible(self) -> bool:
-        """May hold new replicas: alive, not being drained (and, if dirs are known, one online)."""
+        """May hold new replicas: alive, not being drained (and, if dirs are known, one online);
+        counts in the balance and keeps its replicas. A partition may still be barred from it
+        (`Cluster.brokers_that_cannot_host`: `cannot_host`, or every online dir `cordoned`)."""
         if not self.alive or self.draining:
             return False
         return not self.log_dirs or any(d.online for d in self.log_dirs)
+
+    @property
+    def cordoned(self) -> bool:
+        """Every online dir is cordoned (`cordoned.log.dirs=*`, or each one named): Kafka puts
+        no new replica on this broker, and no plan does; what it holds stays."""
+        online = self.online_log_dirs
+        return bool(online) and all(d.cordoned for d in online)
 
     @property
     def rack_path(self) -> tuple[str, ...]:
@@ -275,13 +286,27 @@ class Cluster:
         return {tp: frozenset(ids) for tp, ids in index.items()}
 
     @cached_property
+    def cordoned_broker_ids(self) -> frozenset[int]:
+        """The eligible brokers whose every online dir is cordoned (`Broker.cordoned`): they keep
+        their replicas and their place in the balance, and get no new replica. (A draining
+        broker the product cordons is not eligible: it is left out here.)"""
+        return frozenset(b.id for b in self.brokers if b.eligible and b.cordoned)
+
+    @cached_property
     def any_cannot_host(self) -> bool:
-        """Whether any broker has a partition it must not get back (most clusters: none)."""
-        return bool(self._cannot_host_index)
+        """Whether any broker must not get some partition (most clusters: none)."""
+        return bool(self._cannot_host_index) or bool(self.cordoned_broker_ids)
 
     def brokers_that_cannot_host(self, tp: TopicPartition) -> frozenset[int]:
-        """Brokers that must not get a new replica of `tp` (see `Broker.cannot_host`)."""
-        return self._cannot_host_index.get(tp, frozenset())
+        """Brokers that must not get a new replica of `tp`: those whose failed dir held it
+        (`Broker.cannot_host`), and the cordoned ones (`cordoned_broker_ids`) that hold no
+        replica of it (one that holds it keeps it: a cordon is not a drain)."""
+        barred = self._cannot_host_index.get(tp, frozenset())
+        cordoned = self.cordoned_broker_ids
+        if cordoned:
+            partition = self.partitions_by_tp.get(tp)
+            barred = barred | cordoned.difference(partition.replicas if partition is not None else ())
+        return barred
 
     @cached_property
     def eligible_broker_ids(self) -> tuple[int, ...]:
@@ -344,8 +369,8 @@ class Cluster:
         (the simulator's snapshot, whose topics never gain or lose a partition)."""
         cluster = Cluster(brokers=brokers, topics=topics)
         if brokers is self.brokers:  # what is derived from the brokers alone is carried over
-            for name in ("brokers_by_id", "eligible_broker_ids", "_cannot_host_index", "any_cannot_host",
-                         "_derived_from_brokers"):
+            for name in ("brokers_by_id", "eligible_broker_ids", "_cannot_host_index", "cordoned_broker_ids",
+                         "any_cannot_host", "_derived_from_brokers"):
                 if name in self.__dict__:
                     cluster.__dict__[name] = self.__dict__[name]
         built = self.__dict__.get("partitions_by_tp")  # set by the cached property once built

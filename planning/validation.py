@@ -8,7 +8,8 @@ Each guard is named for what it refuses and raises with the numbers and the part
 - `require_known_brokers`        -> InvalidReplicaAssignmentError
 - `require_live_brokers`         -> InvalidReplicaAssignmentError (dead, draining or no online dir)
 - `require_hostable`             -> InvalidReplicaAssignmentError (a new replica on a broker whose
-                                   failed log dir held the partition, before it restarted)
+                                   failed log dir held the partition, before it restarted, or
+                                   whose every online dir is cordoned)
 - `require_satisfiable_replication_factor` -> InvalidReplicaAssignmentError
 - `require_log_dirs_match`       -> InvalidReplicaAssignmentError (one dir per replica)
 
@@ -80,11 +81,16 @@ def require_live_brokers(cluster: Cluster, tp: TopicPartition, replicas: Sequenc
 
 def require_hostable(cluster: Cluster, tp: TopicPartition, replicas: Sequence[int]) -> None:
     """Kafka would never start the replica: it keeps the partition marked as residing in the
-    broker's offline dir until the broker restarts (`Broker.cannot_host`)."""
+    broker's offline dir until the broker restarts (`Broker.cannot_host`); or the broker takes no
+    new replica: every online dir of it is cordoned (`Broker.cordoned`)."""
     partition = cluster.partition(tp)
     current = set(partition.replicas) if partition is not None else set()
     for b in replicas:
         if b not in current and b in cluster.brokers_that_cannot_host(tp):
+            if b in cluster.cordoned_broker_ids and tp not in cluster.broker(b).cannot_host:
+                raise InvalidReplicaAssignmentError(
+                    f"{tp}: broker {b} takes no new replica: every online log dir of it is cordoned "
+                    f"(cordoned.log.dirs); uncordon one or choose another")
             raise InvalidReplicaAssignmentError(
                 f"{tp}: broker {b} cannot host this partition until it restarts: its failed log "
                 f"dir held it; restart the broker (after replacing the disk) or choose another"

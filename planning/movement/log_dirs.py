@@ -12,9 +12,10 @@ describe-log-dirs reported (`LogDir.replica_bytes` / `replica_count`, cost O(dir
 `plan_log_dir_balance` from the partitions themselves.
 PLAN (`plan_log_dir_balance`): from the dir furthest above its share to the one furthest below,
 largest fitting replica first (the fewest moves), until balanced or no move helps; a replica
-moves at most once per plan. Never into an offline dir or one whose volume would pass
-`disk.max.usage.percent`; never a replica whose dir is unknown or offline, of a partition being
-reassigned, or in `skip`.
+moves at most once per plan. Never into an offline dir, a cordoned one (`LogDir.cordoned`: Kafka
+takes no new replica there; a cordoned dir above its share is a source like any other, one below
+it stays so) or one whose volume would pass `disk.max.usage.percent`; never a replica whose dir
+is unknown or offline, of a partition being reassigned, or in `skip`.
 PROGRESS (`compute_log_dir_progress`), per move the controller owns (`LogDirTask`):
 - the partition is gone or the broker no longer holds a replica of it → ended OBSOLETE;
 - its target dir is not an online dir of the broker → ended DIR_OFFLINE;
@@ -114,12 +115,13 @@ def plan_log_dir_balance(cluster: Cluster, broker_id: int, threshold: float,
     gives the fewest moves and no overshoot the fewest bytes; when no replica is that small, the
     smallest one if the move lowers the greater deviation of the two dirs. Stop when balanced,
     when no move helps, or when every replica has moved once (which bounds the loop). Never into
-    an offline dir, nor into one whose volume would then be fuller than `max_usage_percent`
-    (where the dir reports its volume's size).
+    an offline or a cordoned dir, nor into one whose volume would then be fuller than
+    `max_usage_percent` (where the dir reports its volume's size).
     """
     broker = cluster.broker(broker_id)
     online = broker.online_log_dirs if broker is not None else ()
     disk_room = {d.path: room for d in online if (room := d.room_bytes(max_usage_percent)) is not None}
+    receiving = {d.path for d in online if not d.cordoned}  # the dirs a replica may move into
     placed: dict[str, list[tuple[TopicPartition, int, bool]]] = {d.path: [] for d in online}
     for partition in cluster.partitions():
         if broker_id not in partition.replicas:
@@ -148,7 +150,7 @@ def plan_log_dir_balance(cluster: Cluster, broker_id: int, threshold: float,
     while len(online) >= 2 and imbalance() > threshold:
         deviations = compute_deviations(loads, shares)
         source = max(deviations, key=lambda p: (deviations[p], p))
-        destination = min(deviations, key=lambda p: (deviations[p], p))
+        destination = min(receiving, key=lambda p: (deviations[p], p), default=source)
         room = min(loads[source] - shares[source], shares[destination] - loads[destination])
         space = disk_room.get(destination, float("inf"))
         candidates = [item for item in movable[source] if item[2] <= space]

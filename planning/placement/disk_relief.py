@@ -14,9 +14,12 @@ not being reassigned, not leaving it by a log-dir move, and not in `skip`. Each 
    volume figures: dirs on the pressed dir's volume relieve nothing) and stays at most `low`
    percent used with it, the least used first: an intra-broker log-dir move, no network;
 2. else to another broker: eligible, not already holding the partition nor barred from it
-   (`Broker.cannot_host`), keeping the rack rule when the partition kept it, with an online dir
-   that stays at most `low` percent used with it (or that reports no volume), the most room
-   first, then the lowest id: the partition's replica list with that broker in this one's place.
+   (`Cluster.brokers_that_cannot_host`: `Broker.cannot_host`, or every dir cordoned), keeping
+   the rack rule when the partition kept it, with an online dir that stays at most `low` percent
+   used with it (or that reports no volume), the most room first, then the lowest id: the
+   partition's replica list with that broker in this one's place.
+Never into a cordoned dir (`LogDir.cordoned`: Kafka takes no new replica there), in either case;
+the pressed dir itself may be cordoned (the product cordons the dirs it empties).
 Which replicas: the fewest bytes that cover `need`. The smallest replica that covers it alone
 and has somewhere to go, if any; else the largest first among those with somewhere to go until
 `need` is covered, and then the last one taken is swapped for the smallest that still covers
@@ -124,7 +127,7 @@ def plan_disk_relief(cluster: Cluster, broker_id: int, path: str, high_percent: 
         """(kind, broker, dir) for `p`'s replica, or None; kind 0 = same broker, 1 = away."""
         size = p.size_bytes
         for d in sorted(broker.online_log_dirs, key=lambda d: (usage.get((broker_id, d.path)) or 0, d.path)):
-            if d.path == path or d.total_bytes is None or d.used_bytes is None:
+            if d.path == path or d.cordoned or d.total_bytes is None or d.used_bytes is None:
                 continue
             if (d.total_bytes, d.usable_bytes) == (pressed.total_bytes, pressed.usable_bytes):
                 continue  # the same volume, most likely: a move there relieves nothing
@@ -140,6 +143,8 @@ def plan_disk_relief(cluster: Cluster, broker_id: int, path: str, high_percent: 
             if kept_spread and not satisfies_rack_spread(tree, final):
                 continue
             for d in other.online_log_dirs:
+                if d.cordoned:
+                    continue
                 if d.total_bytes is None or d.used_bytes is None:
                     room = float("inf")
                 else:

@@ -19,6 +19,10 @@ RULES (`compute_target_dirs`, over the partitions a plan changes):
   here (both copies exist while it moves). Dirs that do not report their volume's size are not
   limited. Dirs sharing one volume each count only their own incoming bytes against it (the
   volume is not recognised);
+- CORDONS: no new replica goes into a cordoned dir (`LogDir.cordoned`: Kafka takes none there),
+  as none goes into a dir without room; a kept replica in one keeps it (a cordon is not a
+  drain). A broker whose every online dir is cordoned gets no new replica at all: the placer
+  never picks it (`Cluster.brokers_that_cannot_host`);
 - a new replica that fits no online dir of its broker gets no dir (None: any) and is recorded
   as a `DiskOverflow`; the placer then keeps that broker out of the partition and plans again
   (`planning.placement.placer`), and `describe_disk_overflow` words the failure when replicas
@@ -31,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from planning.model import Cluster, PartitionState, TopicPartition, compute_dir_weights
+from planning.model import Cluster, LogDir, PartitionState, TopicPartition, compute_dir_weights
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,7 @@ class _TargetDirs:
                 continue
             broker = self.cluster.broker(b)
             online = broker.online_log_dirs if broker is not None else ()
-            fitting = [d for d in online if headroom.get((b, d.path), float("inf")) >= size]
+            fitting = [d for d in online if not d.cordoned and headroom.get((b, d.path), float("inf")) >= size]
             if not fitting:
                 if online:
                     self.overflow.append(DiskOverflow(p.tp, b, size))
@@ -131,18 +135,28 @@ def compute_target_dirs(cluster: Cluster, limit: float | None, changed: Sequence
 
 
 def describe_disk_overflow(cluster: Cluster, overflow: Sequence[DiskOverflow], limit: float | None) -> str:
-    """One line: which replicas fit no dir, and each dir's figures against the limit."""
+    """One line: which replicas fit no dir, and each dir's figures against the limit (and
+    whether it is cordoned)."""
     brokers = sorted({o.broker_id for o in overflow})
     parts = []
     for broker_id in brokers[:5]:
         broker = cluster.broker(broker_id)
-        dirs = ", ".join(f"{d.path} {100 * d.used_bytes / d.total_bytes:.0f}% used "
-                         f"({d.used_bytes:,} of {d.total_bytes:,} B)"
-                         for d in (broker.online_log_dirs if broker else ()) if d.total_bytes and d.used_bytes is not None)
+        dirs = ", ".join(filter(None, map(_dir_figures, broker.online_log_dirs if broker else ())))
         mine = [o for o in overflow if o.broker_id == broker_id]
         parts.append(f"broker {broker_id}: {len(mine)} replica(s) ({sum(o.size_bytes for o in mine):,} B, e.g. "
                      f"{mine[0].tp}) fit none of its dirs [{dirs or 'no online dir'}]")
     more = f"; and {len(brokers) - 5} more brokers" if len(brokers) > 5 else ""
+    if limit is None:  # no disk limit: the dirs left were cordoned
+        return ("no plan finds an uncordoned log dir for every new replica: " + "; ".join(parts) + more
+                + ": uncordon a dir (cordoned.log.dirs), or add brokers or disks")
     return (f"no plan keeps every log dir under the disk limit {limit:g}% (disk.max.usage.percent, at most "
             "disk.low.water.percent): " + "; ".join(parts) + more
             + ": free space, add brokers or disks, or raise disk.max.usage.percent (and disk.low.water.percent)")
+
+
+def _dir_figures(d: LogDir) -> str:
+    """A dir's figures against the limit, and whether it is cordoned; '' when it tells neither."""
+    told = [f"{100 * d.used_bytes / d.total_bytes:.0f}% used ({d.used_bytes:,} of {d.total_bytes:,} B)"
+            ] if d.total_bytes and d.used_bytes is not None else []
+    told += ["cordoned"] if d.cordoned else []
+    return f"{d.path} {', '.join(told)}" if told else ""
