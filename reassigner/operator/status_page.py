@@ -128,7 +128,9 @@ function render(doc) {
           '<span class="ok">alive</span>') : '<span class="bad">down</span>',
         `<span class="${b.dirs_online < b.dirs_total ? "bad" : "ok"}">${b.dirs_online}/${b.dirs_total}</span>` +
           (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : "") +
-          ((b.cordoned_dirs || []).length ? ` <span class="warn">(cordoned: ${esc(b.cordoned_dirs.join(", "))})</span>` : ""),
+          ((b.cordoned_dirs || []).length ? ` <span class="warn">(cordoned: ${esc(b.cordoned_dirs.join(", "))})</span>` : "") +
+          ((b.cordoned_by_others || []).length ?
+            ` <span class="warn">(cordoned by others: ${esc(b.cordoned_by_others.join(", "))})</span>` : ""),
         esc(b.replicas), esc(b.leaders), size(b.disk_bytes),
         s.traffic_measured ? size(b.bytes_in_per_sec) + "/s" : "?",
         s.traffic_measured ? size(b.network_out_per_sec) + "/s" : "?",

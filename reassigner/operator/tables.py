@@ -88,6 +88,8 @@ def print_status(view: StatusView, console: Console) -> None:
             dirs += f" [yellow]{b.cannot_host} partitions kept off until restart[/]"
         if b.cordoned_dirs:
             dirs += f" [yellow](cordoned: {', '.join(b.cordoned_dirs)})[/]"
+        if b.cordoned_by_others:
+            dirs += f" [yellow](cordoned by others: {', '.join(b.cordoned_by_others)})[/]"
         per_dir = "  ".join(f"{path.rsplit('/', 1)[-1]}: {'?' if count is None else count}, {format_size(size)}"
                             for path, count, size in b.dirs)
         rates = (format_rate(b.bytes_in_per_sec), format_rate(b.network_out_per_sec)) if view.traffic_measured \

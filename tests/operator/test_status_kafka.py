@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from planning.model import Broker, Cluster, KafkaFacts, PartitionState, Topic
+from planning.model import Broker, Cluster, KafkaFacts, LogDir, PartitionState, Topic
 from reassigner.operator.tables import print_status
 from reassigner.operator.views import compute_status, status_to_json
 from runtime.kafka_versions import CAPABILITIES, CORDONS, ELIGIBLE_LEADERS, FENCED_BROKERS, LOG_DIR_MOVES
@@ -85,3 +85,19 @@ def test_the_dirs_the_product_cordoned_are_named_and_a_failed_cordon_is_not_show
         (False, ("/data/a", "/data/b")), (False, ()), (False, ())]
     assert status_to_json(view)["brokers"][0]["cordoned_dirs"] == ["/data/a", "/data/b"]
     assert "(cordoned: /data/a, /data/b)" in printed(state)
+
+
+def test_the_dirs_someone_else_cordoned_are_named_apart_from_the_products():
+    dirs = lambda *cordoned: tuple(LogDir(p, cordoned=p in cordoned) for p in ("/data/a", "/data/b"))  # noqa: E731
+    cluster = Cluster((Broker(1, log_dirs=dirs("/data/a", "/data/b")), Broker(2, log_dirs=dirs("/data/b")),
+                       Broker(3, draining=True, log_dirs=dirs("/data/a", "/data/b"))), (Topic("t", PARTITIONS),))
+    # The product cordoned /data/a of broker 1 (a full dir it empties) and broker 3 whole (its drain).
+    state = replace(STATE, cluster=cluster, kafka=KafkaFacts("4.4", 33, tuple(c.name for c in CAPABILITIES)),
+                    cordoned={1: ("/data/a",), 3: ()})
+    view = compute_status(state, 1, 10.0)
+    assert [(b.cordoned_dirs, b.cordoned_by_others) for b in view.brokers] == [
+        (("/data/a",), ("/data/b",)), ((), ("/data/b",)), ((), ())]
+    assert [b["cordoned_by_others"] for b in status_to_json(view)["brokers"]] == [["/data/b"], ["/data/b"], []]
+    text = printed(state)
+    assert "(cordoned: /data/a) (cordoned by others: /data/b)" in text
+    assert text.count("cordoned by others") == 2

@@ -11,7 +11,10 @@ started. `StatusView.movement` holds them, `StatusView.progress` the whole readi
 
 BROKERS: each with its load (`planning.load`): replicas, leaders, replica bytes, bytes in and
 network out per second (smoothed; `traffic_measured` says whether any partition's traffic was
-measured yet, else the rates are zeros that mean "unknown").
+measured yet, else the rates are zeros that mean "unknown"). CORDONS (Kafka 4.3+): what the
+product cordoned (`ControllerState.cordoned`: the broker whole, or its dirs) and, apart, the dirs
+Kafka shows cordoned that the product did not ask for (`cordoned_by_others`: someone else's; a
+broker the product cordoned whole has none apart, as Kafka then shows every dir cordoned).
 
 Invariants: nothing here reads a clock or does I/O; unknown values are None, never an exception.
 """
@@ -25,7 +28,7 @@ from handlers.cordons import UNSURE, WHOLE
 from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
 from state.model import ControllerState
 from planning.load import BrokerLoad, compute_broker_loads
-from planning.model import CORDONS, KafkaFacts
+from planning.model import CORDONS, Broker, KafkaFacts
 from runtime.kafka_versions import CAPABILITIES
 from reassigner.operator.views.listing import compute_list_view
 from reassigner.operator.views.progress import Figures, Progress, compute_meter
@@ -53,6 +56,7 @@ class BrokerRow:
     network_out_per_sec: float = 0.0
     cordoned: bool = False  # cordoned whole by the product (`handlers.cordons`): no new replica lands on it
     cordoned_dirs: tuple[str, ...] = ()  # its dirs the product cordoned (full ones it empties)
+    cordoned_by_others: tuple[str, ...] = ()  # its dirs Kafka shows cordoned that the product did not ask for
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,8 @@ def compute_status(state: ControllerState, default_replica_movements: int,
                   (load := loads.get(b.id, idle)).replicas, load.leaders, len(b.cannot_host),
                   tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs),
                   load.disk_bytes, load.bytes_in_per_sec, load.network_out_per_sec,
-                  (asked := state.cordoned.get(b.id)) == WHOLE, () if asked in (None, WHOLE, UNSURE) else asked)
+                  (asked := state.cordoned.get(b.id)) == WHOLE, () if asked in (None, WHOLE, UNSURE) else asked,
+                  compute_cordoned_by_others(b, asked))
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
     progress = compute_meter(state, default_replica_movements, now_seconds, policy)
@@ -180,6 +185,14 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         kafka=None if state.kafka is None else compute_kafka_line(state.kafka),
         drain_warning=compute_drain_warning(brokers, state.kafka),
     )
+
+
+def compute_cordoned_by_others(broker: Broker, asked: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The broker's dirs Kafka shows cordoned (`LogDir.cordoned`) that the product did not ask
+    for (`asked`: its own cordon there, `ControllerState.cordoned`; WHOLE covers every dir)."""
+    if asked == WHOLE:
+        return ()
+    return tuple(d.path for d in broker.log_dirs if d.cordoned and d.path not in (asked or ()))
 
 
 def compute_drain_warning(brokers: tuple[BrokerRow, ...], kafka: KafkaFacts | None) -> str | None:
