@@ -80,6 +80,13 @@ def cordoned_on(loop: HandlersLoop) -> str | None:
         return None
 
 
+def modelled_cordons(loop: HandlersLoop) -> set[str]:
+    """After one more batch (a poll and its events), broker 3's dirs the pipeline's model holds
+    cordoned."""
+    loop.decide()
+    return {d.path for d in loop.state.cluster.broker(DRAINED).log_dirs if d.cordoned}
+
+
 def answered(call) -> bool:
     """`call()` done, or False when the cluster could not take it now (a broker fenced for a
     moment: the loaded machine's brokers miss heartbeats)."""
@@ -108,10 +115,16 @@ def test_a_drained_broker_is_cordoned_and_a_new_topic_lands_nowhere_on_it(privat
         eventually(lambda: answered(lambda: loop.admin.alter_broker_configs([DRAINED], {CORDONED_LOG_DIRS: theirs})),
                    120, what="their cordon set on broker 3")
         try:
+            # The watcher's read (DescribeLogDirs v5 `is_cordoned`) carries their cordon through
+            # the events into the pipeline's model: that dir only, and not the product's.
+            eventually(lambda: modelled_cordons(loop) == {theirs}, 60, what="their cordon in the model")
+            assert loop.state.cordoned == {}
             loop.decide([loop.decommission([DRAINED])])
             eventually(lambda: applied(loop, "Cordon"), 120, what="the Cordon applied")
             assert {tuple(c["action"]["broker_ids"]) for c in loop.commands_of("Cordon")} == {(DRAINED,)}
             assert eventually(lambda: cordoned_on(loop), 60, what="broker 3's config read") == "*"
+            every = {d.path for d in loop.state.cluster.broker(DRAINED).log_dirs if d.online}
+            eventually(lambda: modelled_cordons(loop) == every, 60, what="every dir of broker 3 cordoned in the model")
             # The broker tells the controller its cordons in its heartbeats: wait until the
             # controller's placer leaves it out (RF 4 on 4 brokers is then refused).
             eventually(lambda: placer_leaves_one_out(loop, brokers), 120, what="the controller placing around broker 3")
