@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from state.model import OutboundMessage
 from planning.model import TopicPartition
+from schemas.codec import partition_key
 from schemas.dead_letter import build_dead_letter
 from schemas.loader import CURRENT_SCHEMA_VERSION
 
@@ -133,8 +134,9 @@ def compute_restamped(messages: list[OutboundMessage] | tuple[OutboundMessage, .
 
 
 def tp_key(tp: TopicPartition) -> str:
-    """The key of partition-scoped messages: `<topic>-<partition>`."""
-    return f"{tp.topic}-{tp.partition}"
+    """The key of partition-scoped messages (`schemas.codec.partition_key`): the store's rebuild
+    reads a partition's commands by it (`streams.store_recovery`)."""
+    return partition_key(tp.topic, tp.partition)
 
 
 def broker_subject(broker_id: int) -> str:

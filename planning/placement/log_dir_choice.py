@@ -93,7 +93,7 @@ class _TargetDirs:
         the disk limit (none: a `DiskOverflow`)."""
         dirs: list[str | None] = []
         size = p.size_bytes or 0
-        dir_usage, headroom = self.usage, self.headroom
+        dir_usage, headroom, weight, count = self.usage, self.headroom, self.weight, self.count
         for b in final:
             if b in p.replicas:
                 dirs.append(p.log_dir_of(b))
@@ -106,7 +106,6 @@ class _TargetDirs:
                     self.overflow.append(DiskOverflow(p.tp, b, size))
                 dirs.append(None)
                 continue
-            weight, count = self.weight, self.count
             best = min(fitting, key=lambda d: ((dir_usage.get((b, d.path), 0) + size) / weight[(b, d.path)],
                                                (count.get((b, d.path), 0) + 1) / weight[(b, d.path)], d.path))
             dir_usage[(b, best.path)] = dir_usage.get((b, best.path), 0) + size

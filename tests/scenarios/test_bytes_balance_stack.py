@@ -41,9 +41,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from handlers.policy import compute_excluded_topics
 from planning.model import TopicPartition
 from planning.placement.bytes_balance import REBALANCE, Tolerances, plan_bytes_balance
 from planning.snapshot import cluster_to_json
+from tests.settings_defaults import default_policy
 from tests.waiting import PATIENCE
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
@@ -99,8 +101,8 @@ def explain(demo, since: int, seen, after, details) -> str:
     broker joined, and the bytes planner run again on the view saved (`planned-on.json`)."""
     plans = [(a["message"], a["details"].get("spread"), a["details"].get("bytes_moved"))
              for a in demo.alerts.of_kind("PlanCreated", since)]
-    internal = frozenset(t.name for t in seen.topics if t.name.startswith(("reassigner.", "__")))
-    again = plan_bytes_balance(seen, Tolerances(), replace(REBALANCE, excluded_topics=internal))
+    excluded = compute_excluded_topics((t.name for t in seen.topics), default_policy())  # the product's own, Kafka's
+    again = plan_bytes_balance(seen, Tolerances(), replace(REBALANCE, excluded_topics=excluded))
     sized = {b: sum(p.size_bytes or 0 for p in seen.topics_by_name[TOPIC].partitions
                     if b in again.targets.get(p.tp, p.replicas))
              for b in sorted(again.eligible_brokers)}
