@@ -36,10 +36,13 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    next peer in line: ranking a handful of counterparts is the bulk of a step. Stop when every
    broker is within its bands or nothing helps. Then shrink: a moved replica goes back and a
    smaller one takes its place when no broker ends further outside its bands (largest first).
-3. Exact (clusters within `EXACT_VARIABLES` placement variables): the same problem as an
-   integer program (`planning.placement.milp`, CP-SAT, a deterministic budget), started from
-   the greedy plan; its plan replaces the greedy's when it is better (bytes, then replicas),
-   and its optimum or its bound is reported.
+3. Exact (clusters within `EXACT_VARIABLES` placement variables, `bytes_exact`): every band as
+   an integer program (`planning.placement.milp`, CP-SAT, a deterministic budget: disk, bytes
+   in and network out once measured, counts), started from the greedy plan; when no plan meets
+   them all, the closest, level by level in that order (`bytes_exact`, CLOSEST). Its plan
+   replaces the greedy's when it is closer to the bands (`compute_violations`, the same measure
+   for both) or as close for fewer bytes, then replicas; its optimum or its bound is reported
+   (when no plan meets the bands, the bound is the exact model's for plans as close as its own).
 2b. Traffic, once measured (`planning.placement.traffic_moves`): moves and same-size swaps put
    every broker's bytes in within its band, never at the cost of the disk or count bands.
 4. Leaders, by reordering replica lists only (no data moves): one min-cost flow puts every
@@ -76,7 +79,8 @@ from typing import Mapping
 import numpy as np
 
 from planning.model import Cluster, PartitionState, TopicPartition
-from planning.placement.bytes_exact import EXACT_DETERMINISTIC_SECONDS, EXACT_VARIABLES, solve_exact
+from planning.placement.bytes_exact import (EXACT_DETERMINISTIC_SECONDS, EXACT_VARIABLES, Traffic, compute_violations,
+                                            solve_exact)
 from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_fraction, compute_parts, count_moves,
                                             count_new_bytes)
 from planning.placement.bytes_ledger import Ledger
@@ -125,7 +129,7 @@ class BytesBalancePlan:
     replica_moves: int
     leader_changes: int
     within_tolerance: bool  # every eligible broker inside every band reported (`resources`)
-    tolerance_reachable: bool | None  # the exact model's verdict on disk and replicas; None: not run
+    tolerance_reachable: bool | None  # the exact model's verdict on every band it holds (disk, traffic, counts); None: not run
     resources: Mapping[str, ResourceReport]  # "disk", "replicas", "leaders"; "bytes_in", "network_out" once measured
     disk_shares: Mapping[int, int]
     bytes_before: Mapping[int, int]
@@ -212,31 +216,36 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
 
     optimum, reachable, exact = None, None, "not run (no rebalance)"
     finals = greedy_finals
+    rates_in, rates_out = compute_rates(model)
     if goal.rebalance and brokers:
-        outcome = solve_exact(model, greedy_finals, exact_variables, exact_seconds)
+        traffic = _traffic(model, rates_in, rates_out) if any(rates_in) or any(rates_out) else None
+        outcome = solve_exact(model, greedy_finals, exact_variables, exact_seconds, traffic)
         exact = outcome.note
         reachable = outcome.reachable
-        if outcome.bound is not None:
+        if outcome.reachable is False and outcome.bound is not None:
+            bound = outcome.bound  # the closed form's holds for plans within the bands; none is
+        elif outcome.bound is not None:
             bound = max(bound, outcome.bound)
         if outcome.finals is not None:
-            greedy_key = (not greedy_within, greedy_bytes, count_moves(parts, greedy_finals))
-            exact_key = (False, outcome.bytes, count_moves(parts, outcome.finals))
+            # Closest to the bands first (disk, bytes in, counts), then bytes, then replicas.
+            greedy_key = (compute_violations(model, greedy_finals, traffic), greedy_bytes,
+                          count_moves(parts, greedy_finals))
+            exact_key = (outcome.violations, outcome.bytes, count_moves(parts, outcome.finals))
             if exact_key < greedy_key:
                 finals = outcome.finals
                 exact += "; its plan replaced the greedy's"
             elif outcome.optimal:
                 exact += "; the greedy's plan was as good"
-            if outcome.optimal:  # the plan kept is within the bands with the fewest bytes
+            if outcome.optimal:  # the plan kept is the closest to the bands with the fewest bytes
                 optimum = outcome.bytes
     if finals is not greedy_finals:  # the parts hold the greedy's plan already
         model.adopt(finals)
-    rates_in, rates_out = compute_rates(model)
     if goal.rebalance and brokers and any(rates_in):  # no ledger to build when no traffic is known
         # The greedy's ledger holds the parts as they stand unless the exact plan replaced them
         # (`Ledger`'s invariant holds move by move): shared, not built again (~0.6 s at 300k).
         shared = ledger if finals is greedy_finals else Ledger(model, *model.loads())
         traffic_steps = balance_bytes_in(model, shared, rates_in)
-        if traffic_steps:  # the exact model's optimum was for disk and counts alone
+        if traffic_steps:  # the exact model did not run, or did not reach its optimum
             steps += traffic_steps
             optimum = None
             exact += f"; then {traffic_steps} changes for bytes in"
@@ -245,6 +254,17 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
         leaders = balance_network_out(model, leaders, rates_in, rates_out, choosable)
     return _report(model, goal, parts, leaders, bound, optimum, forced, reachable, exact, steps,
                    greedy_bytes, greedy_within, unplaced, warnings, rates_in, rates_out)
+
+
+def _traffic(model: BalanceModel, rates_in: list[int], rates_out: list[int]) -> Traffic:
+    """The exact model's view of the measured traffic: bytes in and network out (what a
+    partition's leader sends) per part, and their bands (`traffic_moves`, BANDS)."""
+    out = [max(0, len(part.original) - 1) * rate_in + rate_out
+           for part, rate_in, rate_out in zip(model.parts, rates_in, rates_out)]
+    in_tree = set(model.brokers)
+    total = sum(load for part, load in zip(model.parts, out) if part.final and part.final[0] in in_tree)
+    return Traffic(rates_in, *compute_bytes_in_bands(model, rates_in), out,
+                   *compute_even_bands(total, model.brokers, model.tolerances.network_out))
 
 
 # --- 4. leaders ----------------------------------------------------------------------------------

@@ -13,7 +13,10 @@ time (a count of work, not the wall clock) on one worker with a fixed seed: the 
 always gives the same answer, on any machine, under any load.
 
 A hint (a full assignment, usually a heuristic's solution) starts the search from it; an
-infeasible hint is ignored by the solver.
+infeasible hint is ignored by the solver. CP-SAT 9.15 can fail inside its symmetry detection on
+some hinted models (`IndexError: absl::btree_map::at`, a small balance model with slacks); the
+same problem is then solved again with symmetry detection off (`symmetry_level = 0`), which
+solves it. Deterministic either way: the same problem fails, or not, the same way every time.
 
 Pure from the caller's side: values in, a fresh value out; no clock, no global state.
 """
@@ -61,21 +64,33 @@ def solve_integer_program(program: IntegerProgram, deterministic_seconds: float)
     # every command line would otherwise pay at start (`reassigner --version`).
     from ortools.sat.python import cp_model
 
-    model = cp_model.CpModel()
-    xs = [model.new_int_var(lo, hi, f"x{i}") for i, (lo, hi) in enumerate(zip(program.lowers, program.uppers))]
-    for c in program.constraints:
-        model.add_linear_constraint(
-            cp_model.LinearExpr.weighted_sum([xs[v] for v in c.variables], list(c.coefficients)), c.low, c.high)
-    model.minimize(cp_model.LinearExpr.weighted_sum([xs[v] for v in program.objective_variables],
-                                                    list(program.objective)))
-    if program.hint is not None:
-        for x, value in zip(xs, program.hint):
-            model.add_hint(x, value)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = deterministic_seconds
-    status = solver.solve(model)
+    def build():
+        model = cp_model.CpModel()
+        xs = [model.new_int_var(lo, hi, f"x{i}") for i, (lo, hi) in enumerate(zip(program.lowers, program.uppers))]
+        for c in program.constraints:
+            model.add_linear_constraint(
+                cp_model.LinearExpr.weighted_sum([xs[v] for v in c.variables], list(c.coefficients)), c.low, c.high)
+        model.minimize(cp_model.LinearExpr.weighted_sum([xs[v] for v in program.objective_variables],
+                                                        list(program.objective)))
+        if program.hint is not None:
+            for x, value in zip(xs, program.hint):
+                model.add_hint(x, value)
+        return model, xs
+
+    def solve(symmetry: bool):
+        model, xs = build()  # a model a failed solve has seen is not reused
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = 0
+        solver.parameters.max_deterministic_time = deterministic_seconds
+        if not symmetry:
+            solver.parameters.symmetry_level = 0
+        return solver, xs, solver.solve(model)
+
+    try:
+        solver, xs, status = solve(symmetry=True)
+    except IndexError:  # CP-SAT's symmetry detection on a hinted model (module docstring)
+        solver, xs, status = solve(symmetry=False)
     if status == cp_model.INFEASIBLE:
         return IntegerSolution("infeasible", None, None)
     bound = _round_up(solver.best_objective_bound)

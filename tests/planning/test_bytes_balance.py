@@ -9,6 +9,8 @@ shares, the contract under test), taking the fewest bytes moved, then the fewest
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import itertools
 import random
 from fractions import Fraction
@@ -32,6 +34,34 @@ NO_TOPIC_LIMIT = {"topic_spread": None}
 def brute_force(cluster: Cluster, goal: Goal, tolerances: Tolerances) -> tuple[int, int] | None:
     """(fewest bytes moved, then fewest replica moves) of a plan keeping every eligible broker
     inside its disk and replica bands; None when no rack-spread plan does."""
+    states, ids, bands = _brute_states(cluster, goal, tolerances)
+    fits = [cost for state, cost in states.items()
+            if all(bands.disk[b][0] <= state[j] <= bands.disk[b][1]
+                   and bands.replicas[b][0] <= state[len(ids) + j] <= bands.replicas[b][1]
+                   for j, b in enumerate(ids))]
+    return min(fits) if fits else None
+
+
+def brute_force_closest(cluster: Cluster, goal: Goal, tolerances: Tolerances) -> tuple[int, int, int, int]:
+    """(disk slack, count slack, bytes moved, replica moves), least in that order, over every
+    rack-spread plan: the slack a broker's value is outside its band by, in whole units of 1 % of
+    its disk share (bytes) or replicas (counts), summed (`bytes_exact`, CLOSEST)."""
+    states, ids, bands = _brute_states(cluster, goal, tolerances)
+    return min(slack_of(bands, ids, [state[j] for j in range(len(ids))], state[len(ids):]) + cost
+               for state, cost in states.items())
+
+
+def slack_of(bands, ids, held, counts) -> tuple[int, int]:
+    def out(value, low, high, unit):
+        return -(-(value - high if value > high else low - value if value < low else 0) // unit)
+
+    disk = sum(out(v, *bands.disk[b], max(1, sum(bands.disk[b]) // 200)) for b, v in zip(ids, held))
+    return disk, sum(out(v, *bands.replicas[b], 1) for b, v in zip(ids, counts))
+
+
+def _brute_states(cluster: Cluster, goal: Goal, tolerances: Tolerances):
+    """Every reachable (bytes per broker..., replicas per broker...) with its fewest (bytes moved,
+    replica moves)."""
     eligible = eligible_brokers(cluster, goal)
     scope = sorted(eligible.values(), key=lambda b: b.id)
     ids = [b.id for b in scope]
@@ -57,11 +87,7 @@ def brute_force(cluster: Cluster, goal: Goal, tolerances: Tolerances) -> tuple[i
                 if cost < following.get(key, (1 << 62, 0)):
                     following[key] = cost
         states = following
-    fits = [cost for state, cost in states.items()
-            if all(bands.disk[b][0] <= state[j] <= bands.disk[b][1]
-                   and bands.replicas[b][0] <= state[len(ids) + j] <= bands.replicas[b][1]
-                   for j, b in enumerate(ids))]
-    return min(fits) if fits else None
+    return states, ids, bands
 
 
 @st.composite
@@ -109,6 +135,12 @@ def test_the_plan_is_the_brute_force_optimum_on_tiny_clusters(case):
         event("no plan within the bands")
         assert plan.tolerance_reachable is False
         assert not bands_met(plan)
+        # The closest plan: least disk slack, then count slack, then bytes, then replicas.
+        ids = sorted(plan.eligible_brokers)
+        bands = compute_bands(cluster, tolerances, goal)
+        got = slack_of(bands, ids, [plan.bytes_after[b] for b in ids], [plan.replicas_after[b] for b in ids])
+        assert got + (plan.bytes_moved, plan.replica_moves) == brute_force_closest(cluster, goal, tolerances)
+        assert plan.bytes_moved_optimum == plan.bytes_moved == plan.bytes_moved_lower_bound
         return
     event("feasible")
     assert plan.tolerance_reachable is True
@@ -319,6 +351,42 @@ def test_the_integer_program_door():
     assert (solution.status, solution.objective, solution.bound, solution.values) == ("optimal", 5, 5, (1, 1, 0))
     infeasible = IntegerProgram((0,), (1,), (linear([0], [1], 2, 2),), (0,), (1,))
     assert solve_integer_program(infeasible, 1.0).status == "infeasible"
+
+
+def test_a_hinted_program_cp_sat_fails_on_is_solved():
+    """Regression: CP-SAT 9.15's symmetry detection raised `IndexError: absl::btree_map::at` on
+    this hinted model (four brokers' disk slack over three partitions, `bytes_exact` CLOSEST); the
+    door solves it again with symmetry detection off (`milp`, module docstring)."""
+    constraints = (
+        linear([0, 1, 2, 3], [1, 1, 1, 1], 1, 1),
+        linear([0, 2], [1, 1], 0, 1),
+        linear([1, 3], [1, 1], 0, 1),
+        linear([4, 5, 6, 7], [1, 1, 1, 1], 3, 3),
+        linear([4, 6], [1, 1], 1, 2),
+        linear([5, 7], [1, 1], 1, 2),
+        linear([8, 9, 10, 11], [1, 1, 1, 1], 3, 3),
+        linear([8, 10], [1, 1], 1, 2),
+        linear([9, 11], [1, 1], 1, 2),
+        linear([0, 4, 8, 12], [5, 192, 5, -1], -1000, 163),
+        linear([0, 4, 8, 12], [5, 192, 5, 1], 135, 1000),
+        linear([0, 4, 8, 13], [1, 1, 1, -1], -12, 2),
+        linear([0, 4, 8, 13], [1, 1, 1, 1], 1, 12),
+        linear([1, 5, 9, 14], [5, 192, 5, -1], -1000, 163),
+        linear([1, 5, 9, 14], [5, 192, 5, 1], 135, 1000),
+        linear([1, 5, 9, 15], [1, 1, 1, -1], -12, 2),
+        linear([1, 5, 9, 15], [1, 1, 1, 1], 1, 12),
+        linear([2, 6, 10, 16], [5, 192, 5, -1], -1000, 163),
+        linear([2, 6, 10, 16], [5, 192, 5, 1], 135, 1000),
+        linear([2, 6, 10, 17], [1, 1, 1, -1], -12, 2),
+        linear([2, 6, 10, 17], [1, 1, 1, 1], 1, 12),
+        linear([3, 7, 11, 18], [5, 192, 5, -1], -1000, 163),
+        linear([3, 7, 11, 18], [5, 192, 5, 1], 135, 1000),
+        linear([3, 7, 11, 19], [1, 1, 1, -1], -12, 2),
+        linear([3, 7, 11, 19], [1, 1, 1, 1], 1, 12))
+    program = IntegerProgram((0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 500, 6, 500, 6, 500, 6, 500, 6), constraints, (12, 14, 16, 18), (1, 1, 1, 1),
+                             (0, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 34, 0, 29, 0, 125, 0, 34, 0))
+    assert solve_integer_program(program, 2.0).objective == 222
+    assert solve_integer_program(replace(program, hint=None), 2.0).objective == 222
 
 
 def test_explicit_targets_are_refused():

@@ -219,7 +219,10 @@ class Stage:
         moving = self.controller_state().reassignments
         return (good if not moving else min(good, total - 1)), total
 
-    def setup(self) -> None:
+    def setup(self, prepare: Callable[[], None] | None = None) -> None:
+        """Start the stack, the demo topics and their traffic, then the product. `prepare` runs
+        once the cluster is up and before the product starts: data written then is what the
+        product finds, not traffic it measures."""
         self.say("[bold]kafka-reassigner demo[/] — a real Kafka cluster, Redis and Spark on this machine\n")
         with self.console.status(f"starting Kafka (KRaft: 1 controller, {self.brokers} brokers, 2 log dirs "
                                  "each) and Redis"):
@@ -244,6 +247,8 @@ class Stage:
         self.traffic = SequencedTraffic(self.bootstrap, TOPICS, client=self.client).start()
         self.say(f"  topics {', '.join(f'{t} ({n} partitions)' for t, n in TOPICS.items())}: RF 3, "
                  f"min.insync.replicas {MIN_INSYNC_REPLICAS}; sequenced traffic running")
+        if prepare is not None:
+            prepare()
         # Chosen now that the stack's processes hold their ports: chosen before the stack, a
         # port was released and handed to a broker too (a status server on broker 3's port).
         self.status_port = free_port()
