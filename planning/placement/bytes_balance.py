@@ -218,8 +218,8 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
     finals = greedy_finals
     rates_in, rates_out = compute_rates(model)
     if goal.rebalance and brokers:
-        traffic = _traffic(model, rates_in, rates_out) if any(rates_in) or any(rates_out) else None
-        outcome = solve_exact(model, greedy_finals, exact_variables, exact_seconds, traffic)
+        outcome = solve_exact(model, greedy_finals, exact_variables, exact_seconds,
+                              lambda: _traffic(model, rates_in, rates_out) if any(rates_in) or any(rates_out) else None)
         exact = outcome.note
         reachable = outcome.reachable
         if outcome.reachable is False and outcome.bound is not None:
@@ -228,7 +228,7 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
             bound = max(bound, outcome.bound)
         if outcome.finals is not None:
             # Closest to the bands first (disk, bytes in, counts), then bytes, then replicas.
-            greedy_key = (compute_violations(model, greedy_finals, traffic), greedy_bytes,
+            greedy_key = (compute_violations(model, greedy_finals, outcome.traffic), greedy_bytes,
                           count_moves(parts, greedy_finals))
             exact_key = (outcome.violations, outcome.bytes, count_moves(parts, outcome.finals))
             if exact_key < greedy_key:

@@ -36,7 +36,7 @@ Pure: values in, a fresh value out; deterministic (the solver's budget is counte
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from planning.placement.bytes_model import BalanceModel, Part
 from planning.placement.milp import IntegerProgram, LinearConstraint, linear, solve_integer_program
@@ -73,6 +73,7 @@ class ExactOutcome:
     bound: int | None = None
     reachable: bool | None = None
     violations: tuple[int, ...] = (0, 0, 0, 0)
+    traffic: Traffic | None = None  # what it was given, to measure the greedy's plan alike
 
 
 @dataclass(frozen=True)
@@ -130,12 +131,15 @@ def compute_violations(model: BalanceModel, finals: Sequence[Sequence[int | None
 
 
 def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
-                traffic: Traffic | None = None) -> ExactOutcome:
-    """The plan within every band with the fewest bytes, else the closest (module docstring)."""
+                measured: Callable[[], Traffic | None] = lambda: None) -> ExactOutcome:
+    """The plan within every band with the fewest bytes, else the closest (module docstring).
+    `measured` gives the traffic, asked for only when the model runs (a walk over every
+    partition, for nothing on a cluster far over the budget)."""
     tree, parts = model.tree, model.parts
     most = len(model.brokers) * sum(1 for part in parts if part.replication > 0 and not part.fixed)
     if most > 4 * budget:  # far over: not worth counting exactly
         return ExactOutcome(f"not run (up to {most} placement variables, over the budget of {budget})")
+    traffic = measured()
     candidates: list[list[int]] = []
     variables = 0
     boxes = {r: compute_partition_boxes(tree, r) for r in model.replications}
@@ -245,7 +249,7 @@ def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
         note = (f"{variables} variables: " + ("optimal" if optimal else "best found within the budget")
                 + f" ({fewest_bytes:,} B)")
         return ExactOutcome(note, _finals(parts, var, greedy_finals, values, tree), fewest_bytes, optimal,
-                            first.bound, True)
+                            first.bound, True, traffic=traffic)
 
     # 2. CLOSEST: a slack per band, in units of its share; solved level by level.
     closest = list(rules)
@@ -292,7 +296,7 @@ def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
     note = (f"no plan meets every band (proven); {variables} variables, the closest "
             + ("(proven)" if proven else "found within the budget") + f": outside by {shown} (units of 1 % of a "
             f"share, replicas for counts), {moved:,} B")
-    return ExactOutcome(note, finals, moved, proven, bound if proven else None, False, violations)
+    return ExactOutcome(note, finals, moved, proven, bound if proven else None, False, violations, traffic)
 
 
 def _finals(parts: list[Part], var: list[dict[int, int]], greedy_finals, values, tree: RackTree) -> list:

@@ -12,10 +12,19 @@ INVARIANTS
   dirs carries them over, so it patches nothing), and a partition whose metadata, reassignment
   and hosting entry are those of the previous poll keeps its `PartitionObservation` (the same
   object, so the diff skips it by identity). A dir read again that lists the same replicas
-  changes nothing either: a partition's size is the one of the poll in which it or its dirs'
-  replica lists last changed, and snapshots carry fresh ones (`compute_partition_sizes`). The
-  result equals a merge from nothing but for those sizes (property-tested,
-  tests/clients/test_cluster_answers_incremental.py).
+  changes nothing either: its entries in the index keep the sizes of the poll in which its list
+  last changed, and a partition that did not change keeps its size, while snapshots carry fresh
+  ones (`compute_partition_sizes`). The result equals a merge from nothing but for those sizes
+  (property-tested, tests/clients/test_cluster_answers_incremental.py).
+- A PARTITION THAT CHANGED IS SIZED AS ITS DIRS ARE NOW: the size a changed partition carries
+  (the one its PartitionState tells, which replaces the pipeline's) is read from the dir objects
+  of this poll (read now, or carried over), never from an index entry kept from an earlier poll:
+  such an entry may be of a replica read mid-write, or of a partial copy (a future replica
+  promoted at a restart), and would take back a fresher size a snapshot or a landed replica gave
+  the pipeline (tests/edge/test_sizes_across_a_restart.py). Only the entries of the dirs whose
+  lists did not change can be that old; their replica is found by bisection of the dir's sorted
+  key columns, for the changed partitions only (their leader's, or every replica's when
+  leaderless).
 - A dir read again is compared with the last poll's by its `ReplicaList` key columns, in C,
   once: the merge records the dirs that list the same replicas (`MergeIndex.same_dirs`), and
   the diff compares those by their state alone. What reads every replica zips the columns.
@@ -33,7 +42,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from itertools import compress
 from operator import ne
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, Sequence
 
 from runtime.clients.cluster_observation import (
     BrokerObservation,
@@ -146,8 +155,8 @@ def compute_observation(
     the `previous` poll's observation, what did not change is reused (COST in the module doc)."""
     dirs_by_key = {(d.broker_id, d.path): d for d in log_dirs}
     index = previous.merge_index() if previous is not None else None
-    hosted, fresh, same_dirs = _compute_hosted(dirs_by_key, previous.log_dirs if index is not None else {},
-                                    index.hosted if index is not None else None)
+    hosted, fresh, same_dirs, kept = _compute_hosted(dirs_by_key, previous.log_dirs if index is not None else {},
+                                                     index.hosted if index is not None else None)
     paths_of_broker: dict[int, list[str]] = {}
     for broker_id, path in dirs_by_key:
         paths_of_broker.setdefault(broker_id, []).append(path)
@@ -204,7 +213,7 @@ def compute_observation(
               and old.leader == p.leader and old.offline_replicas == p.offline_replicas
               and old.adding == adding and old.removing == removing and key not in fresh):
             continue
-        changed[key] = _merged_partition(p, adding, removing, hosted.get(key))
+        changed[key] = _merged_partition(p, adding, removing, hosted.get(key), dirs_by_key, kept)
 
     broker_map = {
         b.broker_id: replace(b, log_dirs=tuple(sorted(paths_of_broker.get(b.broker_id, b.log_dirs))))
@@ -238,24 +247,53 @@ def compute_observation(
 
 
 def _merged_partition(p: PartitionObservation, adding: tuple[int, ...], removing: tuple[int, ...],
-                      hosted: Mapping[int, tuple[str, int]] | None) -> PartitionObservation:
+                      hosted: Mapping[int, tuple[str, int]] | None,
+                      dirs_by_key: Mapping[LogDirKey, LogDirObservation],
+                      kept: Collection[LogDirKey]) -> PartitionObservation:
+    """The partition as merged, sized as its dirs are now (A PARTITION THAT CHANGED in the module
+    doc): an index entry of a dir in `kept` (its list unchanged, its entries of an earlier poll)
+    is read again from the dir."""
     replica_dirs: tuple[str | None, ...] = ()
     size = None
     if hosted:
         replica_dirs = tuple(hosted[b][0] if b in hosted else None for b in p.replicas)
         if not any(d is not None for d in replica_dirs):
             replica_dirs = ()
-        size = _partition_size(hosted, p, lambda held: held[1])
+
+        def size_now(broker_id: int, held: tuple[str, int]) -> int:
+            where = (broker_id, held[0])
+            if where not in kept:
+                return held[1]
+            now = _current_size(dirs_by_key[where], p.topic, p.partition)
+            return held[1] if now is None else now
+
+        size = _partition_size(hosted, p, size_now)
     return PartitionObservation(p.topic, p.partition, p.replicas, p.isr, p.leader, p.leader_epoch, adding,
                                 removing, p.offline_replicas, replica_dirs, size)
 
 
+def _current_size(log_dir: LogDirObservation, topic: str, partition: int) -> int | None:
+    """The size of the dir's (current, not future) replica of the partition, found by bisection
+    of its sorted key columns (a current replica sorts before a future one); None when the dir
+    does not list it."""
+    replicas = log_dir.replica_list
+    topics, partitions = replicas.topics, replicas.partitions
+    start = bisect_left(topics, topic)
+    end = bisect_right(topics, topic, start)
+    at = bisect_left(partitions, partition, start, end)
+    if at < end and partitions[at] == partition and not replicas.futures[at]:
+        return replicas.sizes[at]
+    return None
+
+
 def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], old_dirs: Mapping[LogDirKey, LogDirObservation],
                     old_hosted: Mapping[PartitionKey, Mapping[int, tuple[str, int]]] | None,
-                    ) -> tuple[dict[PartitionKey, dict[int, tuple[str, int]]], set[PartitionKey], set[LogDirKey]]:
+                    ) -> tuple[dict[PartitionKey, dict[int, tuple[str, int]]], set[PartitionKey], set[LogDirKey],
+                               set[LogDirKey]]:
     """The hosting index, the partitions whose entry is not the previous poll's (its dirs
-    `old_dirs`, its index `old_hosted`) and the dirs that list the same replicas as there: patched
-    for the dirs whose replica lists changed, or built again when most of them did."""
+    `old_dirs`, its index `old_hosted`), the dirs that list the same replicas as there, and the
+    dirs whose entries the index kept from an earlier poll (their sizes are of then): patched for
+    the dirs whose replica lists changed, or built again when most of them did."""
     # A dir read again that lists the same replicas (sizes aside) hosts the same: its entries
     # stay (their sizes are those of when its list last changed; snapshots tell fresh ones).
     # Each dir compared once (its key columns in C: about 40 ns a replica at 900k replicas).
@@ -269,9 +307,9 @@ def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], old_dirs
             for topic, partition, is_future, size in zip(held.topics, held.partitions, held.futures, held.sizes):
                 if not is_future:
                     hosted.setdefault((topic, partition), {})[broker_id] = (path, size)
-        return hosted, set(hosted) | set(old_hosted or ()), same
+        return hosted, set(hosted) | set(old_hosted or ()), same, set()
     if not gone and not came:
-        return old_hosted, set(), same  # type: ignore[return-value]
+        return old_hosted, set(), same, same  # type: ignore[return-value]
     hosted = dict(old_hosted)
     fresh: set[PartitionKey] = set()  # entries copied for this poll: safe to change in place
 
@@ -297,7 +335,7 @@ def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], old_dirs
     for key in fresh:
         if not hosted[key]:
             del hosted[key]
-    return hosted, fresh, same
+    return hosted, fresh, same, same
 
 
 def _hosts_the_same(before: LogDirObservation | None, after: LogDirObservation | None) -> bool:
@@ -321,17 +359,18 @@ def compute_partition_sizes(observation: ClusterObservation, keys: Iterable[Part
     sizes: dict[PartitionKey, int | None] = {}
     for key in wanted:
         held, partition = found.get(key), observation.partitions.get(key)
-        sizes[key] = _partition_size(held, partition, int) if held and partition is not None else None
+        sizes[key] = _partition_size(held, partition, lambda _broker, size: size) \
+            if held and partition is not None else None
     return sizes
 
 
 def _partition_size(by_broker: Mapping[int, Any], partition: PartitionObservation,
-                    size_of: Callable[[Any], int]) -> int | None:
-    """A partition's size from what each broker's replica holds (`size_of` reads its size): the
-    leader's replica, the largest one when leaderless."""
+                    size_of: Callable[[int, Any], int]) -> int | None:
+    """A partition's size from what each broker's replica holds (`size_of(broker, held)` reads
+    its size): the leader's replica, the largest one when leaderless."""
     if partition.leader in by_broker:
-        return size_of(by_broker[partition.leader])
-    return max((size_of(by_broker[b]) for b in partition.replicas if b in by_broker), default=None)
+        return size_of(partition.leader, by_broker[partition.leader])
+    return max((size_of(b, by_broker[b]) for b in partition.replicas if b in by_broker), default=None)
 
 
 def _compute_topics(partitions: Mapping[PartitionKey, PartitionObservation], topic_ids: Mapping[str, str | None],
