@@ -1,0 +1,157 @@
+"""The adaptive throttle: per broker, the replication rate and the moves in flight that the
+cluster's clients bear, found by additive increase and multiplicative decrease (pure).
+
+SIGNALS, per broker, as the shell observes them with no agent on the brokers (`BrokerSignal`):
+the produce latency of the canary partition the broker leads (p99 over the last window, and the
+baseline measured before the movement began), whether some partition outside the moving ones
+lost a replica from its ISR on the broker in the window, and whether the movement's copies into
+or out of the broker ran at the rate it was allowed (`saturated`: the throttle binds; raising a
+rate nobody uses proves nothing).
+
+HEALTH (`compute_health`): a broker is **hurt** when its canary p99 is above the SLO, that is
+above `slo_factor` x its baseline or above `slo_ceiling_ms`, or when an ISR outside the moves
+shrank on it; **healthy** when its p99 is known and within the SLO and no such ISR shrank;
+**unknown** otherwise (no canary sample, or no baseline yet).
+
+RULE (`decide_throttles`), once per decision, for each broker the movement touches:
+- hurt: the rate is multiplied by `decrease` (default 0.5) and the moves in flight halved
+  (at least 1), at most once per `hold_ms` (the effect of a change needs a window to show);
+- healthy and saturated: the rate grows by `increase` bytes/s and the moves by 1, at most once
+  per `hold_ms`;
+- otherwise (healthy but not using its rate, or unknown): held. An unknown broker is never
+  raised: no signal is not a green light.
+Every rate stays within [`floor`, the ceiling], the ceiling being `maximum`, or the schedule's
+rate for the hour when one is given (`Schedule`); a rate above a lowered ceiling comes down to
+it at once, whatever the hold. The floor is above zero, so a movement is never starved: a hurt
+broker copies at the floor, and its moves never drop below 1. A broker the movement no longer
+touches is forgotten (its next movement starts from `initial`).
+
+INVARIANTS: floor <= rate <= ceiling and 1 <= moves <= max_moves for every broker after every
+decision; the same inputs give the same outputs (no clock: `now_ms` is the decision's event time;
+no randomness); every change carries its reason, which the shell turns into a command and an INFO
+alert.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Iterable, Mapping
+
+from schemas.errors import InvalidConfigError
+
+HURT, HEALTHY, UNKNOWN = "hurt", "healthy", "unknown"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A ceiling per hour of the day (0-23; hours not given keep the operator's maximum)."""
+
+    rates: Mapping[int, int] = field(default_factory=dict)
+
+    def ceiling(self, hour: int, maximum: int) -> int:
+        return min(maximum, self.rates.get(hour, maximum))
+
+
+@dataclass(frozen=True)
+class ThrottleBounds:
+    """The operator's bounds and the controller's gains."""
+
+    floor: int  # bytes/s, > 0: never starve a movement
+    maximum: int  # bytes/s
+    initial: int  # bytes/s: where a broker the movement starts to touch begins
+    increase: int  # bytes/s added on a healthy, saturated window
+    max_moves: int  # moves in flight per broker: B, the ceiling
+    decrease: float = 0.5
+    slo_factor: float = 2.0
+    slo_ceiling_ms: float = 500.0
+    hold_ms: int = 30_000
+    schedule: Schedule = field(default_factory=Schedule)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.floor <= self.initial <= self.maximum:
+            raise InvalidConfigError(
+                f"throttle bounds need 0 < throttle.min <= initial <= throttle.max, got {self.floor}, "
+                f"{self.initial}, {self.maximum}; set throttle.min below throttle.max")
+        if self.increase <= 0 or self.max_moves < 1 or not 0 < self.decrease < 1 or self.slo_factor < 1:
+            raise InvalidConfigError(
+                "throttle gains need an increase > 0, max moves >= 1, a decrease in (0, 1) and an SLO "
+                f"factor >= 1; got {self.increase}, {self.max_moves}, {self.decrease}, {self.slo_factor}")
+
+
+@dataclass(frozen=True)
+class BrokerSignal:
+    broker: int
+    p99_ms: float | None  # the canary's produce p99 over the last window; None: no sample
+    baseline_ms: float | None  # its p99 before the movement began; None: not measured yet
+    isr_shrinks_outside: int = 0  # partitions not moving that lost an in-sync replica here
+    saturated: bool = False  # the movement's copies here ran at the allowed rate
+
+
+@dataclass(frozen=True)
+class BrokerThrottle:
+    rate: int  # bytes/s
+    moves: int  # moves in flight allowed
+    changed_ms: int  # when rate or moves last changed (event time)
+    reason: str
+
+
+@dataclass(frozen=True)
+class ThrottleChange:
+    broker: int
+    rate_before: int | None
+    rate: int
+    moves_before: int | None
+    moves: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ThrottleDecision:
+    throttles: Mapping[int, BrokerThrottle]
+    changes: tuple[ThrottleChange, ...]
+
+
+def compute_health(signal: BrokerSignal, bounds: ThrottleBounds) -> tuple[str, str]:
+    """(HURT | HEALTHY | UNKNOWN, why) for one broker (module HEALTH)."""
+    if signal.isr_shrinks_outside > 0:
+        return HURT, f"{signal.isr_shrinks_outside} partitions outside the movement lost an in-sync replica"
+    if signal.p99_ms is None or signal.baseline_ms is None:
+        return UNKNOWN, "no canary latency yet" if signal.p99_ms is None else "no baseline yet"
+    slo = min(bounds.slo_factor * signal.baseline_ms, bounds.slo_ceiling_ms)
+    if signal.p99_ms > slo:
+        return HURT, f"canary p99 {signal.p99_ms:.0f} ms over its SLO {slo:.0f} ms"
+    return HEALTHY, f"canary p99 {signal.p99_ms:.0f} ms within its SLO {slo:.0f} ms"
+
+
+def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[int],
+                     signals: Mapping[int, BrokerSignal], bounds: ThrottleBounds, now_ms: int,
+                     hour: int = 0) -> ThrottleDecision:
+    """The rates and moves in flight of the brokers the movement touches (module RULE)."""
+    ceiling = max(bounds.floor, bounds.schedule.ceiling(hour, bounds.maximum))
+    throttles: dict[int, BrokerThrottle] = {}
+    changes: list[ThrottleChange] = []
+    for broker in sorted(set(touched)):
+        before = previous.get(broker)
+        if before is None:
+            start = BrokerThrottle(min(bounds.initial, ceiling), bounds.max_moves, now_ms, "movement began")
+            throttles[broker] = start
+            changes.append(ThrottleChange(broker, None, start.rate, None, start.moves, start.reason))
+            continue
+        health, why = compute_health(signals.get(broker, BrokerSignal(broker, None, None)), bounds)
+        rate, moves, reason = before.rate, before.moves, before.reason
+        settled = now_ms - before.changed_ms >= bounds.hold_ms
+        if health == HURT and settled:
+            rate, moves, reason = int(rate * bounds.decrease), max(1, moves // 2), why
+        elif health == HEALTHY and settled and signals[broker].saturated:
+            rate, moves, reason = rate + bounds.increase, moves + 1, why + ", copies at the allowed rate"
+        if rate > ceiling:
+            reason = f"the ceiling for hour {hour} is {ceiling} B/s" if ceiling < bounds.maximum else reason
+        rate = min(max(rate, bounds.floor), ceiling)
+        moves = min(max(moves, 1), bounds.max_moves)
+        if (rate, moves) == (before.rate, before.moves):
+            throttles[broker] = before
+            continue
+        throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason)
+        changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))
+    return ThrottleDecision(MappingProxyType(throttles), tuple(changes))

@@ -1,0 +1,159 @@
+"""The adaptive throttle's controller (`planning.movement.throttle_control`) on a simulated
+cluster: each broker serves its clients' load plus the movement's copies, and its canary's p99
+rises as the two near its capacity (p99 = base / (1 - utilisation), an M/M/1 queue's shape), so
+the SLO of 2x the baseline is met exactly while the copies take less than half the capacity
+left by the clients. What must hold: bounds are never left, the rate settles around that point
+and reacts to a load step at the first decision the hold allows, no signal never raises it, and
+a movement is never starved."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planning.movement.throttle_control import (HEALTHY, HURT, UNKNOWN, BrokerSignal, BrokerThrottle, Schedule,
+                                                ThrottleBounds, compute_health, decide_throttles)
+from schemas.errors import InvalidConfigError
+
+MB = 1_000_000
+BOUNDS = ThrottleBounds(floor=1 * MB, maximum=200 * MB, initial=10 * MB, increase=5 * MB, max_moves=8,
+                        hold_ms=30_000)
+TICK = 10_000  # a decision every 10 s
+
+
+def canary(capacity: float, clients: float, rate: float, base_ms: float = 5.0) -> float:
+    utilisation = min(0.98, (clients + rate) / capacity)
+    return base_ms / (1 - utilisation)
+
+
+def run(capacity: dict[int, float], clients, decisions: int, bounds: ThrottleBounds = BOUNDS, start: int = 0,
+        previous=None, hour=lambda t: 0):
+    """Decisions every TICK; `clients(broker, t)` the clients' load. Yields (t, throttles, hurt)."""
+    throttles = dict(previous or {})
+    for i in range(decisions):
+        t = start + i * TICK
+        signals = {}
+        for b, c in capacity.items():
+            rate = throttles[b].rate if b in throttles else 0
+            p99 = canary(c, clients(b, t), rate)
+            signals[b] = BrokerSignal(b, p99, 5.0, saturated=True)
+        decision = decide_throttles(throttles, capacity, signals, bounds, t, hour(t))
+        throttles = dict(decision.throttles)
+        hurt = {b for b, s in signals.items() if compute_health(s, bounds)[0] == HURT}
+        yield t, throttles, hurt, decision
+
+
+def test_the_rate_settles_where_the_slo_holds_and_stays_in_its_bounds():
+    # Capacity 200 MB/s, clients 40 MB/s: the SLO holds while the copies take < 60 MB/s.
+    history = list(run({1: 200 * MB}, lambda b, t: 40 * MB, 400))
+    late = [throttles[1].rate for _, throttles, _, _ in history[200:]]
+    assert all(BOUNDS.floor <= r <= BOUNDS.maximum for r in late)
+    assert 30 * MB <= min(late) and max(late) <= 60 * MB + BOUNDS.increase, (min(late), max(late))
+    mean = sum(late) / len(late)
+    assert 40 * MB <= mean <= 60 * MB, mean  # the sawtooth between half the point and the point
+    hurt = sum(1 for _, _, h, _ in history[200:] if h)
+    assert hurt / len(late) < 0.25, hurt
+
+
+def test_a_load_step_is_met_at_the_first_decision_the_hold_allows():
+    capacity = {1: 200 * MB}
+    history = list(run(capacity, lambda b, t: 40 * MB if t < 2_000_000 else 160 * MB, 300))
+    step = next(i for i, (t, *_rest) in enumerate(history) if t >= 2_000_000)
+    before = history[step - 1][1][1]
+    # The first decision after the step whose hold is over lowers the rate.
+    lowered = next(i for i in range(step, len(history)) if history[i][1][1].rate < before.rate)
+    assert (history[lowered][0] - history[step][0]) <= BOUNDS.hold_ms, (lowered, step)
+    # And it settles under the new point (copies < 200/2 - 160 < 0: the floor, never below).
+    late = [throttles[1].rate for _, throttles, _, _ in history[-50:]]
+    assert all(r == BOUNDS.floor for r in late), late[-5:]
+
+
+def test_a_movement_is_never_starved():
+    always_hurt = list(run({1: 10 * MB}, lambda b, t: 9.9 * MB, 100))
+    assert all(throttles[1].rate >= BOUNDS.floor > 0 and throttles[1].moves >= 1
+               for _, throttles, _, _ in always_hurt)
+    assert always_hurt[-1][1][1].rate == BOUNDS.floor and always_hurt[-1][1][1].moves == 1
+
+
+def test_no_signal_never_raises_a_rate_and_an_unused_rate_is_not_raised():
+    start = decide_throttles({}, [1, 2], {}, BOUNDS, 0)
+    throttles = dict(start.throttles)
+    for t in range(TICK, 100 * TICK, TICK):
+        signals = {1: BrokerSignal(1, None, None), 2: BrokerSignal(2, 5.0, 5.0, saturated=False)}
+        throttles = dict(decide_throttles(throttles, [1, 2], signals, BOUNDS, t).throttles)
+    assert throttles[1].rate == throttles[2].rate == BOUNDS.initial
+
+
+def test_a_schedule_lowers_the_ceiling_at_once_whatever_the_hold():
+    night_day = BOUNDS.__class__(**{**BOUNDS.__dict__, "schedule": Schedule({9: 20 * MB})})
+    history = list(run({1: 1000 * MB}, lambda b, t: 0, 60, night_day, hour=lambda t: 9 if t >= 300_000 else 2))
+    at_nine = next(i for i, (t, *_rest) in enumerate(history) if t >= 300_000)
+    assert history[at_nine - 1][1][1].rate > 20 * MB
+    assert all(h[1][1].rate <= 20 * MB for h in history[at_nine:])
+    change = next(c for c in history[at_nine][3].changes if c.broker == 1)
+    assert "hour 9" in change.reason
+
+
+def test_a_broker_the_movement_leaves_is_forgotten_and_a_new_one_starts_at_the_initial_rate():
+    first = decide_throttles({}, [1, 2], {}, BOUNDS, 0)
+    assert {c.broker for c in first.changes} == {1, 2} and all(c.rate_before is None for c in first.changes)
+    second = decide_throttles(dict(first.throttles), [2, 3], {}, BOUNDS, TICK)
+    assert set(second.throttles) == {2, 3} and second.throttles[3].rate == BOUNDS.initial
+
+
+def test_health():
+    assert compute_health(BrokerSignal(1, 9.0, 5.0), BOUNDS)[0] == HEALTHY
+    assert compute_health(BrokerSignal(1, 11.0, 5.0), BOUNDS)[0] == HURT
+    assert compute_health(BrokerSignal(1, 600.0, 400.0), BOUNDS)[0] == HURT  # over the absolute ceiling
+    assert compute_health(BrokerSignal(1, 5.0, 5.0, isr_shrinks_outside=1), BOUNDS)[0] == HURT
+    assert compute_health(BrokerSignal(1, None, 5.0), BOUNDS)[0] == UNKNOWN
+    assert compute_health(BrokerSignal(1, 5.0, None), BOUNDS)[0] == UNKNOWN
+
+
+@pytest.mark.parametrize("fields", [dict(floor=0), dict(floor=20 * MB), dict(initial=300 * MB), dict(increase=0),
+                                    dict(max_moves=0), dict(decrease=1.0), dict(slo_factor=0.5)])
+def test_bad_bounds_are_refused_with_what_to_do(fields):
+    with pytest.raises(InvalidConfigError) as error:
+        ThrottleBounds(**{**dict(floor=1 * MB, maximum=200 * MB, initial=10 * MB, increase=5 * MB, max_moves=8),
+                          **fields})
+    assert "\n" not in str(error.value)
+
+
+signal = st.builds(BrokerSignal, st.integers(1, 4), st.one_of(st.none(), st.floats(0.1, 5_000)),
+                   st.one_of(st.none(), st.floats(0.1, 1_000)), st.integers(0, 3), st.booleans())
+
+
+@settings(max_examples=200)
+@given(steps=st.lists(st.tuples(st.lists(signal, max_size=4), st.integers(0, 100_000), st.integers(0, 23),
+                                st.sets(st.integers(1, 4), min_size=1)), max_size=40),
+       schedule=st.dictionaries(st.integers(0, 23), st.integers(1, 400) .map(lambda m: m * MB), max_size=5))
+def test_bounds_hold_and_every_change_says_why_whatever_the_signals(steps, schedule):
+    bounds = ThrottleBounds(floor=1 * MB, maximum=200 * MB, initial=10 * MB, increase=5 * MB, max_moves=8,
+                            schedule=Schedule(schedule))
+    throttles: dict[int, BrokerThrottle] = {}
+    now = 0
+    for signals, elapsed, hour, touched in steps:
+        now += elapsed
+        by_broker = {s.broker: s for s in signals}
+        decision = decide_throttles(throttles, touched, by_broker, bounds, now, hour)
+        again = decide_throttles(throttles, touched, by_broker, bounds, now, hour)
+        assert decision == again  # deterministic
+        ceiling = max(bounds.floor, bounds.schedule.ceiling(hour, bounds.maximum))
+        assert set(decision.throttles) == touched
+        for b, t in decision.throttles.items():
+            assert bounds.floor <= t.rate <= ceiling and 1 <= t.moves <= bounds.max_moves
+            old = throttles.get(b)
+            if old is not None and t.rate > old.rate:  # raised: only on a healthy, saturated window
+                assert b in by_broker and compute_health(by_broker[b], bounds)[0] == HEALTHY
+                assert by_broker[b].saturated
+        assert all(c.reason for c in decision.changes)
+        throttles = dict(decision.throttles)
+
+
+def test_a_change_waits_for_the_hold_so_that_its_effect_can_show():
+    # Always hurt, a decision every 10 s, a hold of 30 s: the rate halves every third decision.
+    history = list(run({1: 10 * MB}, lambda b, t: 9.9 * MB, 12, ThrottleBounds(
+        floor=1, maximum=200 * MB, initial=160 * MB, increase=5 * MB, max_moves=8, hold_ms=30_000)))
+    rates = [throttles[1].rate for _, throttles, _, _ in history]
+    assert rates == [160 * MB] * 3 + [80 * MB] * 3 + [40 * MB] * 3 + [20 * MB] * 3, rates
