@@ -74,7 +74,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -249,7 +249,8 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
             steps += traffic_steps
             optimum = None
             exact += f"; then {traffic_steps} changes for bytes in"
-    leaders, choosable = _choose_leaders(model, goal.rebalance)
+    preferred = outcome.leaders if goal.rebalance and brokers and finals is not greedy_finals else None
+    leaders, choosable = _choose_leaders(model, goal.rebalance, preferred)
     if goal.rebalance and brokers:
         leaders = balance_network_out(model, leaders, rates_in, rates_out, choosable)
     return _report(model, goal, parts, leaders, bound, optimum, forced, reachable, exact, steps,
@@ -270,7 +271,8 @@ def _traffic(model: BalanceModel, rates_in: list[int], rates_out: list[int]) -> 
 # --- 4. leaders ----------------------------------------------------------------------------------
 
 
-def _choose_leaders(model: BalanceModel, rebalance: bool) -> tuple[list[int | None], frozenset[int]]:
+def _choose_leaders(model: BalanceModel, rebalance: bool,
+                    preferred: Sequence[int | None] | None = None) -> tuple[list[int | None], frozenset[int]]:
     """Every partition's leader (its final list's first entry): each broker's count inside its
     band, with the fewest changes, by one min-cost flow (module docstring, step 4); and the
     partitions whose leader was chosen (the others' is fixed)."""
@@ -296,10 +298,13 @@ def _choose_leaders(model: BalanceModel, rebalance: bool) -> tuple[list[int | No
         leaders.append(None)
         row = len(rows)
         rows.append(index)
+        # The fewest changes from the exact model's leaders where it chose them (network out),
+        # else from the partition's own.
+        anchor = preferred[index] if preferred is not None and preferred[index] in eligible else original
         for b in eligible:
             members_row.append(row)
             members_column.append(column[b])
-            members_cost.append(0 if b == original else 1 if b in part.kept else 2)
+            members_cost.append(0 if b == anchor else 1 if b == original or b in part.kept else 2)
     if rows:
         total = len(rows) + int(fixed.sum())
         share = Fraction(total, n)

@@ -9,10 +9,10 @@ the per-topic limits (or the greedy's own counts where a forced replica passed t
 BANDS, each broker's, in the product's order of priority (`RESOURCES`): disk bytes; once traffic
 is measured (`Traffic`), bytes in and network out; replica count. Network out is carried by a
 partition's leader, (replicas - 1) x bytes in + bytes out: a leader variable per (partition,
-broker holding it) of the partitions that carry some, one per partition. The model asks only
-that *some* leadership meets the band; the plan's leaders are still chosen after it (steps 4
-and 4b), as for the greedy's plan. A partition with a position outside the rack tree (pinned)
-keeps its leader in the model.
+broker holding it) of the partitions that carry some, one per partition. The leaders it chooses
+(`leaders`) are where the plan's leader steps start from (4 and 4b of `bytes_balance`: the
+fewest changes from them, then network out), which may still trade some for the leader counts'
+band. A partition with a position outside the rack tree (pinned) keeps its leader in the model.
 
 1. WITHIN. Every band as a constraint; minimise the bytes moved, then, at those bytes, the
    replicas moved. When a plan exists it is the plan (`reachable`: True).
@@ -74,6 +74,7 @@ class ExactOutcome:
     reachable: bool | None = None
     violations: tuple[int, ...] = (0, 0, 0, 0)
     traffic: Traffic | None = None  # what it was given, to measure the greedy's plan alike
+    leaders: tuple | None = None  # per part, the leader it chose where it chose one (BANDS), else None
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,7 @@ def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
         note = (f"{variables} variables: " + ("optimal" if optimal else "best found within the budget")
                 + f" ({fewest_bytes:,} B)")
         return ExactOutcome(note, _finals(parts, var, greedy_finals, values, tree), fewest_bytes, optimal,
-                            first.bound, True, traffic=traffic)
+                            first.bound, True, traffic=traffic, leaders=_leaders(leads, values))
 
     # 2. CLOSEST: a slack per band, in units of its share; solved level by level.
     closest = list(rules)
@@ -272,12 +273,14 @@ def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
     levels = [(tuple(slacks[r]), (1,) * len(slacks[r])) for r in range(len(RESOURCES))]
     bytes_level = len(levels)
     levels += [(new_vars, tuple(s for _, s in new)), (new_vars, (1,) * len(new))]
+    # The levels share the budget of the two solves WITHIN makes: a plan in the same time.
+    level_seconds = seconds
     values, proven, bound = tuple(slack_hint), True, None
     for level, (objective_vars, weights) in enumerate(levels):
         if not objective_vars:
             continue
         solution = solve_integer_program(IntegerProgram(tuple(slack_lowers), tuple(slack_uppers), tuple(closest),
-                                                        objective_vars, weights, values), seconds)
+                                                        objective_vars, weights, values), level_seconds)
         if solution.status not in ("optimal", "feasible"):
             proven = False
             break
@@ -287,16 +290,20 @@ def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
         values = solution.values
         closest.append(linear(objective_vars, weights, 0, solution.objective))
     finals = _finals(parts, var, greedy_finals, values, tree)
-    leaders = [next((b for b, v in lead.items() if values[v]), None) if lead else (final[0] if final else None)
-               for lead, final in zip(leads, finals)]
+    chosen = _leaders(leads, values)
     moved = sum(s for v, s in new if values[v])
-    violations = compute_violations(model, finals, traffic, leaders)
+    violations = compute_violations(model, finals, traffic, [
+        leader if leader is not None else (final[0] if final else None) for leader, final in zip(chosen, finals)])
     shown = ", ".join(f"{name} {v}" for name, v in zip(RESOURCES, violations)
                       if traffic is not None or name in ("disk", "replicas"))
     note = (f"no plan meets every band (proven); {variables} variables, the closest "
             + ("(proven)" if proven else "found within the budget") + f": outside by {shown} (units of 1 % of a "
             f"share, replicas for counts), {moved:,} B")
-    return ExactOutcome(note, finals, moved, proven, bound if proven else None, False, violations, traffic)
+    return ExactOutcome(note, finals, moved, proven, bound if proven else None, False, violations, traffic, chosen)
+
+
+def _leaders(leads: list[dict[int, int]], values) -> tuple:
+    return tuple(next((b for b, v in lead.items() if values[v]), None) if lead else None for lead in leads)
 
 
 def _finals(parts: list[Part], var: list[dict[int, int]], greedy_finals, values, tree: RackTree) -> list:
