@@ -24,7 +24,8 @@ INVARIANTS
   the pipeline (tests/edge/test_sizes_across_a_restart.py). Only the entries of the dirs whose
   lists did not change can be that old; their replica is found by bisection of the dir's sorted
   key columns, for the changed partitions only (their leader's, or every replica's when
-  leaderless).
+  leaderless): about 1.2 µs a partition, some 40 ms in the poll that sees a broker of a
+  300,000-partition cluster fail (30,000 partitions change), against 0.5 s for the whole merge.
 - A dir read again is compared with the last poll's by its `ReplicaList` key columns, in C,
   once: the merge records the dirs that list the same replicas (`MergeIndex.same_dirs`), and
   the diff compares those by their state alone. What reads every replica zips the columns.
@@ -295,7 +296,8 @@ def _compute_hosted(dirs_by_key: Mapping[LogDirKey, LogDirObservation], old_dirs
     dirs whose entries the index kept from an earlier poll (their sizes are of then): patched for
     the dirs whose replica lists changed, or built again when most of them did."""
     # A dir read again that lists the same replicas (sizes aside) hosts the same: its entries
-    # stay (their sizes are those of when its list last changed; snapshots tell fresh ones).
+    # stay (their sizes are those of when its list last changed: a partition that changed reads
+    # its size from the dir again, `_merged_partition`; snapshots tell fresh ones).
     # Each dir compared once (its key columns in C: about 40 ns a replica at 900k replicas).
     same = {k for k, d in dirs_by_key.items() if _hosts_the_same(old_dirs.get(k), d)}
     gone = [d for k, d in old_dirs.items() if k not in same]

@@ -17,9 +17,11 @@ What Kafka's DescribeLogDirs shows along the way:
 - a restart of the broker: leadership moves to the other replica; the broker fenced (its dirs
   are not read: the watcher carries them over); back, with a new dir. A move in flight either
   resumes (the future replica truncated to its checkpointed high watermark and copied again) or,
-  on KRaft with JBOD (Kafka 3.7.1+, `LogManager.recoverAbandonedFutureLogs`), the future replica
-  whose dir the controller had already been told is promoted at startup, partial, and catches up
-  from the leader as any follower does, until a preferred-leader election hands it the lead back.
+  on KRaft with JBOD, the future replica whose dir the controller had already been told (the
+  broker tells it once the copy has caught up, just before the swap) is promoted at startup
+  (`LogManager.recoverAbandonedFutureLogs`, KAFKA-16082), short of what the partition took since,
+  and catches up from the leader as any follower does, until a preferred-leader election hands
+  it the lead back (the test makes it short by most of the log, to tell the sizes apart).
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ class Replay:
         self.now_ms += 1000
         brokers = [BrokerObservation(b, f"/r{b}", "localhost", 9090 + b, b == 3 and fenced) for b in (1, 2, 3)]
         if fenced:  # a fenced broker's dirs are carried over (`cluster_poll`)
-            dirs = [d for d in dirs if d.broker_id != 3] + [d for k, d in self.observation.log_dirs.items() if k[0] == 3]
+            carried = [d for key, d in self.observation.log_dirs.items() if key[0] == 3]
+            dirs = [d for d in dirs if d.broker_id != 3] + carried
         current = compute_observation(brokers, [partition], {"heavy": "id-heavy"}, {}, dirs, {"heavy": 1},
                                       self.observation)
         events = (compute_snapshot_events(current, f"snapshot-{self.now_ms}", self.now_ms) if snapshot
@@ -124,11 +127,13 @@ def created_and_written(replay: Replay) -> None:
     assert replay.size == FULL
 
 
-def restarted(replay: Replay, old=((False, FULL),), small=(), small_used: int = 0) -> None:
-    """Broker 3 restarted: leadership moves to broker 1, broker 3 is fenced (its dirs carried
-    over), then back with a new dir (`small`) and in the ISR."""
-    for partition, fenced in ((heavy(1, (1,), 1), False), (heavy(1, (1,), 1), True), (heavy(1, (1, 3), 1), False)):
-        replay.poll(partition, cluster_dirs(old, small if not fenced else None, small_used=small_used), fenced)
+def restarted(replay: Replay, before: dict, after: dict) -> None:
+    """Broker 3 restarted: shut down, leadership moves to broker 1 (the dirs still as `before`);
+    fenced (its dirs carried over); back, its dirs as `after` (`cluster_dirs` arguments), and
+    in the ISR."""
+    replay.poll(heavy(1, (1,), 1), cluster_dirs(**before))
+    replay.poll(heavy(1, (1,), 1), cluster_dirs(**before), fenced=True)
+    replay.poll(heavy(1, (1, 3), 1), cluster_dirs(**after))
 
 
 def test_a_restart_then_a_log_dir_move_keep_the_size_the_pipeline_knows_and_the_relief_sheds_enough():
@@ -141,7 +146,7 @@ def test_a_restart_then_a_log_dir_move_keep_the_size_the_pipeline_knows_and_the_
     replay = Replay()
     created_and_written(replay)
     told = len(replay.sizes)
-    restarted(replay)
+    restarted(replay, {}, {"small": ()})  # the small dir added
     for copied in (TWO_BATCHES, 5 * BATCH, 20 * BATCH):  # AlterReplicaLogDirs into the small dir
         replay.poll(heavy(1, (1, 3), 1), cluster_dirs(small=((True, copied),), small_used=copied))
     replay.poll(heavy(1, (1, 3), 1), cluster_dirs(old=(), small=((False, FULL),), small_used=FULL))  # the swap
@@ -161,7 +166,8 @@ def test_a_restart_in_the_middle_of_a_log_dir_move_that_resumes_keeps_the_size()
     replay = Replay()
     replay.poll(heavy(), cluster_dirs(small=()), snapshot=True)
     replay.poll(heavy(), cluster_dirs(small=((True, TWO_BATCHES),), small_used=TWO_BATCHES))
-    restarted(replay, small=((True, 0),))
+    moving = {"small": ((True, TWO_BATCHES),), "small_used": TWO_BATCHES}
+    restarted(replay, moving, {"small": ((True, 0),)})
     replay.poll(heavy(1, (1, 3), 1), cluster_dirs(small=((True, 5 * BATCH),), small_used=5 * BATCH))
     replay.poll(heavy(1, (1, 3), 1), cluster_dirs(old=(), small=((False, FULL),), small_used=FULL))
     relief = plan_disk_relief(replay.cluster, 3, SMALL, HIGH, LOW)
@@ -171,8 +177,8 @@ def test_a_restart_in_the_middle_of_a_log_dir_move_that_resumes_keeps_the_size()
 
 @pytest.mark.parametrize("snapshot_before_the_election", [False, True])
 def test_a_partial_future_replica_promoted_at_restart_is_sized_by_its_leader(snapshot_before_the_election):
-    """KRaft JBOD: broker 3 restarts with heavy-0's future replica (two batches) in the small
-    dir, which the controller already names as its dir: Kafka promotes it at startup, partial,
+    """KRaft JBOD: broker 3 restarts with heavy-0's future replica in the small dir, which the
+    controller already names as its dir: Kafka promotes it at startup, short (two batches here),
     and drops the old one; broker 1 leads, broker 3 catches up from it as a follower. The dir's
     event sizes the landed replica at two batches: a follower's replica never lowers the
     partition's size. Once caught up, a preferred-leader election hands broker 3 the lead back:
@@ -182,7 +188,8 @@ def test_a_partial_future_replica_promoted_at_restart_is_sized_by_its_leader(sna
     replay = Replay()
     replay.poll(heavy(), cluster_dirs(small=()), snapshot=True)
     replay.poll(heavy(), cluster_dirs(small=((True, TWO_BATCHES),), small_used=TWO_BATCHES))
-    restarted(replay, old=(), small=((False, TWO_BATCHES),), small_used=TWO_BATCHES)
+    moving = {"small": ((True, TWO_BATCHES),), "small_used": TWO_BATCHES}
+    restarted(replay, moving, {"old": (), "small": ((False, TWO_BATCHES),), "small_used": TWO_BATCHES})
     assert replay.cluster.partition(HEAVY).log_dir_of(3) == SMALL
     for copied in (10 * BATCH, FULL):  # catching up from broker 1, then back in the ISR
         replay.poll(heavy(1, (1, 3) if copied == FULL else (1,), 1),
