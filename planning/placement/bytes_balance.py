@@ -93,6 +93,7 @@ from planning.placement.replica_fates import compute_planning_tree
 from planning.placement.racks import satisfies_rack_spread
 from planning.placement.spread_floor import compute_plan_cv_floor
 from planning.placement.traffic_moves import (balance_bytes_in, balance_network_out, compute_bytes_in_bands,
+                                              compute_leader_loads,
                                               compute_even_bands, compute_rates)
 
 __all__ = ["EXACT_DETERMINISTIC_SECONDS", "EXACT_VARIABLES", "REBALANCE", "Bands", "BytesBalancePlan",
@@ -260,8 +261,7 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
 def _traffic(model: BalanceModel, rates_in: list[int], rates_out: list[int]) -> Traffic:
     """The exact model's view of the measured traffic: bytes in and network out (what a
     partition's leader sends) per part, and their bands (`traffic_moves`, BANDS)."""
-    out = [max(0, len(part.original) - 1) * rate_in + rate_out
-           for part, rate_in, rate_out in zip(model.parts, rates_in, rates_out)]
+    out = compute_leader_loads(model, rates_in, rates_out)
     in_tree = set(model.brokers)
     total = sum(load for part, load in zip(model.parts, out) if part.final and part.final[0] in in_tree)
     return Traffic(rates_in, *compute_bytes_in_bands(model, rates_in), out,

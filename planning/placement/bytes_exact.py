@@ -41,6 +41,7 @@ from typing import Callable, Mapping, Sequence
 from planning.placement.bytes_model import BalanceModel, Part
 from planning.placement.milp import IntegerProgram, LinearConstraint, linear, solve_integer_program
 from planning.placement.racks import RackTree, compute_partition_boxes
+from planning.placement.traffic_moves import outside_band
 
 # The exact model runs when the cluster has at most this many (partition, broker) placement
 # variables (about 100 partitions on 15 brokers), within a deterministic budget per solve.
@@ -85,6 +86,10 @@ class _Band:
     high: int
     unit: int
 
+    def slack(self, value: int) -> int:
+        """How far `value` is outside the band, in whole units (module CLOSEST)."""
+        return -(-outside_band(value, self.low, self.high) // self.unit)
+
 
 def _bands(model: BalanceModel, traffic: Traffic | None) -> list[_Band]:
     def percent(low: int, high: int) -> int:
@@ -125,9 +130,7 @@ def compute_violations(model: BalanceModel, finals: Sequence[Sequence[int | None
             totals[(NETWORK_OUT, leader)] += traffic.out[index]
     result = [0] * len(RESOURCES)
     for band in _bands(model, traffic):
-        value = totals[(band.resource, band.broker)]
-        outside = value - band.high if value > band.high else band.low - value if value < band.low else 0
-        result[band.resource] += -(-outside // band.unit)
+        result[band.resource] += band.slack(totals[(band.resource, band.broker)])
     return tuple(result)
 
 
@@ -263,9 +266,7 @@ def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
         q = len(slack_lowers)
         slack_lowers.append(0)
         slack_uppers.append(-(-(held + sum(ws) + band.high + band.low) // band.unit))
-        value = held + sum(w for v, w in entries if hint[v])
-        outside = value - band.high if value > band.high else band.low - value if value < band.low else 0
-        slack_hint.append(-(-outside // band.unit))
+        slack_hint.append(band.slack(held + sum(w for v, w in entries if hint[v])))
         slacks[band.resource].append(q)
         span = sum(ws) + band.unit * slack_uppers[q] + abs(band.high - held) + abs(band.low - held)
         closest.append(linear(vs + [q], ws + [-band.unit], -span, band.high - held))  # above: within a slack
@@ -273,14 +274,12 @@ def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
     levels = [(tuple(slacks[r]), (1,) * len(slacks[r])) for r in range(len(RESOURCES))]
     bytes_level = len(levels)
     levels += [(new_vars, tuple(s for _, s in new)), (new_vars, (1,) * len(new))]
-    # The levels share the budget of the two solves WITHIN makes: a plan in the same time.
-    level_seconds = seconds
     values, proven, bound = tuple(slack_hint), True, None
     for level, (objective_vars, weights) in enumerate(levels):
         if not objective_vars:
             continue
         solution = solve_integer_program(IntegerProgram(tuple(slack_lowers), tuple(slack_uppers), tuple(closest),
-                                                        objective_vars, weights, values), level_seconds)
+                                                        objective_vars, weights, values), seconds)
         if solution.status not in ("optimal", "feasible"):
             proven = False
             break

@@ -62,8 +62,16 @@ def compute_rates(model: BalanceModel) -> tuple[list[int], list[int]]:
             [int(round(part.state.bytes_out_per_sec or 0)) for part in model.parts])
 
 
-def _outside(value: int, low: int, high: int) -> int:
+def outside_band(value: int, low: int, high: int) -> int:
+    """How far `value` is outside [low, high] (0 inside)."""
     return value - high if value > high else low - value if value < low else 0
+
+
+def compute_leader_loads(model: BalanceModel, rates_in: list[int], rates_out: list[int]) -> list[int]:
+    """What each part's leader sends per second (module TRAFFIC): (replicas - 1) x bytes in +
+    bytes out."""
+    return [max(0, len(part.final) - 1) * rate_in + rate_out
+            for part, rate_in, rate_out in zip(model.parts, rates_in, rates_out)]
 
 
 def compute_bytes_in_bands(model: BalanceModel, rates: list[int]) -> tuple[dict[int, int], dict[int, int]]:
@@ -121,14 +129,14 @@ class _BytesIn:
         return values
 
     def relative(self, b: int) -> float:
-        return _outside(self.load[b], self.low[b], self.high[b]) / self.unit[b]
+        return outside_band(self.load[b], self.low[b], self.high[b]) / self.unit[b]
 
     def violation(self, b: int, disk: int, count: int, rate: int) -> tuple[float, float]:
         """(disk and count violation, bytes-in violation) of b, each relative to its share."""
         m = self.m
-        return (_outside(disk, m.blo[b], m.bhi[b]) / max(1, m.bshare_floor[b])
-                + _outside(count, m.clo[b], m.chi[b]) / max(1, m.cshare_floor[b]),
-                _outside(rate, self.low[b], self.high[b]) / self.unit[b])
+        return (outside_band(disk, m.blo[b], m.bhi[b]) / max(1, m.bshare_floor[b])
+                + outside_band(count, m.clo[b], m.chi[b]) / max(1, m.cshare_floor[b]),
+                outside_band(rate, self.low[b], self.high[b]) / self.unit[b])
 
     def pair(self, giver: int, taker: int) -> tuple[float, float, float, float]:
         """The violations of giver and taker as they stand (`violation`), read once per pair:
@@ -257,7 +265,7 @@ def balance_network_out(model: BalanceModel, leaders: list[int | None], rates_in
     in_tree = set(brokers)
     parts = model.parts
     leaders = list(leaders)
-    weight = [max(0, len(part.final) - 1) * rates_in[i] + rates_out[i] for i, part in enumerate(parts)]
+    weight = compute_leader_loads(model, rates_in, rates_out)
     if not any(weight[i] for i in choosable) or not brokers:
         return leaders
     load = dict.fromkeys(brokers, 0)
@@ -285,7 +293,7 @@ def balance_network_out(model: BalanceModel, leaders: list[int | None], rates_in
 
 
     def relative(b: int) -> float:
-        return _outside(load[b], low[b], high[b]) / unit[b]
+        return outside_band(load[b], low[b], high[b]) / unit[b]
 
     def gain(change) -> float:
         delta: dict[int, list[int]] = {}
@@ -296,8 +304,8 @@ def balance_network_out(model: BalanceModel, leaders: list[int | None], rates_in
                 entry[1] += sign
         counts = traffic = 0.0
         for b, (do, dc) in delta.items():
-            counts += (_outside(count[b], llow[b], lhigh[b]) - _outside(count[b] + dc, llow[b], lhigh[b])) / lunit[b]
-            traffic += (_outside(load[b], low[b], high[b]) - _outside(load[b] + do, low[b], high[b])) / unit[b]
+            counts += (outside_band(count[b], llow[b], lhigh[b]) - outside_band(count[b] + dc, llow[b], lhigh[b])) / lunit[b]
+            traffic += (outside_band(load[b], low[b], high[b]) - outside_band(load[b] + do, low[b], high[b])) / unit[b]
         return 0.0 if counts < -_EPSILON else counts + traffic  # leader counts first
 
     def changes_from_before(change) -> int:

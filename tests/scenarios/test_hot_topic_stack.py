@@ -83,11 +83,11 @@ class SteadyLoad:
         if error is not None and len(self.errors) < 10:
             self.errors.append(str(error))
 
-    def __enter__(self) -> "SteadyLoad":
+    def start(self) -> "SteadyLoad":
         self.thread.start()
         return self
 
-    def __exit__(self, *_) -> None:
+    def close(self) -> None:
         self.stop.set()
         self.thread.join(60)
 
@@ -105,7 +105,7 @@ def world(tmp_path_factory, cache_dir):
                           assignments=ASSIGNMENTS, client=demo.client)
             write_bulk(demo.bootstrap, [(LARGE, p) for p in range(2)], 12, client=demo.client)
             write_bulk(demo.bootstrap, [(SMALL, p) for p in range(6)], 1, client=demo.client)
-            load = SteadyLoad(demo.bootstrap, demo.client, HOT, 4, HOT_RATE).__enter__()
+            load = SteadyLoad(demo.bootstrap, demo.client, HOT, 4, HOT_RATE).start()
 
         try:
             demo.setup(prepare)
@@ -115,7 +115,7 @@ def world(tmp_path_factory, cache_dir):
             yield demo, load
         finally:
             if load is not None:
-                load.__exit__()
+                load.close()
             demo.keep_logs(directory / "logs")
             demo.teardown()
 
