@@ -28,7 +28,9 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    first, so the bytes a plan must move anyway lower the disk spread most, at no cost in
    bytes); the distance of the size from what the broker still needs per replica (its bytes to
    fix over its replicas to fix or its replica room: few large replicas, or many small ones,
-   as needed). When no single move helps, a swap (a replica each way) may. A step's move is
+   as needed), or, when it takes replicas it needs on both bands (a new broker), from what
+   suits the giver (WATER: its bytes above its byte share per replica above its replica share,
+   so each giver comes down towards its shares on both, and the old brokers end level). When no single move helps, a swap (a replica each way) may. A step's move is
    followed by more moves relieving the same broker (up to `bytes_moves._BATCH` in all) while
    it is still outside, each as a step would rank it on one pair and no worse than the step's
    move on the first terms (bytes plus bound plus trapped bytes added, count bound added,
@@ -45,6 +47,12 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    (when no plan meets the bands, the bound is the exact model's for plans as close as its own).
 2b. Traffic, once measured (`planning.placement.traffic_moves`): moves and same-size swaps put
    every broker's bytes in within its band, never at the cost of the disk or count bands.
+2c. Even counts, on the greedy's plan (the exact model's is its own optimum): the smallest
+   replicas move from the broker with the most replicas for its share to the one with the
+   fewest, in each closed group, while no broker leaves its disk or bytes-in band and the
+   moves add at most `EVEN_COUNTS_SHARE` of the bytes the plan moves and as many replicas as
+   it moves (`bytes_moves.even_counts`). A plan that moves nothing evens nothing; one that
+   adds brokers ends with counts a replica apart where small replicas are common.
 4. Leaders, by reordering replica lists only (no data moves): one min-cost flow puts every
    broker's leader count in its band with the fewest leadership changes (the kept leader
    first, then a replica already in sync), solved on brokers rather than partitions
@@ -58,7 +66,8 @@ has a fixed number of replicas in it (3 DCs, RF 3: each DC): its bytes never cha
 arrives at its brokers is at least `max(deficits, departures + what it still lacks)`, with
 departures at least the excesses (at least the smallest replica that covers an excess, when
 the smaller ones together do not). The sum over groups bounds every plan that meets the bands;
-the exact model's proven bound replaces it when higher. `gap_percent` is measured against it.
+the exact model's proven bound replaces it when higher. `gap_percent` is measured against it
+(step 2c's bytes included: at most `EVEN_COUNTS_SHARE` of it).
 
 Modules: `bytes_model` (shares, bands, rack groups, topic limits, the bound), `bytes_ledger`
 (the loads, move by move), `bytes_moves` (steps 1 and 2), `bytes_exact` (step 3),
@@ -84,7 +93,7 @@ from planning.placement.bytes_exact import (EXACT_DETERMINISTIC_SECONDS, EXACT_V
 from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_fraction, compute_parts, count_moves,
                                             count_new_bytes)
 from planning.placement.bytes_ledger import Ledger
-from planning.placement.bytes_moves import balance_moves, place_slots, shrink_moves
+from planning.placement.bytes_moves import balance_moves, even_counts, place_slots, shrink_moves
 from planning.placement.leader_bands import compute_band_leaders
 from planning.placement.goal import Goal, compute_planning_cluster
 from planning.placement.log_dir_choice import compute_target_dirs
@@ -100,6 +109,7 @@ __all__ = ["EXACT_DETERMINISTIC_SECONDS", "EXACT_VARIABLES", "REBALANCE", "Bands
            "ResourceReport", "Spread", "Tolerances", "compute_bands", "plan_bytes_balance"]
 
 REBALANCE = Goal(heal=False, rebalance=True)
+EVEN_COUNTS_SHARE = 0.01  # step 2c's bytes: at most this share of what the plan moved before it
 
 
 @dataclass(frozen=True)
@@ -203,6 +213,7 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
     forced = model.repair_racks()
     forced += sum(part.size * part.final.count(None) for part in parts)
     ledger = Ledger(model, *model.loads())
+    rates_in, rates_out = compute_rates(model)
     unplaced = place_slots(model, ledger)
     steps = balance_moves(model, ledger) if goal.rebalance and brokers else 0
     greedy_finals = [tuple(part.final) for part in parts]
@@ -217,7 +228,6 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
 
     optimum, reachable, exact = None, None, "not run (no rebalance)"
     finals = greedy_finals
-    rates_in, rates_out = compute_rates(model)
     if goal.rebalance and brokers:
         outcome = solve_exact(model, greedy_finals, exact_variables, exact_seconds,
                               lambda: _traffic(model, rates_in, rates_out) if any(rates_in) or any(rates_out) else None)
@@ -250,6 +260,15 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
             steps += traffic_steps
             optimum = None
             exact += f"; then {traffic_steps} changes for bytes in"
+    if goal.rebalance and brokers and optimum is None and finals is greedy_finals:
+        # 2c (the greedy's plan only: the exact model's is its own optimum, counts included).
+        shared = ledger if not any(rates_in) else shared
+        finals_now = [tuple(part.final) for part in parts]
+        evened = even_counts(model, shared, int(EVEN_COUNTS_SHARE * sum(
+            count_new_bytes(part, final) for part, final in zip(parts, finals_now))), count_moves(parts, finals_now),
+            rates_in, compute_bytes_in_bands(model, rates_in) if any(rates_in) else None)
+        if evened:
+            exact += "; then replica counts evened"
     preferred = outcome.leaders if goal.rebalance and brokers and finals is not greedy_finals else None
     leaders, choosable = _choose_leaders(model, goal.rebalance, preferred)
     if goal.rebalance and brokers:
