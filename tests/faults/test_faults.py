@@ -58,7 +58,7 @@ from runtime.clients.kafka_admin import ClusterAdmin
 from reassigner.dev.harness import world as harness
 from reassigner.dev.harness.world import replica_disagreements
 from reassigner.dev.harness.cluster_tools import SlowReplication, throttled_brokers, write_bulk
-from reassigner.dev.harness.product import TopicCollector
+from reassigner.dev.harness.product import COMPONENTS, TopicCollector
 from reassigner.dev.local.processes import tail
 from schemas.codec import encode, version_headers
 from tests.pipeline.harness import Harness, broker_event, partition_event, request
@@ -236,6 +236,22 @@ def world(tmp_path_factory, cache_dir):
                 faults.close()
             demo.keep_logs(directory / "logs")
             demo.teardown()
+
+
+@pytest.fixture(autouse=True)
+def every_process_running(world):
+    """Each test starts with the product running: a component a failed test left stopped (a stop
+    it was checking went wrong) is started again first, so one failure stays one (CI, 2026-11-28:
+    a group stop that failed test 10 left the next three tests without a pipeline)."""
+    for name in COMPONENTS:
+        handle = world.demo.product.handles.get(name)
+        if handle is not None and handle.poll() is not None:
+            mark = world.log_mark(name)
+            world.demo.product.start_one(name)
+            if name == "pipeline":
+                world.wait("the pipeline started again", lambda: "pipeline running" in world.log_since(name, mark),
+                           300)
+    yield
 
 
 def test_1_forged_oversized_and_nonsense_records_are_refused_and_the_loop_goes_on(world):
