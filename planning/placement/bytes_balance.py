@@ -56,8 +56,12 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
 4. Leaders, by reordering replica lists only (no data moves): one min-cost flow puts every
    broker's leader count in its band with the fewest leadership changes (the kept leader
    first, then a replica already in sync), solved on brokers rather than partitions
-   (`planning.placement.leader_bands`: the same optimum); then (4b) leaderships handed over or traded put
-   network out (followers' fetches and consumers' reads) within its band. A partition whose
+   (`planning.placement.leader_bands`: the same optimum); then, when that changes leaders,
+   the tightest of a few finer bands (even, a quarter, half the tolerance) whose changes stay
+   within `EVEN_LEADERS_FACTOR` times the band's and which keeps in the band every broker the
+   band put there (plans choosing up to `EVEN_LEADERS_ROWS` leaders); then (4b) leaderships
+   handed over or traded put network out (followers' fetches and consumers' reads) within its
+   band. A partition whose
    load alone is above every broker's band (a hot partition's leader) is named in the warnings:
    the broker carrying it stays outside whatever the plan.
 
@@ -109,6 +113,8 @@ __all__ = ["EXACT_DETERMINISTIC_SECONDS", "EXACT_VARIABLES", "REBALANCE", "Bands
            "ResourceReport", "Spread", "Tolerances", "compute_bands", "plan_bytes_balance"]
 
 REBALANCE = Goal(heal=False, rebalance=True)
+EVEN_LEADERS_FACTOR = 2  # step 4's finer band: at most this many times the changes its band needs
+EVEN_LEADERS_ROWS = 100_000  # ... tried on plans choosing up to this many leaders
 EVEN_COUNTS_SHARE = 0.01  # step 2c's bytes: at most this share of what the plan moved before it
 
 
@@ -327,12 +333,39 @@ def _choose_leaders(model: BalanceModel, rebalance: bool,
     if rows:
         total = len(rows) + int(fixed.sum())
         share = Fraction(total, n)
+        member_row = np.asarray(members_row, dtype=np.int64)
+        member_column = np.asarray(members_column, dtype=np.int64)
+        member_cost = np.asarray(members_cost, dtype=np.int64)
+        anchors = np.full(len(rows), -1, dtype=np.int64)
+        anchors[member_row[member_cost == 0]] = member_column[member_cost == 0]
+
+        def bounds(tolerance: Fraction) -> tuple[np.ndarray, np.ndarray]:
+            return (np.array([math.floor((1 - tolerance) * share)] * n, dtype=np.int64) - fixed,
+                    np.array([math.ceil((1 + tolerance) * share)] * n, dtype=np.int64) - fixed)
+
+        def within(tolerance: Fraction) -> tuple[np.ndarray, int]:
+            """The leaders with every count within ±tolerance (as near as the partitions allow),
+            and how many rows change."""
+            chosen = compute_band_leaders(len(rows), member_row, member_column, member_cost, n,
+                                          *bounds(tolerance), 2 * len(rows) + 1)
+            return chosen, int(np.count_nonzero(chosen != anchors))
+
         tolerance = as_fraction(model.tolerances.leaders)
-        low = np.array([math.floor((1 - tolerance) * share)] * n, dtype=np.int64) - fixed
-        high = np.array([math.ceil((1 + tolerance) * share)] * n, dtype=np.int64) - fixed
-        picked = compute_band_leaders(len(rows), np.asarray(members_row, dtype=np.int64),
-                                      np.asarray(members_column, dtype=np.int64),
-                                      np.asarray(members_cost, dtype=np.int64), n, low, high, 2 * len(rows) + 1)
+        picked, changes = within(tolerance)
+        if rebalance and changes and EVEN_LEADERS_FACTOR and len(rows) <= EVEN_LEADERS_ROWS:
+            # Even leaders (step 4): the tightest of a few finer bands that costs at most
+            # `EVEN_LEADERS_FACTOR` times the changes the band itself needs and keeps every count
+            # that was in the band in it (a plan that changes none evens none). A finer band
+            # often needs `leader_bands`' row flow (~4 s a solve at 300k partitions): bounded.
+            low, high = bounds(tolerance)
+            counts = np.bincount(picked, minlength=n)
+            inside = (counts >= low) & (counts <= high)
+            for finer in (Fraction(0), tolerance / 4, tolerance / 2):
+                tighter, more = within(finer)
+                evened = np.bincount(tighter, minlength=n)
+                if more <= EVEN_LEADERS_FACTOR * changes and np.all(~inside | ((evened >= low) & (evened <= high))):
+                    picked = tighter
+                    break
         for index, j in zip(rows, picked.tolist()):
             leaders[index] = brokers[j]
     return leaders, frozenset(rows)

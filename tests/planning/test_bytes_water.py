@@ -100,12 +100,13 @@ def clusters(draw):
 
 @settings(max_examples=25, deadline=None)
 @given(cluster=clusters())
-def test_evening_counts_never_costs_a_band_or_a_hard_rule(cluster, monkeypatch_session):
+def test_evening_counts_and_leaders_never_costs_a_band_or_a_hard_rule(cluster, monkeypatch_session):
     goal = Goal(heal=False, rebalance=True)
     tolerances = Tolerances(disk=0.1, replicas=0.1, leaders=0.1, bytes_in=0.1, network_out=0.1)
     evened = plan_bytes_balance(cluster, tolerances, goal, **GREEDY)
     with monkeypatch_session.context() as patch:
         patch.setattr(bytes_balance, "EVEN_COUNTS_SHARE", 0.0)
+        patch.setattr(bytes_balance, "EVEN_LEADERS_FACTOR", 0)
         plain = plan_bytes_balance(cluster, tolerances, goal, **GREEDY)
     assert hard_constraint_violations(cluster, goal, evened) == []
     for name in ("disk", "bytes_in"):
@@ -116,12 +117,35 @@ def test_evening_counts_never_costs_a_band_or_a_hard_rule(cluster, monkeypatch_s
     shares = compute_bands(cluster, tolerances, goal).replica_share
     levels = [{b: n / shares[b] for b, n in plan.replicas_after.items() if shares[b]} for plan in (evened, plain)]
     assert spread(levels[0].values()) <= spread(levels[1].values()) + 1 / min(s for s in shares.values() if s)
+    assert evened.resources["leaders"].after.outside <= plain.resources["leaders"].after.outside
     if "bytes_in" not in plain.resources:  # else step 2b, after it, may move other replicas
         assert evened.bytes_moved <= plain.bytes_moved * 1.01 + 1
         assert evened.replica_moves <= 2 * plain.replica_moves
+        assert spread(evened.leaders_after.values()) <= spread(plain.leaders_after.values())
 
 
 @pytest.fixture(scope="module")
 def monkeypatch_session():
     with pytest.MonkeyPatch.context() as patch:
         yield patch
+
+
+def test_leaders_come_out_even_for_at_most_twice_the_changes_their_band_needs(monkeypatch):
+    """Step 4's finer band: on an add (rack-spread RF 3, 12 brokers + 2 new), the leader counts
+    end a leader apart, for at most twice the changes the ±10 % band alone makes."""
+    rnd = random.Random(3)
+    brokers = tuple(Broker(i, rack=f"/dc{i % 3}") for i in range(14))
+    parts = tuple(PartitionState(f"t{i % 12}", i, tuple(rnd.choice(range(k, 12, 3)) for k in rnd.sample(range(3), 3)),
+                                 size_bytes=int(10 ** rnd.uniform(0, 3)) * MB) for i in range(600))
+    topics = {}
+    for p in parts:
+        topics.setdefault(p.topic, []).append(p)
+    cluster = Cluster(brokers, tuple(Topic(t, tuple(ps)) for t, ps in sorted(topics.items())))
+    goal = Goal(heal=False, rebalance=True)
+    evened = plan_bytes_balance(cluster, TEN, goal, **GREEDY)
+    monkeypatch.setattr(bytes_balance, "EVEN_LEADERS_FACTOR", 0)
+    plain = plan_bytes_balance(cluster, TEN, goal, **GREEDY)
+    # The same data moves (leaders only differ).
+    assert (evened.bytes_moved, evened.replica_moves) == (plain.bytes_moved, plain.replica_moves)
+    assert spread(evened.leaders_after.values()) <= 1 < spread(plain.leaders_after.values())
+    assert plain.leader_changes < evened.leader_changes <= 2 * plain.leader_changes
