@@ -72,6 +72,19 @@ from streams.store_recovery import (PlansToResume, PublishedMarks, compute_caugh
 
 log = logging.getLogger(__name__)
 
+SLOW_BATCH_SECONDS = 10.0  # a batch this long is logged (WARNING) with its phases
+
+
+def compute_slow_batch_note(batch_id: int, rows: int, seconds: float, phases: Mapping[str, float],
+                            limit: float = SLOW_BATCH_SECONDS) -> str | None:
+    """The log line for a batch that took more than `limit` seconds, naming its phases, longest
+    first, so that a pipeline that stops answering for minutes says where its time went; None
+    for a batch within the limit."""
+    if seconds <= limit:
+        return None
+    spent = ", ".join(f"{name} {value:.1f} s" for name, value in sorted(phases.items(), key=lambda kv: -kv[1]))
+    return f"batch {batch_id} took {seconds:.1f} s ({rows} rows; {spent}): requests and events wait behind it"
+
 
 @dataclass
 class PipelineStats:
@@ -292,7 +305,10 @@ class PipelineRunner:
         self.stats.last_batch_seconds = time.perf_counter() - timer.started
         self.stats.last_phase_seconds = timer.phases
         count_batch_phases({**timer.phases, "total": self.stats.last_batch_seconds})
-        if outbox:
+        slow = compute_slow_batch_note(batch_id, rows, self.stats.last_batch_seconds, timer.phases)
+        if slow is not None:
+            log.warning("%s", slow)
+        elif outbox:
             log.info("batch %d: %d rows, %d messages out (%s)", batch_id, rows, len(outbox),
                      ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in timer.phases.items()))
 
