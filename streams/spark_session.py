@@ -18,17 +18,10 @@ Rules:
   thread died at once while its socket kept listening, so Spark's first callback and then
   `query.stop()` waited forever. Started here it gets one of the process's first descriptors; a
   high one anyway is refused in one line (`compute_callback_server_problem`);
-- Spark's JVM is launched ignoring SIGTERM, as pyspark launches it ignoring SIGINT: the driver
-  alone decides when it stops (`reassigner.cli.run`). An ignored signal stays ignored in every
-  process the JVM forks, and Hadoop's local file system forks `chmod` for every checkpoint file
-  it writes (without Hadoop's native library): systemd stopping the whole control group, or a
-  supervisor the whole process group, killed such a `chmod` now and then, and Spark logged the
-  stop as "Query terminated with error" with a stack trace. The JVM, which keeps an ignored
-  shutdown signal ignored, and its children no longer see a group's SIGTERM; the driver gets it
-  and stops the query after the batch in progress, then Spark;
-- should the JVM shut down by itself anyway (a SIGHUP, Spark's own exit), the driver's stop runs
-  first (`stop_before_spark`): the JVM's shutdown hooks run by priority, and Spark's own, which
-  stops the SparkContext under whatever job runs (the driver's batch then failed with a Python
+- a SIGTERM that reaches Spark's JVM (systemd stops the whole control group, a terminal or a
+  supervisor the whole process group; or the JVM alone) runs the driver's stop first
+  (`stop_before_spark`): the JVM's shutdown hooks run by priority, and Spark's own, which stops
+  the SparkContext under whatever job runs (the driver's batch then failed with a Python
   traceback in Spark's log), comes after a Python hook that lets the batch in progress finish
   and stops the query.
 """
@@ -38,11 +31,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-import signal
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Mapping
 
 from runtime.clients.jars import ensure_jars
 from schemas.errors import PermanentError
@@ -146,8 +137,7 @@ def build_spark_session(
         builder = builder.config("spark.sql.streaming.checkpointLocation", str(checkpoint_dir))
     for key, value in compute_spark_conf(master, extra_conf or {}).items():
         builder = builder.config(key, value)
-    with jvm_ignoring_sigterm():
-        session = builder.getOrCreate()
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     # "Current batch is falling behind" is logged for every micro-batch that outlasts the trigger
     # interval, which a 100 ms trigger makes routine: noise, not news.
@@ -157,31 +147,6 @@ def build_spark_session(
         jvm.org.apache.logging.log4j.Level.ERROR)
     start_callback_server(session)
     return session
-
-
-@contextmanager
-def jvm_ignoring_sigterm() -> Iterator[None]:
-    """While pyspark launches Spark's JVM, its launch process (and so the JVM and every process
-    the JVM forks) starts with SIGTERM ignored (module doc). pyspark sets its own `preexec_fn`
-    (SIGINT ignored) on the `Popen` it calls; this wraps that `Popen` to add SIGTERM, in the
-    child only: the driver's own handler is never touched."""
-    import pyspark.java_gateway as gateway
-
-    launch = gateway.Popen
-
-    def popen(*arguments, preexec_fn=None, **options):
-        def preexec() -> None:
-            if preexec_fn is not None:
-                preexec_fn()
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-        return launch(*arguments, preexec_fn=preexec, **options)
-
-    gateway.Popen = popen
-    try:
-        yield
-    finally:
-        gateway.Popen = launch
 
 
 def start_callback_server(session) -> None:
