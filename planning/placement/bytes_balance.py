@@ -105,9 +105,8 @@ from planning.placement.placer import compute_led_by
 from planning.placement.replica_fates import compute_planning_tree
 from planning.placement.racks import satisfies_rack_spread
 from planning.placement.spread_floor import compute_plan_cv_floor
-from planning.placement.traffic_moves import (balance_bytes_in, balance_network_out, compute_bytes_in_bands,
-                                              compute_leader_loads,
-                                              compute_even_bands, compute_rates)
+from planning.placement.traffic_moves import (BytesIn, balance_bytes_in, balance_network_out, compute_bytes_in_bands,
+                                              compute_even_bands, compute_leader_loads, compute_rates)
 
 __all__ = ["EXACT_DETERMINISTIC_SECONDS", "EXACT_VARIABLES", "REBALANCE", "Bands", "BytesBalancePlan",
            "ResourceReport", "Spread", "Tolerances", "compute_bands", "plan_bytes_balance"]
@@ -267,12 +266,12 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
             optimum = None
             exact += f"; then {traffic_steps} changes for bytes in"
     if goal.rebalance and brokers and optimum is None and finals is greedy_finals:
-        # 2c (the greedy's plan only: the exact model's is its own optimum, counts included).
-        shared = ledger if not any(rates_in) else shared
+        # 2c (the greedy's plan only: the exact model's is its own optimum, counts included), on
+        # the greedy's ledger, which 2b moved on.
         finals_now = [tuple(part.final) for part in parts]
-        evened = even_counts(model, shared, int(EVEN_COUNTS_SHARE * sum(
+        evened = even_counts(model, ledger, int(EVEN_COUNTS_SHARE * sum(
             count_new_bytes(part, final) for part, final in zip(parts, finals_now))), count_moves(parts, finals_now),
-            rates_in, compute_bytes_in_bands(model, rates_in) if any(rates_in) else None)
+            BytesIn(model, ledger, rates_in) if any(rates_in) else None)
         if evened:
             exact += "; then replica counts evened"
     preferred = outcome.leaders if goal.rebalance and brokers and finals is not greedy_finals else None

@@ -585,14 +585,13 @@ def shrink_moves(model: BalanceModel, ledger: Ledger, slack: int | None = None) 
 # --- 2c. even counts ---------------------------------------------------------------------------------
 
 
-def even_counts(model: BalanceModel, ledger: Ledger, budget: int, moves: int, rates_in=None,
-                in_bands=None) -> int:
+def even_counts(model: BalanceModel, ledger: Ledger, budget: int, moves: int, bytes_in=None) -> int:
     """Once the bands are met or as near as the greedy gets: the smallest replicas move from the
     broker holding the most replicas for its share to the one holding the fewest, in each closed
     rack group, while their counts are at least two apart, no broker leaves its disk band (nor
-    its bytes-in band, `in_bands` = (low, high) per broker with `rates_in` per partition, once
-    traffic is measured), every hard rule and topic limit holds, and these moves add at most
-    `budget` bytes and `moves` replicas. Returns the bytes moved.
+    its bytes-in band once traffic is measured: `bytes_in`, `traffic_moves.BytesIn` on this
+    ledger, whose `move` then makes the moves), every hard rule and topic limit holds, and these
+    moves add at most `budget` bytes and `moves` replicas. Returns the bytes moved.
 
     WHY. A count band of ±10 % leaves up to a fifth of a share between brokers; where replicas of
     a few megabytes are common, the difference costs a hundredth of the bytes the plan moves
@@ -601,12 +600,7 @@ def even_counts(model: BalanceModel, ledger: Ledger, budget: int, moves: int, ra
     that moves nothing evens nothing). Each move lowers the sum of squared count deviations, so
     it ends."""
     spent = made = 0
-    in_load = None
-    if rates_in is not None and in_bands is not None:
-        in_load = dict.fromkeys(model.brokers, 0)
-        for part, rate in zip(model.parts, rates_in):
-            for b in part.members:
-                in_load[b] += rate
+    move_replica = bytes_in.move if bytes_in is not None else ledger.move
     count, share = ledger.count, model.cshare_floor
     for g in sorted(model.group_members):
         members = [b for b in model.group_members[g] if share[b] > 0]
@@ -620,7 +614,7 @@ def even_counts(model: BalanceModel, ledger: Ledger, budget: int, moves: int, ra
                         break  # no richer broker left for this one
                     if (hi, lo) in stuck:
                         continue
-                    move = _smallest_fitting(model, ledger, hi, lo, budget - spent, rates_in, in_load, in_bands)
+                    move = _smallest_fitting(model, ledger, hi, lo, budget - spent, bytes_in)
                     if move is not None:
                         break
                     stuck.add((hi, lo))
@@ -629,17 +623,14 @@ def even_counts(model: BalanceModel, ledger: Ledger, budget: int, moves: int, ra
             if move is None:
                 break
             size, index = move
-            ledger.move(index, hi, lo)
+            move_replica(index, hi, lo)
             spent += size
             made += 1
-            if in_load is not None:
-                in_load[hi] -= rates_in[index]
-                in_load[lo] += rates_in[index]
             stuck = {pair for pair in stuck if hi not in pair and lo not in pair}
     return spent
 
 
-def _smallest_fitting(model: BalanceModel, ledger: Ledger, s: int, d: int, room: int, rates_in, in_load, in_bands):
+def _smallest_fitting(model: BalanceModel, ledger: Ledger, s: int, d: int, room: int, bytes_in):
     """The smallest of s's movable replicas that may move to d within the bands (`even_counts`):
     (size, partition index), or None among the `2 * _SCAN` smallest."""
     accept = _acceptor(model, s, d)
@@ -651,10 +642,10 @@ def _smallest_fitting(model: BalanceModel, ledger: Ledger, s: int, d: int, room:
             break  # sorted by size: none after it fits either
         if -size < low_s or not accept(item):
             continue
-        if in_load is not None:
-            rate = rates_in[index]
-            low, high = in_bands
-            if in_load[s] - rate < min(low[s], in_load[s]) or in_load[d] + rate > max(high[d], in_load[d]):
+        if bytes_in is not None:
+            rate, load = bytes_in.rate[index], bytes_in.load
+            if (load[s] - rate < min(bytes_in.low[s], load[s])
+                    or load[d] + rate > max(bytes_in.high[d], load[d])):
                 continue
         return item
     return None

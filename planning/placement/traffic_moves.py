@@ -96,8 +96,9 @@ def compute_even_bands(total: int, brokers, tolerance: float) -> tuple[dict[int,
 # --- 2b. bytes in ------------------------------------------------------------------------------
 
 
-class _BytesIn:
-    """Bytes in per broker and each broker's movable replicas by rate, kept move by move."""
+class BytesIn:
+    """Bytes in per broker, its bands, and each broker's movable replicas by rate, kept move by
+    move (`move` moves the replica on the ledger too): step 2b's state, and 2c's bytes-in check."""
 
     def __init__(self, model: BalanceModel, ledger: Ledger, rates: list[int]) -> None:
         self.m, self.ledger, self.rate = model, ledger, rates
@@ -176,7 +177,7 @@ def balance_bytes_in(model: BalanceModel, ledger: Ledger, rates: list[int]) -> i
     """Step 2b (module docstring); returns the changes made."""
     if not any(rates) or not model.brokers:
         return 0
-    state = _BytesIn(model, ledger, rates)
+    state = BytesIn(model, ledger, rates)
     steps, budget = 0, 4 * len(model.brokers) + 200
     stuck: set[int] = set()
     heap = [(-state.relative(b), b) for b in model.brokers if state.relative(b) > 0]
@@ -201,7 +202,7 @@ def balance_bytes_in(model: BalanceModel, ledger: Ledger, rates: list[int]) -> i
     return steps
 
 
-def _best_in_change(model: BalanceModel, state: _BytesIn, b: int):
+def _best_in_change(model: BalanceModel, state: BytesIn, b: int):
     """The cheapest change (bytes per violation removed) relieving broker b, or None."""
     hot = state.load[b] > state.high[b]
     ratio = {c: state.load[c] / state.unit[c] for c in model.group_members[model.group[b]]}

@@ -113,6 +113,7 @@ def test_a_shared_ledger_gives_the_plan_a_second_ledger_gives(case):
     after it, then reads the ledger 2b moved on)."""
     import planning.placement.bytes_balance as bytes_balance
     from planning.placement.bytes_ledger import Ledger
+    from planning.placement.traffic_moves import BytesIn
 
     cluster, goal, tolerances = case
     shared = plan_bytes_balance(cluster, tolerances, goal, exact_variables=0)
@@ -128,8 +129,11 @@ def test_a_shared_ledger_gives_the_plan_a_second_ledger_gives(case):
                      (ledger.gc_held, ledger.gc_exc, ledger.gc_def) == (fresh.gc_held, fresh.gc_exc, fresh.gc_def)))
         return original(model, fresh, rates)
 
-    def evened_on_the_second(model, ledger, *arguments):
-        return original_even(model, second[-1] if second else ledger, *arguments)
+    def evened_on_the_second(model, ledger, budget, moves, bytes_in):
+        if second:
+            ledger = second[-1]
+            bytes_in = BytesIn(model, ledger, bytes_in.rate) if bytes_in is not None else None
+        return original_even(model, ledger, budget, moves, bytes_in)
 
     bytes_balance.balance_bytes_in, bytes_balance.even_counts = with_a_second_ledger, evened_on_the_second
     try:
