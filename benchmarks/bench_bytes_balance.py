@@ -1,7 +1,7 @@
 """Bytes-balance benchmark: prints figures, never asserts timings.
 
 Run: `.venv/bin/python benchmarks/bench_bytes_balance.py [a b c d] [--seeds 1,2] [--tolerance 0.10] [--bytes-only]
-[--traffic]`
+[--traffic] [--budgets 0.5,1.5]`
 
 Clusters (seeded; 3 DCs with 2 racks each, `/dcK/rJ`; RF 3, one replica per DC, each on a
 random broker of its DC, leaders in random order: a random rack-spread start):
@@ -34,6 +34,10 @@ bytes in are its size over a retention of 1 hour to 7 days (log-uniform), 3 % of
 hot (x20), and 0-3 consumer groups read each topic (bytes out = groups x bytes in); the bytes
 planner then balances bytes in and network out too, and each plan's bytes-in and network-out CV
 and max/mean are printed beside the disk's.
+
+`--budgets R1,R2,...` adds, per ratio R, the plan a byte budget of R times the tolerance plan's
+bytes buys (`planning.placement.bytes_budget`: the tightest disk band within it): the frontier
+of bytes moved against disk spread, each row with the band it reached.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from planning.model import Broker, Cluster, PartitionState, Topic  # noqa: E402
 from planning.placement.bytes_balance import Tolerances, plan_bytes_balance  # noqa: E402
+from planning.placement.bytes_budget import plan_within_budget  # noqa: E402
 from runtime.heap import automatic_collection_paused  # noqa: E402
 from planning.placement.placer import Goal, plan_placement  # noqa: E402
 from planning.placement.racks import compute_closed_groups, compute_rack_tree, satisfies_rack_spread  # noqa: E402
@@ -184,7 +189,8 @@ def describe(name: str, cluster: Cluster, eligible: list[int], added: list[int],
     return {"tb": moved / TB, "cv": cv, "cv_floor": floor, "max_mean": max_mean}
 
 
-def run(key: str, seed: int, tolerance: float, bytes_only: bool = False, traffic: bool = False) -> None:
+def run(key: str, seed: int, tolerance: float, bytes_only: bool = False, traffic: bool = False,
+        budgets: tuple[float, ...] = ()) -> None:
     cluster, added, drained = scenario(key, seed)
     if traffic:
         cluster = with_traffic(cluster, seed)
@@ -212,6 +218,15 @@ def run(key: str, seed: int, tolerance: float, bytes_only: bool = False, traffic
              f"; within tolerance: {plan.within_tolerance}")
     for warning in plan.warnings:
         print(f"    warning: {warning}", flush=True)
+    for ratio in budgets:
+        budget = int(ratio * plan.bytes_moved)
+        started = time.perf_counter()
+        with automatic_collection_paused():
+            bought = plan_within_budget(cluster, budget, tolerances, goal)
+        seconds = time.perf_counter() - started
+        describe(f"budget {ratio:g}x (band ±{bought.disk_tolerance:.1%})", cluster, eligible, added, bought.targets,
+                 seconds, bought.bytes_moved, bought.replica_moves, bought.leader_changes,
+                 bought.bytes_moved_lower_bound, f"; within the budget: {bought.bytes_moved <= budget}")
 
     goals = [("today (product's goal)", goal if not drained else Goal(heal=False, rebalance=False,
                                                                      drain_brokers=drained))]
@@ -236,8 +251,13 @@ if __name__ == "__main__":
         at = args.index("--tolerance")
         tolerance = float(args[at + 1])
         del args[at:at + 2]
+    budgets: tuple[float, ...] = ()
+    if "--budgets" in args:
+        at = args.index("--budgets")
+        budgets = tuple(float(r) for r in args[at + 1].split(","))
+        del args[at:at + 2]
     bytes_only, traffic = "--bytes-only" in args, "--traffic" in args
     args = [a for a in args if a not in ("--bytes-only", "--traffic")]
     for key in args or ["a", "b", "c", "d"]:
         for seed in seeds:
-            run(key, seed, tolerance, bytes_only, traffic)
+            run(key, seed, tolerance, bytes_only, traffic, budgets)

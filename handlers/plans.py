@@ -84,7 +84,8 @@ def compute_balance(policy: Policy) -> Balance:
     return Balance(policy.balance_mode, Tolerances(
         disk=policy.balance_disk_tolerance, replicas=policy.balance_replica_tolerance,
         leaders=policy.balance_leader_tolerance, topic_spread=policy.balance_topic_spread,
-        bytes_in=policy.balance_bytes_in_tolerance, network_out=policy.balance_network_out_tolerance))
+        bytes_in=policy.balance_bytes_in_tolerance, network_out=policy.balance_network_out_tolerance),
+        policy.balance_disk_budget_bytes)
 
 
 def compute_plan_proof(plan: PlacementPlan) -> dict[str, object]:
@@ -95,6 +96,8 @@ def compute_plan_proof(plan: PlacementPlan) -> dict[str, object]:
             "bytes_lower_bound": plan.bytes_moved_lower_bound,
             "gap_percent": "n/a" if plan.gap_percent is None else round(plan.gap_percent, 2),
             "within_tolerance": str(bool(plan.within_tolerance)).lower(),
+            **({} if plan.byte_budget is None else {  # the band a byte budget chose (`bytes_budget`)
+                "byte_budget": plan.byte_budget, "disk_tolerance": plan.disk_tolerance}),
             # no plan moving as many bytes reaches a lower disk CV (`planning.placement.spread_floor`)
             "disk_cv_floor": "n/a" if plan.disk_cv_floor is None else round(plan.disk_cv_floor, 4),
             # per resource: brokers outside its band before -> after, and its CV before -> after

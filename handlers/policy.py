@@ -81,6 +81,7 @@ class Policy:
     balance_bytes_in_tolerance: float
     balance_network_out_tolerance: float
     balance_topic_spread: float
+    balance_disk_budget_bytes: int  # 0: off (`planning.placement.bytes_budget`)
     topics_include: str
     topics_exclude: str | None  # None: Kafka's internal topics and the product's own
     topic_prefix: str
@@ -107,6 +108,7 @@ class ValueKind:
 MAX_INTEGER = 1_000_000
 MAX_DURATION_SECONDS = 366 * 24 * 3600.0
 MAX_RATE = 10**13  # bytes per second (10 TB/s)
+MAX_SIZE = 10**16  # bytes (10 PB)
 
 
 def _integer_kind(minimum: int) -> ValueKind:
@@ -145,6 +147,17 @@ def _parse_rate(text: str) -> tuple[str, int]:
         raise ValueError(RATE.expected)
     rate = int(match.group(1)) * _RATE_UNITS[match.group(2)]
     return str(rate), rate
+
+
+_SIZE_UNITS = {**_RATE_UNITS, "tb": 1000**4, "tib": 1024**4}
+
+
+def _parse_size(text: str) -> tuple[str, int]:
+    match = re.fullmatch(r"([0-9]{1,17})\s*([kmgt]i?b|b|)", text.strip().lower())
+    if not match or not 0 <= int(match.group(1)) * _SIZE_UNITS[match.group(2)] <= MAX_SIZE:
+        raise ValueError(SIZE.expected)
+    size = int(match.group(1)) * _SIZE_UNITS[match.group(2)]
+    return str(size), size
 
 
 def _parse_fraction(text: str) -> tuple[str, float]:
@@ -231,6 +244,7 @@ def compute_excluded_topics(topic_names, policy: Policy) -> frozenset[str]:
 
 DURATION = ValueKind("a duration such as 600, 600s, 10m or 1500ms, at most 366 days", _parse_duration)
 RATE = ValueKind("bytes per second from 1 to 10 TB, such as 10000000 or 10MB", _parse_rate)
+SIZE = ValueKind("bytes from 0 to 10 PB, such as 0, 500GB or 2TiB", _parse_size)
 FRACTION = ValueKind("a fraction in (0, 1] such as 0.4", _parse_fraction)
 PERCENT = ValueKind("a percentage in (0, 100] such as 85", _parse_percent)
 BOOLEAN = ValueKind("true or false", _parse_boolean)
@@ -296,6 +310,8 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "(balance.mode=bytes) how far what a broker sends as a leader may be from its share"),
     DynamicKey("balance.topic.spread", "balance_topic_spread", FRACTION,
                "(balance.mode=bytes) a topic's replicas on a broker stay within share + max(2, this x share)"),
+    DynamicKey("balance.disk.budget.bytes", "balance_disk_budget_bytes", SIZE,
+               "(balance.mode=bytes) 0: off; else a rebalance moves at most this, as evenly as that allows"),
     DynamicKey("mode", "mode", _choice_kind(MODES),
                "auto executes, approve waits for approval, observe only alerts"),
     DynamicKey(PAUSED_KEY, "paused", BOOLEAN,

@@ -219,6 +219,10 @@ class Settings(BaseSettings):
     balance_topic_spread: float = Field(
         0.25, gt=0, le=1, description="`balance.topic.spread`: (mode bytes) no move puts more of one "
         "topic on a broker than its share plus max(2, this fraction of the share).")
+    balance_disk_budget_bytes: int = Field(
+        0, ge=0, le=10**16, description="`balance.disk.budget.bytes`: (mode bytes) 0: off. Otherwise a plan "
+        "that rebalances moves at most this many bytes, and its disk band is the tightest that allows "
+        "(instead of `balance.disk.tolerance`); what must move (drains, heals) is never cut.")
 
     # --- log-dir balance ---------------------------------------------------------------
     logdir_imbalance_threshold: float = Field(

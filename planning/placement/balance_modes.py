@@ -5,7 +5,8 @@ RULE. `balance.mode` chooses how a plan that rebalances is made:
   cluster, with the fewest replica moves (proven against its bound in moves);
 - `bytes`: `plan_bytes_balance` puts every broker within ±tolerance of its share of the disk
   bytes, the replica count and the leaders, with a loose per-topic spread, moving the fewest
-  bytes (proven against its bound in bytes).
+  bytes (proven against its bound in bytes); with a byte budget (`Balance.disk_budget`),
+  `plan_within_budget` chooses the disk tolerance: the tightest a plan within the budget reaches.
 
 Some goals stay with the count planner in either mode, for what they need that the bytes
 planner does not do: explicit targets (a Reassign request), `partial` plans (a heal that places
@@ -44,6 +45,7 @@ class Balance:
 
     mode: str = "bytes"
     tolerances: Tolerances | None = None
+    disk_budget: int = 0  # bytes; > 0: the disk band is the tightest a plan within it reaches
 
 
 def plan_balanced(cluster: Cluster, goal: Goal, balance: Balance = Balance()) -> PlacementPlan:
@@ -52,13 +54,16 @@ def plan_balanced(cluster: Cluster, goal: Goal, balance: Balance = Balance()) ->
     # The planners are imported here, not at the top: the settings read BALANCE_MODES at every
     # command line's start, which must not pay for numpy and the solvers.
     from planning.placement.bytes_balance import Tolerances, plan_bytes_balance
+    from planning.placement.bytes_budget import plan_within_budget
     from planning.placement.placer import plan_placement
 
     if balance.mode not in BALANCE_MODES:
         raise ValueError(f"balance mode {balance.mode!r} is not one of {', '.join(BALANCE_MODES)}")
     if balance.mode == "strict" or goal.explicit_targets or goal.partial or goal.ignore_racks:
         return plan_placement(cluster, goal)
-    plan = plan_bytes_balance(cluster, balance.tolerances or Tolerances(), goal)
+    tolerances = balance.tolerances or Tolerances()
+    plan = (plan_within_budget(cluster, balance.disk_budget, tolerances, goal) if balance.disk_budget > 0
+            else plan_bytes_balance(cluster, tolerances, goal))
     if plan.unplaced or plan.disk_overflow:
         return plan_placement(cluster, goal)
     return as_placement_plan(plan, cluster)
@@ -123,4 +128,6 @@ def as_placement_plan(plan: BytesBalancePlan, cluster: Cluster | None = None) ->
         within_tolerance=plan.within_tolerance,
         resources=MappingProxyType(dict(plan.resources)),
         disk_cv_floor=plan.disk_cv_floor,
+        disk_tolerance=plan.disk_tolerance,
+        byte_budget=plan.byte_budget,
     )

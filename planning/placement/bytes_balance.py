@@ -164,6 +164,8 @@ class BytesBalancePlan:
     unplaced: tuple[TopicPartition, ...] = ()  # partitions that cannot be completed: left as they are
     disk_overflow: int = 0  # new replicas that fit no dir of their broker under the disk limit
     disk_cv_floor: float = 0.0  # the lowest disk CV any plan moving these bytes reaches (`spread_floor`)
+    disk_tolerance: float = 0.10  # the disk band planned to (a budget's choice: `bytes_budget`)
+    byte_budget: int | None = None  # the budget the disk band was chosen for; None: the band was given
 
     @property
     def gap_percent(self) -> float:
@@ -183,14 +185,21 @@ class Bands:
 
 def compute_bands(cluster: Cluster, tolerances: Tolerances = Tolerances(), goal: Goal = REBALANCE) -> Bands:
     """The bands `plan_bytes_balance` balances to (module docstring, BALANCED)."""
+    model = compute_balance_model(cluster, tolerances, goal)
+    brokers = model.brokers
+    return Bands(MappingProxyType(dict(model.byte_share)), MappingProxyType(dict(model.count_share)),
+                 MappingProxyType({b: (model.blo[b], model.bhi[b]) for b in brokers}),
+                 MappingProxyType({b: (model.clo[b], model.chi[b]) for b in brokers}))
+
+
+def compute_balance_model(cluster: Cluster, tolerances: Tolerances = Tolerances(),
+                          goal: Goal = REBALANCE) -> BalanceModel:
+    """The fixed data a plan for `goal` starts from (`bytes_model`): fresh parts each call."""
     cluster = compute_planning_cluster(cluster, goal)
     tree = compute_planning_tree(cluster, goal)
     brokers = tuple(sorted(tree.broker_node))
     parts, topics = compute_parts(cluster, goal, tree, brokers)
-    model = BalanceModel(cluster, tree, brokers, parts, topics, tolerances)
-    return Bands(MappingProxyType(dict(model.byte_share)), MappingProxyType(dict(model.count_share)),
-                 MappingProxyType({b: (model.blo[b], model.bhi[b]) for b in brokers}),
-                 MappingProxyType({b: (model.clo[b], model.chi[b]) for b in brokers}))
+    return BalanceModel(cluster, tree, brokers, parts, topics, tolerances)
 
 
 # --- the plan ----------------------------------------------------------------------------------
@@ -198,22 +207,21 @@ def compute_bands(cluster: Cluster, tolerances: Tolerances = Tolerances(), goal:
 
 def plan_bytes_balance(cluster: Cluster, tolerances: Tolerances = Tolerances(), goal: Goal = REBALANCE,
                        exact_variables: int = EXACT_VARIABLES,
-                       exact_seconds: float = EXACT_DETERMINISTIC_SECONDS) -> BytesBalancePlan:
+                       exact_seconds: float = EXACT_DETERMINISTIC_SECONDS,
+                       byte_budget: int | None = None) -> BytesBalancePlan:
     """The plan for `goal` on `cluster` (see the module docstring). `goal.explicit_targets`
-    are not supported here (the count planner, `plan_placement`, takes them)."""
+    are not supported here (the count planner, `plan_placement`, takes them). `byte_budget`
+    (`bytes_budget`, which chooses the disk band for it) caps what step 2c adds."""
     if goal.explicit_targets:
         raise ValueError("plan_bytes_balance takes no explicit targets")
-    return _plan(cluster, tolerances, goal, exact_variables, exact_seconds)
+    return _plan(cluster, tolerances, goal, exact_variables, exact_seconds, byte_budget)
 
 
 def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables: int,
-          exact_seconds: float) -> BytesBalancePlan:
-    cluster = compute_planning_cluster(cluster, goal)
-    tree = compute_planning_tree(cluster, goal)
-    brokers = tuple(sorted(tree.broker_node))
-    warnings = list(tree.warnings)
-    parts, topics = compute_parts(cluster, goal, tree, brokers)
-    model = BalanceModel(cluster, tree, brokers, parts, topics, tolerances)
+          exact_seconds: float, byte_budget: int | None = None) -> BytesBalancePlan:
+    model = compute_balance_model(cluster, tolerances, goal)
+    brokers, parts = model.brokers, model.parts
+    warnings = list(model.tree.warnings)
     bound = model.closed_form_bound()
     forced = model.repair_racks()
     forced += sum(part.size * part.final.count(None) for part in parts)
@@ -269,9 +277,12 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
         # 2c (the greedy's plan only: the exact model's is its own optimum, counts included), on
         # the greedy's ledger, which 2b moved on.
         finals_now = [tuple(part.final) for part in parts]
-        evened = even_counts(model, ledger, int(EVEN_COUNTS_SHARE * sum(
-            count_new_bytes(part, final) for part, final in zip(parts, finals_now))), count_moves(parts, finals_now),
-            BytesIn(model, ledger, rates_in) if any(rates_in) else None)
+        moved_now = sum(count_new_bytes(part, final) for part, final in zip(parts, finals_now))
+        allowance = int(EVEN_COUNTS_SHARE * moved_now)
+        if byte_budget is not None:  # what the budget leaves, at most
+            allowance = max(0, min(allowance, byte_budget - moved_now))
+        evened = even_counts(model, ledger, allowance, count_moves(parts, finals_now),
+                             BytesIn(model, ledger, rates_in) if any(rates_in) else None)
         if evened:
             exact += "; then replica counts evened"
     preferred = outcome.leaders if goal.rebalance and brokers and finals is not greedy_finals else None
@@ -493,4 +504,5 @@ def _report(model: BalanceModel, goal: Goal, parts: list[Part], leaders, bound, 
         greedy_within_tolerance=greedy_within, exact=exact, steps=steps, warnings=tuple(warnings),
         unplaced=tuple(unplaced), disk_overflow=len(overflow),
         disk_cv_floor=compute_plan_cv_floor(list(bytes_before.values()), list(bytes_after.values()), moved,
-                                            [model.group[b] for b in bytes_before]))
+                                            [model.group[b] for b in bytes_before]),
+        disk_tolerance=model.tolerances.disk)

@@ -7,6 +7,8 @@ Pure: values in, fresh values out (a `Part`'s lists are the plan's scratch, neve
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -132,9 +134,8 @@ class BalanceModel:
         weights = disk_weights(cluster, brokers)
         self.byte_share = compute_ideal_shares(tree, bytes_histogram, weights) if brokers else zero
         self.count_share = compute_ideal_shares(tree, count_histogram) if brokers else zero
-        disk, replicas = as_fraction(tolerances.disk), as_fraction(tolerances.replicas)
-        self.blo = {b: math.ceil((1 - disk) * s) for b, s in self.byte_share.items()}
-        self.bhi = {b: math.floor((1 + disk) * s) for b, s in self.byte_share.items()}
+        replicas = as_fraction(tolerances.replicas)
+        self.blo, self.bhi = compute_disk_bands(self.byte_share, tolerances.disk)
         self.clo = {b: math.floor((1 - replicas) * s) for b, s in self.count_share.items()}
         self.chi = {b: math.ceil((1 + replicas) * s) for b, s in self.count_share.items()}
         self.bshare_floor = {b: math.floor(s) for b, s in self.byte_share.items()}
@@ -290,25 +291,54 @@ class BalanceModel:
                    for b in self.brokers)
 
     def closed_form_bound(self) -> int:
-        """THE BOUND (`planning.placement.bytes_balance`), from the replicas that may stay."""
-        load = {b: 0 for b in self.brokers}
-        leaving: dict[int, list[int]] = {b: [] for b in self.brokers}
-        for part in self.parts:
+        """THE BOUND (`planning.placement.bytes_balance`) for the model's own disk bands."""
+        return DiskBound(self).at(self.blo, self.bhi)
+
+
+def compute_disk_bands(byte_share: Mapping[int, Fraction], tolerance: float) -> tuple[dict[int, int], dict[int, int]]:
+    """Each broker's disk band [low, high] for `tolerance`: bytes rounded inwards."""
+    disk = as_fraction(tolerance)
+    return ({b: math.ceil((1 - disk) * s) for b, s in byte_share.items()},
+            {b: math.floor((1 + disk) * s) for b, s in byte_share.items()})
+
+
+class DiskBound:
+    """THE BOUND (`planning.placement.bytes_balance`) from the replicas that may stay, for any
+    disk bands: what it reads of the parts (each broker's kept bytes, the sizes that may leave
+    it, sorted, with their running sums) is gathered once, so each band asked costs a bisection
+    per broker, not a walk over the partitions (`bytes_budget` asks for many)."""
+
+    def __init__(self, model: BalanceModel) -> None:
+        # The groups' figures, not the model: a budget's search keeps this while it plans.
+        self.group_members, self.group_bytes = model.group_members, model.group_bytes
+        load = {b: 0 for b in model.brokers}
+        leaving: dict[int, list[int]] = {b: [] for b in model.brokers}
+        for part in model.parts:
             for b in part.kept:
                 load[b] += part.size
                 if part.movable:
                     leaving[b].append(part.size)
+        self.load = load
+        self.sizes = {b: sorted(sizes) for b, sizes in leaving.items()}
+        self.sums = {b: [0, *itertools.accumulate(sizes)] for b, sizes in self.sizes.items()}
+
+    def at(self, blo: Mapping[int, int], bhi: Mapping[int, int]) -> int:
+        """The fewest bytes any plan putting every broker within [blo, bhi] moves."""
+        load = self.load
         bound = 0
         for g, members in self.group_members.items():
             held = sum(load[b] for b in members)
-            deficit = sum(max(0, self.blo[b] - load[b]) for b in members)
+            deficit = sum(max(0, blo[b] - load[b]) for b in members)
             departures = 0
             for b in members:
-                excess = load[b] - self.bhi[b]
+                excess = load[b] - bhi[b]
                 if excess <= 0:
                     continue
-                smaller = sum(s for s in leaving[b] if s < excess)
-                larger = [s for s in leaving[b] if s >= excess]
-                departures += min(larger) if smaller < excess and larger else excess
+                # The sizes below the excess together, and the smallest at or above it: one
+                # replica that covers the excess alone, when the smaller ones do not.
+                sizes = self.sizes[b]
+                below = bisect.bisect_left(sizes, excess)
+                smaller = self.sums[b][below]
+                departures += sizes[below] if smaller < excess and below < len(sizes) else excess
             bound += max(deficit, departures + self.group_bytes[g] - held)
         return bound

@@ -68,6 +68,8 @@ class PlacementPlan:
     within_tolerance: bool | None = None  # every eligible broker inside its disk/replica/leader band
     resources: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))  # name → before/after
     disk_cv_floor: float | None = None  # the lowest disk CV any plan moving as many bytes reaches
+    disk_tolerance: float | None = None  # the disk band planned to
+    byte_budget: int | None = None  # set when the band is the tightest this budget reaches (`bytes_budget`)
 
     @property
     def gap_percent(self) -> float | None:

@@ -49,7 +49,10 @@ def plan_command(
         help="No new replica where its dir's volume would be fuller than this (default: the setting, 85)."),
     balance_mode: Optional[str] = typer.Option(
         None, "--balance-mode", help="strict: exact replica counts, fewest moves; bytes: disk bytes, "
-        "replicas and leaders within the balance.* tolerances, fewest bytes (default: the setting, strict)."),
+        "replicas and leaders within the balance.* tolerances, fewest bytes (default: the setting balance.mode, bytes)."),
+    disk_budget: Optional[str] = typer.Option(
+        None, "--disk-budget", help="(bytes mode) move at most this many bytes, such as 500GB or 2TiB, with "
+        "the tightest disk band that allows; 0: off (default: the setting balance.disk.budget.bytes, 0)."),
 ) -> None:
     from dataclasses import replace
 
@@ -68,6 +71,8 @@ def plan_command(
     balance = compute_balance(compute_policy(settings))
     if balance_mode is not None:
         balance = replace(balance, mode=balance_mode.lower())
+    if disk_budget is not None:
+        balance = replace(balance, disk_budget=parse_size("--disk-budget", disk_budget))
     goal = Goal(
         add_brokers=tuple(parse_added_broker(spec) for spec in add_broker),
         drain_brokers=frozenset(remove_broker),
@@ -99,6 +104,16 @@ def read_json_file(path: Path) -> object:
         raise MalformedInputError(
             str(path), f"line {error.lineno} column {error.colno}", "valid JSON", error.msg
         ) from error
+
+
+def parse_size(option: str, text: str) -> int:
+    """A byte size as `config set` reads one (`handlers.policy.SIZE`: 500GB, 2TiB, 0)."""
+    from handlers.policy import SIZE
+
+    try:
+        return SIZE.parse(text)[1]
+    except ValueError:
+        raise MalformedInputError(option, text, SIZE.expected) from None
 
 
 def parse_added_broker(spec: str) -> Broker:
@@ -151,6 +166,8 @@ def compute_summary(plan: PlacementPlan) -> dict:
         "resources": {name: {"before": vars(report.before), "after": vars(report.after)}
                       for name, report in plan.resources.items()},
         "disk_cv_floor": plan.disk_cv_floor,
+        "disk_tolerance": plan.disk_tolerance,
+        "byte_budget": plan.byte_budget,
     }
 
 
@@ -181,6 +198,9 @@ def print_summary(plan: PlacementPlan, summary: dict, console: Console) -> None:
             console.print(f"{name}: CV {report.before.cv:.3f} -> {report.after.cv:.3f}{floor}, max/mean "
                           f"{report.before.max_over_mean:.2f} -> {report.after.max_over_mean:.2f}, brokers "
                           f"outside their band {report.before.outside} -> {report.after.outside}")
+        if plan.byte_budget is not None:
+            console.print(f"disk band: ±{plan.disk_tolerance:.1%}, the tightest a plan moving at most "
+                          f"{plan.byte_budget:,} bytes reaches")
         console.print(f"rack violations: {plan.rack_violations}")
     else:
         proof = ("proven fewest" if plan.replica_moves_optimum is not None

@@ -27,10 +27,10 @@ def skewed_cluster() -> Cluster:
     return Cluster(cluster.brokers, tuple(topics))
 
 
-def add_a_broker(mode: str) -> tuple[Loop, dict]:
+def add_a_broker(mode: str, **settings) -> tuple[Loop, dict]:
     """Broker 6 (rack r0) added; returns the loop once idle and the plan's alert."""
     policy = default_policy(broker_add_grace_seconds=0, balance_mode=mode, max_partition_movements=10,
-                            max_movements_per_broker=10)
+                            max_movements_per_broker=10, **settings)
     loop = Loop.start(skewed_cluster(), policy)
     loop.step()
     loop.sim.add_broker(Broker(6, rack="r0", log_dirs=(LogDir("/d0"),)))
@@ -62,6 +62,30 @@ def test_a_broker_added_gets_its_share_of_bytes_moving_no_more_than_the_count_pl
     r0_share = sum(p.size_bytes for p in by_bytes.sim.snapshot().partitions()) / 3
     assert abs(held[6] - r0_share) <= 0.10 * r0_share + 1, (held, r0_share)
     assert moved_bytes(by_bytes) == int(details["bytes_moved"])  # the plan's figure is what moved
+
+
+def test_a_byte_budget_caps_what_moves_and_the_alert_names_the_band_it_bought():
+    _, plain = add_a_broker("bytes")
+    budget = int(plain["details"]["bytes_moved"]) // 2
+    loop, plan = add_a_broker("bytes", balance_disk_budget_bytes=budget)
+    details = plan["details"]
+    assert int(details["byte_budget"]) == budget and float(details["disk_tolerance"]) > 0.1
+    assert 0 < int(details["bytes_moved"]) <= budget
+    assert moved_bytes(loop) == int(details["bytes_moved"])  # what moved is the plan, within the budget
+    assert "byte_budget" not in plain["details"]
+
+
+def test_the_budget_changes_live_and_a_bad_one_is_refused_in_one_line():
+    loop = Loop.start(skewed_cluster(), default_policy())
+    loop.step()
+    refused = loop.step([request("SetConfig", {"key": "balance.disk.budget.bytes", "value": "lots"},
+                                 loop.now_ms, "c-1")])
+    [rejected] = alerts(refused, "RequestRejected")
+    assert "balance.disk.budget.bytes" in rejected["message"] and "bytes from 0 to 10 PB" in rejected["message"]
+    loop.step([request("SetConfig", {"key": "balance.disk.budget.bytes", "value": "1kb"}, loop.now_ms, "c-2")])
+    planned = loop.step([request("Rebalance", {"topics": []}, loop.now_ms, "rb-1")])
+    [plan] = alerts(planned, "PlanCreated")
+    assert plan["details"]["byte_budget"] == "1000", plan
 
 
 def moved_bytes(loop: Loop) -> int:

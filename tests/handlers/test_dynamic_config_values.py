@@ -35,6 +35,9 @@ def test_any_text_parses_or_is_refused_as_invalid_config(key, text):
     ("broker.failure.grace", "1" * 20 + "h"),
     ("reassignment.max.concurrent.partition.movements", "9" * 400),
     ("throttle.bytes.per.sec", "9" * 30 + "GiB"),
+    ("balance.disk.budget.bytes", "10001TB"),  # past 10 PB
+    ("balance.disk.budget.bytes", "-1"),
+    ("balance.disk.budget.bytes", "5 PB"),
 ])
 def test_values_past_their_bound_are_refused(key, text):
     with pytest.raises(InvalidConfigError):
@@ -54,6 +57,9 @@ def test_a_huge_stall_timeout_is_rejected_and_the_batch_goes_on():
     ("disk.max.usage.percent", "10.00001", "10.00001"),  # hypothesis found it: `:g` stored "10"
     ("disk.max.usage.percent", "85%", "85"),
     ("logdir.imbalance.threshold", "0.4", "0.4"),
+    ("balance.disk.budget.bytes", "500GB", "500000000000"),
+    ("balance.disk.budget.bytes", "2 TiB", str(2 * 1024 ** 4)),
+    ("balance.disk.budget.bytes", "0", "0"),
 ])
 def test_a_fractional_value_is_stored_as_it_reads_back(key, text, canonical):
     assert compute_config_text(key, text)[0] == canonical

@@ -152,3 +152,36 @@ def test_an_unknown_balance_mode_is_refused_in_one_line(app, tmp_path):
     result = CliRunner().invoke(app, ["plan", "--snapshot", str(path), "--balance-mode", "fastest"])
     assert isinstance(result.exception, MalformedInputError)
     assert "one of strict, bytes" in str(result.exception)
+
+
+def test_a_disk_budget_caps_the_bytes_and_reports_the_band_it_bought(app, tmp_path):
+    """`--disk-budget`: the plan moves at most the budget, and the summary names the band."""
+    data = {
+        "brokers": [{"id": i, "rack": f"r{i % 3}"} for i in range(6)],
+        "topics": [{"name": "orders", "partitions": [
+            {"partition": p, "replicas": [p % 6, (p + 1) % 6, (p + 2) % 6], "size_bytes": 10 ** (3 + p % 4)}
+            for p in range(48)]}],
+    }
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(data))
+    facts = {}
+    for budget in ("0", "2kb", "10MiB"):
+        summary = tmp_path / f"{budget}.json"
+        result = CliRunner().invoke(app, ["plan", "--snapshot", str(path), "--add-broker", "6:r0", "--balance-mode",
+                                          "bytes", "--disk-budget", budget, "--summary-json", str(summary),
+                                          "--output", str(tmp_path / "plan.json")])
+        assert result.exit_code == 0, result.output
+        facts[budget] = json.loads(summary.read_text())
+    assert facts["0"]["byte_budget"] is None and facts["0"]["disk_tolerance"] == 0.1  # 0: off
+    assert facts["2kb"]["byte_budget"] == 2000 and facts["10MiB"]["byte_budget"] == 10 * 1024 ** 2
+    assert facts["10MiB"]["bytes_moved"] <= 10 * 1024 ** 2
+    assert facts["10MiB"]["disk_tolerance"] < 0.1 < facts["2kb"]["disk_tolerance"]
+    assert "the tightest a plan moving at most" in result.output
+
+
+@pytest.mark.parametrize("text", ["-5", "lots", "11000TB", "1.5GB"])
+def test_a_bad_disk_budget_is_refused_in_one_line(app, tmp_path, text):
+    path, _ = snapshot(tmp_path)
+    result = CliRunner().invoke(app, ["plan", "--snapshot", str(path), "--disk-budget", text])
+    assert isinstance(result.exception, MalformedInputError)
+    assert "bytes from 0 to 10 PB" in str(result.exception) and "\n" not in str(result.exception)

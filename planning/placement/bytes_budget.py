@@ -1,0 +1,112 @@
+"""The evenest disk balance a byte budget buys: the tightest disk band whose plan moves at most
+the budget (pure).
+
+WHY. `plan_bytes_balance` takes the disk band as given and moves the fewest bytes into it; its
+plans sit on the frontier of bytes moved against disk spread (each plan's disk CV is at or next
+to the lowest any plan moving as many bytes reaches: `spread_floor`). An operator often thinks
+the other way round: "tonight's window copies 500 GB; make the disks as even as that allows",
+or "never move more than 2 TB for a rebalance". The budget picks the point on the frontier.
+
+RULE (`plan_within_budget`). The disk tolerance is searched on a grid of thousandths between
+`TIGHTEST` (1 %) and 1 (a band from 0 to twice the share: nothing but what must move):
+1. The closed-form bound (`bytes_model.DiskBound`: the fewest bytes any plan within a band
+   moves, drains and heals included) falls as the band widens; the tightest tolerance whose
+   bound is within the budget, less step 2c's share (`EVEN_COUNTS_SHARE`: the counts are
+   evened within the budget too), is found by bisection, each step a bisection per broker.
+2. The plan is made at that tolerance. A plan may move more than its bound (indivisible
+   replicas, the replica-count and traffic bands, which the bound does not hold): then the
+   next tolerance tried is the tightest whose bound is lower by what the plan overshot, at
+   most `MAX_PLANS` plans in all, the last at 1. Step 2c (counts evened) spends only what the budget leaves.
+3. The plan kept is the tightest tried that moves at most the budget. When none does, the
+   widest band's plan moves more than the budget (a drain, a heal or a rack repair alone moves
+   more): it is kept and a warning says so; what must move is never cut.
+The replica-count and bytes-in bands move data too: at a disk tolerance wider than theirs they
+widen with it (`compute_budget_tolerances`), so a budget below what the operator's bands need
+loosens them together; they are never tightened. The leader and network-out bands (leadership
+only, no data) and the topic spread stay as set. The plan reports the disk tolerance it reached
+(`BytesBalancePlan.disk_tolerance`) and the budget.
+
+INVARIANTS: the plan kept moves at most the budget whenever the plan at the widest band does;
+it is the plan `plan_bytes_balance` makes at the reported tolerance (same cluster, same plan);
+a goal that does not rebalance is planned as it is (there is nothing to trade).
+
+Pure: no I/O, no clock; up to `MAX_PLANS` plans and one model for the bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from planning.model import Cluster
+from planning.placement.goal import Goal
+from planning.placement.bytes_balance import (EVEN_COUNTS_SHARE, REBALANCE, BytesBalancePlan,
+                                              compute_balance_model, plan_bytes_balance)
+from planning.placement.bytes_model import DiskBound, Tolerances, compute_disk_bands
+
+__all__ = ["MAX_PLANS", "TIGHTEST", "compute_budget_tolerances", "plan_within_budget"]
+
+TIGHTEST = 0.01  # the tightest disk tolerance a budget buys: finer is noise for indivisible replicas
+MAX_PLANS = 4  # plans made at most, when the first overshoots its bound
+_GRID = 1000  # tolerances in thousandths
+
+
+def compute_budget_tolerances(tolerances: Tolerances, disk: float) -> Tolerances:
+    """The bands a budget plans to at disk tolerance `disk`: the replica-count and bytes-in bands
+    move data too, and are loosened with the disk band, never tightened (module RULE)."""
+    return replace(tolerances, disk=disk, replicas=max(tolerances.replicas, disk),
+                   bytes_in=max(tolerances.bytes_in, disk))
+
+
+def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = Tolerances(),
+                       goal: Goal = REBALANCE, **planner: Any) -> BytesBalancePlan:
+    """The plan with the tightest disk band that moves at most `budget` bytes (module RULE);
+    `planner`: `plan_bytes_balance`'s options (the exact model's size and time)."""
+    if budget < 0:
+        raise ValueError(f"a byte budget of {budget}: at least 0")
+    if not goal.rebalance:
+        return plan_bytes_balance(cluster, tolerances, goal, **planner)
+    model = compute_balance_model(cluster, tolerances, goal)
+    bound, shares = DiskBound(model), model.byte_share
+    del model  # its parts are the size of the cluster; each plan builds its own
+    cache: dict[int, int] = {}
+
+    def bound_at(k: int) -> int:
+        if k not in cache:
+            cache[k] = bound.at(*compute_disk_bands(shares, k / _GRID))
+        return cache[k]
+
+    def tightest(limit: int, start: int) -> int:
+        """The least k in [start, _GRID] whose bound is within `limit` (the bound never rises
+        as k grows), or _GRID when none is."""
+        low, high = start, _GRID
+        if bound_at(high) > limit:
+            return _GRID
+        while low < high:
+            middle = (low + high) // 2
+            if bound_at(middle) <= limit:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    # The band is sized for all but step 2c's share of the budget: the counts are evened within it.
+    aim = budget - int(EVEN_COUNTS_SHARE * budget)
+    k = tightest(aim, round(TIGHTEST * _GRID))
+    tried: list[tuple[int, BytesBalancePlan]] = []
+    for attempt in range(1, MAX_PLANS + 1):
+        plan = plan_bytes_balance(cluster, compute_budget_tolerances(tolerances, k / _GRID), goal,
+                                  byte_budget=budget, **planner)
+        tried.append((k, plan))
+        if plan.bytes_moved <= budget or k == _GRID:
+            break
+        # The last attempt is the widest band: whether anything fits is then known.
+        k = _GRID if attempt == MAX_PLANS - 1 else tightest(bound_at(k) - (plan.bytes_moved - aim), k + 1)
+    within = [(k, plan) for k, plan in tried if plan.bytes_moved <= budget]
+    k, plan = min(within, key=lambda item: item[0]) if within else tried[-1]
+    warnings = plan.warnings
+    if not within:
+        warnings += (f"the plan moves {plan.bytes_moved:,} bytes, above the budget of {budget:,}, at the "
+                     f"widest bands tried (±{k / _GRID:.1%}): what must move (drains, heals, rack repairs: "
+                     f"{plan.forced_bytes:,} bytes) needs more",)
+    return replace(plan, byte_budget=budget, warnings=warnings)
