@@ -305,8 +305,10 @@ def compute_disk_bands(byte_share: Mapping[int, Fraction], tolerance: float) -> 
 class DiskBound:
     """THE BOUND (`planning.placement.bytes_balance`) from the replicas that may stay, for any
     disk bands: what it reads of the parts (each broker's kept bytes, the sizes that may leave
-    it, sorted, with their running sums) is gathered once, so each band asked costs a bisection
-    per broker, not a walk over the partitions (`bytes_budget` asks for many)."""
+    it) is gathered once, and a broker's sizes are sorted with their running sums the first time
+    a band puts it above its top, so each band asked costs a bisection per broker, not a walk
+    over the partitions (`bytes_budget` asks for many; a plan asks once, and pays the sorting
+    only for the brokers above their band)."""
 
     def __init__(self, model: BalanceModel) -> None:
         # The groups' figures, not the model: a budget's search keeps this while it plans.
@@ -318,9 +320,15 @@ class DiskBound:
                 load[b] += part.size
                 if part.movable:
                     leaving[b].append(part.size)
-        self.load = load
-        self.sizes = {b: sorted(sizes) for b, sizes in leaving.items()}
-        self.sums = {b: [0, *itertools.accumulate(sizes)] for b, sizes in self.sizes.items()}
+        self.load, self.leaving = load, leaving
+        self.sorted: dict[int, tuple[list[int], list[int]]] = {}  # broker -> (sizes, running sums)
+
+    def _sizes(self, b: int) -> tuple[list[int], list[int]]:
+        found = self.sorted.get(b)
+        if found is None:
+            sizes = sorted(self.leaving[b])
+            found = self.sorted[b] = (sizes, [0, *itertools.accumulate(sizes)])
+        return found
 
     def at(self, blo: Mapping[int, int], bhi: Mapping[int, int]) -> int:
         """The fewest bytes any plan putting every broker within [blo, bhi] moves."""
@@ -336,9 +344,9 @@ class DiskBound:
                     continue
                 # The sizes below the excess together, and the smallest at or above it: one
                 # replica that covers the excess alone, when the smaller ones do not.
-                sizes = self.sizes[b]
+                sizes, sums = self._sizes(b)
                 below = bisect.bisect_left(sizes, excess)
-                smaller = self.sums[b][below]
+                smaller = sums[below]
                 departures += sizes[below] if smaller < excess and below < len(sizes) else excess
             bound += max(deficit, departures + self.group_bytes[g] - held)
         return bound
