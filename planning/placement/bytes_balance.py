@@ -57,13 +57,13 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    broker's leader count in its band with the fewest leadership changes (the kept leader
    first, then a replica already in sync), solved on brokers rather than partitions
    (`planning.placement.leader_bands`: the same optimum); then, when that changes leaders,
-   the tightest of a few finer bands (even, a quarter, half the tolerance) whose changes stay
-   within `EVEN_LEADERS_FACTOR` times the band's and which keeps in the band every broker the
-   band put there (plans choosing up to `EVEN_LEADERS_ROWS` leaders); then (4b) leaderships
-   handed over or traded put network out (followers' fetches and consumers' reads) within its
-   band. A partition whose
-   load alone is above every broker's band (a hot partition's leader) is named in the warnings:
-   the broker carrying it stays outside whatever the plan.
+   the tightest of a few finer bands (even, a quarter, half, three quarters of the tolerance)
+   whose changes stay within `EVEN_LEADERS_FACTOR` times the band's and which keeps in the band
+   every broker the band put there (plans choosing up to `EVEN_LEADERS_ROWS` leaders); then (4b)
+   leaderships handed over or traded put network out (followers' fetches and consumers' reads)
+   within its band. A partition whose load alone is above every broker's band (a hot
+   partition's leader) is named in the warnings: the broker carrying it stays outside whatever
+   the plan.
 
 THE BOUND (`bytes_moved_lower_bound`). A closed group is a rack domain whose every partition
 has a fixed number of replicas in it (3 DCs, RF 3: each DC): its bytes never change, so what
@@ -114,6 +114,8 @@ __all__ = ["EXACT_DETERMINISTIC_SECONDS", "EXACT_VARIABLES", "REBALANCE", "Bands
 REBALANCE = Goal(heal=False, rebalance=True)
 EVEN_LEADERS_FACTOR = 2  # step 4's finer band: at most this many times the changes its band needs
 EVEN_LEADERS_ROWS = 100_000  # ... tried on plans choosing up to this many leaders
+# ... the finer bands tried, tightest first, as shares of the tolerance
+EVEN_LEADERS_BANDS = (Fraction(0), Fraction(1, 4), Fraction(1, 2), Fraction(3, 4))
 EVEN_COUNTS_SHARE = 0.01  # step 2c's bytes: at most this share of what the plan moved before it
 
 
@@ -370,7 +372,7 @@ def _choose_leaders(model: BalanceModel, rebalance: bool,
             low, high = bounds(tolerance)
             counts = np.bincount(picked, minlength=n)
             inside = (counts >= low) & (counts <= high)
-            for finer in (Fraction(0), tolerance / 4, tolerance / 2):
+            for finer in (tolerance * share for share in EVEN_LEADERS_BANDS):
                 tighter, more = within(finer)
                 evened = np.bincount(tighter, minlength=n)
                 if more <= EVEN_LEADERS_FACTOR * changes and np.all(~inside | ((evened >= low) & (evened <= high))):
