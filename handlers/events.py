@@ -69,6 +69,7 @@ from typing import Any, Iterable, Mapping
 from handlers.event_checks import compute_event_problem
 from state.model import ObservationTimes
 from planning.load import smooth_rate
+from planning.movement.isr_shrinks import compute_isr_losses, is_moving
 from planning.model import (Broker, Cluster, KafkaFacts, LogDir, PartitionState, Topic, TopicPartition,
                             compute_reported_log_dir)
 
@@ -113,6 +114,9 @@ class EventEffects:
         events applied for it, changed or not.
     kafka: which Kafka the cluster runs, from the batch's newest snapshot marker that says
         (schema set 9 watchers); None when none did.
+    isr_lost: (partition, brokers, event time ms) of brokers that fell out of the ISR of a
+        partition Kafka showed no reassignment of, before or after (`planning.movement.
+        isr_shrinks`); whether the product or another tool moves it is the handler's to tell.
     """
 
     came_up: dict[int, int] = field(default_factory=dict)
@@ -129,6 +133,7 @@ class EventEffects:
     kafka: KafkaFacts | None = None
     reconciled: list[Reconciliation] = field(default_factory=list)
     viewed: dict[TopicPartition, int] = field(default_factory=dict)
+    isr_lost: list[tuple[TopicPartition, tuple[int, ...], int | None]] = field(default_factory=list)
 
 
 class _WorkingCluster:
@@ -482,6 +487,9 @@ def _apply_partition(work: _WorkingCluster, record: Mapping[str, Any], effects: 
     if partition != old:
         work.topic_partitions(tp.topic)[tp.partition] = partition
         effects.touched.add(tp)
+        lost = compute_isr_losses(old, partition)
+        if lost and not is_moving(old, partition, False):
+            effects.isr_lost.append((tp, lost, record.get("event_time")))
     at = record.get("event_time")
     if isinstance(at, int):
         effects.viewed[tp] = max(at, effects.viewed.get(tp, at))

@@ -43,6 +43,10 @@ RULES, in the order `handle_triggers` runs them:
    condition is forgotten (silently) when it ends, so it alerts again if it comes back.
    A deleted topic raises `TopicDeleted` and its reassignments are dropped (Kafka forgets them);
    so does a topic re-created under the same name (a new topic id), for its old incarnation.
+7. ISR shrinks outside the moves: a broker that fell out of the ISR of a partition that nothing
+   moves (no reassignment of ours or another tool's, none shown by Kafka) is counted in
+   `isr_shrinks` by the event's time, over the last ten minutes (`planning.movement.
+   isr_shrinks`); no alert (the count is a signal: `status`, `/metrics`, the adaptive throttle).
 0. Reconciled (runs first). What a snapshot's inventory removed (`handlers.events`: a deletion or
    unregistration event was lost) raises one `SnapshotReconciled` (WARNING) per snapshot naming
    the topics, partitions and brokers; the removals then get the reactions above like explicit
@@ -59,6 +63,7 @@ from handlers.events import EventEffects
 from handlers.plans import compute_plan, compute_plan_proof, handle_plan
 from planning.model import TopicPartition
 from planning.movement.eta import add_finished_work, compute_finished_work
+from planning.movement.isr_shrinks import add_isr_shrinks
 from planning.placement.placer import Goal
 from schemas.errors import ReassignerError
 
@@ -75,6 +80,7 @@ def handle_triggers(context: BatchContext, effects: EventEffects) -> None:
     handle_disk_failures(context, effects)
     handle_drained_brokers(context)
     handle_isr_conditions(context, effects)
+    handle_isr_shrinks(context, effects)
 
 
 def handle_reconciliations(context: BatchContext, effects: EventEffects) -> None:
@@ -266,6 +272,20 @@ def handle_drained_brokers(context: BatchContext) -> None:
             context.outbox.alert("BrokerDrained", INFO, broker_subject(broker_id),
                                  f"broker {broker_id} holds no replica any more; it can be removed",
                                  {"broker_id": broker_id})
+
+
+def handle_isr_shrinks(context: BatchContext, effects: EventEffects) -> None:
+    """Count the ISR shrinks of partitions nothing moves, per broker (`planning.movement.
+    isr_shrinks`): Kafka showed no reassignment (`EventEffects.isr_lost`), and neither the
+    product nor another tool has one in flight for them."""
+    state = context.state
+    losses = [(broker, at if at is not None else context.now_ms)
+              for tp, brokers, at in effects.isr_lost
+              if tp not in state.reassignments and tp not in state.external_moves
+              for broker in brokers]
+    window = add_isr_shrinks(state.isr_shrinks, losses, context.now_ms)
+    if window is not state.isr_shrinks:
+        context.state = state.with_changes(isr_shrinks=window)
 
 
 def handle_isr_conditions(context: BatchContext, effects: EventEffects) -> None:

@@ -174,6 +174,9 @@ STATUS_METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "reassigner_log_dir_move_bytes": ("gauge", "Bytes of the log-dir moves not finished yet.", ()),
     "reassigner_log_dir_bytes": ("gauge", "Bytes of the replicas in each online log dir, as describe-log-dirs "
                                  "last told.", ("broker", "dir")),
+    "reassigner_broker_isr_shrinks": (
+        "gauge", "Times each broker fell out of the ISR of a partition nothing was moving (no reassignment of "
+        "the product's, another tool's or Kafka's), over the last ten minutes.", ("broker",)),
     "reassigner_broker_bytes_in_per_second": (
         "gauge", "Bytes written per second on each broker: what is produced to every partition it holds a "
         "replica of (smoothed; once traffic has been measured).", ("broker",)),

@@ -37,7 +37,8 @@ from planning.model import Cluster, PartitionState, Topic, TopicPartition
 from schemas.errors import FencedError, StateStoreLostError
 from state.model import ControllerState, ObservationTimes, OutboundMessage
 from state.stored_forms import (broker_from_storage, compute_changes, compute_stored_rows, cordoned_from_storage,
-                                external_move_from_storage, kafka_facts_from_storage, log_dir_task_from_storage,
+                                external_move_from_storage, isr_shrinks_from_storage, kafka_facts_from_storage,
+                                log_dir_task_from_storage,
                                 message_from_storage, message_to_storage, meta_to_storage, meter_from_storage,
                                 partition_from_storage, plan_record_from_storage, proposal_from_storage,
                                 reassignment_from_storage, topic_from_storage, tp_field, tp_from_field)
@@ -252,6 +253,7 @@ class ControllerStore:
             plans={p[0]: plan_record_from_storage(p) for p in meta_json("plans", [])},
             kafka=kafka_facts_from_storage(meta_json("kafka", None)),
             cordoned=cordoned_from_storage(meta_json("cordoned", {})),
+            isr_shrinks=isr_shrinks_from_storage(meta_json("isr_shrinks", {})),
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
                                                        for f, v in raw["logdir_moves"].items())},
         )

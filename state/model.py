@@ -32,6 +32,7 @@ from planning.model import Cluster, KafkaFacts, TopicPartition, compute_replaced
 from planning.movement.advance import SteppingMemo
 from planning.movement.eta import ReplicationMeter
 from planning.movement.external import ExternalMove
+from planning.movement.isr_shrinks import IsrShrinkWindow
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import Reassignment
 
@@ -204,6 +205,10 @@ class ControllerState:
     cordoned: what the product asked the executor to cordon (`handlers.cordons`), by broker: the
         dirs, sorted, or () for the whole broker (its draining brokers; the dirs it empties), on
         a Kafka that has cordons; ('',) where a cordon command failed (not known what holds).
+    isr_shrinks: per broker, how many times it fell out of the ISR of a partition nothing was
+        moving, in one-minute buckets of the last ten minutes (`planning.movement.isr_shrinks`):
+        the cluster's clients or replication hurting; for `status`, `/metrics` and the adaptive
+        throttle.
     stepping_memo: what the last decision computed for the reassignments waiting for a step
         (`planning.movement.advance.SteppingMemo`): derived data that makes the next decision
         cost what changed; never stored, never compared, rebuilt after a restart.
@@ -229,6 +234,7 @@ class ControllerState:
     plans: Mapping[str, PlanRecord] = field(default_factory=dict)
     kafka: KafkaFacts | None = None
     cordoned: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    isr_shrinks: IsrShrinkWindow = field(default_factory=dict)
     stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
     change_log: ChangeLog = field(default_factory=ChangeLog, compare=False, repr=False)
 

@@ -270,7 +270,14 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "kafka": json.dumps(None if state.kafka is None else
                             [state.kafka.release, state.kafka.metadata_level, list(state.kafka.capabilities)]),
         "cordoned": json.dumps({str(b): list(dirs) for b, dirs in sorted(state.cordoned.items())}),
+        "isr_shrinks": json.dumps({str(b): [list(bucket) for bucket in buckets]
+                                   for b, buckets in sorted(state.isr_shrinks.items())}),
     }
+
+
+def isr_shrinks_from_storage(stored: dict) -> dict[int, tuple[tuple[int, int], ...]]:
+    """The stored `ControllerState.isr_shrinks` ({} for a state written before it was kept)."""
+    return {int(b): tuple((int(start), int(count)) for start, count in buckets) for b, buckets in stored.items()}
 
 
 def cordoned_from_storage(stored: dict | list) -> dict[int, tuple[str, ...]]:

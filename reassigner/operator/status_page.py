@@ -124,8 +124,9 @@ function render(doc) {
       ["broker", "rack", "state", "dirs online", "replicas", "leaders", "bytes", "in/s", "out/s",
        "per dir (replicas, bytes)"],
       s.brokers.map(b => [esc(b.id), esc(b.rack),
-        b.alive ? (b.draining ? `<span class="warn">draining${b.cordoned ? ", cordoned" : ""}</span>` :
-          '<span class="ok">alive</span>') : '<span class="bad">down</span>',
+        (b.alive ? (b.draining ? `<span class="warn">draining${b.cordoned ? ", cordoned" : ""}</span>` :
+          '<span class="ok">alive</span>') : '<span class="bad">down</span>') +
+          (b.isr_shrinks ? ` <span class="warn">(${esc(b.isr_shrinks)} ISR shrinks in 10 min)</span>` : ""),
         `<span class="${b.dirs_online < b.dirs_total ? "bad" : "ok"}">${b.dirs_online}/${b.dirs_total}</span>` +
           (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : "") +
           ((b.cordoned_dirs || []).length ? ` <span class="warn">(cordoned: ${esc(b.cordoned_dirs.join(", "))})</span>` : "") +

@@ -82,6 +82,8 @@ def print_status(view: StatusView, console: Console) -> None:
         state = "[red]down[/]" if not b.alive else (
             ("[yellow]draining, cordoned[/]" if b.cordoned else "[yellow]draining[/]") if b.draining
             else "[green]alive[/]")
+        if b.isr_shrinks:
+            state += f" [yellow]({b.isr_shrinks} ISR shrinks in 10 min)[/]"
         dirs = f"{b.dirs_online}/{b.dirs_total}" + (f" [red](offline: {', '.join(b.offline_dirs)})[/]"
                                                     if b.offline_dirs else "")
         if b.cannot_host:

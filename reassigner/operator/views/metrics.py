@@ -47,6 +47,7 @@ def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, i
         samples["reassigner_log_dir_move_bytes"] = [((), sum(m.size_bytes for m in view.log_dir_moves))]
         samples["reassigner_log_dir_bytes"] = [((str(b.id), path), size) for b in view.brokers
                                                for path, _count, size in b.dirs if size is not None]
+        samples["reassigner_broker_isr_shrinks"] = [((str(b.id),), b.isr_shrinks) for b in view.brokers]
         if view.traffic_measured:
             samples["reassigner_broker_bytes_in_per_second"] = [((str(b.id),), b.bytes_in_per_sec)
                                                                 for b in view.brokers]

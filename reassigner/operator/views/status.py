@@ -28,6 +28,7 @@ from handlers.cordons import UNSURE, WHOLE
 from handlers.policy import Policy, compute_excluded_pattern, compute_excluded_topics, effective_policy
 from state.model import ControllerState
 from planning.load import BrokerLoad, compute_broker_loads
+from planning.movement.isr_shrinks import BUCKET_MS, count_isr_shrinks
 from planning.model import CORDONS, Broker, KafkaFacts
 from runtime.kafka_versions import CAPABILITIES
 from reassigner.operator.views.listing import compute_list_view
@@ -57,6 +58,9 @@ class BrokerRow:
     cordoned: bool = False  # cordoned whole by the product (`handlers.cordons`): no new replica lands on it
     cordoned_dirs: tuple[str, ...] = ()  # its dirs the product cordoned (full ones it empties)
     cordoned_by_others: tuple[str, ...] = ()  # its dirs Kafka shows cordoned that the product did not ask for
+    # Times it fell out of the ISR of a partition nothing was moving, over the last ten minutes
+    # (`planning.movement.isr_shrinks`): the clients or replication hurting, whatever the cause.
+    isr_shrinks: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,10 @@ def compute_status(state: ControllerState, default_replica_movements: int,
         if len(set(p.isr)) < min_isr:
             under_min_isr.append(problem)
     idle = BrokerLoad()
+    # The shrink window as of now; with no clock given, as of its newest bucket (the batches
+    # prune it, so it holds the last ten minutes the pipeline saw).
+    now_ms = (int(now_seconds * 1000) if now_seconds is not None else
+              max((buckets[-1][0] + BUCKET_MS for buckets in state.isr_shrinks.values()), default=0))
     brokers = tuple(
         BrokerRow(b.id, b.rack, b.alive, b.draining, sum(1 for d in b.log_dirs if d.online),
                   len(b.log_dirs), tuple(d.path for d in b.log_dirs if not d.online),
@@ -154,7 +162,7 @@ def compute_status(state: ControllerState, default_replica_movements: int,
                   tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs),
                   load.disk_bytes, load.bytes_in_per_sec, load.network_out_per_sec,
                   (asked := state.cordoned.get(b.id)) == WHOLE, () if asked in (None, WHOLE, UNSURE) else asked,
-                  compute_cordoned_by_others(b, asked))
+                  compute_cordoned_by_others(b, asked), count_isr_shrinks(state.isr_shrinks, b.id, now_ms))
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
     progress = compute_meter(state, default_replica_movements, now_seconds, policy)
