@@ -141,23 +141,26 @@ _RATE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3,
                "kib": 1024, "mib": 1024**2, "gib": 1024**3}
 
 
+def _parse_amount(text: str, units: Mapping[str, int], minimum: int, maximum: int, kind: str) -> tuple[str, int]:
+    """Bytes (or bytes per second) with an optional unit of `units`, within [minimum, maximum]."""
+    match = re.fullmatch(r"([0-9]{1,17})\s*([kmgt]i?b|b|)", text.lower())
+    if not match or match.group(2) not in units:
+        raise ValueError(kind)
+    amount = int(match.group(1)) * units[match.group(2)]
+    if not minimum <= amount <= maximum:
+        raise ValueError(kind)
+    return str(amount), amount
+
+
 def _parse_rate(text: str) -> tuple[str, int]:
-    match = re.fullmatch(r"([0-9]{1,14})\s*([kmg]i?b|b|)", text.lower())
-    if not match or not 1 <= int(match.group(1)) * _RATE_UNITS[match.group(2)] <= MAX_RATE:
-        raise ValueError(RATE.expected)
-    rate = int(match.group(1)) * _RATE_UNITS[match.group(2)]
-    return str(rate), rate
+    return _parse_amount(text, _RATE_UNITS, 1, MAX_RATE, RATE.expected)
 
 
 _SIZE_UNITS = {**_RATE_UNITS, "tb": 1000**4, "tib": 1024**4}
 
 
 def _parse_size(text: str) -> tuple[str, int]:
-    match = re.fullmatch(r"([0-9]{1,17})\s*([kmgt]i?b|b|)", text.strip().lower())
-    if not match or not 0 <= int(match.group(1)) * _SIZE_UNITS[match.group(2)] <= MAX_SIZE:
-        raise ValueError(SIZE.expected)
-    size = int(match.group(1)) * _SIZE_UNITS[match.group(2)]
-    return str(size), size
+    return _parse_amount(text.strip(), _SIZE_UNITS, 0, MAX_SIZE, SIZE.expected)
 
 
 def _parse_fraction(text: str) -> tuple[str, float]:
