@@ -1,5 +1,6 @@
 """One poll's Admin API answers merged into a `ClusterObservation` (pure), and what the merge
-tells the next step: `compute_observation` merges; `compute_log_dirs_hint` says when the metadata
+tells the next step: `compute_observation` merges (after `compute_lagging_reassignments` has
+kept the moves whose end the metadata does not show yet); `compute_log_dirs_hint` says when the metadata
 suggests the dirs changed (a poll reads them then, and otherwise only every few seconds: they are
 half of a poll's cost); `compute_changed_partitions` and `compute_changed_log_dirs` tell the
 watcher's diff what the merge did not carry over.
@@ -97,6 +98,56 @@ def compute_changed_log_dirs(previous: ClusterObservation, current: ClusterObser
         if _copy_changed(old, log_dir, receiving.get(key[0], ())):
             changed.append(key)
     return changed
+
+
+def compute_lagging_reassignments(
+    previous: ClusterObservation,
+    partitions: Iterable[PartitionObservation],
+    reassignments: Mapping[PartitionKey, tuple[Sequence[int], Sequence[int]]],
+) -> Mapping[PartitionKey, tuple[Sequence[int], Sequence[int]]]:
+    """The reassignment list of a poll, with the moves its metadata still shows under way.
+
+    The metadata (any broker's cache) and the reassignment list (the controller's) are read
+    together and can disagree: right after a move ends, the list no longer has it while the
+    metadata still lists the replicas it had during the move — target *and* removing. Taken as
+    is, that poll shows a settled partition with one replica too many, and a step planned from
+    it is wrong (it removes where it should add: tests/scenarios/test_other_tools.py). So a
+    partition the previous poll showed reassigning and this list does not keeps the previous
+    poll's adding/removing while its replicas are still those of the previous poll and the
+    move cannot have ended with them: it was removing a broker (an end drops it, a cancel drops
+    the ones added), or a broker it was adding is out of the ISR (Kafka ends a move only with
+    its targets in sync). A move that only added brokers, all in sync, ends with the same
+    replicas: not kept. The next poll whose metadata caught up lets it go.
+
+    Cost: the partitions of the previous poll's reassignments that this list does not have;
+    their states are found by the previous poll's positions when the answer is a `PartitionList`
+    in that order, else by one pass over the answer (a move ended while topics came or went)."""
+    index = previous.merge_index()
+    was = index.reassigning if index is not None else [
+        key for key, p in previous.partitions.items() if p.adding or p.removing]
+    ended = {key for key in was if key not in reassignments}
+    if not ended:
+        return reassignments
+    now: dict[PartitionKey, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    positions = index.positions if index is not None else None
+    states = partitions.states if isinstance(partitions, PartitionList) else None
+    if states is not None and positions is not None:
+        for key in ended:
+            at = positions.get(key)
+            if at is not None and at < len(states) and states[at][:2] == key:
+                now[key] = (tuple(states[at][2]), tuple(states[at][3]))
+    if len(now) < len(ended):
+        for p in partitions:
+            if (p.topic, p.partition) in ended:
+                now[(p.topic, p.partition)] = (tuple(p.replicas), tuple(p.isr))
+    kept = {}
+    for key in ended:
+        old, current = previous.partitions.get(key), now.get(key)
+        if old is None or current is None or current[0] != tuple(old.replicas):
+            continue
+        if old.removing or any(b not in current[1] for b in old.adding):
+            kept[key] = (old.adding, old.removing)
+    return {**reassignments, **kept} if kept else reassignments
 
 
 def _state_of(log_dir: LogDirObservation) -> tuple:

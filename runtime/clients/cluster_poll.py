@@ -40,7 +40,12 @@ from runtime.clients.admin_answers import (
     compute_partitions,
     compute_reassignments,
 )
-from runtime.clients.cluster_merge import compute_changed_partitions, compute_log_dirs_hint, compute_observation
+from runtime.clients.cluster_merge import (
+    compute_changed_partitions,
+    compute_lagging_reassignments,
+    compute_log_dirs_hint,
+    compute_observation,
+)
 from runtime.clients.cluster_observation import EMPTY, ClusterObservation, LogDirObservation
 from schemas.errors import ReassignerError
 from runtime.clients.kafka_fast_reads import (
@@ -130,6 +135,8 @@ def _observe(admin: ClusterAdmin, previous: ClusterObservation | None,
     listed = answers["reassignments"]
     reassignments = (admin.list_reassignments() if isinstance(listed, BaseException)
                      else compute_reassignments(listed))
+    # A move the list says ended while the metadata still shows its replicas is kept one more poll.
+    reassignments = compute_lagging_reassignments(previous, partitions, reassignments)
     configs = answers.get("min isr")
     if isinstance(configs, BaseException):
         min_isr = admin.describe_min_insync_replicas(known_topics)
