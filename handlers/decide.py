@@ -6,7 +6,8 @@ commit) decides exactly what it decided before.
 
 THE ORDER (the code below follows it):
 1. bad records  → a DeadLetter (raw bytes + reason) and a `BadEvent` alert each; the batch goes on;
-2. events       → the cluster model and its observation times (`handlers.events`), a snapshot's
+2. events       → the cluster model and its observation times (`handlers.events`), the canary's
+                  windows (`handlers.throttle`), a snapshot's
                   inventory reconciling what lost events left behind; events that cannot be
                   applied raise `BadEvent` too; the poll time of each partition viewed goes to
                   its step in flight, if unseen (`handlers.external.handle_step_views`);
@@ -59,6 +60,7 @@ from handlers.progress import handle_progress
 from handlers.proposals import handle_proposal_expiry
 from handlers.requests import handle_requests
 from handlers.results import handle_command_results
+from handlers.throttle import handle_canary_samples
 from handlers.triggers import handle_triggers
 from state.model import ControllerState
 from schemas import command_kind
@@ -89,6 +91,8 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     if effects.kafka is not None and effects.kafka != context.state.kafka:
         context.state = context.state.with_changes(kafka=effects.kafka)
     handle_cordons_after_events(context, effects.kafka is not None, effects.came_up)
+    effects.rejected.extend(("CanarySample", key, why) for key, why in handle_canary_samples(
+        context, effects.canary_samples))
     handle_rejected_events(context, effects)
     handle_step_views(context, effects.viewed)
     handle_command_results(context, inputs.command_results)  # 3

@@ -117,6 +117,8 @@ class EventEffects:
     isr_lost: (partition, brokers, event time ms) of brokers that fell out of the ISR of a
         partition Kafka showed no reassignment of, before or after (`planning.movement.
         isr_shrinks`); whether the product or another tool moves it is the handler's to tell.
+    canary_samples: the batch's CanarySample records, in order: they change no cluster fact,
+        the adaptive throttle's handler folds them (`handlers.throttle`).
     """
 
     came_up: dict[int, int] = field(default_factory=dict)
@@ -134,6 +136,7 @@ class EventEffects:
     reconciled: list[Reconciliation] = field(default_factory=list)
     viewed: dict[TopicPartition, int] = field(default_factory=dict)
     isr_lost: list[tuple[TopicPartition, tuple[int, ...], int | None]] = field(default_factory=list)
+    canary_samples: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 class _WorkingCluster:
@@ -245,6 +248,9 @@ def compute_cluster_after_events(
     for schema, record in events:
         if schema == "SnapshotMarker":
             markers.append(record)
+            continue
+        if schema == "CanarySample":
+            effects.canary_samples.append(record)
             continue
         applier = appliers.get(schema)
         if applier is None:

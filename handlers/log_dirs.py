@@ -42,7 +42,7 @@ from typing import Any, Iterable, Mapping
 
 from handlers.context import BatchContext
 from handlers.outbox import INFO, WARNING, broker_subject, summarise, tp_key
-from handlers.progress import issue_throttle_command
+from handlers.throttle import issue_throttle_command
 from planning.model import Broker, Cluster, TopicPartition
 from planning.movement.log_dirs import (
     LogDirEnding,

@@ -38,7 +38,7 @@ from typing import Callable, Mapping
 from handlers.outbox import INFO, summarise
 from handlers.context import BatchContext
 from handlers.plan_ends import open_plan
-from handlers.policy import Policy, compute_excluded_topics
+from handlers.policy import Policy, compute_canary_topic, compute_excluded_topics
 from planning.movement.cancel import compute_reassign_request
 from state.model import ControllerState, Proposal
 from planning.model import Cluster, PartitionState, TopicPartition
@@ -108,12 +108,16 @@ def compute_plan_proof(plan: PlacementPlan) -> dict[str, object]:
 def compute_plan(state: ControllerState, policy: Policy, goal: Goal,
                  keep: Callable[[TopicPartition], bool] | None = None) -> tuple[PlacementPlan, dict, dict]:
     """Plan `goal` on the projected cluster; the targets (and dirs) of the partitions kept.
-    Topics outside `topics.include` or inside `topics.exclude` are only healed and drained; no
+    Topics outside `topics.include` or inside `topics.exclude` are only healed and drained, the
+    canary's is left out (the watcher keeps it); no
     new replica goes where its dir's volume would pass `disk.max.usage.percent`.
 
     Raises what `plan_placement` raises (PlanInfeasibleError, InvalidReplicaAssignmentError).
     """
     cluster = compute_projected_cluster(state)
+    canary = compute_canary_topic(policy)
+    if canary in cluster.topics_by_name:  # the watcher's to place (`compute_canary_topic`)
+        cluster = replace(cluster, topics=tuple(t for t in cluster.topics if t.name != canary))
     excluded = compute_excluded_topics((t.name for t in cluster.topics), policy)
     plan = plan_balanced(cluster, replace(goal, excluded_topics=goal.excluded_topics | excluded,
                                           disk_max_usage_percent=policy.disk_plan_limit_percent),

@@ -17,6 +17,7 @@ field and to a `ValueKind` that turns text into one canonical text and the typed
     fraction         decimal text in (0, 1]            "0.40" → "0.4"
     percent          decimal text in (0, 100]          "85%" → "85"
     choice           lower-case symbol                 "Cancel" → "cancel"
+    schedule         hours (UTC) to rates              "8-18=20MB, 19=50MB" → "8-18=20000000,19=50000000"
 
 The overrides live in `ControllerState.config` as canonical text; every decision reads the
 effective values through `effective_policy` / `effective_limits`.
@@ -37,9 +38,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Callable, Mapping
 
 from planning.movement.batches import CONFIG_KEYS, Limits
+from planning.movement.throttle_control import Schedule, ThrottleBounds
 from planning.placement.balance_modes import BALANCE_MODES
 from schemas.errors import InvalidConfigError
 
@@ -47,6 +50,7 @@ MODES = ("auto", "approve", "observe")
 PAUSED_KEY = "reassignment.paused"
 """The dynamic key `request pause` / `request resume` set (a flag beside `mode`, see `Policy`)."""
 STALL_ACTIONS = ("alert", "cancel")
+THROTTLE_MODES = ("static", "adaptive")
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,13 @@ class Policy:
     step_retry_max: int
     throttle_bytes_per_sec: int | None
     logdir_throttle_bytes_per_sec: int | None
+    throttle_mode: str  # static | adaptive
+    throttle_min_bytes_per_sec: int
+    throttle_max_bytes_per_sec: int
+    throttle_schedule: str  # canonical `HOURS=RATE,...` (`parse_schedule`), "" for none
+    throttle_slo_factor: float
+    throttle_slo_ceiling_ms: float
+    throttle_hold_seconds: float
     logdir_imbalance_threshold: float
     disk_max_usage_percent: float
     disk_high_water_percent: float
@@ -163,6 +174,32 @@ def _parse_size(text: str) -> tuple[str, int]:
     return _parse_amount(text.strip(), _SIZE_UNITS, 0, MAX_SIZE, SIZE.expected)
 
 
+def parse_schedule(text: str) -> tuple[str, Schedule]:
+    """`HOURS=RATE` pairs separated by commas (hours of the day, UTC: `8` or `8-18`, inclusive;
+    a rate as `throttle.bytes.per.sec` takes it) as (canonical text, `Schedule`); "" is none. An
+    hour named twice is refused: which rate would hold is not clear."""
+    rates: dict[int, int] = {}
+    canonical = []
+    for item in (part.strip() for part in text.split(",")) if text.strip() else ():
+        match = re.fullmatch(r"([0-9]{1,2})(?:\s*-\s*([0-9]{1,2}))?\s*=\s*(.+)", item)
+        if not match:
+            raise ValueError(SCHEDULE.expected)
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else first
+        if not 0 <= first <= last <= 23 or any(hour in rates for hour in range(first, last + 1)):
+            raise ValueError(SCHEDULE.expected)
+        rate_text, rate = _parse_amount(match.group(3).strip(), _RATE_UNITS, 1, MAX_RATE, SCHEDULE.expected)
+        rates.update((hour, rate) for hour in range(first, last + 1))
+        canonical.append(f"{first}={rate_text}" if first == last else f"{first}-{last}={rate_text}")
+    return ",".join(canonical), Schedule(MappingProxyType(rates))
+
+
+def _parse_schedule_text(text: str) -> tuple[str, str]:
+    """The policy keeps the canonical text (`compute_throttle_bounds` reads it)."""
+    canonical = parse_schedule(text)[0]
+    return canonical, canonical
+
+
 def _parse_fraction(text: str) -> tuple[str, float]:
     try:
         value = float(text)
@@ -235,6 +272,13 @@ def compute_excluded_pattern(policy: Policy) -> str:
     return rf"__.*|{re.escape(policy.topic_prefix)}\..*"
 
 
+def compute_canary_topic(policy: Policy) -> str:
+    """The canary's topic (`reassigner.edge.canary`): the watcher keeps its layout, one partition
+    led by each live broker, so no plan of the product moves it (not even a drain or a heal:
+    the two would undo each other), and a draining broker is drained without it."""
+    return f"{policy.topic_prefix}.canary"
+
+
 def compute_excluded_topics(topic_names, policy: Policy) -> frozenset[str]:
     """The topics the product only heals and drains (never rebalances): a name that does not
     match `topics.include` as a whole, or matches `topics.exclude` as a whole (Java's
@@ -251,6 +295,8 @@ SIZE = ValueKind("bytes from 0 to 10 PB, such as 0, 500GB or 2TiB", _parse_size)
 FRACTION = ValueKind("a fraction in (0, 1] such as 0.4", _parse_fraction)
 PERCENT = ValueKind("a percentage in (0, 100] such as 85", _parse_percent)
 BOOLEAN = ValueKind("true or false", _parse_boolean)
+SCHEDULE = ValueKind("HOURS=RATE pairs separated by commas, hours of the day (UTC) 0-23 each named once, "
+                     "such as 8-18=20MB,19=50MB; empty for none", _parse_schedule_text)
 PATTERN = ValueKind(f"a regular expression over whole topic names, at most {MAX_PATTERN_CHARS} characters, "
                     "such as orders-.* or orders-.*|payments", _parse_pattern)
 
@@ -287,6 +333,15 @@ DYNAMIC_KEYS: Mapping[str, DynamicKey] = {key.name: key for key in (
                "failed steps retried (transient errors) before the partition is given up"),
     DynamicKey("throttle.bytes.per.sec", "throttle_bytes_per_sec", RATE,
                "replication throttle on steps in flight"),
+    DynamicKey("throttle.mode", "throttle_mode", _choice_kind(THROTTLE_MODES),
+               "static: every step at throttle.bytes.per.sec; adaptive: per broker, between throttle.min "
+               "and throttle.max, by the canary's latency and the ISR shrinks"),
+    DynamicKey("throttle.min", "throttle_min_bytes_per_sec", RATE,
+               "(throttle.mode=adaptive) the lowest rate: a movement never starves"),
+    DynamicKey("throttle.max", "throttle_max_bytes_per_sec", RATE,
+               "(throttle.mode=adaptive) the highest rate"),
+    DynamicKey("throttle.schedule", "throttle_schedule", SCHEDULE,
+               "(throttle.mode=adaptive) lower ceilings for hours of the day (UTC), such as 8-18=20MB"),
     DynamicKey("replica.alter.log.dirs.io.max.bytes.per.second", "logdir_throttle_bytes_per_sec", RATE,
                "throttle of the copies between the log dirs of a broker"),
     DynamicKey("disk.max.usage.percent", "disk_max_usage_percent", PERCENT,
@@ -367,7 +422,28 @@ def effective_policy(policy: Policy, config: Mapping[str, str]) -> Policy:
     return replace(policy, **changes) if changes else policy
 
 
-def effective_limits(policy: Policy, config: Mapping[str, str]) -> Limits:
-    """The movement limits P/L/R/B of the next decision: settings, then SetConfig overrides."""
+def compute_throttle_bounds(policy: Policy) -> ThrottleBounds:
+    """The adaptive throttle's bounds and gains from the effective policy: the rates between
+    `throttle.min` and `throttle.max` (a broker starts at `throttle.bytes.per.sec` brought within
+    them, or at the floor), steps of a tenth of that span, the moves in flight per broker B.
+    Raises InvalidConfigError when the bounds contradict each other."""
+    floor, maximum = policy.throttle_min_bytes_per_sec, policy.throttle_max_bytes_per_sec
+    if floor > maximum:
+        raise InvalidConfigError(f"throttle.min ({floor} B/s) is above throttle.max ({maximum} B/s); "
+                                 "set throttle.min at most throttle.max")
+    initial = min(max(policy.throttle_bytes_per_sec or floor, floor), maximum)
+    return ThrottleBounds(floor, maximum, initial, increase=max(1, (maximum - floor) // 10),
+                          max_moves=policy.max_movements_per_broker, slo_factor=policy.throttle_slo_factor,
+                          slo_ceiling_ms=policy.throttle_slo_ceiling_ms,
+                          hold_ms=int(policy.throttle_hold_seconds * 1000),
+                          schedule=parse_schedule(policy.throttle_schedule)[1])
+
+
+def effective_limits(policy: Policy, config: Mapping[str, str], throttles: Mapping | None = None) -> Limits:
+    """The movement limits P/L/R/B of the next decision: settings, then SetConfig overrides; in
+    `throttle.mode=adaptive`, B lowered per broker by the adaptive throttle's moves in flight
+    (`throttles`: `ControllerState.throttles`, `handlers.throttle`)."""
     effective = effective_policy(policy, config)
-    return Limits(**{field: getattr(effective, field) for field in CONFIG_KEYS.values()})
+    moves = (tuple((broker, throttle.moves) for broker, throttle in sorted(throttles.items()))
+             if throttles and effective.throttle_mode == "adaptive" and effective.mode != "observe" else ())
+    return Limits(**{field: getattr(effective, field) for field in CONFIG_KEYS.values()}, broker_moves=moves)

@@ -62,6 +62,7 @@ from handlers.context import BatchContext
 from handlers.external import handle_external_moves, report_interrupted
 from handlers.plan_ends import end_plan_member
 from handlers.policy import effective_limits
+from handlers.throttle import compute_step_rates, decide_throttles_now, issue_throttle_command
 from handlers.waiting import compute_waiting
 from planning.model import TopicPartition
 from planning.movement.reassignment import Reassignment, begin_cancel
@@ -76,12 +77,18 @@ def handle_progress(context: BatchContext) -> None:
     state = context.state
     observe = context.policy.mode == "observe"
     changed = state.compute_stepping_changes()
+    adaptive = context.policy.throttle_mode == "adaptive" and not observe
+    limits = effective_limits(context.base_policy, state.config, state.throttles)
     decision = compute_stepping(  # 1
-        state.reassignments, state.cluster, effective_limits(context.base_policy, state.config),
+        state.reassignments, state.cluster, limits,
         context.now_s, context.policy.step_stall_timeout_seconds,
         start_steps=not observe and not context.policy.paused,
         memo=state.stepping_memo, changed=changed)
     decided = decision.reassignments
+    if adaptive:  # before the steps' commands: they carry the rates and the sequence it decides
+        decide_throttles_now(context, compute_flying(decision))
+    elif context.state.throttles:
+        context.state = context.state.with_changes(throttles={})
     patch: dict[TopicPartition, Reassignment | None] = {tp: decided[tp] for tp in decision.replaced}
     elections = set(decision.elections)
     stalled = dict(decision.stalled)
@@ -188,20 +195,36 @@ def _forget_finished_steps(context: BatchContext) -> None:
                          if k.startswith(ONCE_PER_STEP) and k not in live)
 
 
+def compute_flying(decision) -> dict[TopicPartition, Reassignment]:
+    """The records with a step in flight after `decision` (this batch's starts included)."""
+    decided = decision.reassignments
+    keys = decision.memo.in_flight if decision.memo is not None else decided
+    return {tp: r for tp in keys if (r := decided.get(tp)) is not None and r.in_flight is not None}
+
+
 def compute_step_throttle_fields(context: BatchContext, tp: TopicPartition, adding) -> dict:
     """The throttle fields of a ReassignmentStep issued now (none without a throttle rate):
-    leader throttle on the current replicas of live brokers, follower throttle on the added ones."""
+    leader throttle on the current replicas of live brokers, follower throttle on the added ones.
+    In adaptive mode each of them at its own rate (`handlers.throttle`), the lowest as the rate
+    an older executor applies to all."""
+    adaptive = context.policy.throttle_mode == "adaptive" and context.state.throttles
     rate = context.policy.throttle_bytes_per_sec
-    if not rate:
+    if not rate and not adaptive:
         return {}
     cluster = context.state.cluster
     partition = cluster.partition(tp)
     current = partition.replicas if partition is not None else ()
     live = [b for b in current if b not in adding and (broker := cluster.broker(b)) is not None and broker.alive]
-    return {"throttle_rate_bytes_per_sec": rate,
-            "throttle_log_dir_rate_bytes_per_sec": context.policy.logdir_throttle_bytes_per_sec,
-            "throttle_leader_broker_ids": live, "throttle_follower_broker_ids": list(adding),
-            "throttle_sequence": context.state.command_sequence}
+    fields = {"throttle_rate_bytes_per_sec": rate,
+              "throttle_log_dir_rate_bytes_per_sec": context.policy.logdir_throttle_bytes_per_sec,
+              "throttle_leader_broker_ids": live, "throttle_follower_broker_ids": list(adding),
+              "throttle_sequence": context.state.command_sequence}
+    if adaptive:
+        rates = compute_step_rates(context, [*live, *adding])
+        if rates:
+            fields |= {"throttle_broker_rates": rates,
+                       "throttle_rate_bytes_per_sec": min(r["rate_bytes_per_sec"] for r in rates)}
+    return fields if fields["throttle_rate_bytes_per_sec"] else {}
 
 
 def handle_throttles(context: BatchContext, started: bool) -> None:
@@ -209,7 +232,8 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
     state = context.state
     marker = next((k for k in sorted(state.open_alerts) if k.startswith(THROTTLE_MARKER)), None)
     flying = {tp: r.in_flight.step for tp, r in state.compute_records_in_flight().items()}
-    if started and context.policy.throttle_bytes_per_sec:
+    throttling = context.policy.throttle_bytes_per_sec or context.policy.throttle_mode == "adaptive"
+    if started and throttling:
         before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
         brokers = set(before["brokers"])
         for tp, step in flying.items():
@@ -235,9 +259,3 @@ def compute_throttle_marker(brokers: Iterable[int], partitions: Iterable[tuple[s
     """The `Throttle:` marker naming the brokers and partitions the throttled steps touched."""
     return THROTTLE_MARKER + json.dumps({"brokers": sorted(brokers), "partitions": sorted(partitions)},
                                         separators=(",", ":"))
-
-
-def issue_throttle_command(context: BatchContext, kind: str, reason: str, fields: dict) -> None:
-    """A SetThrottle or ClearThrottle, numbered by `command_sequence` (`throttle-<n>:0:<kind>`)."""
-    sequence = context.next_command_sequence()
-    context.outbox.command(f"throttle-{sequence}:0:{kind}", "throttle", None, 0, reason, kind, fields)

@@ -64,7 +64,7 @@ from handlers.log_dirs import cancel_log_dir_moves, handle_balance_dirs_request,
 from handlers.plans import compute_plan, compute_plan_proof, handle_plan
 from handlers.proposals import handle_reject, require_proposal
 from handlers.policy import (compute_config_text, compute_excluded_pattern, compute_excluded_topics,
-                             require_dynamic_key)
+                             compute_throttle_bounds, effective_policy, require_dynamic_key)
 from planning.movement.cancel import CancelScope, compute_cancel
 from planning.model import TopicPartition
 from state.model import ControllerState
@@ -378,6 +378,8 @@ def handle_set_config(context: BatchContext, request_id: str, fields: Mapping[st
     else:
         value, _typed = compute_config_text(key, str(value))
         config[key] = value
+    if key.startswith("throttle."):  # bounds that contradict each other are refused here, not at every decision
+        compute_throttle_bounds(effective_policy(context.base_policy, config))
     context.state = context.state.with_changes(config=config)
     context.refresh_policy()
     context.outbox.alert("ConfigChanged", INFO, request_id,

@@ -61,6 +61,7 @@ from handlers.outbox import CRITICAL, ERROR, INFO, WARNING, broker_subject, summ
 from handlers.context import BatchContext
 from handlers.events import EventEffects
 from handlers.plans import compute_plan, compute_plan_proof, handle_plan
+from handlers.policy import compute_canary_topic
 from planning.model import TopicPartition
 from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.movement.isr_shrinks import add_isr_shrinks
@@ -262,7 +263,11 @@ def handle_drained_brokers(context: BatchContext) -> None:
         return
     # The replica counts are carried from batch to batch; the reassignments are looked at only
     # for a draining broker that holds nothing and was not told yet (a drain's last moments).
-    holding = state.cluster.replica_count_by_broker
+    holding = dict(state.cluster.replica_count_by_broker)
+    canary = state.cluster.topics_by_name.get(compute_canary_topic(context.policy))
+    for partition in canary.partitions if canary is not None else ():  # the watcher moves those
+        for b in partition.replicas:
+            holding[b] = holding.get(b, 0) - 1
     empty = [b for b in draining if not holding.get(b) and f"BrokerDrained:{b}" not in state.open_alerts]
     if not empty:
         return

@@ -177,6 +177,15 @@ STATUS_METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "reassigner_broker_isr_shrinks": (
         "gauge", "Times each broker fell out of the ISR of a partition nothing was moving (no reassignment of "
         "the product's, another tool's or Kafka's), over the last ten minutes.", ("broker",)),
+    "reassigner_broker_throttle_rate_bytes_per_second": (
+        "gauge", "The adaptive throttle's replication rate on each broker the movement touches "
+        "(throttle.mode=adaptive).", ("broker",)),
+    "reassigner_broker_canary_p99_ms": (
+        "gauge", "The canary's acks=all produce p99 on the partition each broker leads, newest window (ms).",
+        ("broker",)),
+    "reassigner_broker_canary_baseline_ms": (
+        "gauge", "The median of the canary's p99 over the last windows in which nothing moved (ms): what "
+        "the adaptive throttle's SLO is measured against.", ("broker",)),
     "reassigner_broker_bytes_in_per_second": (
         "gauge", "Bytes written per second on each broker: what is produced to every partition it holds a "
         "replica of (smoothed; once traffic has been measured).", ("broker",)),

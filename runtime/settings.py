@@ -24,12 +24,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings import SecretsSettingsSource, TomlConfigSettingsSource
 
-from handlers.policy import Policy, check_topic_pattern
-from planning.movement.batches import Limits
+from handlers.policy import Policy, check_topic_pattern, parse_schedule
+from planning.movement.batches import CONFIG_KEYS, Limits
 from runtime.kafka_versions import DEFAULT_LOCAL_RELEASE, LOCAL_RELEASES, check_local_release
 from schemas.signing import SigningKey, parse_signing_key
 
@@ -182,6 +182,43 @@ class Settings(BaseSettings):
         "copies between the log dirs of a broker (log-dir moves, and the copy into the requested "
         "dir of a replica a step adds); set on a broker while its moves run, removed after.")
 
+    # --- the adaptive throttle (planning.movement.throttle_control) and its canary ------------
+    throttle_mode: Literal["static", "adaptive"] = Field(
+        "static", description="`throttle.mode`: static throttles every step at `throttle.bytes.per.sec` "
+        "(none when unset); adaptive sets each broker's rate between `throttle.min` and `throttle.max`, "
+        "raising it while the canary's produce p99 on the broker stays within its SLO and no ISR outside "
+        "the moves shrinks there, halving it when not.")
+    throttle_min_bytes_per_sec: int = Field(
+        1_000_000, ge=1, le=10**13, description="`throttle.min`: (adaptive) the floor: a hurt broker "
+        "still copies at this rate, so a movement never starves.")
+    throttle_max_bytes_per_sec: int = Field(
+        100_000_000, ge=1, le=10**13, description="`throttle.max`: (adaptive) the ceiling of every "
+        "broker's rate.")
+    throttle_schedule: str = Field(
+        "", description="`throttle.schedule`: (adaptive) lower ceilings for hours of the day (UTC), as "
+        "`HOURS=RATE` pairs separated by commas, e.g. `8-18=20MB,19=50MB`; hours not named keep "
+        "`throttle.max`. Empty: none.")
+    throttle_slo_factor: float = Field(
+        2.0, ge=1, le=100, description="(adaptive) a broker is hurt when its canary produce p99 is above "
+        "this many times its baseline (measured while nothing moved) ...")
+    throttle_slo_ceiling_ms: float = Field(
+        500.0, gt=0, le=600_000, description="... or above this many milliseconds.")
+    throttle_hold_seconds: float = Field(
+        30.0, gt=0, le=3600, description="(adaptive) a broker's rate changes at most once in this long: "
+        "the effect of a change needs a canary window to show.")
+    canary_enabled: bool = Field(
+        True, description="The watcher keeps the canary topic `<topic_prefix>.canary` (one partition "
+        "led by each live broker) and measures acks=all produce latency on it, per broker "
+        "(`reassigner.canary-samples`); the adaptive throttle reads it, `status` shows it.")
+    canary_interval_seconds: float = Field(
+        0.5, gt=0, le=60, description="How often the canary writes one record to each partition.")
+    canary_window_seconds: float = Field(
+        30.0, gt=0, le=3600, description="How long one canary window lasts: its p50 and p99 per broker "
+        "are one CanarySample.")
+    canary_replication_factor: int = Field(
+        3, ge=1, le=16, description="Replicas of each canary partition (at most the live brokers), "
+        "spread over top-level racks.")
+
     disk_max_usage_percent: float = Field(
         85.0, gt=0, le=100, description="`disk.max.usage.percent`: no plan puts a replica in a log dir "
         "whose volume would then be fuller than this, nor than `disk.low.water.percent` (used bytes as "
@@ -249,6 +286,18 @@ class Settings(BaseSettings):
             check_topic_pattern(value)
         return value
 
+    @field_validator("throttle_schedule")
+    @classmethod
+    def _a_schedule(cls, value: str) -> str:
+        return parse_schedule(value)[0]
+
+    @model_validator(mode="after")
+    def _throttle_bounds_in_order(self) -> "Settings":
+        if self.throttle_min_bytes_per_sec > self.throttle_max_bytes_per_sec:
+            raise ValueError(f"throttle_min_bytes_per_sec ({self.throttle_min_bytes_per_sec}) is above "
+                             f"throttle_max_bytes_per_sec ({self.throttle_max_bytes_per_sec}); set it at most that")
+        return self
+
     @field_validator("local_kafka_version")
     @classmethod
     def _a_kafka_release(cls, value: str) -> str:
@@ -297,7 +346,7 @@ def compute_policy(settings: Settings) -> Policy:
 
 def compute_limits(settings: Settings) -> Limits:
     """The movement limits P/L/R/B the product runs with, before any SetConfig."""
-    return Limits(**{f.name: getattr(settings, f.name) for f in fields(Limits)})
+    return Limits(**{name: getattr(settings, name) for name in CONFIG_KEYS.values()})
 
 
 def read_command_signing_key(settings: Settings) -> SigningKey | None:

@@ -49,7 +49,7 @@ def __getattr__(name: str) -> object:
     return value
 
 
-EVENT_TYPES = ("BrokerMembership", "PartitionState", "LogDirState", "TopicState", "SnapshotMarker")
+EVENT_TYPES = ("BrokerMembership", "PartitionState", "LogDirState", "TopicState", "SnapshotMarker", "CanarySample")
 REQUEST_KINDS = ("Reassign", "Cancel", "Decommission", "Rebalance", "Approve", "SetConfig", "Tick")
 """Branches of `Request.payload`, in union order."""
 REQUEST_ACTION_KINDS = ("Reject", "Recommission")
@@ -115,12 +115,13 @@ ALERT_KINDS = (
     "StateStoreLost",
     "DiskPressure",
     "PlanCompleted",
+    "ThrottleChanged",
 )
 """Alert kinds (the original set plus TopicDeleted, ConfigChanged, SnapshotReconciled, ClockSkew and the
 log-dir balance's four, the request verdicts and proposal ends of schema version 4, and the moves of
 other tools: ExternalReassignment, ReassignmentInterrupted; StateStoreLost, raised by the pipeline
 when Redis no longer holds the state it wrote; DiskPressure, a log dir's volume past the high-water
-mark; PlanCompleted, the end of a plan). `Alert.kind` is a string: readers
+mark; PlanCompleted, the end of a plan; ThrottleChanged, the adaptive throttle's rate changes). `Alert.kind` is a string: readers
 must accept kinds not listed here."""
 
 __all__ = [

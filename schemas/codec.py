@@ -34,6 +34,7 @@ single-typed:
     reassigner.disk-failures      LogDirState        key: broker id
     reassigner.topic-state        TopicState         key: topic
     reassigner.snapshots          SnapshotMarker     key: snapshot id
+    reassigner.canary-samples     CanarySample       key: broker id (schema version 12)
     reassigner.requests           Request            key: request id (payload: Reassign | Cancel |
                                                       Decommission | Rebalance | Approve | SetConfig | Tick)
     reassigner.commands           Command            key: <topic>-<partition>, broker id for
@@ -86,6 +87,7 @@ TOPICS: dict[str, str] = {
     "disk-failures": "LogDirState",
     "topic-state": "TopicState",
     "snapshots": "SnapshotMarker",
+    "canary-samples": "CanarySample",
     "requests": "Request",
     "commands": "Command",
     "command-results": "CommandResult",

@@ -33,7 +33,7 @@ from typing import Any
 from schemas.errors import SchemaError
 
 NAMESPACE = "io.reassigner.v1"
-CURRENT_SCHEMA_VERSION = 11
+CURRENT_SCHEMA_VERSION = 12
 """Version of the schema set in `schemas/*.avsc`; written in every message and in its header."""
 
 PRIMITIVE_TYPES = frozenset(

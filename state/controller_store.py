@@ -36,7 +36,8 @@ from typing import Any, Iterable, Mapping
 from planning.model import Cluster, PartitionState, Topic, TopicPartition
 from schemas.errors import FencedError, StateStoreLostError
 from state.model import ControllerState, ObservationTimes, OutboundMessage
-from state.stored_forms import (broker_from_storage, compute_changes, compute_stored_rows, cordoned_from_storage,
+from state.stored_forms import (broker_from_storage, canary_from_storage, compute_changes, compute_stored_rows,
+                                cordoned_from_storage, throttles_from_storage,
                                 external_move_from_storage, isr_shrinks_from_storage, kafka_facts_from_storage,
                                 log_dir_task_from_storage,
                                 message_from_storage, message_to_storage, meta_to_storage, meter_from_storage,
@@ -254,6 +255,8 @@ class ControllerStore:
             kafka=kafka_facts_from_storage(meta_json("kafka", None)),
             cordoned=cordoned_from_storage(meta_json("cordoned", {})),
             isr_shrinks=isr_shrinks_from_storage(meta_json("isr_shrinks", {})),
+            canary=canary_from_storage(meta_json("canary", {})),
+            throttles=throttles_from_storage(meta_json("throttles", {})),
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
                                                        for f, v in raw["logdir_moves"].items())},
         )

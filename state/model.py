@@ -32,7 +32,9 @@ from planning.model import Cluster, KafkaFacts, TopicPartition, compute_replaced
 from planning.movement.advance import SteppingMemo
 from planning.movement.eta import ReplicationMeter
 from planning.movement.external import ExternalMove
+from planning.movement.canary import CanaryReading
 from planning.movement.isr_shrinks import IsrShrinkWindow
+from planning.movement.throttle_control import BrokerThrottle
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.reassignment import Reassignment
 
@@ -206,9 +208,16 @@ class ControllerState:
         dirs, sorted, or () for the whole broker (its draining brokers; the dirs it empties), on
         a Kafka that has cordons; ('',) where a cordon command failed (not known what holds).
     isr_shrinks: per broker, how many times it fell out of the ISR of a partition nothing was
-        moving, in one-minute buckets of the last ten minutes (`planning.movement.isr_shrinks`):
+        moving, in ten-second buckets of the last ten minutes (`planning.movement.isr_shrinks`):
         the cluster's clients or replication hurting; for `status`, `/metrics` and the adaptive
         throttle.
+    canary: per broker, the newest window of the canary the watcher measures on the partition it
+        leads, and the baseline of the windows in which nothing moved
+        (`planning.movement.canary.CanaryReading`, `handlers.throttle`); for the adaptive
+        throttle, `status` and `/metrics`.
+    throttles: per broker the movement touches, the adaptive throttle's rate and moves in
+        flight, when and why they last changed (`planning.movement.throttle_control`); empty in
+        static mode and when nothing is in flight.
     stepping_memo: what the last decision computed for the reassignments waiting for a step
         (`planning.movement.advance.SteppingMemo`): derived data that makes the next decision
         cost what changed; never stored, never compared, rebuilt after a restart.
@@ -235,6 +244,8 @@ class ControllerState:
     kafka: KafkaFacts | None = None
     cordoned: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     isr_shrinks: IsrShrinkWindow = field(default_factory=dict)
+    canary: Mapping[int, CanaryReading] = field(default_factory=dict)
+    throttles: Mapping[int, BrokerThrottle] = field(default_factory=dict)
     stepping_memo: SteppingMemo | None = field(default=None, compare=False, repr=False)
     change_log: ChangeLog = field(default_factory=ChangeLog, compare=False, repr=False)
 

@@ -56,11 +56,13 @@ from dataclasses import replace
 from typing import Iterable, Mapping
 
 from planning.model import Broker, Cluster, KafkaFacts, LogDir, PartitionState, Topic, TopicPartition
+from planning.movement.canary import CanaryReading
 from planning.movement.eta import ReplicationMeter
 from planning.movement.external import ExternalMove
 from planning.movement.log_dirs import LogDirTask
 from planning.movement.partition_steps import Step
 from planning.movement.reassignment import AfterCancel, Reassignment, ReassignmentState, StepInFlight
+from planning.movement.throttle_control import BrokerThrottle
 from schemas.codec import decode, encode
 from state.model import ControllerState, OutboundMessage, PlanRecord, Proposal
 
@@ -272,7 +274,30 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "cordoned": json.dumps({str(b): list(dirs) for b, dirs in sorted(state.cordoned.items())}),
         "isr_shrinks": json.dumps({str(b): [list(bucket) for bucket in buckets]
                                    for b, buckets in sorted(state.isr_shrinks.items())}),
+        "canary": json.dumps({str(b): canary_reading_to_storage(r) for b, r in sorted(state.canary.items())}),
+        "throttles": json.dumps({str(b): [t.rate, t.moves, t.changed_ms, t.reason]
+                                 for b, t in sorted(state.throttles.items())}),
     }
+
+
+def canary_reading_to_storage(reading: CanaryReading) -> list:
+    return [reading.at_ms, reading.window_ms, reading.partition, reading.samples, reading.errors, reading.p50_ms,
+            reading.p99_ms, reading.end_to_end_p99_ms, list(reading.idle_p99s), reading.baseline_ms]
+
+
+def canary_from_storage(stored: dict) -> dict[int, CanaryReading]:
+    """The stored `ControllerState.canary` ({} for a state written before it was kept)."""
+    readings = {}
+    for broker, (at_ms, window_ms, partition, samples, errors, p50, p99, end_to_end, idle, baseline) in stored.items():
+        readings[int(broker)] = CanaryReading(int(at_ms), int(window_ms), int(partition), int(samples), int(errors),
+                                              p50, p99, end_to_end, tuple(float(v) for v in idle), baseline)
+    return readings
+
+
+def throttles_from_storage(stored: dict) -> dict[int, BrokerThrottle]:
+    """The stored `ControllerState.throttles` ({} for a state written before they were kept)."""
+    return {int(b): BrokerThrottle(int(rate), int(moves), int(changed_ms), str(reason))
+            for b, (rate, moves, changed_ms, reason) in stored.items()}
 
 
 def isr_shrinks_from_storage(stored: dict) -> dict[int, tuple[tuple[int, int], ...]]:

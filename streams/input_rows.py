@@ -37,7 +37,7 @@ from runtime.settings import Settings
 from schemas.codec import TOPICS, decode, writer_version_from_headers
 from schemas.errors import DecodeError
 
-INPUT_TOPICS = ("broker-membership", "topic-state", "disk-failures", "isr-changes", "snapshots",
+INPUT_TOPICS = ("broker-membership", "topic-state", "disk-failures", "isr-changes", "snapshots", "canary-samples",
                 "requests", "command-results")
 STATE_CARRYING = ("broker-membership", "topic-state", "disk-failures", "isr-changes")
 

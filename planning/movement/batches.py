@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable, Iterator, Mapping, Union
 
 from planning.model import Cluster, PartitionState, TopicPartition
@@ -60,18 +61,34 @@ class Limits:
     max_leader_movements (L): leader-moving steps in flight.
     max_replica_movements (R): replicas one step may add, and may drop (per partition).
     max_movements_per_broker (B): steps in flight adding to or dropping from one broker.
+    broker_moves: lower B for some brokers, as (broker, moves) pairs: the adaptive throttle's
+        moves in flight (`planning.movement.throttle_control`), each at least 1 and at most B. Not
+        a setting (so it has a default, the one exception): () is B for every broker.
     """
 
     max_partition_movements: int
     max_leader_movements: int
     max_replica_movements: int
     max_movements_per_broker: int
+    broker_moves: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         for key, name in CONFIG_KEYS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InvalidConfigError(f"{key} must be an integer of at least 1, got {value!r}")
+        if any(moves < 1 for _, moves in self.broker_moves):
+            raise InvalidConfigError(f"moves in flight per broker must be at least 1, got {self.broker_moves!r}")
+
+    @cached_property
+    def broker_limits(self) -> Mapping[int, int]:
+        """Broker → its B where `broker_moves` lowers it (a lookup per broker of a candidate)."""
+        most = self.max_movements_per_broker
+        return {broker: min(moves, most) for broker, moves in self.broker_moves}
+
+    def broker_limit(self, broker_id: int) -> int:
+        """B for `broker_id`."""
+        return self.broker_limits.get(broker_id, self.max_movements_per_broker)
 
     @classmethod
     def from_config(cls, config: Mapping[str, object], base: "Limits") -> "Limits":
@@ -204,12 +221,12 @@ def _held_by_limits(step: Step, counters: _Counters, limits: Limits) -> bool:
     """L or B refuses `step` now (the cheap half of `_refusal`, for a walk that passes over it)."""
     if step.leader_movement and counters.leaders >= limits.max_leader_movements:
         return True
-    per_broker, most = counters.per_broker, limits.max_movements_per_broker
+    per_broker, most, lowered = counters.per_broker, limits.max_movements_per_broker, limits.broker_limits
     for b in step.adding:  # `moved_brokers` without building it: the walk may pass over many
-        if per_broker.get(b, 0) >= most:
+        if per_broker.get(b, 0) >= (lowered.get(b, most) if lowered else most):
             return True
     for b in step.removing:
-        if per_broker.get(b, 0) >= most:
+        if per_broker.get(b, 0) >= (lowered.get(b, most) if lowered else most):
             return True
     return False
 
@@ -286,9 +303,11 @@ def _refusal_by_limits(step: Step, counters: _Counters, limits: Limits) -> str |
     if step.leader_movement and counters.leaders >= limits.max_leader_movements:
         return f"{counters.leaders} leader movements in flight, limit L = {limits.max_leader_movements}"
     for broker_id in sorted(step.moved_brokers):
-        if counters.per_broker[broker_id] >= limits.max_movements_per_broker:
+        most = limits.broker_limit(broker_id)
+        if counters.per_broker[broker_id] >= most:
             return (f"broker {broker_id} has {counters.per_broker[broker_id]} movements in flight, "
-                    f"limit B = {limits.max_movements_per_broker}")
+                    + (f"limit B = {most}" if most == limits.max_movements_per_broker
+                       else f"the adaptive throttle allows {most} (B = {limits.max_movements_per_broker})"))
     return None
 
 

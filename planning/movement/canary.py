@@ -23,6 +23,11 @@ which nothing moved; a window with a movement in flight never enters it (the bas
 the clients see without the product), so the SLO (`throttle_control`, HEALTH) compares like with
 like.
 
+READING (`add_canary_window`): the pipeline keeps, per broker, the newest CanarySample the
+watcher published (a window's percentiles) and the baseline it feeds; a sample no newer than the
+one kept changes nothing (a replay after a crash). Whether the window is idle is the caller's to
+say (nothing moved). `compute_fresh_p99` forgets a reading older than `STALE_WINDOWS` windows.
+
 Pure: values in, fresh values out; ties by ids.
 """
 
@@ -148,3 +153,56 @@ def update_baseline(idle_p99s: tuple[float, ...], window_p99: float | None,
     middle = len(ordered) // 2
     baseline = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
     return idle_p99s, baseline
+
+
+STALE_WINDOWS = 3
+
+
+@dataclass(frozen=True)
+class CanaryReading:
+    """What the pipeline knows of one broker's canary (module READING): its newest window, as
+    the watcher summarized it, and the baseline of the windows in which nothing moved."""
+
+    at_ms: int  # the end of the newest window (event time)
+    window_ms: int
+    partition: int
+    samples: int
+    errors: int
+    p50_ms: float | None
+    p99_ms: float | None
+    end_to_end_p99_ms: float | None
+    idle_p99s: tuple[float, ...] = ()
+    baseline_ms: float | None = None
+
+
+def _latency(value: object) -> float | None:
+    if value is None:
+        return None
+    number = float(value)  # type: ignore[arg-type]
+    if not 0 <= number < 86_400_000:  # also refuses NaN: a day is no latency, it is a broken clock
+        raise ValueError(f"a latency of {value!r} ms")
+    return number
+
+
+def add_canary_window(previous: CanaryReading | None, sample: Mapping[str, object], moving: bool) -> CanaryReading:
+    """`previous` after one CanarySample (module READING); `previous` itself for a window not
+    newer than the one it holds (a replay). Raises ValueError for a sample that cannot be one."""
+    at_ms, window_ms = int(sample["event_time"]), int(sample["window_ms"])  # type: ignore[call-overload]
+    samples, errors = int(sample["samples"]), int(sample.get("errors") or 0)  # type: ignore[call-overload]
+    if window_ms <= 0 or samples < 0 or errors < 0:
+        raise ValueError(f"a window of {window_ms} ms with {samples} samples and {errors} errors")
+    p50, p99 = _latency(sample.get("produce_p50_ms")), _latency(sample.get("produce_p99_ms"))
+    end_to_end = _latency(sample.get("end_to_end_p99_ms"))
+    if previous is not None and at_ms <= previous.at_ms:
+        return previous
+    idle, baseline = update_baseline(previous.idle_p99s if previous is not None else (), p99, moving)
+    return CanaryReading(at_ms, window_ms, int(sample["partition"]), samples, errors,  # type: ignore[call-overload]
+                         p50, p99, end_to_end, idle, baseline)
+
+
+def compute_fresh_p99(reading: CanaryReading | None, now_ms: int) -> float | None:
+    """The reading's p99 while it is fresh (its window ended less than `STALE_WINDOWS` windows
+    before `now_ms`), else None: a canary that stopped reporting says nothing."""
+    if reading is None or now_ms - reading.at_ms > STALE_WINDOWS * reading.window_ms:
+        return None
+    return reading.p99_ms

@@ -14,8 +14,8 @@ RULE.
   ended) lost nothing; a partition seen for the first time lost nothing.
 - A partition is moving (`is_moving`) while the product has a reassignment for it, another tool
   is moving it, or Kafka shows it adding or removing replicas, before or after the event.
-- The window (`add_isr_shrinks`, `count_isr_shrinks`): per broker, counts in buckets of
-  `BUCKET_MS` (a minute) by event time; a bucket older than `WINDOW_MS` (ten minutes) is
+- The window (`add_isr_shrinks`, `count_isr_shrinks`, `count_isr_shrinks_since`): per broker, counts in buckets of
+  `BUCKET_MS` (ten seconds) by event time; a bucket older than `WINDOW_MS` (ten minutes) is
   dropped when the window is next written; counts read only the buckets within it.
 
 INVARIANTS: at most `WINDOW_MS / BUCKET_MS + 1` buckets per broker, each count positive, a
@@ -29,7 +29,7 @@ from typing import Iterable, Mapping
 
 from planning.model import PartitionState
 
-BUCKET_MS = 60_000
+BUCKET_MS = 10_000  # fine enough for the throttle to tell the shrinks after its last change
 WINDOW_MS = 600_000
 
 # broker -> ((bucket start ms, shrinks), ...), oldest first
@@ -78,3 +78,9 @@ def count_isr_shrinks(window: IsrShrinkWindow, broker: int, now_ms: int) -> int:
     """The broker's shrinks outside the moves within `WINDOW_MS` before `now_ms`."""
     horizon = now_ms - WINDOW_MS
     return sum(count for bucket, count in window.get(broker, ()) if bucket + BUCKET_MS > horizon)
+
+
+def count_isr_shrinks_since(window: IsrShrinkWindow, broker: int, since_ms: int) -> int:
+    """The broker's shrinks outside the moves in the buckets that began at or after `since_ms`
+    (the adaptive throttle's signal: the shrinks after its last change, not those it answered)."""
+    return sum(count for bucket, count in window.get(broker, ()) if bucket >= since_ms)

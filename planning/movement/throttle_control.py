@@ -26,6 +26,13 @@ it at once, whatever the hold. The floor is above zero, so a movement is never s
 broker copies at the floor, and its moves never drop below 1. A broker the movement no longer
 touches is forgotten (its next movement starts from `initial`).
 
+SATURATION (`compute_copy_rates`): a broker's copies run at the bytes the receiving dirs hold of
+each step in flight that adds a replica, over the time since the executor applied it, summed
+per broker on the receiving side (the follower throttle) and on the partition's leader (the
+leader throttle, which serves the copy); a broker runs at its rate when that sum reaches
+`SATURATED` of it. An average since the step began: it lags a change by a step's life, which is
+what a rate a hold window long can act on.
+
 INVARIANTS: floor <= rate <= ceiling and 1 <= moves <= max_moves for every broker after every
 decision; the same inputs give the same outputs (no clock: `now_ms` is the decision's event time;
 no randomness); every change carries its reason, which the shell turns into a command and an INFO
@@ -38,9 +45,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
+from planning.model import Cluster
+from planning.movement.eta import compute_copied_bytes
+from planning.movement.reassignment import Reassignment
 from schemas.errors import InvalidConfigError
 
 HURT, HEALTHY, UNKNOWN = "hurt", "healthy", "unknown"
+SATURATED = 0.8  # of the rate: the copies use it (module SATURATION)
 
 
 @dataclass(frozen=True)
@@ -155,3 +166,25 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
         throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason)
         changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))
     return ThrottleDecision(MappingProxyType(throttles), tuple(changes))
+
+
+def compute_copy_rates(in_flight: Iterable[Reassignment], cluster: Cluster, now_ms: int) -> dict[int, float]:
+    """Bytes per second the movement's copies run at through each broker (module SATURATION)."""
+    rates: dict[int, float] = {}
+    for record in in_flight:
+        flight = record.in_flight
+        if flight is None or flight.applied_at_ms is None or now_ms <= flight.applied_at_ms:
+            continue
+        seconds = (now_ms - flight.applied_at_ms) / 1000
+        partition = cluster.partition(record.tp)
+        for broker, copied in compute_copied_bytes(record, cluster).items():
+            rate = copied / seconds
+            rates[broker] = rates.get(broker, 0.0) + rate
+            if partition is not None and partition.leader is not None and partition.leader != broker:
+                rates[partition.leader] = rates.get(partition.leader, 0.0) + rate
+    return rates
+
+
+def is_saturated(copy_rate: float, throttle: BrokerThrottle | None) -> bool:
+    """Whether a broker's copies use its rate (module SATURATION)."""
+    return throttle is not None and copy_rate >= SATURATED * throttle.rate

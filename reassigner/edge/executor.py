@@ -94,7 +94,7 @@ from schemas.signing import UNSIGNED, SigningKey, compute_signature_problem, com
 from reassigner.edge.cordons import CordonChange, compute_cordon, compute_uncordon, cordon_field
 from reassigner.edge.ledger import REPLAY_WINDOW_SECONDS, CommandLedger, Outcome
 from reassigner.edge.throttle_keeper import ThrottleKeeper
-from reassigner.edge.throttles import compute_step_throttle, compute_wanted
+from reassigner.edge.throttles import compute_set_throttle, compute_step_throttle
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -430,11 +430,9 @@ class Executor:
                         log, retry_if=lambda error: error.code in REPLICA_NOT_THERE_YET)
 
     def apply_set_throttle(self, fields: Mapping) -> None:
-        """A SetThrottle (pipelines of schema sets 1-4; newer ones put the throttle in the step):
-        under the same ownership rules as a step's throttle."""
-        self.throttles.apply(compute_wanted(fields["broker_ids"], fields["rate_bytes_per_sec"],
-                                            fields.get("logdir_rate_bytes_per_sec"),
-                                            fields.get("partitions") or [], 0))
+        """A SetThrottle: the adaptive throttle's rate changes (schema set 12; pipelines of sets
+        1-4 sent one before their steps): under the same ownership rules as a step's throttle."""
+        self.throttles.apply(compute_set_throttle(fields))
 
     def apply_clear_throttle(self, fields: Mapping) -> None:
         """Remove the throttles the executor set (`reassigner.edge.throttles`), nothing else."""

@@ -33,6 +33,7 @@ from reassigner.edge.throttles import (
     ThrottleChanges,
     ThrottleWanted,
     compute_adopted,
+    compute_set_throttle,
     compute_step_throttle,
     compute_throttle_clear,
     compute_throttle_set,
@@ -86,8 +87,10 @@ class ThrottleKeeper:
             return owned
         if self._recent_throttles is None:
             commands = self._recent_commands()
-            self._recent_throttles = [wanted for kind, fields in (c["payload"] for c in commands)
-                                      if kind == "ReassignmentStep" and (wanted := compute_step_throttle(fields))]
+            self._recent_throttles = [
+                wanted for kind, fields in (c["payload"] for c in commands)
+                if (wanted := compute_step_throttle(fields) if kind == "ReassignmentStep"
+                    else compute_set_throttle(fields) if kind == "SetThrottle" else None)]
             log.info("the executor's throttle records were not in Redis when it started (emptied or replaced, or "
                      "never written): %d throttled steps of the product read back to adopt their throttles",
                      len(self._recent_throttles))

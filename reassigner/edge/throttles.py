@@ -40,6 +40,15 @@ the clear, whose command the executor happens to apply first (another partition 
 commands topic), keeps its throttle. A ClearThrottle of an older pipeline (no sequence) removes
 everything the product set on its brokers and topics.
 
+NEWEST WINS (the adaptive throttle, schema set 12): a step may carry its own rate per broker
+(`throttle_broker_rates`), and a SetThrottle changes the rates of brokers whose steps are in
+flight, numbered by the pipeline's command sequence like a clear. Commands of different keys
+land on different partitions of the commands topic, so the executor may apply an older step
+after a newer SetThrottle: a rate of ours in force that a command of a higher sequence set is
+kept, whatever an older command asks (its replica entries are still added). Commands of the
+same sequence (steps of one batch, or of batches with no throttle command between) carry the
+same rates but after a `throttle.bytes.per.sec` change: the last one applied wins, as before.
+
 ADOPTION (the records lost with the store): an executor whose first read of its records finds
 nothing at all in Redis (no record, no mark of a write: the store was emptied or replaced while
 no executor ran, or no executor ever throttled on it) takes as its own, before its first throttle
@@ -122,14 +131,25 @@ def compute_step_throttle(fields: Mapping) -> ThrottleWanted | None:
                  "leader_broker_ids": leaders, "follower_broker_ids": followers}
     return compute_wanted(sorted(set(leaders) | set(followers)), rate,
                           fields.get("throttle_log_dir_rate_bytes_per_sec"), [partition],
-                          int(fields.get("throttle_sequence") or 0))
+                          int(fields.get("throttle_sequence") or 0), fields.get("throttle_broker_rates") or ())
+
+
+def compute_set_throttle(fields: Mapping) -> ThrottleWanted:
+    """The throttle a SetThrottle asks for: per-broker rates and a sequence since schema set 12."""
+    return compute_wanted(fields["broker_ids"], fields["rate_bytes_per_sec"], fields.get("logdir_rate_bytes_per_sec"),
+                          fields.get("partitions") or [], int(fields.get("throttle_sequence") or 0),
+                          fields.get("broker_rates") or ())
 
 
 def compute_wanted(broker_ids: Iterable[int], rate: int, log_dir_rate: int | None,
-                   partitions: Iterable[Mapping], sequence: int) -> ThrottleWanted:
-    """Rates on `broker_ids` and the ThrottledPartition records' replica entries."""
+                   partitions: Iterable[Mapping], sequence: int,
+                   broker_rates: Iterable[Mapping] = ()) -> ThrottleWanted:
+    """Rates on `broker_ids` (a broker of `broker_rates`, the adaptive throttle's `BrokerRate`
+    records, at its own rate; the others at `rate`) and the ThrottledPartition records' replica
+    entries."""
     names = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
-    rates = {(b, name): int(rate) for b in broker_ids for name in names}
+    own = {int(r["broker_id"]): int(r["rate_bytes_per_sec"]) for r in broker_rates}
+    rates = {(b, name): own.get(b, int(rate)) for b in broker_ids for name in names}
     if log_dir_rate is not None:
         rates |= {(b, LOG_DIR_THROTTLED_RATE): int(log_dir_rate) for b in broker_ids}
     replicas: dict[tuple[str, str], list[str]] = {}
@@ -170,6 +190,8 @@ def compute_throttle_set(wanted: ThrottleWanted,
         key = rate_field(broker, name)
         now = current_rates.get((broker, name))
         mine = owned.get(key)
+        if mine is not None and now == mine["value"] and wanted.sequence < int(mine["sequence"]):
+            continue  # a newer decision's rate is in force (NEWEST WINS)
         sequence = max(wanted.sequence, int(mine["sequence"])) if mine else wanted.sequence
         if mine is not None and now == mine["value"]:  # ours, in force
             previous = _as_rate(mine.get("previous"))

@@ -126,7 +126,10 @@ function render(doc) {
       s.brokers.map(b => [esc(b.id), esc(b.rack),
         (b.alive ? (b.draining ? `<span class="warn">draining${b.cordoned ? ", cordoned" : ""}</span>` :
           '<span class="ok">alive</span>') : '<span class="bad">down</span>') +
-          (b.isr_shrinks ? ` <span class="warn">(${esc(b.isr_shrinks)} ISR shrinks in 10 min)</span>` : ""),
+          (b.isr_shrinks ? ` <span class="warn">(${esc(b.isr_shrinks)} ISR shrinks in 10 min)</span>` : "") +
+          (b.canary_p99_ms != null ? ` canary p99 ${esc(Math.round(b.canary_p99_ms))} ms` +
+            (b.canary_baseline_ms != null ? ` (baseline ${esc(Math.round(b.canary_baseline_ms))})` : "") : "") +
+          (b.throttle_rate != null ? ` throttle ${esc(b.throttle_rate)} B/s: ${esc(b.throttle_reason)}` : ""),
         `<span class="${b.dirs_online < b.dirs_total ? "bad" : "ok"}">${b.dirs_online}/${b.dirs_total}</span>` +
           (b.cannot_host ? ` <span class="warn">${esc(b.cannot_host)} partitions kept off until restart</span>` : "") +
           ((b.cordoned_dirs || []).length ? ` <span class="warn">(cordoned: ${esc(b.cordoned_dirs.join(", "))})</span>` : "") +

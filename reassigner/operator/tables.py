@@ -84,6 +84,11 @@ def print_status(view: StatusView, console: Console) -> None:
             else "[green]alive[/]")
         if b.isr_shrinks:
             state += f" [yellow]({b.isr_shrinks} ISR shrinks in 10 min)[/]"
+        if b.canary_p99_ms is not None:
+            state += f" canary p99 {b.canary_p99_ms:.0f} ms" + (
+                f" (baseline {b.canary_baseline_ms:.0f})" if b.canary_baseline_ms is not None else "")
+        if b.throttle_rate is not None:
+            state += f" [cyan]throttle {format_rate(b.throttle_rate)}: {b.throttle_reason}[/]"
         dirs = f"{b.dirs_online}/{b.dirs_total}" + (f" [red](offline: {', '.join(b.offline_dirs)})[/]"
                                                     if b.offline_dirs else "")
         if b.cannot_host:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from reassigner.edge.throttles import (
     ThrottleChanges,
     compute_adopted,
+    compute_set_throttle,
     compute_step_throttle,
     compute_throttle_clear,
     compute_throttle_set,
@@ -258,3 +259,63 @@ def test_an_adopted_throttle_of_a_later_step_outlives_an_earlier_clear():
     configs.owned = compute_adopted([step_throttle(2, [1], [], 500, 9)], configs.rates, configs.lists)
     configs.apply(compute_throttle_clear([1], ["t"], 6, configs.rates, configs.lists, configs.owned))
     assert configs.rates == {(1, LEADER_RATE): "500"} and configs.lists == {("t", LEADERS): "2:1"}
+
+
+def test_a_step_carries_its_own_rate_per_broker_and_the_others_get_its_rate():
+    wanted = compute_step_throttle(step(rate=50_000, throttle_broker_rates=[
+        {"broker_id": 4, "rate_bytes_per_sec": 70_000}, {"broker_id": 9, "rate_bytes_per_sec": 1}]))
+    assert wanted.rates[(4, FOLLOWER_RATE)] == wanted.rates[(4, LEADER_RATE)] == 70_000
+    assert {wanted.rates[(b, LEADER_RATE)] for b in (1, 2, 3)} == {50_000}
+    assert (9, LEADER_RATE) not in wanted.rates, "a rate for a broker the step does not touch sets nothing"
+
+
+def test_a_set_throttle_of_schema_set_12_sets_each_brokers_rate_with_its_sequence():
+    wanted = compute_set_throttle({"broker_ids": [1, 2], "rate_bytes_per_sec": 10, "logdir_rate_bytes_per_sec": None,
+                                   "partitions": [], "throttle_sequence": 8,
+                                   "broker_rates": [{"broker_id": 2, "rate_bytes_per_sec": 30}]})
+    assert wanted.sequence == 8 and wanted.replicas == {}
+    assert (wanted.rates[(1, LEADER_RATE)], wanted.rates[(2, FOLLOWER_RATE)]) == (10, 30)
+    older = compute_set_throttle({"broker_ids": [1], "rate_bytes_per_sec": 10, "partitions": []})
+    assert older.sequence == 0 and older.rates[(1, FOLLOWER_RATE)] == 10
+
+
+def test_an_older_step_applied_after_a_newer_rate_change_keeps_the_newer_rate():
+    """Regression (issue 35): the executor reads the commands topic's partitions in any order; a
+    step issued before the adaptive throttle lowered broker 4 to 20 KB/s, applied after that
+    SetThrottle, put its 100 KB/s back."""
+    configs = Configs()
+    configs.set(compute_set_throttle({"broker_ids": [4], "rate_bytes_per_sec": 20_000, "partitions": [],
+                                      "throttle_sequence": 7}))
+    changes = configs.set(compute_step_throttle(step(sequence=5)))
+    assert configs.rates[(4, FOLLOWER_RATE)] == "20000" and 4 not in changes.broker_configs
+    assert configs.rates[(1, LEADER_RATE)] == "100000", "a broker no newer command set gets the step's rate"
+    assert configs.lists[("t", FOLLOWERS)] == "0:4", "the older step's replicas are still throttled"
+    configs.set(compute_step_throttle(step(sequence=9, throttle_broker_rates=[
+        {"broker_id": 4, "rate_bytes_per_sec": 40_000}])))
+    assert configs.rates[(4, FOLLOWER_RATE)] == "40000", "a newer step's rate does apply"
+    configs.clear([1, 2, 3, 4], ["t"], 10)
+    assert configs.rates == {} and configs.lists == {} and configs.owned == {}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(brokers, min_size=1, max_size=3, unique=True),
+                          st.sampled_from([20_000, 100_000, 7_000_000])), min_size=1, max_size=5),
+       st.randoms(use_true_random=False))
+def test_in_whatever_order_the_commands_are_applied_each_broker_ends_at_its_newest_rate(commands, random):
+    """Rate changes numbered 1..n, applied in a shuffled order, leave each broker at the rate of
+    the newest command that named it (no one else's values here), and a clear after them all
+    leaves nothing."""
+    made = [compute_set_throttle({"broker_ids": ids, "rate_bytes_per_sec": rate, "partitions": [],
+                                  "throttle_sequence": number}) for number, (ids, rate) in enumerate(commands, 1)]
+    newest = {}
+    for wanted in made:
+        for (broker, name), rate in wanted.rates.items():
+            newest[(broker, name)] = str(rate)
+    order = list(made)
+    random.shuffle(order)
+    configs = Configs()
+    for wanted in order:
+        configs.set(wanted)
+    assert configs.rates == newest
+    configs.clear(range(6), [], len(made) + 1)
+    assert configs.rates == {} and configs.owned == {}

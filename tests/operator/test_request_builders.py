@@ -145,7 +145,9 @@ def test_the_pipeline_reads_the_canonical_value_the_cli_sends_as_the_same_value(
                "reassignment.paused": "True", "proposal.expiry": "2h", "balance.mode": "Bytes",
                "balance.disk.tolerance": "0.05", "balance.replica.tolerance": "0.1",
                "balance.leader.tolerance": "0.20", "balance.topic.spread": "1", "balance.bytes.in.tolerance": "0.15",
-               "balance.network.out.tolerance": "0.3", "balance.disk.budget.bytes": "2TiB"}
+               "balance.network.out.tolerance": "0.3", "balance.disk.budget.bytes": "2TiB",
+               "throttle.mode": "Adaptive", "throttle.min": "1MB", "throttle.max": "2MiB",
+               "throttle.schedule": "8-18=20MB, 19=50MB"}
     for key in DYNAMIC_KEYS.values():
         assert key.field in Policy.__dataclass_fields__, key.name
         _name, canonical = compute_config_value(f"{key.name}={samples.get(key.name, '+3')}")

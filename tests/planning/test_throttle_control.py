@@ -157,3 +157,26 @@ def test_a_change_waits_for_the_hold_so_that_its_effect_can_show():
         floor=1, maximum=200 * MB, initial=160 * MB, increase=5 * MB, max_moves=8, hold_ms=30_000)))
     rates = [throttles[1].rate for _, throttles, _, _ in history]
     assert rates == [160 * MB] * 3 + [80 * MB] * 3 + [40 * MB] * 3 + [20 * MB] * 3, rates
+
+
+def test_copy_rates_count_each_copy_on_its_receiving_broker_and_on_the_leader_serving_it():
+    from dataclasses import replace as replaced
+
+    from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+    from planning.movement.partition_steps import Step
+    from planning.movement.reassignment import Reassignment, StepInFlight
+    from planning.movement.throttle_control import BrokerThrottle, compute_copy_rates, is_saturated
+
+    tp = TopicPartition("t", 0)
+    copying = LogDir("/d", copying_bytes=((TopicPartition("t", 0), 3_000_000),))
+    brokers = (Broker(1, log_dirs=(LogDir("/d"),)), Broker(2, log_dirs=(LogDir("/d"),)), Broker(3, log_dirs=(copying,)))
+    partition = PartitionState("t", 0, (1, 2, 3), (1, 2), 1, size_bytes=10_000_000, adding=(3,), removing=(2,))
+    cluster = Cluster(brokers, (Topic("t", (partition,)),))
+    step = Step((1, 3), (3,), (2,), False)
+    record = Reassignment("r:t-0", tp, (1, 2), (1, 3), in_flight=StepInFlight(step, 1, 0.0, applied_at_ms=1_000))
+    rates = compute_copy_rates([record], cluster, 4_000)  # 3 MB in 3 s
+    assert rates == {3: 1_000_000.0, 1: 1_000_000.0}, rates
+    assert compute_copy_rates([replaced(record, in_flight=replaced(record.in_flight, applied_at_ms=None))],
+                              cluster, 4_000) == {}
+    assert is_saturated(rates[3], BrokerThrottle(1_200_000, 2, 0, "")) and not is_saturated(rates[3], BrokerThrottle(
+        2_000_000, 2, 0, "")) and not is_saturated(rates[3], None)

@@ -164,6 +164,32 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
             "cordoned": False,
         },
     ],
+    "CanarySample": [
+        {
+            **envelope("3"),
+            "broker_id": 3,
+            "partition": 2,
+            "window_ms": 30_000,
+            "samples": 60,
+            "errors": 0,
+            "produce_p50_ms": 4.2,
+            "produce_p99_ms": 17.5,
+            "end_to_end_p50_ms": 6.1,
+            "end_to_end_p99_ms": 25.0,
+        },
+        {
+            **envelope("4"),
+            "broker_id": 4,
+            "partition": 0,
+            "window_ms": 30_000,
+            "samples": 3,
+            "errors": 57,
+            "produce_p50_ms": None,
+            "produce_p99_ms": None,
+            "end_to_end_p50_ms": None,
+            "end_to_end_p99_ms": None,
+        },
+    ],
     "TopicState": [
         {
             **envelope("orders"),
@@ -263,6 +289,8 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
                 "throttle_follower_broker_ids": [5],
                 "throttle_log_dir_rate_bytes_per_sec": None,
                 "throttle_sequence": 41,
+                "throttle_broker_rates": [{"broker_id": 0, "rate_bytes_per_sec": 150_000},
+                                          {"broker_id": 5, "rate_bytes_per_sec": 100_000}],
                 "final_target_replicas": [5, 0, 1],
             },
         ),
@@ -280,6 +308,9 @@ REALISTIC_RECORDS: dict[str, list[dict[str, Any]]] = {
                     "partitions": [
                         {"topic": "orders", "partition": 7, "leader_broker_ids": [0, 1], "follower_broker_ids": [5]}
                     ],
+                    "broker_rates": [{"broker_id": 0, "rate_bytes_per_sec": 50_000_000},
+                                     {"broker_id": 5, "rate_bytes_per_sec": 75_000_000}],
+                    "throttle_sequence": 44,
                 },
                 key="0",
                 step=0,

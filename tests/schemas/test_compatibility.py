@@ -27,6 +27,7 @@ FROZEN_DIGESTS = {
     9: "af722aac173578a4735be5953e270b451b402ce44258829a2e9b3490c4cfd05b",  # SnapshotMarker kafka_*, PartitionState eligible_leader_replicas, last_known_elr
     10: "0cbf93c1318894d7ca8cb598075ea012731016a3a151ac9ffa0991694b34f7ec",  # Command action (CommandAction: Cordon, Uncordon)
     11: "1645dd290dd5e86778c84281cc7fc6c5b12325dc3b56a445222b77b7b38f0af0",  # LogDirState cordoned
+    12: "b45504ddca72a3d0f4ad0249d84c357c2fa65a7fc4efea365ca2547a890b60d6",  # ReassignmentStep throttle_broker_rates, SetThrottle broker_rates/throttle_sequence (BrokerRate), CanarySample
 }
 """sha256 over (file name, content) of each released `history/v<N>`: released sets never change."""
 

@@ -48,6 +48,12 @@ def compute_metric_samples(view: StatusView | None, alert_counts: Mapping[str, i
         samples["reassigner_log_dir_bytes"] = [((str(b.id), path), size) for b in view.brokers
                                                for path, _count, size in b.dirs if size is not None]
         samples["reassigner_broker_isr_shrinks"] = [((str(b.id),), b.isr_shrinks) for b in view.brokers]
+        samples["reassigner_broker_throttle_rate_bytes_per_second"] = [
+            ((str(b.id),), b.throttle_rate) for b in view.brokers if b.throttle_rate is not None]
+        samples["reassigner_broker_canary_p99_ms"] = [
+            ((str(b.id),), b.canary_p99_ms) for b in view.brokers if b.canary_p99_ms is not None]
+        samples["reassigner_broker_canary_baseline_ms"] = [
+            ((str(b.id),), b.canary_baseline_ms) for b in view.brokers if b.canary_baseline_ms is not None]
         if view.traffic_measured:
             samples["reassigner_broker_bytes_in_per_second"] = [((str(b.id),), b.bytes_in_per_sec)
                                                                 for b in view.brokers]

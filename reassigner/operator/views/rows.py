@@ -188,7 +188,7 @@ def compute_waiting_reason(state: ControllerState, record: Reassignment, policy:
     if partition is None:
         return "its partition is not observed yet"
     if effective is not None:
-        limits = effective_limits(policy, state.config)
+        limits = effective_limits(policy, state.config, state.throttles)
         step = compute_reachable_step(record, partition, state.cluster, limits)
         if step is None:
             return (f"no step possible with in-sync replicas {list(partition.isr)} of {list(partition.replicas)}: "

@@ -61,6 +61,19 @@ class BrokerRow:
     # Times it fell out of the ISR of a partition nothing was moving, over the last ten minutes
     # (`planning.movement.isr_shrinks`): the clients or replication hurting, whatever the cause.
     isr_shrinks: int = 0
+    # The adaptive throttle (`handlers.throttle`): its rate on the broker and why, while the
+    # movement touches it; the canary's newest produce p99 and its baseline (ms).
+    throttle_rate: int | None = None
+    throttle_reason: str = ""
+    canary_p99_ms: float | None = None
+    canary_baseline_ms: float | None = None
+
+
+def _throttle_fields(state: ControllerState, broker_id: int) -> tuple:
+    """A broker's adaptive throttle (rate, reason) and canary (p99, baseline) for its `BrokerRow`."""
+    throttle, reading = state.throttles.get(broker_id), state.canary.get(broker_id)
+    return (throttle.rate if throttle is not None else None, throttle.reason if throttle is not None else "",
+            reading.p99_ms if reading is not None else None, reading.baseline_ms if reading is not None else None)
 
 
 @dataclass(frozen=True)
@@ -162,7 +175,8 @@ def compute_status(state: ControllerState, default_replica_movements: int,
                   tuple((d.path, d.replica_count, d.replica_bytes) for d in b.online_log_dirs),
                   load.disk_bytes, load.bytes_in_per_sec, load.network_out_per_sec,
                   (asked := state.cordoned.get(b.id)) == WHOLE, () if asked in (None, WHOLE, UNSURE) else asked,
-                  compute_cordoned_by_others(b, asked), count_isr_shrinks(state.isr_shrinks, b.id, now_ms))
+                  compute_cordoned_by_others(b, asked), count_isr_shrinks(state.isr_shrinks, b.id, now_ms),
+                  *_throttle_fields(state, b.id))
         for b in sorted(cluster.brokers, key=lambda b: b.id)
     )
     progress = compute_meter(state, default_replica_movements, now_seconds, policy)

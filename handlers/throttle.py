@@ -1,0 +1,154 @@
+"""The adaptive throttle in the pipeline: the canary's windows kept per broker, and, once per batch,
+the rate and the moves in flight of each broker the movement touches
+(`planning.movement.throttle_control`), turned into commands and an alert.
+
+CANARY (`handle_canary_samples`, right after the events): each `CanarySample` the watcher
+published updates its broker's reading (`planning.movement.canary.add_canary_window`). A window
+counts towards the broker's baseline only when nothing moved while the pipeline saw it (no
+reassignment of ours, no move of another tool's, no log-dir move): the baseline is what the
+clients see without the product. A sample that cannot be one (a negative window, a latency of a
+day) is refused with a `BadEvent`, as any event.
+
+DECISION (`decide_throttles_now`, called by `handlers.progress` between the stepping decision
+and the steps' commands), in `throttle.mode=adaptive` and mode auto/approve only:
+1. touched: the brokers of the steps in flight, this batch's included (a step's replicas now and
+   its target), as the executor throttles them;
+2. signals per broker: the canary's p99 while fresh and its baseline; the ISR shrinks outside
+   the moves since the broker's last change (`planning.movement.isr_shrinks`); whether its copies
+   run at its rate (`compute_copy_rates`);
+3. `decide_throttles` under the bounds of the effective policy (`handlers.policy.
+   compute_throttle_bounds`), the hour of the batch's event time (UTC) for the schedule;
+4. a change of a broker the movement already touched (a broker it starts to touch gets its rate
+   with its step) → one `SetThrottle` for all of them (their `broker_rates`, the lowest rate as
+   `rate_bytes_per_sec` for an older executor), numbered by the command sequence *before* this
+   batch's steps, which carry the same number: the executor keeps the newest rate in force
+   whatever order it reads the commands in (`reassigner.edge.throttles`, NEWEST WINS); and one
+   `ThrottleChanged` INFO alert naming each change and its reason;
+5. the state keeps the result (`ControllerState.throttles`); its moves in flight lower B for
+   those brokers from the next decision on (`effective_limits`: `Limits.broker_moves`).
+In static mode, or with nothing in flight, the state holds no throttle: a movement that starts
+again, or `throttle.mode=adaptive` set mid-movement, begins at the initial rate.
+
+Pure, as every handler: the batch's event time is the only clock.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from handlers.context import BatchContext
+from handlers.outbox import INFO
+from handlers.policy import compute_throttle_bounds
+from planning.model import TopicPartition
+from planning.movement.canary import add_canary_window, compute_fresh_p99
+from planning.movement.isr_shrinks import count_isr_shrinks_since
+from planning.movement.reassignment import Reassignment
+from planning.movement.throttle_control import (
+    BrokerSignal,
+    BrokerThrottle,
+    ThrottleChange,
+    compute_copy_rates,
+    decide_throttles,
+    is_saturated,
+)
+
+HOUR_MS = 3_600_000
+
+
+def handle_canary_samples(context: BatchContext, samples: Iterable[Mapping]) -> list[tuple[str, str]]:
+    """Fold the batch's CanarySamples into `ControllerState.canary` (module CANARY); returns the
+    ones refused, as (key, why), for `BadEvent`."""
+    state = context.state
+    readings = dict(state.canary)
+    moving = bool(state.reassignments or state.external_moves or state.log_dir_moves)
+    refused: list[tuple[str, str]] = []
+    for sample in samples:
+        try:
+            broker = int(sample["broker_id"])
+            readings[broker] = add_canary_window(readings.get(broker), sample, moving)
+        except (KeyError, TypeError, ValueError) as error:
+            refused.append((str(sample.get("key", "?")), f"malformed CanarySample: {error}"))
+    if readings != state.canary:
+        context.state = state.with_changes(canary=readings)
+    return refused
+
+
+def compute_touched_brokers(context: BatchContext, flying: Mapping[TopicPartition, Reassignment]) -> set[int]:
+    """The brokers of the steps in flight (DECISION 1)."""
+    cluster = context.state.cluster
+    touched: set[int] = set()
+    for tp, record in flying.items():
+        partition = cluster.partition(tp)
+        touched.update(record.in_flight.step.target)
+        if partition is not None:
+            touched.update(partition.replicas)
+    return {b for b in touched if (broker := cluster.broker(b)) is not None and broker.alive}
+
+
+def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, Reassignment]) -> None:
+    """DECISION 2-5 of the module doc: the new `ControllerState.throttles`, with a SetThrottle and
+    a ThrottleChanged alert when a broker the movement already touched changes."""
+    state, now_ms = context.state, context.now_ms
+    bounds = compute_throttle_bounds(context.policy)
+    previous = state.throttles
+    touched = compute_touched_brokers(context, flying)
+    copying = compute_copy_rates(flying.values(), state.cluster, now_ms)
+    signals = {}
+    for broker in touched:
+        before = previous.get(broker)
+        reading = state.canary.get(broker)
+        since = before.changed_ms if before is not None else now_ms
+        signals[broker] = BrokerSignal(
+            broker, compute_fresh_p99(reading, now_ms), reading.baseline_ms if reading is not None else None,
+            count_isr_shrinks_since(state.isr_shrinks, broker, since),
+            is_saturated(copying.get(broker, 0.0), before))
+    decision = decide_throttles(previous, touched, signals, bounds, now_ms, hour=(now_ms // HOUR_MS) % 24)
+    changes = [c for c in decision.changes if c.rate_before is not None]
+    if changes:
+        _issue_changes(context, changes, decision.throttles)
+    if dict(decision.throttles) != dict(previous):
+        context.state = context.state.with_changes(throttles=dict(decision.throttles))
+
+
+def _issue_changes(context: BatchContext, changes: list[ThrottleChange], throttles: Mapping[int, BrokerThrottle]) -> None:
+    """One SetThrottle over the changed brokers and one ThrottleChanged alert (DECISION 4)."""
+    rates = [{"broker_id": c.broker, "rate_bytes_per_sec": c.rate} for c in changes]
+    said = "; ".join(_describe(c) for c in changes)
+    sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it
+    issue_throttle_command(context, "SetThrottle", f"adaptive throttle: {said}",
+                           {"broker_ids": [c.broker for c in changes],
+                            "rate_bytes_per_sec": min(c.rate for c in changes),
+                            "logdir_rate_bytes_per_sec": None, "partitions": [],
+                            "broker_rates": rates, "throttle_sequence": sequence})
+    context.outbox.alert("ThrottleChanged", INFO, "throttle", f"adaptive throttle: {said}", {
+        "brokers": ",".join(str(c.broker) for c in changes),
+        "rates": ",".join(f"{c.broker}:{c.rate}" for c in changes),
+        "moves": ",".join(f"{c.broker}:{c.moves}" for c in changes),
+        "reasons": " | ".join(f"{c.broker}: {c.reason}" for c in changes),
+    })
+
+
+def issue_throttle_command(context: BatchContext, kind: str, reason: str, fields: dict) -> None:
+    """A SetThrottle or ClearThrottle, numbered by `command_sequence` (`throttle-<n>:0:<kind>`)."""
+    sequence = context.next_command_sequence()
+    context.outbox.command(f"throttle-{sequence}:0:{kind}", "throttle", None, 0, reason, kind, fields)
+
+
+def _describe(change: ThrottleChange) -> str:
+    direction = "up" if change.rate > (change.rate_before or 0) else "down" if change.rate < (change.rate_before or 0) \
+        else "held"
+    moves = f", moves {change.moves_before} -> {change.moves}" if change.moves != change.moves_before else ""
+    return (f"broker {change.broker} {direction} {_rate(change.rate_before)} -> {_rate(change.rate)}{moves} "
+            f"({change.reason})")
+
+
+def _rate(value: int | None) -> str:
+    if value is None:
+        return "none"
+    return f"{value / 1e6:.3g} MB/s" if value >= 1_000_000 else f"{value / 1e3:.3g} kB/s"
+
+
+def compute_step_rates(context: BatchContext, brokers: Iterable[int]) -> list[dict]:
+    """The `throttle_broker_rates` of a step on `brokers` (their adaptive rates)."""
+    throttles = context.state.throttles
+    return [{"broker_id": b, "rate_bytes_per_sec": throttles[b].rate} for b in sorted(set(brokers)) if b in throttles]

@@ -1,0 +1,186 @@
+"""The adaptive throttle through `decide` (`handlers.throttle`): canary windows make a baseline
+while nothing moves; in `throttle.mode=adaptive` each step carries its brokers' rates; a broker
+whose canary p99 leaves its SLO is slowed by one SetThrottle numbered before the batch's steps,
+with a ThrottleChanged alert that says why, and its moves in flight lower B; contradicting
+bounds are refused at `config set`; a bad CanarySample is a BadEvent."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from handler_builders import (T0, alerts, assert_encodes, cluster_events, commands, envelope, partition_event, tick,
+                              reassign, request, simple_cluster)
+from tests.settings_defaults import default_policy
+from handlers.decide import decide
+from handlers.micro_batch import BatchInputs
+from planning.model import TopicPartition
+from state.model import ControllerState
+
+WINDOW_MS = 30_000
+
+
+def canary(broker: int, at_ms: int, p99: float | None, samples: int = 60) -> tuple[str, dict]:
+    return ("CanarySample", {**envelope(str(broker), at_ms), "broker_id": broker, "partition": broker,
+                             "window_ms": WINDOW_MS, "samples": samples, "errors": 0,
+                             "produce_p50_ms": None if p99 is None else p99 / 2, "produce_p99_ms": p99,
+                             "end_to_end_p50_ms": None, "end_to_end_p99_ms": None})
+
+
+def set_config(key: str, value: str, at_ms: int, request_id: str) -> dict:
+    return request("SetConfig", {"key": key, "value": value}, at_ms, request_id)
+
+
+def started(policy):
+    """A 4-broker cluster, canary baselines of 10 ms from three idle windows, then adaptive mode and
+    a Reassign of t-0 from (0, 1) to (2, 1): its first step is in flight."""
+    cluster = simple_cluster(4, {"t": (2, 2)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    for n in range(3):
+        at = T0 + (n + 1) * WINDOW_MS
+        state = decide(state, BatchInputs(n + 1, at, tuple(canary(b, at, 10.0) for b in range(4))), policy).state
+    assert {b: r.baseline_ms for b, r in state.canary.items()} == {0: 10.0, 1: 10.0, 2: 10.0, 3: 10.0}
+    at = T0 + 4 * WINDOW_MS
+    requests = (set_config("throttle.mode", "adaptive", at, "req-mode"), set_config("throttle.min", "1MB", at, "req-min"),
+                set_config("throttle.bytes.per.sec", "4MB", at, "req-rate"),
+                reassign({TopicPartition("t", 0): (2, 1)}, at, "req-move"))
+    decision = decide(state, BatchInputs(4, at, requests=requests), policy)
+    return cluster, decision, at
+
+
+def test_a_step_in_adaptive_mode_carries_each_brokers_rate_and_no_change_is_announced_at_the_start():
+    policy = default_policy()
+    _cluster, decision, _at = started(policy)
+    assert_encodes(decision.outbox)
+    steps = commands(decision, "ReassignmentStep")
+    assert len(steps) == 1
+    fields = steps[0]["payload"][1]
+    rates = {r["broker_id"]: r["rate_bytes_per_sec"] for r in fields["throttle_broker_rates"]}
+    assert rates == {0: 4_000_000, 1: 4_000_000, 2: 4_000_000}, "throttle.bytes.per.sec is where brokers start"
+    assert fields["throttle_rate_bytes_per_sec"] == 4_000_000
+    assert set(decision.state.throttles) == {0, 1, 2}
+    assert not commands(decision, "SetThrottle") and not alerts(decision, "ThrottleChanged")
+
+
+def test_a_broker_whose_canary_leaves_its_slo_is_slowed_by_a_set_throttle_numbered_before_the_steps():
+    policy = default_policy()
+    cluster, decision, at = started(policy)
+    state = decision.state
+    later = at + 31_000  # past the hold
+    events = (canary(2, later, 45.0), canary(0, later, 12.0), canary(1, later, 11.0))
+    slowed = decide(state, BatchInputs(5, later, events), policy)
+    assert_encodes(slowed.outbox)
+    sets = commands(slowed, "SetThrottle")
+    assert len(sets) == 1, sets
+    fields = sets[0]["payload"][1]
+    assert fields["broker_rates"] == [{"broker_id": 2, "rate_bytes_per_sec": 2_000_000}]
+    assert fields["throttle_sequence"] == slowed.state.command_sequence == state.command_sequence + 1
+    assert slowed.state.throttles[2].rate == 2_000_000 and slowed.state.throttles[2].moves == 1
+    assert slowed.state.throttles[0].rate == 4_000_000, "a healthy broker whose copies do not use its rate is held"
+    [alert] = alerts(slowed, "ThrottleChanged")
+    assert alert["severity"] == "INFO" and "broker 2 down" in alert["message"]
+    assert "canary p99 45 ms over its SLO 20 ms" in alert["message"], alert["message"]
+    # Within the hold nothing changes again, however bad the window.
+    again = decide(slowed.state, BatchInputs(6, later + 5_000, (canary(2, later + 5_000, 90.0),)), policy)
+    assert not commands(again, "SetThrottle") and again.state.throttles[2].rate == 2_000_000
+    # The moves in flight lower B for broker 2: a step onto it now waits, and says why.
+    p1 = cluster.partition(TopicPartition("t", 1))
+    keep = next(b for b in p1.replicas if b != 2)
+    # A step of t-1 that moves broker 2: it adds it, or drops it for a broker it does not hold.
+    target = (keep, 2) if 2 not in p1.replicas else (keep, next(b for b in (0, 1, 3) if b not in p1.replicas))
+    ask = decide(again.state, BatchInputs(7, later + 6_000, requests=(
+        reassign({TopicPartition("t", 1): target}, later + 6_000, "req-2", additional=True),)), policy)
+    assert not commands(ask, "ReassignmentStep"), "broker 2 has its one move in flight"
+    from reassigner.operator.views.rows import compute_waiting_reason
+
+    from planning.movement.batches import PlannedStep
+
+    flying = [PlannedStep(tp, r.in_flight.step) for tp, r in ask.state.reassignments.items() if r.in_flight]
+    why = compute_waiting_reason(ask.state, ask.state.reassignments[TopicPartition("t", 1)], policy, flying)
+    assert "the adaptive throttle allows 1 (B = 2)" in why, why
+
+
+def test_an_isr_shrink_outside_the_moves_hurts_its_broker():
+    policy = default_policy()
+    cluster, decision, at = started(policy)
+    p1 = cluster.partition(TopicPartition("t", 1))
+    later = at + 31_000
+    shrunk = partition_event(replace(p1, isr=(p1.replicas[0],)), later)
+    decision = decide(decision.state, BatchInputs(5, later, (shrunk,)), policy)
+    lost = p1.replicas[1]
+    assert lost == 2 and lost in decision.state.throttles, "t-1 (1, 2) loses broker 2, which the move of t-0 fills"
+    assert decision.state.throttles[lost].rate == 2_000_000
+    assert "lost an in-sync replica" in alerts(decision, "ThrottleChanged")[0]["message"]
+    assert decision.state.throttles[0].rate == 4_000_000
+
+
+def test_static_mode_keeps_one_rate_and_no_throttle_state():
+    policy = default_policy()
+    cluster = simple_cluster(4, {"t": (2, 2)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(
+        set_config("throttle.bytes.per.sec", "4MB", T0 + 1000, "r1"),
+        reassign({TopicPartition("t", 0): (2, 1)}, T0 + 1000, "r2"))), policy)
+    fields = commands(decision, "ReassignmentStep")[0]["payload"][1]
+    assert fields["throttle_rate_bytes_per_sec"] == 4_000_000 and not fields.get("throttle_broker_rates")
+    assert decision.state.throttles == {}
+
+
+def test_bounds_that_contradict_each_other_are_refused_at_config_set():
+    policy = default_policy()
+    cluster = simple_cluster(3, {"t": (1, 2)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(
+        set_config("throttle.max", "2MB", T0 + 1000, "r1"), set_config("throttle.min", "5MB", T0 + 1000, "r2"),
+        set_config("throttle.schedule", "25=1MB", T0 + 1000, "r3"))), policy)
+    rejected = alerts(decision, "RequestRejected")
+    assert [a["subject"] for a in rejected] == ["r2", "r3"], rejected
+    assert "throttle.min (5000000 B/s) is above throttle.max (2000000 B/s)" in rejected[0]["message"]
+    assert decision.state.config.get("throttle.max") == "2000000" and "throttle.min" not in decision.state.config
+
+
+def test_a_canary_sample_that_cannot_be_one_is_a_bad_event_and_the_others_count():
+    policy = default_policy()
+    cluster = simple_cluster(3, {"t": (1, 2)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    bad = canary(1, T0 + 1000, -5.0)
+    worse = ("CanarySample", {**canary(2, T0 + 1000, 3.0)[1], "window_ms": 0})
+    decision = decide(state, BatchInputs(1, T0 + 1000, (bad, worse, canary(0, T0 + 1000, 3.0))), policy)
+    assert len(alerts(decision, "BadEvent")) == 2
+    assert set(decision.state.canary) == {0} and decision.state.canary[0].baseline_ms == 3.0
+
+
+def test_the_canary_and_the_throttles_round_trip_through_the_stored_meta():
+    from state.stored_forms import canary_from_storage, meta_to_storage, throttles_from_storage
+
+    _cluster, decision, _at = started(default_policy())
+    stored = meta_to_storage(decision.state)
+    assert canary_from_storage(json.loads(stored["canary"])) == decision.state.canary
+    assert throttles_from_storage(json.loads(stored["throttles"])) == decision.state.throttles
+    assert canary_from_storage({}) == {} and throttles_from_storage({}) == {}
+
+
+def test_a_drain_leaves_the_canary_to_the_watcher_and_the_broker_is_drained_without_it():
+    """The canary's partitions are placed by the watcher (one led by each live broker): a plan
+    that moved them would be undone by it, and it by the plan, forever. So a decommission plans
+    every topic but the canary's, and the broker is drained once only the canary is left."""
+    policy = default_policy()
+    cluster = simple_cluster(4, {"t": (4, 2), "reassigner.canary": (4, 2)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(request("Decommission", {"broker_ids": [3]},
+                                                                         T0 + 1000, "dc-1"),)), policy)
+    moved = {tp.topic for tp in decision.state.reassignments}
+    assert moved == {"t"}, moved
+    # Once t is off broker 3 (its partitions as the plan left them), only the canary holds it.
+    done = tuple(partition_event(replace(cluster.partition(tp), replicas=r.final_target, isr=r.final_target,
+                                         leader=r.final_target[0]), T0 + 2000)
+                 for tp, r in decision.state.reassignments.items())
+    after = decide(decision.state, BatchInputs(2, T0 + 2000, done), policy)
+    canary_on_3 = [p for p in cluster.topics_by_name["reassigner.canary"].partitions if 3 in p.replicas]
+    assert canary_on_3, "the test needs a canary replica on the drained broker"
+    later = after
+    for n in range(3, 8):  # a few batches: completions, then the drained check
+        later = decide(later.state, BatchInputs(n, T0 + n * 1000, requests=(tick(T0 + n * 1000),)), policy)
+        if alerts(later, "BrokerDrained"):
+            break
+    assert alerts(later, "BrokerDrained") or alerts(after, "BrokerDrained"), "broker 3 holds only the canary"
