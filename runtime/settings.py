@@ -207,9 +207,10 @@ class Settings(BaseSettings):
         30.0, gt=0, le=3600, description="(adaptive) a broker's rate changes at most once in this long: "
         "the effect of a change needs a canary window to show.")
     canary_enabled: bool = Field(
-        True, description="The watcher keeps the canary topic `<topic_prefix>.canary` (one partition "
+        False, description="The watcher keeps the canary topic `<topic_prefix>.canary` (one partition "
         "led by each live broker) and measures acks=all produce latency on it, per broker "
-        "(`reassigner.canary-samples`); the adaptive throttle reads it, `status` shows it.")
+        "(`reassigner.canary-samples`); the adaptive throttle reads it (without it, it never raises a "
+        "rate), `status` shows it. Off by default until its cost beside a large watcher is measured.")
     canary_interval_seconds: float = Field(
         0.5, gt=0, le=60, description="How often the canary writes one record to each partition.")
     canary_window_seconds: float = Field(

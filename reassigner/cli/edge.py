@@ -50,6 +50,7 @@ def watch(
     from runtime.clients.kafka_admin import ClusterAdmin
     from runtime.clients.kafka_producer import EventPublisher, producer_config
     from runtime.clients.kafka_access import check_kafka_access
+    from reassigner.edge.canary import start_canary
     from reassigner.edge.watcher import WATCHER_TOPICS, Watcher
 
     configure_logging(verbose)
@@ -67,9 +68,14 @@ def watch(
     log.info("watching %s every %.1f s (snapshot every %.0f s)", settings.bootstrap_servers,
              settings.poll_interval_seconds, settings.snapshot_interval_seconds)
     with stop_on_signals() as stop:
+        # The canary (adaptive throttle's latency probe) runs beside the polls, with clients of its own.
+        canary = start_canary(settings, client_config, stop) if settings.canary_enabled else None
         try:
             Watcher(admin, publisher, settings).run(stop)
         finally:
+            stop.set()  # the canary ends with the watcher, whatever ended the watcher
+            if canary is not None:
+                canary.join(10.0)
             publisher.close()
             admin.close()
 

@@ -66,7 +66,8 @@ from schemas.codec import topic_name
 
 log = logging.getLogger(__name__)
 
-WATCHER_TOPICS = ("broker-membership", "isr-changes", "disk-failures", "topic-state", "snapshots")
+# canary-samples: written by the canary (`reassigner.edge.canary`), which runs beside the watcher.
+WATCHER_TOPICS = ("broker-membership", "isr-changes", "disk-failures", "topic-state", "snapshots", "canary-samples")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from runtime.backoff import ADMIN_RECONNECT
@@ -44,7 +45,8 @@ from runtime.clients.admin_answers import (
     group_throttled_replicas,
 )
 from runtime.clients.client_config import ClientConfig
-from runtime.clients.cluster_observation import BrokerObservation, ClusterObservation, LogDirObservation, PartitionList
+from runtime.clients.cluster_observation import (BrokerObservation, ClusterObservation, LogDirObservation, PartitionList,
+                                                 PartitionObservation)
 from runtime.clients.cluster_poll import observe_cluster
 from runtime.clients.kafka_errors import raise_for_error_class, raise_for_result_string, translate_kafka_error
 from runtime.clients.kafka_fast_reads import (
@@ -207,6 +209,29 @@ class ClusterAdmin:
             lambda c: c.list_partition_reassignments({topic: [partition]})))
         adding, removing = moving.get((topic, partition), ((), ()))
         return replicas, adding, removing
+
+    def describe_topic(self, topic: str) -> list[PartitionObservation] | None:
+        """The partitions of one topic, in partition order, with the reassignments in flight among
+        them (`adding`, `removing`): Metadata of that topic alone, then ListPartitionReassignments
+        of its partitions alone, so the cost does not grow with the cluster (the canary's keeper
+        reads its topic this way). None when the topic does not exist, or is being deleted;
+        raises for any other topic error (TOPIC_AUTHORIZATION_FAILED: no Describe on it)."""
+        import kafka.errors as kafka_errors
+
+        doing = f"describe topic {topic}"
+        answer = self._call(doing, lambda c: run_read(c, read_metadata, [topic]))
+        for found in answer:  # UNKNOWN_TOPIC_OR_PARTITION (3): missing; LEADER_NOT_AVAILABLE (5): just created
+            if found.name == topic and found.error_code not in (0, 3, 5):
+                raise_for_error_class(kafka_errors.for_code(found.error_code), doing)
+        listed, _ids = compute_partitions(answer)
+        partitions = sorted((p for p in listed if p.topic == topic), key=lambda p: p.partition)
+        if not partitions:
+            return None
+        moving = compute_reassignments(self._call(
+            f"list the reassignments of {topic}",
+            lambda c: c.list_partition_reassignments({topic: [p.partition for p in partitions]})))
+        return [replace(p, adding=moving[(topic, p.partition)][0], removing=moving[(topic, p.partition)][1])
+                if (topic, p.partition) in moving else p for p in partitions]
 
     def list_reassignments(self) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """Ongoing reassignments: (topic, partition) → (adding, removing)."""
@@ -414,6 +439,30 @@ class ClusterAdmin:
                     entry = configs.get(name) or {}
                     found[(key, name)] = entry.get("value") if entry.get("config_source") == source else None
         return found
+
+    def create_topic_with_assignment(self, topic: str, assignment: Mapping[int, Sequence[int]],
+                                     configs: Mapping[str, str]) -> bool:
+        """Create `topic` with each partition on the replicas given (partition → replicas, the first
+        one its preferred leader) and these topic configs (CreateTopics with an explicit
+        assignment: no replica is left to the broker's placement). False when the topic exists
+        already: another instance was quicker, or a metadata read had not caught up with it."""
+        doing = f"create topic {topic} ({len(assignment)} partitions, assignment {dict(sorted(assignment.items()))})"
+        spec = {topic: {"assignments": {int(p): [int(b) for b in replicas] for p, replicas in sorted(assignment.items())},
+                        "configs": {name: str(value) for name, value in configs.items()}}}
+        try:
+            self._call(doing, lambda c: c.create_topics(spec))
+        except KafkaPermanentError as error:
+            if error.code == "TOPIC_ALREADY_EXISTS":
+                return False
+            raise
+        return True
+
+    def create_partitions(self, topic: str, total: int, new_assignments: Sequence[Sequence[int]]) -> None:
+        """Grow `topic` to `total` partitions, the new ones (in partition order, as many as
+        `new_assignments`) on the replicas given (CreatePartitions with an assignment)."""
+        doing = f"add partitions to {topic} up to {total} (new ones on {[list(r) for r in new_assignments]})"
+        spec = {topic: {"count": int(total), "assignments": [[int(b) for b in replicas] for replicas in new_assignments]}}
+        self._call(doing, lambda c: c.create_partitions(spec))
 
     def ensure_topics(self, names: Iterable[str], partitions: int,
                       replication_factor: int | None = None) -> list[str]:

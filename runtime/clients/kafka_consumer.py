@@ -3,8 +3,10 @@
 - `consumer_config`: a consumer that never commits (it `assign`s partitions; the group id only
   names it); `group_consumer_config`: a member of a consumer group that commits by hand.
 - `TopicReader`: a reader that owns no offsets and joins no group (`alerts --follow`, the status
-  server), so many readers never disturb each other or a group: `partitions`, `assign` (each
-  partition at its beginning or at its end as it is now), `watermarks`, `poll`, `close`.
+  server, the canary), so many readers never disturb each other or a group: `partitions`,
+  `assign` (each partition at its beginning or at its end as it is now), `follow` (a set of
+  partitions kept up to date, new ones from their end), `watermarks`, `poll` (`poll_or_raise`
+  for a reader that must stop on an error no wait mends), `close`.
 - `run_committing_consumer`: a consumer group loop (the webhook forwarder) —
   poll, `handle(record)`, publish what it returns and wait for the ack, then commit.
 - `build_consumer`, `is_end_of_partition`: a raw consumer for a config made by the caller.
@@ -34,7 +36,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping
 from runtime.backoff import END_LOOKUP, UNTIL_STOPPED, retry_transient
 from runtime.clients.client_config import ClientConfig
 from runtime.clients.kafka_errors import translate_kafka_error
-from runtime.clients.kafka_producer import (build_producer, librdkafka_settings, producer_config,
+from runtime.clients.kafka_producer import (build_producer, is_unknown_topic, librdkafka_settings, producer_config,
                                                publish_and_wait)
 from schemas.errors import KafkaTransientError, ReassignerError, TransientError
 
@@ -191,6 +193,42 @@ class TopicReader:
                 continue  # stopped before the broker answered: left out
             assignment.append(TopicPartition(topic, partition, high))
         self._consumer.assign(assignment)
+
+    def follow(self, topic: str, partitions: Iterable[int]) -> None:
+        """Read exactly `partitions` of `topic` from now on: a partition new to the reader from its
+        end as its leader resolves it (no lookup here, so a partition without a leader never
+        holds the caller up; what is written before that end is resolved is not read), the ones
+        it reads already where they are (nothing in flight is skipped), and any other dropped."""
+        from confluent_kafka import OFFSET_END, KafkaException, TopicPartition
+
+        wanted = set(partitions)
+        try:
+            held = {(tp.topic, tp.partition) for tp in self._consumer.assignment()}
+            dropped = [TopicPartition(t, p) for t, p in sorted(held) if t != topic or p not in wanted]
+            added = [TopicPartition(topic, p, OFFSET_END) for p in sorted(wanted) if (topic, p) not in held]
+            if dropped:
+                self._consumer.incremental_unassign(dropped)
+            if added:
+                self._consumer.incremental_assign(added)
+        except KafkaException as error:
+            raise translate_kafka_error(error, f"assigning {topic} {sorted(wanted)}") from None
+
+    def poll_or_raise(self, timeout: float) -> ConsumedRecord | None:
+        """As `poll`, for a reader that must know when reading cannot go on: a consumer error
+        that waiting mends (a broker away, a leader moving, a partition created moments ago and
+        not yet known where it is asked: librdkafka retries them all by itself) is logged at
+        DEBUG and skipped; any other (TOPIC_AUTHORIZATION_FAILED, ...) is raised, translated."""
+        message = self._consumer.poll(timeout)
+        if message is None:
+            return None
+        error = message.error()
+        if error is not None:
+            translated = translate_kafka_error(error, f"{self.purpose} consumer")
+            if isinstance(translated, TransientError) or is_unknown_topic(translated):
+                log.debug("%s", translated)
+                return None
+            raise translated
+        return _record(message, self.purpose)
 
     def watermarks(self, topic: str, partitions: Iterable[int], timeout: float = 10.0) -> dict[int, tuple[int, int]]:
         """partition → (low, high) watermark offsets, asked of the leaders now (not cached)."""

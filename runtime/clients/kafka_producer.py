@@ -1,7 +1,9 @@
 """The one producer of the product (confluent-kafka): its configuration, and publish-and-wait.
 
 - `producer_config`: idempotent, acks=all, the `--command-config` security settings merged in;
-  every component builds its producer from it (`build_producer`).
+  every component builds its producer from it (`build_producer`); `probe_producer_config` is
+  the canary's, which measures (no batching, no idempotence, a bounded delivery time).
+- `read_partition_leaders`: who leads each partition of one topic, asked of the cluster now.
 - `build_producer` (and `kafka_consumer.build_consumer`) make every confluent-kafka client of
   the product through `librdkafka_settings`: librdkafka's own log lines go to the Python
   logger `librdkafka` (the product's log format, redacted, repeats within a minute counted
@@ -13,7 +15,8 @@
 
 INVARIANTS
 - acks=all and enable.idempotence: a message is written once and in order per partition even
-  when the producer retries internally.
+  when the producer retries internally. (The canary's probes alone are not idempotent: they
+  carry no product record, only a send time.)
 - Keys and the `schema_version` header follow `schemas.codec`; the value is the codec's plain
   Avro binary of the topic's record.
 - `publish_events` returns only when every message is acknowledged; otherwise it raises
@@ -30,7 +33,7 @@ from typing import Any, Iterable, Mapping, NoReturn
 
 from runtime.clients.client_config import ClientConfig
 from runtime.clients.kafka_errors import translate_kafka_error
-from schemas.errors import KafkaTransientError
+from schemas.errors import KafkaTransientError, ReassignerError, UnknownTopicOrPartitionError
 from schemas.codec import TOPICS, encode, topic_name, version_headers
 
 log = logging.getLogger(__name__)
@@ -106,6 +109,56 @@ def producer_config(bootstrap_servers: str, client_config: ClientConfig | None =
     }
     config.update((client_config or ClientConfig()).librdkafka)
     return config
+
+
+def probe_producer_config(bootstrap_servers: str, client_config: ClientConfig | None, client_id: str,
+                          timeout_ms: int) -> dict:
+    """A producer that measures rather than publishes (the canary's, `reassigner.edge.canary`):
+    `producer_config` with its security settings, and on top of them what a measurement needs:
+    acks=all (the latency includes the followers' fetches), every record sent at once and alone
+    (linger 0, no compression), no idempotence (its ordering is of no use to a probe), a record
+    not acknowledged within `timeout_ms` reported as failed, and a topic never created by
+    asking for it (the canary's is made with its layout, never with the broker's defaults)."""
+    return {**producer_config(bootstrap_servers, client_config, client_id),
+            "acks": "all", "enable.idempotence": False, "linger.ms": 0, "compression.type": "none",
+            "message.timeout.ms": int(timeout_ms), "request.timeout.ms": int(min(timeout_ms, 30000)),
+            "allow.auto.create.topics": False,
+            # New partitions and moved leaders are learned within seconds, not librdkafka's 5 minutes.
+            "topic.metadata.refresh.interval.ms": 10000}
+
+
+UNKNOWN_TOPIC_CODES = frozenset({"UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC",
+                                 "UNKNOWN_PARTITION"})
+"""A topic or partition the cluster does not know (yet), as the broker and librdkafka name it
+(`kafka_errors` keeps librdkafka's `UNKNOWN_TOPIC_OR_PART` spelling)."""
+
+
+def is_unknown_topic(error: ReassignerError) -> bool:
+    return isinstance(error, UnknownTopicOrPartitionError) or error.code in UNKNOWN_TOPIC_CODES
+
+
+def read_partition_leaders(client, topic: str, timeout_seconds: float) -> dict[int, int | None] | None:
+    """The leader of each partition of `topic` as the cluster tells a confluent-kafka producer or
+    consumer now: one Metadata request of that topic alone, whose answer also refreshes the
+    client's own routing. partition → leader id, None for a partition without one; None when
+    the topic does not exist. Raises the translated error (REQUEST_TIMED_OUT, ... or
+    TOPIC_AUTHORIZATION_FAILED) when it cannot be read within `timeout_seconds`."""
+    from confluent_kafka import KafkaException
+
+    doing = f"reading the leaders of {topic}"
+    try:
+        metadata = client.list_topics(topic, timeout=timeout_seconds)
+    except KafkaException as error:
+        raise translate_kafka_error(error, doing) from None
+    found = metadata.topics.get(topic)
+    if found is None:
+        return None
+    if found.error is not None and not found.partitions:
+        error = translate_kafka_error(found.error, doing)
+        if is_unknown_topic(error):
+            return None
+        raise error
+    return {p: (m.leader if m.leader >= 0 else None) for p, m in sorted(found.partitions.items())}
 
 
 def build_producer(config: Mapping[str, object]):

@@ -15,7 +15,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from runtime.clients.kafka_admin import ClusterAdmin
 from runtime.kafka_versions import CORDONS, ELIGIBLE_LEADERS, FENCED_BROKERS
 from runtime.clients.kafka_producer import EventPublisher, producer_config
-from reassigner.edge.watcher import Watcher
+from reassigner.edge.watcher import WATCHER_TOPICS, Watcher
 from schemas.errors import TransientError
 from runtime.settings import load_settings
 from schemas.codec import TOPICS, decode, topic_name, writer_version_from_headers
@@ -68,7 +68,7 @@ def watcher(stack):
     def settled():
         partitions, topic_ids = admin.describe_partitions()
         ours = [p for p in partitions if p.topic.startswith(PREFIX)]
-        return len(ours) == 5 * settings.event_topic_partitions and all(p.leader for p in ours)
+        return len(ours) == len(WATCHER_TOPICS) * settings.event_topic_partitions and all(p.leader for p in ours)
 
     eventually(settled, 30, 0.3, "the watcher's topics led in the metadata")
     watcher.poll_once()  # the start snapshot
