@@ -34,7 +34,7 @@ Pure, as every handler: the batch's event time is the only clock.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from handlers.context import BatchContext
 from handlers.outbox import INFO
@@ -55,9 +55,11 @@ from planning.movement.throttle_control import (
 HOUR_MS = 3_600_000
 
 
-def handle_canary_samples(context: BatchContext, samples: Iterable[Mapping]) -> list[tuple[str, str]]:
+def handle_canary_samples(context: BatchContext, samples: Sequence[Mapping]) -> list[tuple[str, str]]:
     """Fold the batch's CanarySamples into `ControllerState.canary` (module CANARY); returns the
     ones refused, as (key, why), for `BadEvent`."""
+    if not samples:
+        return []
     state = context.state
     readings = dict(state.canary)
     moving = bool(state.reassignments or state.external_moves or state.log_dir_moves)
