@@ -18,8 +18,18 @@ Rules:
   thread died at once while its socket kept listening, so Spark's first callback and then
   `query.stop()` waited forever. Started here it gets one of the process's first descriptors; a
   high one anyway is refused in one line (`compute_callback_server_problem`);
-- a SIGTERM that reaches Spark's JVM (systemd stops the whole control group, a terminal or a
-  supervisor the whole process group; or the JVM alone) runs the driver's stop first
+- Spark's JVM is launched in a session (and so a process group) of its own: a signal to the
+  driver's process group (a terminal, a supervisor, `kill -- -PGID`) reaches the driver alone,
+  which stops the query after the batch in progress, then Spark. Hadoop's local file system forks
+  `chmod` for every checkpoint file it writes (without Hadoop's native library); in the driver's
+  group such a `chmod` got the group's SIGTERM now and then, died, and Spark logged the stop as
+  "Query terminated with error" with a stack trace. The JVM still dies with the driver: it exits
+  when its stdin, a pipe from the driver, closes. Signal dispositions are left as pyspark sets
+  them (SIGINT ignored): a JVM launched ignoring SIGTERM, tried before, hands that to every
+  process it forks, and Spark and Hadoop end what they fork with SIGTERM (pipelines stalled for
+  minutes while it was in place);
+- a SIGTERM that reaches Spark's JVM anyway (systemd's default `KillMode=control-group` signals
+  every process of the unit; or the JVM alone) runs the driver's stop first
   (`stop_before_spark`): the JVM's shutdown hooks run by priority, and Spark's own, which stops
   the SparkContext under whatever job runs (the driver's batch then failed with a Python
   traceback in Spark's log), comes after a Python hook that lets the batch in progress finish
@@ -32,8 +42,9 @@ import logging
 import os
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from runtime.clients.jars import ensure_jars
 from schemas.errors import PermanentError
@@ -137,7 +148,8 @@ def build_spark_session(
         builder = builder.config("spark.sql.streaming.checkpointLocation", str(checkpoint_dir))
     for key, value in compute_spark_conf(master, extra_conf or {}).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with jvm_in_its_own_session():
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     # "Current batch is falling behind" is logged for every micro-batch that outlasts the trigger
     # interval, which a 100 ms trigger makes routine: noise, not news.
@@ -147,6 +159,25 @@ def build_spark_session(
         jvm.org.apache.logging.log4j.Level.ERROR)
     start_callback_server(session)
     return session
+
+
+@contextmanager
+def jvm_in_its_own_session() -> Iterator[None]:
+    """While pyspark launches Spark's JVM, its `Popen` starts the child in a new session (module
+    doc). pyspark passes its own arguments (a `preexec_fn` ignoring SIGINT, stdin a pipe); this
+    adds `start_new_session` to them and changes nothing in the driver."""
+    import pyspark.java_gateway as gateway
+
+    launch = gateway.Popen
+
+    def popen(*arguments, **options):
+        return launch(*arguments, **{**options, "start_new_session": True})
+
+    gateway.Popen = popen
+    try:
+        yield
+    finally:
+        gateway.Popen = launch
 
 
 def start_callback_server(session) -> None:

@@ -28,8 +28,9 @@ doubled or reordered.
      the pipeline rebuilds from Kafka at its start, Kafka finishes the move, no throttle is left
  9c. the same during the rebalance onto an added broker: the rebuilt pipeline requests the
      rebalance again, the new broker ends with its share
- 10. SIGTERM to the whole process group of the pipeline (Spark's JVM gets it too, as under
-     systemd), three times in a row: each exits 0 without a traceback, and the next start resumes;
+ 10. SIGTERM to the whole process group of the pipeline (as a terminal or a supervisor sends it;
+     Spark's JVM and what it forks run in a session of their own), three times in a row: each
+     exits 0 without a traceback or an ERROR line, and the next start resumes;
      then a broker flapping (killed and restarted three times across the failure grace) while a
      move runs: everything settles, no alert per retried attempt
  11. a broker killed while a move runs: the move completes and the broker's replicas are healed
