@@ -92,8 +92,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from planning.model import Cluster, PartitionState, TopicPartition
-from planning.placement.bytes_exact import (EXACT_DETERMINISTIC_SECONDS, EXACT_VARIABLES, Traffic, compute_violations,
-                                            solve_exact)
+from planning.placement.bytes_exact import (EXACT_DETERMINISTIC_SECONDS, EXACT_VARIABLES, Traffic, compare_closeness,
+                                            compute_violations, solve_exact)
 from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_fraction, compute_parts, count_moves,
                                             count_new_bytes)
 from planning.placement.bytes_ledger import Ledger
@@ -254,10 +254,10 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
             bound = max(bound, outcome.bound)
         if outcome.finals is not None:
             # Closest to the bands first (disk, bytes in, counts), then bytes, then replicas.
-            greedy_key = (compute_violations(model, greedy_finals, outcome.traffic), greedy_bytes,
+            greedy_key = (*compute_violations(model, greedy_finals, outcome.traffic), greedy_bytes,
                           count_moves(parts, greedy_finals))
-            exact_key = (outcome.violations, outcome.bytes, count_moves(parts, outcome.finals))
-            if exact_key < greedy_key:
+            exact_key = (*outcome.violations, outcome.bytes, count_moves(parts, outcome.finals))
+            if compare_closeness(exact_key, greedy_key) < 0:
                 finals = outcome.finals
                 exact += "; its plan replaced the greedy's"
             elif outcome.optimal:

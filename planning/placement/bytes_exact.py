@@ -20,10 +20,15 @@ band. A partition with a position outside the rack tree (pinned) keeps its leade
    units of its share (`unit`: 1 % of the share for bytes and rates, one replica for counts),
    and the program is solved lexicographically: the least disk slack; at that, the least
    bytes-in slack; then network out; then counts; then the fewest bytes moved; then the fewest
-   replicas moved. Each level is fixed at what it reached before the next is solved. A slack
-   counted in percents, not bytes, lets the bytes moved decide among plans equally close: a
-   kilobyte closer to a band is not worth gigabytes moved. `compute_violations` measures any
-   plan the same way, so the caller can weigh the greedy's plan against this one.
+   replicas moved. Each level is fixed at what it reached before the next is solved, the
+   percent levels (disk, bytes in, network out) within one unit (`ROUNDING`) when they reached
+   more than zero: a slack rounded up per broker makes two plans a few bytes apart differ by a
+   unit (a 68-byte replica that evens the replica counts crossed a percent boundary, and the
+   counts stayed outside their band on a new broker). A band met stays met. A slack counted in
+   percents, not bytes, lets the bytes moved decide among plans equally close: a kilobyte
+   closer to a band is not worth gigabytes moved. `compute_violations` measures any plan the
+   same way and `compare_closeness` weighs two plans by the same rule, so the caller can weigh
+   the greedy's plan against this one.
 
 The greedy's plan is every solve's hint (with its slacks), so a budget that runs out still
 leaves a plan at least as close as the greedy's at each level the solver reached. `bound` is the
@@ -50,6 +55,9 @@ EXACT_DETERMINISTIC_SECONDS = 2.0
 
 RESOURCES = ("disk", "bytes_in", "network_out", "replicas")  # the bands' order of priority (BANDS)
 DISK, BYTES_IN, NETWORK_OUT, REPLICAS = range(4)
+# Percent levels within this many units of their least count as reached (CLOSEST), unless the
+# least is 0: the rounding of a slack counted per broker in whole percents of its share.
+ROUNDING = 1
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,20 @@ def compute_violations(model: BalanceModel, finals: Sequence[Sequence[int | None
     for band in _bands(model, traffic):
         result[band.resource] += band.slack(totals[(band.resource, band.broker)])
     return tuple(result)
+
+
+def compare_closeness(first: Sequence[int], second: Sequence[int]) -> int:
+    """-1, 0 or 1 as the plan of `first` is closer to the bands than that of `second`, as close,
+    or further: both `compute_violations` tuples, optionally followed by more terms compared
+    plainly (bytes, then replicas moved). Level by level in `RESOURCES` order; a percent level
+    ties within `ROUNDING` units when neither is 0 (module CLOSEST)."""
+    for level, (a, b) in enumerate(zip(first, second)):
+        if a == b:
+            continue
+        if level < REPLICAS and a and b and abs(a - b) <= ROUNDING:
+            continue
+        return -1 if a < b else 1
+    return 0
 
 
 def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
@@ -287,7 +309,8 @@ def solve_exact(model: BalanceModel, greedy_finals, budget: int, seconds: float,
             bound = solution.bound
         proven = proven and solution.status == "optimal"
         values = solution.values
-        closest.append(linear(objective_vars, weights, 0, solution.objective))
+        reached = solution.objective + (ROUNDING if level < REPLICAS and solution.objective > 0 else 0)
+        closest.append(linear(objective_vars, weights, 0, reached))
     finals = _finals(parts, var, greedy_finals, values, tree)
     chosen = _leaders(leads, values)
     moved = sum(s for v, s in new if values[v])
