@@ -13,9 +13,9 @@ DECISION (`decide_throttles_now`, called by `handlers.progress` between the step
 and the steps' commands), in `throttle.mode=adaptive` and mode auto/approve only:
 1. touched: the brokers of the steps in flight, this batch's included (a step's replicas now and
    its target), as the executor throttles them;
-2. signals per broker: the canary's p99 while fresh and its baseline; the ISR shrinks outside
-   the moves since the broker's last change (`planning.movement.isr_shrinks`); whether its copies
-   run at its rate (`compute_copy_rates`);
+2. signals per broker: the canary's p99 and its probes' errors while fresh, and its baseline;
+   the ISR shrinks outside the moves since the broker's last change (`planning.movement.
+   isr_shrinks`); whether its copies run at its rate (`compute_copy_rates`);
 3. `decide_throttles` under the bounds of the effective policy (`handlers.policy.
    compute_throttle_bounds`), the hour of the batch's event time (UTC) for the schedule;
 4. a change of a broker the movement already touched (a broker it starts to touch gets its rate
@@ -40,7 +40,7 @@ from handlers.context import BatchContext
 from handlers.outbox import INFO
 from handlers.policy import compute_throttle_bounds
 from planning.model import TopicPartition
-from planning.movement.canary import add_canary_window, compute_fresh_p99
+from planning.movement.canary import add_canary_window, compute_fresh_reading
 from planning.movement.isr_shrinks import count_isr_shrinks_since
 from planning.movement.reassignment import Reassignment
 from planning.movement.throttle_control import (
@@ -99,11 +99,13 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
     for broker in touched:
         before = previous.get(broker)
         reading = state.canary.get(broker)
+        fresh = compute_fresh_reading(reading, now_ms)
         since = before.changed_ms if before is not None else now_ms
         signals[broker] = BrokerSignal(
-            broker, compute_fresh_p99(reading, now_ms), reading.baseline_ms if reading is not None else None,
+            broker, fresh.p99_ms if fresh is not None else None, reading.baseline_ms if reading is not None else None,
             count_isr_shrinks_since(state.isr_shrinks, broker, since),
-            is_saturated(copying.get(broker, 0.0), before))
+            is_saturated(copying.get(broker, 0.0), before),
+            fresh.errors if fresh is not None else 0, fresh.samples + fresh.errors if fresh is not None else 0)
     decision = decide_throttles(previous, touched, signals, bounds, now_ms, hour=(now_ms // HOUR_MS) % 24)
     changes = [c for c in decision.changes if c.rate_before is not None]
     if changes:

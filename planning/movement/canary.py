@@ -26,7 +26,8 @@ like.
 READING (`add_canary_window`): the pipeline keeps, per broker, the newest CanarySample the
 watcher published (a window's percentiles) and the baseline it feeds; a sample no newer than the
 one kept changes nothing (a replay after a crash). Whether the window is idle is the caller's to
-say (nothing moved). `compute_fresh_p99` forgets a reading older than `STALE_WINDOWS` windows.
+say (nothing moved). `compute_fresh_reading` forgets a reading older than `STALE_WINDOWS`
+windows (its p99 and its probes' errors alike).
 
 Pure: values in, fresh values out; ties by ids.
 """
@@ -200,9 +201,10 @@ def add_canary_window(previous: CanaryReading | None, sample: Mapping[str, objec
                          p50, p99, end_to_end, idle, baseline)
 
 
-def compute_fresh_p99(reading: CanaryReading | None, now_ms: int) -> float | None:
-    """The reading's p99 while it is fresh (its window ended less than `STALE_WINDOWS` windows
-    before `now_ms`), else None: a canary that stopped reporting says nothing."""
+def compute_fresh_reading(reading: CanaryReading | None, now_ms: int) -> CanaryReading | None:
+    """The reading while it is fresh (its window ended less than `STALE_WINDOWS` windows before
+    `now_ms`), else None: a canary that stopped reporting says nothing."""
     if reading is None or now_ms - reading.at_ms > STALE_WINDOWS * reading.window_ms:
         return None
-    return reading.p99_ms
+    return reading
+

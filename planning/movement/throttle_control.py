@@ -9,9 +9,12 @@ or out of the broker ran at the rate it was allowed (`saturated`: the throttle b
 rate nobody uses proves nothing).
 
 HEALTH (`compute_health`): a broker is **hurt** when its canary p99 is above the SLO, that is
-above `slo_factor` x its baseline or above `slo_ceiling_ms`, or when an ISR outside the moves
-shrank on it; **healthy** when its p99 is known and within the SLO and no such ISR shrank;
-**unknown** otherwise (no canary sample, or no baseline yet).
+above `slo_factor` x its baseline or above `slo_ceiling_ms`, when more than 1 % of the window's
+canary probes failed or timed out (a probe times out after a whole window, so its latency is
+above any SLO, and then so is the window's true p99, whatever the probes that came back say;
+a broker too slow to answer any probe would otherwise be unknown and held), or when an ISR
+outside the moves shrank on it; **healthy** when its p99 is known and within the SLO and no
+such ISR shrank; **unknown** otherwise (no canary sample, or no baseline yet).
 
 RULE (`decide_throttles`), once per decision, for each broker the movement touches:
 - hurt: the rate is multiplied by `decrease` (default 0.5) and the moves in flight halved
@@ -97,6 +100,8 @@ class BrokerSignal:
     baseline_ms: float | None  # its p99 before the movement began; None: not measured yet
     isr_shrinks_outside: int = 0  # partitions not moving that lost an in-sync replica here
     saturated: bool = False  # the movement's copies here ran at the allowed rate
+    probe_errors: int = 0  # the window's canary probes that failed or timed out
+    probe_attempts: int = 0  # the window's probes: answered (its samples) and failed
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,8 @@ def compute_health(signal: BrokerSignal, bounds: ThrottleBounds) -> tuple[str, s
     """(HURT | HEALTHY | UNKNOWN, why) for one broker (module HEALTH)."""
     if signal.isr_shrinks_outside > 0:
         return HURT, f"{signal.isr_shrinks_outside} partitions outside the movement lost an in-sync replica"
+    if signal.probe_errors * 100 > signal.probe_attempts > 0:
+        return HURT, f"{signal.probe_errors} of {signal.probe_attempts} canary probes failed or timed out"
     if signal.p99_ms is None or signal.baseline_ms is None:
         return UNKNOWN, "no canary latency yet" if signal.p99_ms is None else "no baseline yet"
     slo = min(bounds.slo_factor * signal.baseline_ms, bounds.slo_ceiling_ms)

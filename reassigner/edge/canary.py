@@ -17,9 +17,20 @@ partitions whose replicas the layout changes; elects the preferred leader of a p
 broker is in its ISR and does not lead it. A partition being reassigned is left alone until its
 move ends (the keeper never fights a move, its own or another tool's).
 
-PROBER (`Canary`), three threads: the loop (`run`: the keeper, the rounds of sends, the windows'
-close and publication), the delivery reports (`producer.poll`) and the read-back (`TopicReader`).
-A record is `PROBE`: this prober's id, the broker it is charged to and its send time.
+PROBER (`Canary`), four threads: the loop (`run`: the keeper, the rounds of sends, the windows'
+close and publication), the delivery reports (`producer.poll`), the read-back (`TopicReader`)
+and the stall watch (`StallWatch`). A record is `PROBE`: this prober's id, the broker it is
+charged to and its send time.
+
+STALLS. The latencies are timed in Python, so a stretch in which the process itself held its
+threads back (a garbage collection of the watcher's whole view holds the GIL for about a second
+at 300,000 partitions, benchmarks/bench_canary_stalls.py) would land in every probe completing
+during it, on every broker at once, and push the p99 the adaptive throttle reads over its SLO.
+The stall watch wakes every `STALL_TICK_SECONDS` and notes each wake-up later than `STALL_MS`
+as a stall (from when it was due to when it came); a probe whose send-to-completion overlaps a
+stall is left out of its window's percentiles (counted in the log line, not as an error): the
+process's own pause is not the cluster's latency. A probe that fails or times out is an error
+whatever the stalls (a timeout is a whole window, no pause of the process's).
 
 INVARIANTS
 - Leader at send time: each round first asks the cluster who leads the canary's partitions (one
@@ -32,7 +43,7 @@ INVARIANTS
 - One CanarySample per broker charged with a record in the window (sent or completed), on the
   partition it was charged most records of; a broker that leads no canary partition (its
   partition not created yet, or led by another broker until the keeper's election) gets none
-  that window: the pipeline forgets a stale reading (`compute_fresh_p99`), it never invents one.
+  that window: the pipeline forgets a stale reading (`compute_fresh_reading`), it never invents one.
 - Latencies are `monotonic` differences in this process: records of another prober (another
   watcher, an earlier run: another id) are not read as ours. Reports and reads are taken by
   threads of their own, so nothing the loop waits on (Admin calls, a window's publication) is
@@ -78,6 +89,8 @@ PROBE = struct.Struct(">B16sid")
 """A canary record: format (1), the prober's id (uuid4, 16 bytes), the broker it is charged to,
 its send time (`monotonic` seconds). 29 bytes, no key: the partition is chosen, not hashed."""
 PROBE_FORMAT = 1
+STALL_TICK_SECONDS = 0.01
+STALL_MS = 50.0  # a wake-up this late is the process's stall (a busy watcher's: under 30 ms, ~6 typical)
 LEADERS_TIMEOUT_SECONDS = 1.0  # a round waits no longer for the leaders (then the last known ones serve)
 PUBLISH_TIMEOUT_SECONDS = 10.0
 POLL_SECONDS = 0.2  # how long the helper threads block at most: how soon they see the end
@@ -94,19 +107,51 @@ class WindowCounts:
     end_to_end: tuple[tuple[int, float], ...] = ()  # (broker, ms) of each record read back
     errors: Mapping[int, int] = field(default_factory=dict)  # records that failed or timed out
     partitions: Mapping[int, Mapping[int, int]] = field(default_factory=dict)  # broker → partition → records
+    stalled: int = 0  # measurements left out: they overlapped a stall of this process (module STALLS)
+
+
+class StallWatch:
+    """The stalls of this process (module STALLS): `note` is given each wake-up (when it was due,
+    when it came), `overlaps` says whether an interval met a stall. Stalls older than `keep`
+    seconds before the newest wake-up are forgotten. Thread-safe."""
+
+    def __init__(self, keep: float) -> None:
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._stalls: list[tuple[float, float]] = []
+
+    def note(self, due: float, came: float) -> None:
+        with self._lock:
+            if (came - due) * 1000.0 > STALL_MS:
+                self._stalls.append((due, came))
+            while self._stalls and self._stalls[0][1] < came - self.keep:
+                self._stalls.pop(0)
+
+    def overlaps(self, start: float, end: float) -> bool:
+        with self._lock:
+            return any(due < end and start < came for due, came in self._stalls)
+
+    def run(self, done: threading.Event, monotonic: Callable[[], float] = time.monotonic) -> None:
+        """The watch's thread: wake every `STALL_TICK_SECONDS` until `done`."""
+        due = monotonic() + STALL_TICK_SECONDS
+        while not done.wait(max(0.0, due - monotonic())):
+            came = monotonic()
+            self.note(due, came)
+            due = came + STALL_TICK_SECONDS
 
 
 class CanaryTally:
     """The current window's measurements. The loop, the delivery reports and the read-back add to
-    it from their threads; `take` hands the window over and starts the next one."""
+    it from their threads; `take` hands the window over and starts the next one, leaving out the
+    measurements `stalled` says overlapped a stall of the process (module STALLS)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._start()
 
     def _start(self) -> None:
-        self._produce: list[tuple[int, float]] = []
-        self._end_to_end: list[tuple[int, float]] = []
+        self._produce: list[tuple[int, float, float, float]] = []  # broker, ms, sent, completed
+        self._end_to_end: list[tuple[int, float, float, float]] = []
         self._errors: Counter[int] = Counter()
         self._partitions: dict[int, Counter[int]] = {}
 
@@ -117,26 +162,29 @@ class CanaryTally:
         with self._lock:
             self._charge(broker, partition)
 
-    def acknowledged(self, broker: int, partition: int, latency_ms: float) -> None:
+    def acknowledged(self, broker: int, partition: int, sent: float, completed: float) -> None:
         with self._lock:
             self._charge(broker, partition)
-            self._produce.append((broker, latency_ms))
+            self._produce.append((broker, (completed - sent) * 1000.0, sent, completed))
 
     def failed(self, broker: int, partition: int) -> None:
         with self._lock:
             self._charge(broker, partition)
             self._errors[broker] += 1
 
-    def read_back(self, broker: int, latency_ms: float) -> None:
+    def read_back(self, broker: int, sent: float, completed: float) -> None:
         with self._lock:
-            self._end_to_end.append((broker, latency_ms))
+            self._end_to_end.append((broker, (completed - sent) * 1000.0, sent, completed))
 
-    def take(self) -> WindowCounts:
+    def take(self, stalled: Callable[[float, float], bool] = lambda _start, _end: False) -> WindowCounts:
         with self._lock:
-            counts = WindowCounts(tuple(self._produce), tuple(self._end_to_end), dict(self._errors),
-                                  {b: dict(c) for b, c in self._partitions.items()})
+            produce, end_to_end, errors = self._produce, self._end_to_end, dict(self._errors)
+            partitions = {b: dict(c) for b, c in self._partitions.items()}
             self._start()
-        return counts
+        kept_produce = tuple((b, ms) for b, ms, sent, done in produce if not stalled(sent, done))
+        kept_end_to_end = tuple((b, ms) for b, ms, sent, done in end_to_end if not stalled(sent, done))
+        left_out = len(produce) - len(kept_produce) + len(end_to_end) - len(kept_end_to_end)
+        return WindowCounts(kept_produce, kept_end_to_end, errors, partitions, left_out)
 
 
 def compute_canary_events(counts: WindowCounts, end_ms: int, window_ms: int,
@@ -283,6 +331,7 @@ class Canary:
         self.read_leaders = read_leaders or partial(read_partition_leaders, producer, self.topic,
                                                     LEADERS_TIMEOUT_SECONDS)
         self.tally = CanaryTally()
+        self.stalls = StallWatch(keep=2 * settings.canary_window_seconds)
         self.prober_id = uuid.uuid4().bytes
         self.led_by: Mapping[int, int] = {}  # broker → partition it is to lead (the keeper's last word)
         self.leaders: dict[int, int | None] = {}  # partition → leader, as last read
@@ -357,7 +406,7 @@ class Canary:
     def _delivered(self, broker: int, partition: int, sent: float, error, _message) -> None:
         """A delivery report (the reports' thread)."""
         if error is None:
-            self.tally.acknowledged(broker, partition, (self.monotonic() - sent) * 1000.0)
+            self.tally.acknowledged(broker, partition, sent, self.monotonic())
             return
         self.tally.failed(broker, partition)
         translated = translate_kafka_error(error, f"writing to {self.topic}-{partition}")
@@ -372,12 +421,12 @@ class Canary:
         if probe is None or probe[0] != self.prober_id:
             return
         _prober, broker, sent = probe
-        self.tally.read_back(broker, (self.monotonic() - sent) * 1000.0)
+        self.tally.read_back(broker, sent, self.monotonic())
 
     def close_window(self) -> int:
         """Publish the window that ends now (one CanarySample per broker charged); how many."""
         now = self.monotonic()
-        counts = self.tally.take()
+        counts = self.tally.take(self.stalls.overlaps)
         window_ms = round((now - self._window_started) * 1000)
         self._window_started = now
         events = compute_canary_events(counts, int(self.clock() * 1000), window_ms)
@@ -392,9 +441,11 @@ class Canary:
                 log.warning("canary: the window's %d samples were not published: [%s] %s; the next window's "
                             "will be, at its end", len(events), error.code, error)
             return 0
-        log.debug("canary window of %d ms: %s", window_ms, "; ".join(
+        log.debug("canary window of %d ms: %s%s", window_ms, "; ".join(
             f"broker {r['broker_id']}: p99 {r['produce_p99_ms']} ms, {r['samples']} samples, {r['errors']} errors"
-            for _suffix, _key, r in events))
+            for _suffix, _key, r in events),
+            f" ({counts.stalled} measurements left out: they overlapped a stall of this process)"
+            if counts.stalled else "")
         return len(events)
 
     def _halt(self, error: ReassignerError) -> None:
@@ -418,7 +469,8 @@ class Canary:
                  settings.canary_window_seconds, settings.topic(SUFFIX))
         done = threading.Event()
         helpers = [threading.Thread(target=self._serve_deliveries, args=(done,), name="canary-reports", daemon=True),
-                   threading.Thread(target=self._read_until, args=(done,), name="canary-reader", daemon=True)]
+                   threading.Thread(target=self._read_until, args=(done,), name="canary-reader", daemon=True),
+                   threading.Thread(target=self.stalls.run, args=(done,), name="canary-stalls", daemon=True)]
         for helper in helpers:
             helper.start()
         try:

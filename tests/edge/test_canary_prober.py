@@ -195,6 +195,62 @@ def test_failures_and_timeouts_are_errors_kept_out_of_the_percentiles():
         assert samples[broker]["produce_p99_ms"] == pytest.approx(3.0)
 
 
+def test_probes_that_overlap_a_stall_of_the_process_are_left_out_of_the_percentiles_not_counted_as_errors(caplog):
+    """A garbage collection of the watcher's view holds every thread for about a second: the
+    probes completing then would all read ~1 s, on every broker (module STALLS). The stall watch
+    saw a wake-up 900 ms late; the probes overlapping it are left out, the others make the p99,
+    and a failure is still an error."""
+    probe, monotonic, _ = canary({1: 0, 2: 1}, {0: 1, 1: 2})
+    for _ in range(MIN_SAMPLES):
+        probe.send_round()
+        monotonic.now += 0.003
+        probe.producer.deliver_all()
+    probe.stalls.note(monotonic.now + 0.001, monotonic.now + 0.001)  # on time: no stall
+    probe.send_round()
+    probe.stalls.note(monotonic.now + 0.010, monotonic.now + 0.910)  # 900 ms late
+    monotonic.now += 0.950
+    probe.producer.deliver_all()  # both read 950 ms: the process's pause
+    probe.send_round()
+    monotonic.now += 0.5
+    probe.producer.deliver_all(KafkaTransientError("writing: timed out", "MSG_TIMED_OUT"))
+    probe.send_round()  # after the stall: measured
+    monotonic.now += 0.004
+    probe.producer.deliver_all()
+
+    with caplog.at_level(logging.DEBUG, logger="reassigner.edge.canary"):
+        samples = samples_of(probe)
+    for broker in (1, 2):
+        assert samples[broker]["samples"] == MIN_SAMPLES + 1 and samples[broker]["errors"] == 1
+        assert samples[broker]["produce_p99_ms"] == pytest.approx(4.0)
+    assert "2 measurements left out: they overlapped a stall of this process" in caplog.text
+
+
+def test_the_stall_watch_notes_late_wake_ups_only_and_forgets_old_ones():
+    from reassigner.edge.canary import STALL_MS, StallWatch
+
+    watch = StallWatch(keep=60.0)
+    watch.note(10.0, 10.0 + STALL_MS / 1000 * 0.9)  # late, but within what a busy watcher does
+    assert not watch.overlaps(9.0, 11.0)
+    watch.note(20.0, 21.0)
+    assert watch.overlaps(20.5, 20.6) and watch.overlaps(19.0, 20.001) and watch.overlaps(20.999, 22.0)
+    assert not watch.overlaps(18.0, 20.0) and not watch.overlaps(21.0, 22.0)
+    watch.note(81.5, 81.5)  # a minute after the stall ended: forgotten
+    assert not watch.overlaps(20.5, 20.6)
+    # The thread's loop on a clock where every wake-up comes 200 ms late, stopped after 5 reads.
+    done, reads = threading.Event(), []
+
+    def late_clock() -> float:
+        reads.append(None)
+        if len(reads) >= 5:
+            done.set()
+        return 100.0 + 0.2 * len(reads)
+
+    ticks = threading.Thread(target=watch.run, args=(done, late_clock))
+    ticks.start()
+    ticks.join(5.0)
+    assert not ticks.is_alive() and watch.overlaps(100.3, 100.35)
+
+
 def test_a_broker_with_too_few_samples_gets_null_percentiles_yet_its_sample_is_published():
     probe, monotonic, _ = canary({1: 0, 2: 1}, {0: 1, 1: 2})
     for _ in range(MIN_SAMPLES - 1):

@@ -20,9 +20,9 @@ from state.model import ControllerState
 WINDOW_MS = 30_000
 
 
-def canary(broker: int, at_ms: int, p99: float | None, samples: int = 60) -> tuple[str, dict]:
+def canary(broker: int, at_ms: int, p99: float | None, samples: int = 60, errors: int = 0) -> tuple[str, dict]:
     return ("CanarySample", {**envelope(str(broker), at_ms), "broker_id": broker, "partition": broker,
-                             "window_ms": WINDOW_MS, "samples": samples, "errors": 0,
+                             "window_ms": WINDOW_MS, "samples": samples, "errors": errors,
                              "produce_p50_ms": None if p99 is None else p99 / 2, "produce_p99_ms": p99,
                              "end_to_end_p50_ms": None, "end_to_end_p99_ms": None})
 
@@ -98,6 +98,26 @@ def test_a_broker_whose_canary_leaves_its_slo_is_slowed_by_a_set_throttle_number
     flying = [PlannedStep(tp, r.in_flight.step) for tp, r in ask.state.reassignments.items() if r.in_flight]
     why = compute_waiting_reason(ask.state, ask.state.reassignments[TopicPartition("t", 1)], policy, flying)
     assert "the adaptive throttle allows 1 (B = 2)" in why, why
+
+
+def test_a_broker_whose_canary_probes_time_out_is_slowed_though_it_answers_no_latency():
+    """Most probes to broker 2 time out: the window has too few samples for a p99 (None), which
+    alone would hold the rate (unknown); more than 1 % of its probes failing is hurt. One
+    failure in 100 probes is not (a p99 may hold it), and a stale window's errors count no more
+    than its latency."""
+    policy = default_policy()
+    _, decision, at = started(policy)
+    later = at + 31_000
+    fine = decide(decision.state, BatchInputs(5, later, (canary(0, later, 11.0, samples=99, errors=1),)), policy)
+    assert fine.state.throttles[0].rate == 4_000_000 and not alerts(fine, "ThrottleChanged")
+    silent = decide(fine.state, BatchInputs(6, later + 1_000, (canary(2, later + 1_000, None, samples=5, errors=55),)),
+                    policy)
+    assert silent.state.throttles[2].rate == 2_000_000 and silent.state.throttles[2].moves == 1
+    [alert] = alerts(silent, "ThrottleChanged")
+    assert "55 of 60 canary probes failed or timed out" in alert["message"], alert["message"]
+    stale_at = later + 1_000 + 4 * WINDOW_MS  # past the hold, and the window is 4 windows old
+    stale = decide(silent.state, BatchInputs(7, stale_at), policy)
+    assert stale.state.throttles[2].rate == 2_000_000 and not alerts(stale, "ThrottleChanged")
 
 
 def test_an_isr_shrink_outside_the_moves_hurts_its_broker():
