@@ -103,9 +103,11 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
         since = before.changed_ms if before is not None else now_ms
         signals[broker] = BrokerSignal(
             broker, fresh.p99_ms if fresh is not None else None, reading.baseline_ms if reading is not None else None,
-            count_isr_shrinks_since(state.isr_shrinks, broker, since),
-            is_saturated(copying.get(broker, 0.0), before),
-            fresh.errors if fresh is not None else 0, fresh.samples + fresh.errors if fresh is not None else 0)
+            isr_shrinks_outside=count_isr_shrinks_since(state.isr_shrinks, broker, since),
+            saturated=is_saturated(copying.get(broker, 0.0), before),
+            probe_errors=fresh.errors if fresh is not None else 0,
+            probe_attempts=fresh.samples + fresh.errors if fresh is not None else 0,
+            copy_rate=copying.get(broker))
     decision = decide_throttles(previous, touched, signals, bounds, now_ms, hour=(now_ms // HOUR_MS) % 24)
     changes = [c for c in decision.changes if c.rate_before is not None]
     if changes:

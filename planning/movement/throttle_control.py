@@ -18,7 +18,12 @@ such ISR shrank; **unknown** otherwise (no canary sample, or no baseline yet).
 
 RULE (`decide_throttles`), once per decision, for each broker the movement touches:
 - hurt: the rate is multiplied by `decrease` (default 0.5) and the moves in flight halved
-  (at least 1), at most once per `hold_ms` (the effect of a change needs a window to show);
+  (at least 1), at most once per `hold_ms` (the effect of a change needs a window to show). The
+  rate cut is from what the copies use when that is known and lower (`copy_rate`): halving a
+  rate of 200 MB/s the copies run at 10 MB/s of slowed nobody for four holds. A hurt broker
+  already at the floor with one move has nothing left to lower: the decision is noted all the
+  same (its `changed_ms` and reason), so the ISR shrink it answered is not counted again at
+  every later decision (it kept the broker hurt at the floor after the load was gone);
 - healthy and saturated: the rate grows by `increase` bytes/s and the moves by 1, at most once
   per `hold_ms`;
 - otherwise (healthy but not using its rate, or unknown): held. An unknown broker is never
@@ -102,6 +107,7 @@ class BrokerSignal:
     saturated: bool = False  # the movement's copies here ran at the allowed rate
     probe_errors: int = 0  # the window's canary probes that failed or timed out
     probe_attempts: int = 0  # the window's probes: answered (its samples) and failed
+    copy_rate: float | None = None  # bytes/s the movement's copies run at here; None: not known
 
 
 @dataclass(frozen=True)
@@ -160,7 +166,9 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
         rate, moves, reason = before.rate, before.moves, before.reason
         settled = now_ms - before.changed_ms >= bounds.hold_ms
         if health == HURT and settled:
-            rate, moves, reason = int(rate * bounds.decrease), max(1, moves // 2), why
+            used = signals[broker].copy_rate
+            base = min(rate, int(used)) if used is not None and used > 0 else rate
+            rate, moves, reason = int(base * bounds.decrease), max(1, moves // 2), why
         elif health == HEALTHY and settled and signals[broker].saturated:
             rate, moves, reason = rate + bounds.increase, moves + 1, why + ", copies at the allowed rate"
         if rate > ceiling:
@@ -168,7 +176,9 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
         rate = min(max(rate, bounds.floor), ceiling)
         moves = min(max(moves, 1), bounds.max_moves)
         if (rate, moves) == (before.rate, before.moves):
-            throttles[broker] = before
+            # Hurt with nothing left to lower: noted (RULE), not a change.
+            throttles[broker] = (BrokerThrottle(rate, moves, now_ms, f"{why}; at the floor with one move")
+                                 if health == HURT and settled else before)
             continue
         throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason)
         changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))

@@ -180,3 +180,29 @@ def test_copy_rates_count_each_copy_on_its_receiving_broker_and_on_the_leader_se
                               cluster, 4_000) == {}
     assert is_saturated(rates[3], BrokerThrottle(1_200_000, 2, 0, "")) and not is_saturated(rates[3], BrokerThrottle(
         2_000_000, 2, 0, "")) and not is_saturated(rates[3], None)
+
+
+def test_a_cut_starts_from_what_the_copies_use_when_that_is_lower():
+    """Halving a rate of 200 MB/s that copies run at 10 MB/s slowed nobody for four holds (found
+    by tests/planning/test_throttle_controller_model.py): the cut is from the copies' rate."""
+    before = {1: BrokerThrottle(100 * MB, 4, 0, "movement began"), 2: BrokerThrottle(100 * MB, 4, 0, "movement began")}
+    hurt = {1: BrokerSignal(1, 90.0, 10.0, copy_rate=10.0 * MB), 2: BrokerSignal(2, 90.0, 10.0)}
+    decision = decide_throttles(before, [1, 2], hurt, BOUNDS, BOUNDS.hold_ms)
+    assert decision.throttles[1].rate == 5 * MB
+    assert decision.throttles[2].rate == 50 * MB, "an unknown copy rate: the cut is from the rate"
+
+
+def test_a_hurt_broker_at_the_floor_notes_the_decision_so_an_answered_shrink_is_not_counted_again():
+    """At the floor with one move nothing is left to lower; its `changed_ms` moves all the same
+    (no change is announced), so the shell counts ISR shrinks from there: before, the shrink it
+    answered kept it hurt at every decision after the load was gone."""
+    floor = BrokerThrottle(BOUNDS.floor, 1, 0, "canary p99 over its SLO")
+    decision = decide_throttles({1: floor}, [1], {1: BrokerSignal(1, 12.0, 10.0, isr_shrinks_outside=1)},
+                                BOUNDS, BOUNDS.hold_ms)
+    assert decision.changes == ()
+    noted = decision.throttles[1]
+    assert (noted.rate, noted.moves, noted.changed_ms) == (BOUNDS.floor, 1, BOUNDS.hold_ms)
+    assert "at the floor with one move" in noted.reason
+    within = decide_throttles({1: noted}, [1], {1: BrokerSignal(1, 12.0, 10.0, isr_shrinks_outside=1)},
+                              BOUNDS, BOUNDS.hold_ms + 1)
+    assert within.throttles[1] is noted, "within the hold nothing is noted again"
