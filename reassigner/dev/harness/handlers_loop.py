@@ -103,21 +103,24 @@ class HandlersLoop:
         self.results_consumer.close()
         self.admin.close()
 
-    def decide(self, requests: Iterable[Mapping] = ()) -> Decision:
-        """One batch: poll, decide on the new events, the given requests and the results read."""
+    def decide(self, requests: Iterable[Mapping] = (), events: Iterable[tuple[str, Mapping]] = ()) -> Decision:
+        """One batch: poll, decide on the new events, the given requests and the results read.
+        `events` are more input events, `(topic suffix, record)` (a canary's samples)."""
         now_ms = int(time.time() * 1000)
+        more = tuple(events)
         if self.observation is None:  # a snapshot, telling which Kafka runs, as the watcher's
             support = assess_cluster(self.admin.describe_kafka())
             self.kafka = KafkaFacts(support.release, support.level, support.has)
         observation = self.admin.observe(self.observation, eligible_leaders=ELIGIBLE_LEADERS in self.kafka.capabilities)
         if self.observation is None:
-            events = compute_snapshot_events(observation, f"snapshot-{now_ms}", now_ms, kafka=self.kafka)
+            observed = compute_snapshot_events(observation, f"snapshot-{now_ms}", now_ms, kafka=self.kafka)
         else:
-            events = compute_events(self.observation, observation, now_ms)
+            observed = compute_events(self.observation, observation, now_ms)
         self.observation = observation
         self._read_results()
         inputs = BatchInputs(self.state.last_batch + 1, now_ms,
-                             tuple((TOPICS[suffix], record) for suffix, _key, record in events),
+                             tuple((TOPICS[suffix], record) for suffix, _key, record in observed)
+                             + tuple((TOPICS[suffix], record) for suffix, record in more),
                              tuple(requests), tuple(self._unread))
         self._unread = []
         decision = decide(self.state, inputs, self.policy)

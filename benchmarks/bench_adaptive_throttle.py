@@ -1,0 +1,349 @@
+"""Adaptive throttle benchmark (issue 35 item 3): prints figures, asserts nothing.
+
+On one local stack started here (3 brokers), a steady client load runs the whole time: an
+acks=all producer writes `--load-rate` records of 1 kB a second to a topic with one partition
+led by each broker, from a process of its own, and notes each record's latency (send to
+acknowledgement, librdkafka's measure). Then, for each
+mode, a fresh movement: `--partitions` partitions of `--megabytes` each, written to brokers 1
+and 2 (RF 2, led by 1), are moved to brokers 3 and 2 (broker 3 copies everything from broker 1).
+The modes, each in a run of its own (order rotated between rounds):
+
+  unthrottled   throttle.mode=static, no rate
+  static R      throttle.mode=static at each rate of `--static-rates`
+  adaptive      throttle.mode=adaptive between `--adaptive-min` and `--adaptive-max`, starting at
+                `--adaptive-start`, with the canary (`reassigner.edge.canary`, its threads and
+                clients, publishing its windows straight into the decisions) and a hold and
+                canary window of `--window` seconds
+
+The product's decisions are the handlers' (`decide`, as every pipeline batch runs it) every
+0.5 s, applied by the real executor (`reassigner.dev.harness.handlers_loop.HandlersLoop`;
+Spark's micro-batching left out). P and B are `--moves` in every mode, so only the throttle
+differs.
+
+For each run: the movement's duration (the Reassign to the last step's result), the producers'
+p50 / p99 over the `--idle` seconds before it (the baseline) and during it, the p99's ratio to
+its baseline, whether it held the SLO (p99 within 2x the baseline and 500 ms: the adaptive
+throttle's defaults), the ISR shrinks of the load topic (outside the moving partitions) and, for
+adaptive, its rate changes. The table ends with the medians per mode over `--rounds` and the
+target: adaptive holds the SLO (unthrottled does not) and finishes no slower than the fastest
+static rate that holds it too. The machine is shared (the brokers, the producer and the product
+on the same cores): read ratios and medians of several rounds, not one run.
+
+    .venv/bin/python benchmarks/bench_adaptive_throttle.py [--megabytes 250] [--partitions 4]
+        [--static-rates 10MB,30MB] [--rounds 1] [--window 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SLO_FACTOR, SLO_CEILING_MS = 2.0, 500.0  # the adaptive throttle's defaults (throttle_slo_*)
+DECIDE_SECONDS = 0.5
+LOAD_TOPIC = "bench-load"
+
+
+class LoadProducer:
+    """The clients, in a process of their own (so that the benchmark's decisions and the canary
+    never hold its GIL): acks=all records of 1 kB at a steady rate, each one's latency (send to
+    acknowledgement, librdkafka's own measure) written with the time it completed (`monotonic`,
+    which Linux keeps one for every process) to `path`, a line each; a failure is a line `E`."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: int, path: Path) -> None:
+        self.command = [sys.executable, __file__, "--load-child", bootstrap, topic, str(partitions), str(rate), str(path)]
+        self.path = path
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "LoadProducer":
+        self.process = subprocess.Popen(self.command)
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        assert self.process is not None
+        self.process.terminate()
+        self.process.wait(60)
+
+    def _lines(self) -> list[str]:
+        return self.path.read_text().splitlines() if self.path.exists() else []
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for line in self._lines() if line == "E")
+
+    def between(self, start: float, end: float) -> list[float]:
+        found = []
+        for line in self._lines():
+            if line != "E" and " " in line:
+                at, ms = line.split(" ", 1)
+                if start <= float(at) < end:
+                    found.append(float(ms))
+        return found
+
+
+def load_child(bootstrap: str, topic: str, partitions: int, rate: int, path: str) -> None:
+    """The clients' process (`LoadProducer`), until SIGTERM."""
+    from confluent_kafka import Producer
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                         "enable.idempotence": True, "message.timeout.ms": 60000, "log_level": 3})
+    lines: list[str] = []
+    lock = threading.Lock()
+
+    def delivered(error, message) -> None:
+        with lock:
+            lines.append("E" if error is not None else f"{time.monotonic():.4f} {message.latency() * 1000:.3f}")
+
+    def reports() -> None:
+        while not stop.is_set():
+            producer.poll(0.05)
+
+    threading.Thread(target=reports, daemon=True).start()
+    value, sent, started, written = b"l" * 1000, 0, time.monotonic(), time.monotonic()
+    with open(path, "a") as out:
+        while not stop.is_set():
+            due = started + sent / rate
+            if time.monotonic() < due:
+                stop.wait(due - time.monotonic())
+            else:
+                try:
+                    producer.produce(topic, value=value, partition=sent % partitions, on_delivery=delivered)
+                except BufferError:
+                    with lock:
+                        lines.append("E")
+                sent += 1
+            if time.monotonic() >= written + 0.5:
+                with lock:
+                    done, lines[:] = list(lines), []
+                out.write("".join(line + "\n" for line in done))
+                out.flush()
+                written = time.monotonic()
+
+
+class SampleBuffer:
+    """The canary's publisher, in memory: its windows go straight into the next decision."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: list[tuple[str, dict]] = []
+
+    def publish_events(self, events, timeout_seconds: float = 30.0) -> None:
+        with self._lock:
+            self._events.extend((suffix, record) for suffix, _key, record in events)
+
+    def drain(self) -> list[tuple[str, dict]]:
+        with self._lock:
+            events, self._events = self._events, []
+        return events
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Run:
+    mode: str
+    seconds: float = 0.0
+    idle: tuple[float, float] = (0.0, 0.0)  # p50, p99 ms
+    moving: tuple[float, float] = (0.0, 0.0)
+    isr_shrinks: int = 0
+    rate_changes: int = 0
+    rates: list[str] = field(default_factory=list)
+    load_errors: int = 0
+
+    @property
+    def ratio(self) -> float:
+        return self.moving[1] / self.idle[1] if self.idle[1] else float("inf")
+
+    @property
+    def held(self) -> bool:
+        return self.moving[1] <= min(SLO_FACTOR * self.idle[1], SLO_CEILING_MS)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))]
+
+
+def parse_rate(text: str) -> int:
+    """A rate as `config set throttle.bytes.per.sec` takes it (`10MB`, `500kB`, bytes)."""
+    from handlers.policy import parse_config_value
+
+    return int(parse_config_value("throttle.bytes.per.sec", text))
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--load-child"]:
+        bootstrap, topic, partitions, rate, path = sys.argv[2:7]
+        load_child(bootstrap, topic, int(partitions), int(rate), path)
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--megabytes", type=int, default=250, help="data in each moved partition")
+    parser.add_argument("--partitions", type=int, default=4, help="partitions moved in each run")
+    parser.add_argument("--static-rates", default="10MB,30MB", help="the static rates to run, comma-separated")
+    parser.add_argument("--adaptive-min", default="1MB")
+    parser.add_argument("--adaptive-max", default="100MB")
+    parser.add_argument("--adaptive-start", default="10MB")
+    parser.add_argument("--window", type=float, default=5.0, help="canary window and adaptive hold, seconds")
+    parser.add_argument("--load-rate", type=int, default=400, help="client records of 1 kB per second")
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds of load before each movement (baseline)")
+    parser.add_argument("--moves", type=int, default=4, help="P and B in every mode")
+    parser.add_argument("--rounds", type=int, default=1)
+    arguments = parser.parse_args()
+
+    from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
+    from reassigner.dev.harness.handlers_loop import HandlersLoop
+    from reassigner.dev.local.stack import LocalStack
+    from runtime.settings import compute_policy, load_settings
+
+    modes = (["unthrottled"] + [f"static {r.strip()}" for r in arguments.static_rates.split(",") if r.strip()]
+             + ["adaptive"])
+    settings = load_settings()
+    work = Path(tempfile.mkdtemp(prefix="bench-adaptive-"))
+    stack = LocalStack(work / "stack", settings.cache_dir)
+    state = stack.up(brokers=3)
+    bootstrap = state.bootstrap_servers
+    create_topics(bootstrap, {LOAD_TOPIC: 3}, 2, assignments={LOAD_TOPIC: [[1, 2, 3], [2, 3, 1], [3, 1, 2]]})
+    total_mb = arguments.megabytes * arguments.partitions
+    print(f"3 brokers; clients: {arguments.load_rate} acks=all records of 1 kB/s on {LOAD_TOPIC} (one partition "
+          f"led by each broker); each run moves {arguments.partitions} x {arguments.megabytes} MB "
+          f"({total_mb:,} MB) from broker 1 to broker 3; P = B = {arguments.moves}; modes: {', '.join(modes)}; "
+          f"{arguments.rounds} round(s)", flush=True)
+
+    def policy_for(mode: str):
+        common = dict(max_partition_movements=arguments.moves, max_movements_per_broker=arguments.moves,
+                      canary_window_seconds=arguments.window, canary_interval_seconds=arguments.window / 25,
+                      throttle_hold_seconds=arguments.window)
+        if mode == "unthrottled":
+            chosen = load_settings(**common)
+        elif mode.startswith("static "):
+            chosen = load_settings(throttle_bytes_per_sec=parse_rate(mode.split(" ", 1)[1]), **common)
+        else:
+            chosen = load_settings(throttle_mode="adaptive", throttle_min_bytes_per_sec=parse_rate(arguments.adaptive_min),
+                                   throttle_max_bytes_per_sec=parse_rate(arguments.adaptive_max),
+                                   throttle_bytes_per_sec=parse_rate(arguments.adaptive_start), **common)
+        return chosen, compute_policy(chosen)
+
+    def run(mode: str, load: LoadProducer, number: int) -> Run:
+        from reassigner.edge.canary import Canary, CanaryKeeper
+        from runtime.clients.kafka_admin import ClusterAdmin
+        from runtime.clients.kafka_consumer import TopicReader
+        from runtime.clients.kafka_producer import build_producer, probe_producer_config
+
+        topic = f"bench-move-{number}-{uuid.uuid4().hex[:6]}"
+        create_topics(bootstrap, {topic: arguments.partitions}, 1,
+                      assignments={topic: [[1, 2]] * arguments.partitions})
+        write_bulk(bootstrap, [(topic, p) for p in range(arguments.partitions)], arguments.megabytes)
+        chosen, policy = policy_for(mode)
+        result = Run(mode)
+        with HandlersLoop(bootstrap, state.redis_url, policy) as loop:
+            canary, stop, buffer = None, threading.Event(), SampleBuffer()
+            if mode == "adaptive":
+                canary_settings = load_settings(topic_prefix=loop.prefix, canary_window_seconds=arguments.window,
+                                                canary_interval_seconds=arguments.window / 25)
+                canary = Canary(CanaryKeeper(ClusterAdmin(bootstrap), canary_settings.topic("canary"), 3), buffer,
+                                build_producer(probe_producer_config(bootstrap, None, "bench-canary",
+                                                                     int(arguments.window * 1000))),
+                                TopicReader(bootstrap, None, "canary"), canary_settings)
+                probing = threading.Thread(target=canary.run, args=(stop,), daemon=True)
+                probing.start()
+            try:
+                idle_start = time.monotonic()
+                while time.monotonic() < idle_start + arguments.idle:
+                    loop.decide(events=buffer.drain())
+                    time.sleep(DECIDE_SECONDS)
+                isr = {k: p.isr for k, p in loop.observation.partitions.items() if k[0] == LOAD_TOPIC}
+                started = time.monotonic()
+                request = loop.reassign({(topic, p): [3, 2] for p in range(arguments.partitions)})
+                loop.decide([request], events=buffer.drain())
+                while True:
+                    answered = {r["command_id"] for r in loop.results}
+                    if (not loop.state.reassignments and loop.commands_of("ReassignmentStep")
+                            and all(c["id"] in answered for c in loop.commands)):
+                        break
+                    if time.monotonic() > started + 3600:
+                        raise TimeoutError(f"{mode}: the movement did not end within an hour")
+                    time.sleep(DECIDE_SECONDS)
+                    loop.decide(events=buffer.drain())
+                    for key, p in loop.observation.partitions.items():
+                        if key[0] == LOAD_TOPIC:
+                            result.isr_shrinks += len(set(isr.get(key, ())) - set(p.isr))
+                            isr[key] = p.isr
+                ended = time.monotonic()
+            finally:
+                stop.set()
+                if canary is not None:
+                    probing.join(30)
+                    canary.close()
+            result.seconds = ended - started
+            idle = load.between(idle_start, started)
+            moving = load.between(started, ended)
+            result.idle = (percentile(idle, 0.5), percentile(idle, 0.99))
+            result.moving = (percentile(moving, 0.5), percentile(moving, 0.99))
+            sets = loop.commands_of("SetThrottle")
+            result.rate_changes = len(sets)
+            result.rates = [", ".join(f"{r['broker_id']}: {r['rate_bytes_per_sec'] / 1e6:.1f}"
+                                      for r in command["payload"][1].get("broker_rates") or ()) for command in sets]
+        return result
+
+    runs: list[Run] = []
+    try:
+        with LoadProducer(bootstrap, LOAD_TOPIC, 3, arguments.load_rate, work / "latencies.txt") as load:
+            number = 0
+            for round_number in range(arguments.rounds):
+                order = modes[round_number % len(modes):] + modes[:round_number % len(modes)]
+                for mode in order:
+                    number += 1
+                    errors_before = load.errors
+                    result = run(mode, load, number)
+                    result.load_errors = load.errors - errors_before
+                    runs.append(result)
+                    print(f"  round {round_number + 1}, {mode}: {result.seconds:.1f} s, producers p50/p99 "
+                          f"{result.idle[0]:.1f}/{result.idle[1]:.1f} ms idle -> {result.moving[0]:.1f}/"
+                          f"{result.moving[1]:.1f} ms moving (p99 x{result.ratio:.1f}, SLO "
+                          f"{'held' if result.held else 'broken'}), {result.isr_shrinks} ISR shrinks outside"
+                          + (f", {result.rate_changes} rate changes (MB/s per broker: {' | '.join(result.rates)})"
+                             if mode == "adaptive" else ""), flush=True)
+        print(f"\n## Adaptive throttle (issue 35): {total_mb:,} MB moved under {arguments.load_rate} records/s, "
+              f"medians of {arguments.rounds} round(s)")
+        print("| mode | duration | producers p50 / p99 idle | p50 / p99 moving | p99 ratio | SLO held | "
+              "ISR shrinks outside |")
+        print("|---|---:|---:|---:|---:|---|---:|")
+        medians: dict[str, tuple[float, float, bool]] = {}
+        for mode in modes:
+            mine = [r for r in runs if r.mode == mode]
+            seconds = statistics.median(r.seconds for r in mine)
+            ratio = statistics.median(r.ratio for r in mine)
+            held = sum(r.held for r in mine) * 2 > len(mine)
+            medians[mode] = (seconds, ratio, held)
+            print(f"| {mode} | {seconds:.0f} s | {statistics.median(r.idle[0] for r in mine):.1f} / "
+                  f"{statistics.median(r.idle[1] for r in mine):.1f} ms | {statistics.median(r.moving[0] for r in mine):.1f}"
+                  f" / {statistics.median(r.moving[1] for r in mine):.1f} ms | x{ratio:.1f} | "
+                  f"{sum(r.held for r in mine)} of {len(mine)} | {statistics.median(r.isr_shrinks for r in mine):.0f} |")
+        holding = [m for m in modes if m.startswith("static ") and medians[m][2]]
+        best = min(holding, key=lambda m: medians[m][0]) if holding else None
+        adaptive_seconds, _, adaptive_held = medians["adaptive"]
+        print(f"target: adaptive holds the SLO ({'yes' if adaptive_held else 'NO'}), unthrottled does not "
+              f"({'yes' if not medians['unthrottled'][2] else 'NO: the load is not hurt by this movement'}), "
+              + (f"adaptive / {best} duration {adaptive_seconds / medians[best][0]:.2f} (target <= 1.00)"
+                 if best else "no static rate held the SLO"))
+    finally:
+        stack.down()
+
+
+if __name__ == "__main__":
+    main()
