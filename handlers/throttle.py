@@ -34,6 +34,7 @@ Pure, as every handler: the batch's event time is the only clock.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from handlers.context import BatchContext
@@ -95,6 +96,7 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
     previous = state.throttles
     touched = compute_touched_brokers(context, flying)
     copying = compute_copy_rates(flying.values(), state.cluster, now_ms)
+    moving = Counter(b for record in flying.values() for b in record.in_flight.step.moved_brokers)
     signals = {}
     for broker in touched:
         before = previous.get(broker)
@@ -107,7 +109,7 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
             saturated=is_saturated(copying.get(broker, 0.0), before),
             probe_errors=fresh.errors if fresh is not None else 0,
             probe_attempts=fresh.samples + fresh.errors if fresh is not None else 0,
-            copy_rate=copying.get(broker))
+            copy_rate=copying.get(broker), moves_in_flight=moving[broker])
     decision = decide_throttles(previous, touched, signals, bounds, now_ms, hour=(now_ms // HOUR_MS) % 24)
     changes = [c for c in decision.changes if c.rate_before is not None]
     if changes:

@@ -206,3 +206,16 @@ def test_a_hurt_broker_at_the_floor_notes_the_decision_so_an_answered_shrink_is_
     within = decide_throttles({1: noted}, [1], {1: BrokerSignal(1, 12.0, 10.0, isr_shrinks_outside=1)},
                               BOUNDS, BOUNDS.hold_ms + 1)
     assert within.throttles[1] is noted, "within the hold nothing is noted again"
+
+
+def test_a_healthy_broker_whose_moves_are_all_in_flight_gets_one_more_though_its_copies_are_under_the_rate():
+    """Fewer moves copy slower: after a cut the copies stayed under the rate and neither the rate
+    nor the moves grew again, the clients long fine (the closed-loop property tests found 22 MB/s
+    and 3 moves for good, the copies at 15 MB/s). With every allowed move in flight, one more."""
+    before = {1: BrokerThrottle(22 * MB, 3, 0, "canary p99 over its SLO")}
+    fine = BrokerSignal(1, 6.0, 5.0, saturated=False, copy_rate=15.0 * MB, moves_in_flight=3)
+    decision = decide_throttles(before, [1], {1: fine}, BOUNDS, BOUNDS.hold_ms)
+    assert (decision.throttles[1].rate, decision.throttles[1].moves) == (22 * MB, 4)
+    assert "all 3 moves allowed in flight" in decision.changes[0].reason
+    idle = decide_throttles(before, [1], {1: BrokerSignal(1, 6.0, 5.0, moves_in_flight=2)}, BOUNDS, BOUNDS.hold_ms)
+    assert idle.throttles[1] is before[1], "a move left unused: nothing to gain from another"
