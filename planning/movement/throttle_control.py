@@ -177,7 +177,7 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
         elif health == HEALTHY and settled and signals[broker].saturated:
             rate, moves, reason = rate + bounds.increase, moves + 1, why + ", copies at the allowed rate"
         elif health == HEALTHY and settled and signals[broker].moves_in_flight >= moves:
-            moves, reason = moves + 1, why + f", all {moves} moves allowed in flight"
+            moves, reason = moves + 1, why + f", every move it allows in flight ({moves})"
         if rate > ceiling:
             reason = f"the ceiling for hour {hour} is {ceiling} B/s" if ceiling < bounds.maximum else reason
         rate = min(max(rate, bounds.floor), ceiling)

@@ -120,6 +120,22 @@ def test_a_broker_whose_canary_probes_time_out_is_slowed_though_it_answers_no_la
     assert stale.state.throttles[2].rate == 2_000_000 and not alerts(stale, "ThrottleChanged")
 
 
+def test_a_healthy_broker_with_its_one_move_in_flight_gets_a_second_though_its_copies_are_under_the_rate():
+    """After a cut to one move, broker 2's copy (t-0 onto it) does not use its rate; healthy again
+    past the hold, with its one allowed move in flight, it gets a second move and keeps its rate
+    (`throttle_control` RULE): without it neither would grow again."""
+    policy = default_policy()
+    _, decision, at = started(policy)
+    later = at + 31_000
+    slowed = decide(decision.state, BatchInputs(5, later, (canary(2, later, 45.0),)), policy)
+    assert (slowed.state.throttles[2].rate, slowed.state.throttles[2].moves) == (2_000_000, 1)
+    again = later + 31_000
+    healthy = decide(slowed.state, BatchInputs(6, again, (canary(2, again, 12.0),)), policy)
+    assert (healthy.state.throttles[2].rate, healthy.state.throttles[2].moves) == (2_000_000, 2)
+    [alert] = alerts(healthy, "ThrottleChanged")
+    assert "every move it allows in flight (1)" in alert["message"], alert["message"]
+
+
 def test_an_isr_shrink_outside_the_moves_hurts_its_broker():
     policy = default_policy()
     cluster, decision, at = started(policy)

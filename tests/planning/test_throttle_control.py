@@ -216,6 +216,6 @@ def test_a_healthy_broker_whose_moves_are_all_in_flight_gets_one_more_though_its
     fine = BrokerSignal(1, 6.0, 5.0, saturated=False, copy_rate=15.0 * MB, moves_in_flight=3)
     decision = decide_throttles(before, [1], {1: fine}, BOUNDS, BOUNDS.hold_ms)
     assert (decision.throttles[1].rate, decision.throttles[1].moves) == (22 * MB, 4)
-    assert "all 3 moves allowed in flight" in decision.changes[0].reason
+    assert "every move it allows in flight (3)" in decision.changes[0].reason
     idle = decide_throttles(before, [1], {1: BrokerSignal(1, 6.0, 5.0, moves_in_flight=2)}, BOUNDS, BOUNDS.hold_ms)
     assert idle.throttles[1] is before[1], "a move left unused: nothing to gain from another"
