@@ -173,10 +173,10 @@ class Run:
 
 
 def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))]
+    """The nearest-rank quantile, as the canary computes it; NaN for no values."""
+    from planning.movement.canary import nearest_rank
+
+    return nearest_rank(sorted(values), q) if values else float("nan")
 
 
 def parse_rate(text: str) -> int:

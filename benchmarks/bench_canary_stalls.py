@@ -69,8 +69,10 @@ class Ticker:
 
 
 def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered) + 0.5)) - 1))] if ordered else 0.0
+    """The nearest-rank quantile, as the canary computes it; NaN for no values."""
+    from planning.movement.canary import nearest_rank
+
+    return nearest_rank(sorted(values), q) if values else float("nan")
 
 
 def phase(name: str, action, tick: float, repeat: int) -> None:

@@ -124,7 +124,9 @@ class LatencySummary:
     p99_ms: float | None
 
 
-def _rank(ordered: Sequence[float], q: float) -> float:
+def nearest_rank(ordered: Sequence[float], q: float) -> float:
+    """The nearest-rank `q` quantile of sorted, non-empty `ordered` (the canary's percentiles; the
+    benchmarks use it too)."""
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
@@ -139,7 +141,7 @@ def summarize_latencies(samples: Iterable[tuple[int, float]]) -> Mapping[int, La
         if len(values) < MIN_SAMPLES:
             summaries[broker] = LatencySummary(len(values), None, None)
         else:
-            summaries[broker] = LatencySummary(len(values), _rank(values, 0.50), _rank(values, 0.99))
+            summaries[broker] = LatencySummary(len(values), nearest_rank(values, 0.50), nearest_rank(values, 0.99))
     return MappingProxyType(summaries)
 
 
