@@ -425,14 +425,14 @@ def effective_policy(policy: Policy, config: Mapping[str, str]) -> Policy:
 def compute_throttle_bounds(policy: Policy) -> ThrottleBounds:
     """The adaptive throttle's bounds and gains from the effective policy: the rates between
     `throttle.min` and `throttle.max` (a broker starts at `throttle.bytes.per.sec` brought within
-    them, or at the floor), steps of a tenth of that span, the moves in flight per broker B.
+    them, or at the floor), steps of a twentieth of that span, the moves in flight per broker B.
     Raises InvalidConfigError when the bounds contradict each other."""
     floor, maximum = policy.throttle_min_bytes_per_sec, policy.throttle_max_bytes_per_sec
     if floor > maximum:
         raise InvalidConfigError(f"throttle.min ({floor} B/s) is above throttle.max ({maximum} B/s); "
                                  "set throttle.min at most throttle.max")
     initial = min(max(policy.throttle_bytes_per_sec or floor, floor), maximum)
-    return ThrottleBounds(floor, maximum, initial, increase=max(1, (maximum - floor) // 10),
+    return ThrottleBounds(floor, maximum, initial, increase=max(1, (maximum - floor) // 20),
                           max_moves=policy.max_movements_per_broker, slo_factor=policy.throttle_slo_factor,
                           slo_ceiling_ms=policy.throttle_slo_ceiling_ms,
                           hold_ms=int(policy.throttle_hold_seconds * 1000),

@@ -13,8 +13,14 @@ above `slo_factor` x its baseline or above `slo_ceiling_ms`, when more than 1 % 
 canary probes failed or timed out (a probe times out after a whole window, so its latency is
 above any SLO, and then so is the window's true p99, whatever the probes that came back say;
 a broker too slow to answer any probe would otherwise be unknown and held), or when an ISR
-outside the moves shrank on it; **healthy** when its p99 is known and within the SLO and no
-such ISR shrank; **unknown** otherwise (no canary sample, or no baseline yet).
+outside the moves shrank on it; **healthy** when its p99 is known and no higher than the
+raise line, `raise_share` (default 0.75) of the way from its baseline to its SLO, and no such ISR
+shrank; **near** when its p99 is between the raise line and the SLO (within it, no room to grow);
+**unknown** otherwise (no canary sample, or no baseline yet). The band between the line and the
+SLO is where the rate settles: a rate that only grows while the clients have room, and is cut
+only once they are hurt, stops short of the SLO instead of crossing it at every hold (with a
+step of a tenth of the span and no band, the benchmark's rate was a sawtooth across the SLO,
+each crossing a hold window of hurt clients).
 
 RULE (`decide_throttles`), once per decision, for each broker the movement touches:
 - hurt: the rate is multiplied by `decrease` (default 0.5) and the moves in flight halved
@@ -30,8 +36,8 @@ RULE (`decide_throttles`), once per decision, for each broker the movement touch
   grow by 1, the rate stays. Fewer moves copy slower, so after a cut the copies could stay under
   the rate and neither would ever grow again, the clients long fine (found by the closed-loop
   property tests: 22 MB/s and 3 moves for good, the copies at 15 MB/s);
-- otherwise (healthy but not using its rate, or unknown): held. An unknown broker is never
-  raised: no signal is not a green light.
+- otherwise (near the SLO, healthy but not using its rate, or unknown): held. An unknown
+  broker is never raised: no signal is not a green light.
 Every rate stays within [`floor`, the ceiling], the ceiling being `maximum`, or the schedule's
 rate for the hour when one is given (`Schedule`); a rate above a lowered ceiling comes down to
 it at once, whatever the hold. The floor is above zero, so a movement is never starved: a hurt
@@ -62,7 +68,7 @@ from planning.movement.eta import compute_copied_bytes
 from planning.movement.reassignment import Reassignment
 from schemas.errors import InvalidConfigError
 
-HURT, HEALTHY, UNKNOWN = "hurt", "healthy", "unknown"
+HURT, HEALTHY, NEAR, UNKNOWN = "hurt", "healthy", "near", "unknown"
 SATURATED = 0.8  # of the rate: the copies use it (module SATURATION)
 
 
@@ -88,6 +94,7 @@ class ThrottleBounds:
     decrease: float = 0.5
     slo_factor: float = 2.0
     slo_ceiling_ms: float = 500.0
+    raise_share: float = 0.75  # of the way from the baseline to the SLO: the raise line (HEALTH)
     hold_ms: int = 30_000
     schedule: Schedule = field(default_factory=Schedule)
 
@@ -96,10 +103,12 @@ class ThrottleBounds:
             raise InvalidConfigError(
                 f"throttle bounds need 0 < throttle.min <= initial <= throttle.max, got {self.floor}, "
                 f"{self.initial}, {self.maximum}; set throttle.min below throttle.max")
-        if self.increase <= 0 or self.max_moves < 1 or not 0 < self.decrease < 1 or self.slo_factor < 1:
+        if (self.increase <= 0 or self.max_moves < 1 or not 0 < self.decrease < 1 or self.slo_factor < 1
+                or not 0 < self.raise_share <= 1):
             raise InvalidConfigError(
-                "throttle gains need an increase > 0, max moves >= 1, a decrease in (0, 1) and an SLO "
-                f"factor >= 1; got {self.increase}, {self.max_moves}, {self.decrease}, {self.slo_factor}")
+                "throttle gains need an increase > 0, max moves >= 1, a decrease in (0, 1), an SLO factor >= 1 "
+                f"and a raise share in (0, 1]; got {self.increase}, {self.max_moves}, {self.decrease}, "
+                f"{self.slo_factor}, {self.raise_share}")
 
 
 @dataclass(frozen=True)
@@ -140,7 +149,7 @@ class ThrottleDecision:
 
 
 def compute_health(signal: BrokerSignal, bounds: ThrottleBounds) -> tuple[str, str]:
-    """(HURT | HEALTHY | UNKNOWN, why) for one broker (module HEALTH)."""
+    """(HURT | HEALTHY | NEAR | UNKNOWN, why) for one broker (module HEALTH)."""
     if signal.isr_shrinks_outside > 0:
         return HURT, f"{signal.isr_shrinks_outside} partitions outside the movement lost an in-sync replica"
     if signal.probe_errors * 100 > signal.probe_attempts > 0:
@@ -150,6 +159,9 @@ def compute_health(signal: BrokerSignal, bounds: ThrottleBounds) -> tuple[str, s
     slo = min(bounds.slo_factor * signal.baseline_ms, bounds.slo_ceiling_ms)
     if signal.p99_ms > slo:
         return HURT, f"canary p99 {signal.p99_ms:.0f} ms over its SLO {slo:.0f} ms"
+    line = min(slo, signal.baseline_ms + bounds.raise_share * (slo - signal.baseline_ms))
+    if signal.p99_ms > line:
+        return NEAR, f"canary p99 {signal.p99_ms:.1f} ms near its SLO {slo:.1f} ms (above {line:.1f} ms)"
     return HEALTHY, f"canary p99 {signal.p99_ms:.0f} ms within its SLO {slo:.0f} ms"
 
 

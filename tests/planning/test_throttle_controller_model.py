@@ -12,12 +12,14 @@ decrease))) that bring r to x or below.
 
 1. bounds: every rate in [min, max(min, min(max, the schedule's rate for the hour))], every move
    count in [1, B], whatever the load, schedule and hour.
-2. convergence: with the load constant from decision s, from s + h x (chain(max, min) + 1 +
-   ceil((lo - min) / increase)) on the rate stays in the sawtooth [lo, hi] = [max(min, int((R + 1) x
-   decrease)), min(max, R + increase)] (a raise comes only from <= R, a cut only from > R, changes
-   at least h decisions apart), its windows over the SLO come in runs of at most h x chain(hi, R)
-   decisions, each followed by at least h healthy ones; pinned at max when R >= max, at min when
-   R < min. 2b: the same after a step of the load, up or down (regression, `STUCK_AT_THE_FLOOR`: a
+2. convergence: U, the highest rate whose window is at or below the raise line (`raise_share` of
+   the way from the baseline to the SLO, no shrink). With the load constant from decision s, from
+   s + h x (chain(max, min) + 1 + ceil((lo - min) / increase)) on the rate stays in [lo, hi] =
+   [max(min, min(int((R + 1) x decrease), U + 1)), min(max, max(R, U + increase))] (a raise comes
+   only from <= U, a cut only from > R, changes at least h decisions apart), its windows over the
+   SLO come in runs of at most h x chain(hi, R) decisions, each followed by at least h healthy
+   ones; when U + increase <= R (the band is wider than a step) it never crosses the SLO again
+   and is never cut; pinned at max when U >= max, at min when R < min. 2b: the same after a step of the load, up or down (regression, `STUCK_AT_THE_FLOOR`: a
    broker hurt at the floor with one move kept its last change's time, so the shrink it answered
    counted again at every decision and held it at the floor after the load was gone).
 3. a load step that breaks the SLO at the rate in force lowers it within h decisions, and within
@@ -103,18 +105,26 @@ def slo_ms(model: Broker, bounds: ThrottleBounds) -> float:
     return min(bounds.slo_factor * model.baseline_ms, bounds.slo_ceiling_ms)
 
 
-def healthy(model: Broker, bounds: ThrottleBounds, rate: int, load_ms: float) -> bool:
-    """A window copying at `rate` (saturated) is within the SLO and shrinks no ISR."""
+def line_ms(model: Broker, bounds: ThrottleBounds) -> float:
+    """The raise line: `raise_share` of the way from the baseline to the SLO."""
+    slo = slo_ms(model, bounds)
+    return min(slo, model.baseline_ms + bounds.raise_share * (slo - model.baseline_ms))
+
+
+def healthy(model: Broker, bounds: ThrottleBounds, rate: int, load_ms: float, limit=slo_ms) -> bool:
+    """A window copying at `rate` (saturated) is within the SLO (`limit`: or the raise line) and
+    shrinks no ISR."""
     p99 = model.p99(float(rate), load_ms)
-    return p99 <= slo_ms(model, bounds) and p99 <= model.isr_factor * model.baseline_ms
+    return p99 <= limit(model, bounds) and p99 <= model.isr_factor * model.baseline_ms
 
 
-def highest_healthy(model: Broker, bounds: ThrottleBounds, load_ms: float) -> int:
-    """R: the highest rate in [0, max] with a healthy window (p99 grows with the rate); -1: none."""
+def highest_healthy(model: Broker, bounds: ThrottleBounds, load_ms: float, limit=slo_ms) -> int:
+    """R (or, with `limit=line_ms`, U): the highest rate in [0, max] with a healthy window (below
+    the raise line); p99 grows with the rate; -1: none."""
     low, high = -1, bounds.maximum
     while low < high:
         middle = (low + high + 1) // 2
-        low, high = (middle, high) if healthy(model, bounds, middle, load_ms) else (low, middle - 1)
+        low, high = (middle, high) if healthy(model, bounds, middle, load_ms, limit) else (low, middle - 1)
     return low
 
 
@@ -210,36 +220,43 @@ def check_convergence(bounds: ThrottleBounds, tick_ms: int, brokers: Mapping[int
     plans = {}
     for b, model in brokers.items():
         top = highest_healthy(model, bounds, model.loads[-1][1])
-        if top >= bounds.maximum:
+        up = highest_healthy(model, bounds, model.loads[-1][1], line_ms)
+        if up >= bounds.maximum:
             lo = hi = bounds.maximum
             event("pinned at max")
         elif top < bounds.floor:
             lo = hi = bounds.floor
             event("pinned at min")
         else:
-            lo, hi = max(bounds.floor, int((top + 1) * bounds.decrease)), min(bounds.maximum, top + bounds.increase)
-            event("sawtooth")
+            # Cuts land at int((R + 1) x decrease) or higher, raises stop past U; a rate in (U, R]
+            # is held, so [lo, hi] is the sawtooth when U + increase > R, one rate in it when not.
+            lo = max(bounds.floor, min(int((top + 1) * bounds.decrease), up + 1))
+            hi = min(bounds.maximum, max(top, up + bounds.increase))
+            event("settles in the band" if up + bounds.increase <= top else "sawtooth")
         # A change every h decisions after s at the latest: cuts while over R (one more for a shrink
         # counted from before s), then raises from as low as min to lo; both land in [lo, hi].
         settle = s + h * (chain(bounds.maximum, bounds.floor, bounds) + 1 + -(-(lo - bounds.floor) // bounds.increase))
         cuts = chain(hi, max(top, bounds.floor), bounds)
-        plans[b] = (top, lo, hi, settle, h * cuts, h * (cuts + -(-(hi - lo) // bounds.increase) + 2))
-    decisions = max(settle + 3 * cycle for _, _, _, settle, _, cycle in plans.values()) + 1
+        plans[b] = (top, up, lo, hi, settle, h * cuts, h * (cuts + -(-(hi - lo) // bounds.increase) + 2))
+    decisions = max(plan[4] + 3 * plan[6] for plan in plans.values()) + 1
     history = simulate(brokers, bounds, tick_ms, decisions)
-    for b, (top, lo, hi, settle, over_run, _cycle) in plans.items():
+    for b, (top, up, lo, hi, settle, over_run, _cycle) in plans.items():
         changes = [w.index for w, v in zip(history[1:], history) if w.throttles[b].rate != v.throttles[b].rate]
         assert all(j - i >= h for i, j in zip(changes, changes[1:])), (b, h, changes)
         rates = [w.throttles[b].rate for w in history[settle:]]
         assert all(lo <= r <= hi for r in rates), (b, top, lo, hi, settle, [r for r in rates if not lo <= r <= hi][:5])
         for before, after in zip(rates, rates[1:]):
             if after > before:
-                assert before <= top and after == min(bounds.maximum, before + bounds.increase), (b, before, after)
+                assert before <= up and after == min(bounds.maximum, before + bounds.increase), (b, before, after)
             elif after < before:
                 assert before > top and after == max(bounds.floor, int(before * bounds.decrease)), (b, before, after)
         if bounds.floor <= top < bounds.maximum:
             runs = [(over, len(list(group))) for over, group in itertools.groupby(r > top for r in rates)]
             assert all(n <= over_run for over, n in runs if over), (b, top, over_run, runs)
             assert all(n >= h for over, n in runs[1:-1] if not over), (b, h, runs)
+        if bounds.floor <= up and up + bounds.increase <= top:
+            # The band is wider than a step: once settled the SLO is never crossed, nothing is cut.
+            assert all(r <= top for r in rates) and rates == sorted(rates), (b, up, top, rates[:10])
 
 
 @settings(max_examples=150)
