@@ -62,7 +62,7 @@ from handlers.context import BatchContext
 from handlers.external import handle_external_moves, report_interrupted
 from handlers.plan_ends import end_plan_member
 from handlers.policy import effective_limits
-from handlers.throttle import compute_step_rates, decide_throttles_now, issue_throttle_command
+from handlers.throttle import compute_step_rates, decide_throttles_now, issue_throttle_command, leave_adaptive
 from handlers.waiting import compute_waiting
 from planning.model import TopicPartition
 from planning.movement.reassignment import Reassignment, begin_cancel
@@ -88,7 +88,7 @@ def handle_progress(context: BatchContext) -> None:
     if adaptive:  # before the steps' commands: they carry the rates and the sequence it decides
         decide_throttles_now(context, compute_flying(decision))
     elif context.state.throttles:
-        context.state = context.state.with_changes(throttles={})
+        leave_adaptive(context, compute_flying(decision))
     patch: dict[TopicPartition, Reassignment | None] = {tp: decided[tp] for tp in decision.replaced}
     elections = set(decision.elections)
     stalled = dict(decision.stalled)

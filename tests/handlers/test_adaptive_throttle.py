@@ -31,9 +31,10 @@ def set_config(key: str, value: str, at_ms: int, request_id: str) -> dict:
     return request("SetConfig", {"key": key, "value": value}, at_ms, request_id)
 
 
-def started(policy):
-    """A 4-broker cluster, canary baselines of 10 ms from three idle windows, then adaptive mode and
-    a Reassign of t-0 from (0, 1) to (2, 1): its first step is in flight."""
+def started(policy, rate: str | None = "4MB"):
+    """A 4-broker cluster, canary baselines of 10 ms from three idle windows, then adaptive mode
+    (brokers starting at `rate`, or at throttle.min without one) and a Reassign of t-0 from (0, 1)
+    to (2, 1): its first step is in flight."""
     cluster = simple_cluster(4, {"t": (2, 2)})
     state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
     for n in range(3):
@@ -42,7 +43,7 @@ def started(policy):
     assert {b: r.baseline_ms for b, r in state.canary.items()} == {0: 10.0, 1: 10.0, 2: 10.0, 3: 10.0}
     at = T0 + 4 * WINDOW_MS
     requests = (set_config("throttle.mode", "adaptive", at, "req-mode"), set_config("throttle.min", "1MB", at, "req-min"),
-                set_config("throttle.bytes.per.sec", "4MB", at, "req-rate"),
+                *([set_config("throttle.bytes.per.sec", rate, at, "req-rate")] if rate else []),
                 reassign({TopicPartition("t", 0): (2, 1)}, at, "req-move"))
     decision = decide(state, BatchInputs(4, at, requests=requests), policy)
     return cluster, decision, at
@@ -148,6 +149,42 @@ def test_an_isr_shrink_outside_the_moves_hurts_its_broker():
     assert decision.state.throttles[lost].rate == 2_000_000
     assert "lost an in-sync replica" in alerts(decision, "ThrottleChanged")[0]["message"]
     assert decision.state.throttles[0].rate == 4_000_000
+
+
+def test_static_mode_set_mid_movement_hands_the_brokers_back_to_the_static_rate_at_once():
+    """Broker 2 was cut to 2 MB/s; `throttle.mode=static` mid-movement sets every broker the
+    adaptive throttle held back to throttle.bytes.per.sec by one SetThrottle (not at the
+    movement's end), says so, and forgets the adaptive rates."""
+    policy = default_policy()
+    _, decision, at = started(policy)
+    later = at + 31_000
+    slowed = decide(decision.state, BatchInputs(5, later, (canary(2, later, 45.0),)), policy)
+    assert slowed.state.throttles[2].rate == 2_000_000
+    static = decide(slowed.state, BatchInputs(6, later + 1_000, requests=(
+        set_config("throttle.mode", "static", later + 1_000, "req-static"),)), policy)
+    assert_encodes(static.outbox)
+    [command] = commands(static, "SetThrottle")
+    fields = command["payload"][1]
+    assert fields["broker_rates"] == [{"broker_id": b, "rate_bytes_per_sec": 4_000_000} for b in (0, 1, 2)]
+    assert fields["throttle_sequence"] == static.state.command_sequence == slowed.state.command_sequence + 1
+    [alert] = alerts(static, "ThrottleChanged")
+    assert "throttle.mode=static: brokers 0, 1, 2 static 4 MB/s" in alert["message"], alert["message"]
+    assert static.state.throttles == {}
+    quiet = decide(static.state, BatchInputs(7, later + 2_000), policy)
+    assert not commands(quiet, "SetThrottle") and not alerts(quiet, "ThrottleChanged"), "said once"
+
+
+def test_static_mode_set_mid_movement_with_no_static_rate_clears_the_brokers_rates_alone():
+    policy = default_policy()
+    _, decision, at = started(policy, rate=None)
+    assert decision.state.throttles[2].rate == 1_000_000, "no throttle.bytes.per.sec: brokers start at throttle.min"
+    static = decide(decision.state, BatchInputs(5, at + 1_000, requests=(
+        set_config("throttle.mode", "static", at + 1_000, "req-static"),)), policy)
+    assert_encodes(static.outbox)
+    [command] = commands(static, "ClearThrottle")
+    assert command["payload"][1]["broker_ids"] == [0, 1, 2] and command["payload"][1]["partitions"] == []
+    assert "unthrottled" in alerts(static, "ThrottleChanged")[0]["message"]
+    assert static.state.reassignments[TopicPartition("t", 0)].in_flight is not None, "the movement goes on"
 
 
 def test_static_mode_keeps_one_rate_and_no_throttle_state():
