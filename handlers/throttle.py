@@ -25,7 +25,10 @@ and the steps' commands), in `throttle.mode=adaptive` and mode auto/approve only
    whatever order it reads the commands in (`reassigner.edge.throttles`, NEWEST WINS); and one
    `ThrottleChanged` INFO alert naming each change and its reason;
 5. the state keeps the result (`ControllerState.throttles`); its moves in flight lower B for
-   those brokers from the next decision on (`effective_limits`: `Limits.broker_moves`).
+   those brokers from the next decision on (`effective_limits`: `Limits.broker_moves`);
+6. brokers touched with no canary reading at all (the canary is off on the watcher, or has not
+   reported them yet) are held at their initial rate: one `CanaryMissing` WARNING names them
+   and what to do, once per set of brokers, closed when they have readings or nothing moves.
 In static mode, or with nothing in flight, the state holds no throttle: a movement that starts
 again, or `throttle.mode=adaptive` set mid-movement, begins at the initial rate.
 
@@ -45,7 +48,7 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from handlers.context import BatchContext
-from handlers.outbox import INFO
+from handlers.outbox import INFO, WARNING
 from handlers.policy import compute_throttle_bounds
 from planning.model import TopicPartition
 from planning.movement.canary import add_canary_window, compute_fresh_reading
@@ -61,6 +64,7 @@ from planning.movement.throttle_control import (
 )
 
 HOUR_MS = 3_600_000
+CANARY_MISSING = "CanaryMissing:"  # open-alert marker (DECISION 6)
 
 
 def handle_canary_samples(context: BatchContext, samples: Sequence[Mapping]) -> list[tuple[str, str]]:
@@ -118,6 +122,7 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
             probe_attempts=fresh.samples + fresh.errors if fresh is not None else 0,
             copy_rate=copying.get(broker), moves_in_flight=moving[broker])
     decision = decide_throttles(previous, touched, signals, bounds, now_ms, hour=(now_ms // HOUR_MS) % 24)
+    _note_missing_canary(context, sorted(b for b in touched if b not in state.canary))
     changes = [c for c in decision.changes if c.rate_before is not None]
     if changes:
         _issue_changes(context, changes, decision.throttles)
@@ -125,9 +130,23 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
         context.state = context.state.with_changes(throttles=dict(decision.throttles))
 
 
+def _note_missing_canary(context: BatchContext, blind: list[int]) -> None:
+    """DECISION 6: one CanaryMissing per set of brokers with no canary reading."""
+    marker = f"{CANARY_MISSING}{','.join(map(str, blind))}"
+    context.close_alerts(k for k in context.state.open_alerts if k.startswith(CANARY_MISSING) and k != marker)
+    if blind and context.open_alert(marker):
+        named = ", ".join(map(str, blind))
+        context.outbox.alert(
+            "CanaryMissing", WARNING, "throttle",
+            f"throttle.mode=adaptive: no canary reading for brokers {named}, so their rates stay where they "
+            "started; turn the canary on (canary_enabled=true on the watcher) or set throttle.mode=static",
+            {"brokers": ",".join(map(str, blind))})
+
+
 def leave_adaptive(context: BatchContext, flying: Mapping[TopicPartition, Reassignment]) -> None:
     """The adaptive rates in force handed back to static mode (module LEAVING)."""
     brokers = sorted(context.state.throttles)
+    _note_missing_canary(context, [])
     if flying and context.policy.mode != "observe":
         rate = context.policy.throttle_bytes_per_sec
         sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it

@@ -116,12 +116,14 @@ ALERT_KINDS = (
     "DiskPressure",
     "PlanCompleted",
     "ThrottleChanged",
+    "CanaryMissing",
 )
 """Alert kinds (the original set plus TopicDeleted, ConfigChanged, SnapshotReconciled, ClockSkew and the
 log-dir balance's four, the request verdicts and proposal ends of schema version 4, and the moves of
 other tools: ExternalReassignment, ReassignmentInterrupted; StateStoreLost, raised by the pipeline
 when Redis no longer holds the state it wrote; DiskPressure, a log dir's volume past the high-water
-mark; PlanCompleted, the end of a plan; ThrottleChanged, the adaptive throttle's rate changes). `Alert.kind` is a string: readers
+mark; PlanCompleted, the end of a plan; ThrottleChanged, the adaptive throttle's rate changes;
+CanaryMissing, adaptive brokers with no canary reading). `Alert.kind` is a string: readers
 must accept kinds not listed here."""
 
 __all__ = [

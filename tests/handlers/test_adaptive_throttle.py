@@ -257,3 +257,26 @@ def test_a_drain_leaves_the_canary_to_the_watcher_and_the_broker_is_drained_with
         if alerts(later, "BrokerDrained"):
             break
     assert alerts(later, "BrokerDrained") or alerts(after, "BrokerDrained"), "broker 3 holds only the canary"
+
+
+def test_adaptive_brokers_with_no_canary_reading_are_named_once_in_a_warning():
+    """The canary is off on the watcher: the adaptive throttle holds the brokers where they
+    started (no signal is not a green light) and says so once, naming them and what to do."""
+    policy = default_policy()
+    cluster = simple_cluster(4, {"t": (2, 2)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    at = T0 + 1_000
+    first = decide(state, BatchInputs(1, at, requests=(
+        set_config("throttle.mode", "adaptive", at, "req-mode"),
+        reassign({TopicPartition("t", 0): (2, 1)}, at, "req-move"))), policy)
+    assert_encodes(first.outbox)
+    [alert] = alerts(first, "CanaryMissing")
+    assert alert["severity"] == "WARNING" and "no canary reading for brokers 0, 1, 2" in alert["message"]
+    assert "canary_enabled=true" in alert["message"]
+    later = at + 31_000
+    held = decide(first.state, BatchInputs(2, later), policy)
+    assert not alerts(held, "CanaryMissing"), "once per set of brokers"
+    assert held.state.throttles == first.state.throttles
+    seen = decide(held.state, BatchInputs(3, later + 1_000, tuple(canary(b, later + 1_000, 10.0) for b in range(3))),
+                  policy)
+    assert not any(k.startswith("CanaryMissing:") for k in seen.state.open_alerts), "closed once they report"
