@@ -39,7 +39,12 @@ ORDER (the code follows it):
    and replicas before it submits the step (`reassigner.edge.throttles`): no step starts
    unthrottled, whatever order the executor reads the commands topic's partitions in.
 4. throttles: the `Throttle:` marker in `open_alerts` accumulates the brokers and partitions of
-   the steps started while any is in flight; once nothing is in flight, one `ClearThrottle` over
+   the steps started while any is in flight, and the rate they were given (static bytes/s, 0,
+   or "adaptive"). When that changes in static mode while steps fly (`config set
+   throttle.bytes.per.sec`, or `throttle.mode=static` after adaptive), the new rate is restated
+   to them at once: one `SetThrottle` over the marker's brokers and the steps' replicas, or,
+   with no rate, a `ClearThrottle` of the brokers' rates alone; a step started from now on
+   carries it too. Once nothing is in flight, one `ClearThrottle` over
    them, numbered `throttle_sequence` = the sequence it takes, so it removes the throttles of the
    steps issued before it and never those of a later step read before it. A partition of the
    marker that Kafka still moves with no step of ours recorded (`external_moves`: the marker of
@@ -55,7 +60,7 @@ the ISR.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from handlers.outbox import INFO, WARNING, reassignment_step_fields, tp_key
 from handlers.context import BatchContext
@@ -68,6 +73,7 @@ from planning.model import TopicPartition
 from planning.movement.reassignment import Reassignment, begin_cancel
 from planning.movement.advance import Ending, compute_stepping
 from planning.movement.eta import advance_meter, compute_completed_step_bytes, compute_finished_work
+from planning.movement.partition_steps import Step
 
 THROTTLE_MARKER = "Throttle:"
 ONCE_PER_STEP = ("ElectLeader:", "ReassignmentStalled:")
@@ -228,18 +234,23 @@ def compute_step_throttle_fields(context: BatchContext, tp: TopicPartition, addi
 
 
 def handle_throttles(context: BatchContext, started: bool) -> None:
-    """The marker grows with every throttled step started; ClearThrottle once none is in flight."""
+    """The marker grows with every throttled step started; the static rate restated to the steps
+    in flight when it changed; ClearThrottle once none is in flight."""
     state = context.state
     marker = next((k for k in sorted(state.open_alerts) if k.startswith(THROTTLE_MARKER)), None)
     flying = {tp: r.in_flight.step for tp, r in state.compute_records_in_flight().items()}
-    throttling = context.policy.throttle_bytes_per_sec or context.policy.throttle_mode == "adaptive"
-    if started and throttling:
-        before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
+    adaptive = context.policy.throttle_mode == "adaptive"
+    rate = "adaptive" if adaptive else context.policy.throttle_bytes_per_sec or 0  # what the marker records
+    before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
+    if (marker is not None and flying and not adaptive and context.policy.mode != "observe"
+            and before.get("rate", rate) != rate):
+        _restate_static_rate(context, before["brokers"], flying, rate)
+    if (started and rate) or (marker is not None and flying and before.get("rate", rate) != rate):
         brokers = set(before["brokers"])
         for tp, step in flying.items():
             brokers |= set(state.cluster.partition(tp).replicas) | set(step.target)
         new_marker = compute_throttle_marker(brokers, {(tp.topic, tp.partition) for tp in flying}
-                                             | {tuple(tp) for tp in before["partitions"]})
+                                             | {tuple(tp) for tp in before["partitions"]}, rate)
         if new_marker != marker:
             context.close_alerts([marker] if marker else [])
             context.open_alert(new_marker)
@@ -255,7 +266,37 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
         context.close_alerts([marker])
 
 
-def compute_throttle_marker(brokers: Iterable[int], partitions: Iterable[tuple[str, int]]) -> str:
-    """The `Throttle:` marker naming the brokers and partitions the throttled steps touched."""
-    return THROTTLE_MARKER + json.dumps({"brokers": sorted(brokers), "partitions": sorted(partitions)},
-                                        separators=(",", ":"))
+def compute_throttle_marker(brokers: Iterable[int], partitions: Iterable[tuple[str, int]],
+                            rate: int | str | None = None) -> str:
+    """The `Throttle:` marker naming the brokers and partitions the throttled steps touched, and
+    the rate they were given (bytes/s, 0: none, "adaptive"; None: not known, as in a marker
+    rebuilt from the published steps, which is never restated)."""
+    fields = {"brokers": sorted(brokers), "partitions": sorted(partitions)}
+    return THROTTLE_MARKER + json.dumps(fields if rate is None else fields | {"rate": rate}, separators=(",", ":"))
+
+
+def _restate_static_rate(context: BatchContext, brokers: Iterable[int],
+                         flying: Mapping[TopicPartition, Step], rate: int) -> None:
+    """The static rate changed (or static mode came back from adaptive) while throttled steps
+    fly: their brokers get it now, not only the steps started from now on. One SetThrottle over
+    the brokers and the steps' replicas (leaders: the live current replicas; followers: those
+    added), or, with no rate, one ClearThrottle of the brokers' rates alone (the replicas' lists
+    limit nothing without a rate and go with the movement's ClearThrottle)."""
+    sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it
+    brokers = sorted(set(brokers))
+    if not rate:
+        issue_throttle_command(context, "ClearThrottle", "no throttle.bytes.per.sec any more",
+                               {"broker_ids": brokers, "partitions": [], "throttle_sequence": sequence})
+        return
+    cluster = context.state.cluster
+    partitions = []
+    for tp, step in sorted(flying.items()):
+        partition = cluster.partition(tp)
+        current = partition.replicas if partition is not None else ()
+        live = [b for b in current if b not in step.adding and (broker := cluster.broker(b)) is not None
+                and broker.alive]
+        partitions.append({"topic": tp.topic, "partition": tp.partition, "leader_broker_ids": live,
+                           "follower_broker_ids": list(step.adding)})
+    issue_throttle_command(context, "SetThrottle", f"throttle.bytes.per.sec is {rate} B/s for the steps in flight", {
+        "broker_ids": brokers, "rate_bytes_per_sec": rate, "logdir_rate_bytes_per_sec": None,
+        "partitions": partitions, "broker_rates": [], "throttle_sequence": sequence})

@@ -33,10 +33,10 @@ In static mode, or with nothing in flight, the state holds no throttle: a moveme
 again, or `throttle.mode=adaptive` set mid-movement, begins at the initial rate.
 
 LEAVING (`leave_adaptive`): `throttle.mode=static` set while steps fly hands their brokers back
-to the static rate at once, not at the movement's end: one `SetThrottle` at
-`throttle_bytes_per_sec` over the brokers the adaptive throttle held, or, with no static rate,
-one `ClearThrottle` of those brokers' rates alone (the replicas' throttle lists stay until the
-movement ends; with no rate they limit nothing), and a `ThrottleChanged` alert. In observe mode
+to the static rate at once, not at the movement's end: a `ThrottleChanged` alert here, and the
+command from `handlers.progress` (THROTTLES: the `Throttle:` marker records "adaptive", so the
+static rate is restated to the steps in flight: one `SetThrottle` at `throttle_bytes_per_sec`,
+or, with no static rate, one `ClearThrottle` of the brokers' rates alone). In observe mode
 nothing is issued (observe issues no command); the state forgets the adaptive rates either way.
 
 Pure, as every handler: the batch's event time is the only clock.
@@ -144,22 +144,14 @@ def _note_missing_canary(context: BatchContext, blind: list[int]) -> None:
 
 
 def leave_adaptive(context: BatchContext, flying: Mapping[TopicPartition, Reassignment]) -> None:
-    """The adaptive rates in force handed back to static mode (module LEAVING)."""
+    """The adaptive rates in force handed back to static mode (module LEAVING): the alert and the
+    state here; the command is `handlers.progress`'s restatement of the static rate."""
     brokers = sorted(context.state.throttles)
     _note_missing_canary(context, [])
     if flying and context.policy.mode != "observe":
         rate = context.policy.throttle_bytes_per_sec
-        sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it
         back = f"static {_rate(rate)}" if rate else "unthrottled (no throttle.bytes.per.sec)"
         said = f"throttle.mode=static: brokers {', '.join(map(str, brokers))} {back}"
-        if rate:
-            issue_throttle_command(context, "SetThrottle", said, {
-                "broker_ids": brokers, "rate_bytes_per_sec": rate, "logdir_rate_bytes_per_sec": None,
-                "partitions": [], "broker_rates": [{"broker_id": b, "rate_bytes_per_sec": rate} for b in brokers],
-                "throttle_sequence": sequence})
-        else:
-            issue_throttle_command(context, "ClearThrottle", said,
-                                   {"broker_ids": brokers, "partitions": [], "throttle_sequence": sequence})
         context.outbox.alert("ThrottleChanged", INFO, "throttle", said, {
             "brokers": ",".join(map(str, brokers)), "rates": ",".join(f"{b}:{rate or 0}" for b in brokers),
             "moves": "", "reasons": "throttle.mode=static"})

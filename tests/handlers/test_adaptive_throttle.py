@@ -165,7 +165,10 @@ def test_static_mode_set_mid_movement_hands_the_brokers_back_to_the_static_rate_
     assert_encodes(static.outbox)
     [command] = commands(static, "SetThrottle")
     fields = command["payload"][1]
-    assert fields["broker_rates"] == [{"broker_id": b, "rate_bytes_per_sec": 4_000_000} for b in (0, 1, 2)]
+    assert fields["broker_ids"] == [0, 1, 2] and fields["rate_bytes_per_sec"] == 4_000_000
+    assert not fields["broker_rates"], "one rate for all: the static one"
+    assert fields["partitions"] == [{"topic": "t", "partition": 0, "leader_broker_ids": [0, 1],
+                                     "follower_broker_ids": [2]}]
     assert fields["throttle_sequence"] == static.state.command_sequence == slowed.state.command_sequence + 1
     [alert] = alerts(static, "ThrottleChanged")
     assert "throttle.mode=static: brokers 0, 1, 2 static 4 MB/s" in alert["message"], alert["message"]
@@ -185,6 +188,37 @@ def test_static_mode_set_mid_movement_with_no_static_rate_clears_the_brokers_rat
     assert command["payload"][1]["broker_ids"] == [0, 1, 2] and command["payload"][1]["partitions"] == []
     assert "unthrottled" in alerts(static, "ThrottleChanged")[0]["message"]
     assert static.state.reassignments[TopicPartition("t", 0)].in_flight is not None, "the movement goes on"
+
+
+def test_a_static_rate_changed_mid_movement_reaches_the_steps_in_flight_at_once():
+    """throttle.bytes.per.sec lowered while a step copies: its brokers get the new rate now (one
+    SetThrottle numbered after the step), not only the steps started from now on; unset, a
+    ClearThrottle of the brokers' rates alone; set again to the same rate, nothing."""
+    policy = default_policy()
+    cluster = simple_cluster(4, {"t": (2, 2)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    at = T0 + 1_000
+    moving = decide(state, BatchInputs(1, at, requests=(
+        set_config("throttle.bytes.per.sec", "4MB", at, "r1"),
+        reassign({TopicPartition("t", 0): (2, 1)}, at, "r2"))), policy)
+    assert commands(moving, "ReassignmentStep") and not commands(moving, "SetThrottle")
+    lowered = decide(moving.state, BatchInputs(2, at + 1_000, requests=(
+        set_config("throttle.bytes.per.sec", "1MB", at + 1_000, "r3"),)), policy)
+    assert_encodes(lowered.outbox)
+    [command] = commands(lowered, "SetThrottle")
+    fields = command["payload"][1]
+    assert (fields["broker_ids"], fields["rate_bytes_per_sec"]) == ([0, 1, 2], 1_000_000)
+    assert fields["partitions"] == [{"topic": "t", "partition": 0, "leader_broker_ids": [0, 1],
+                                     "follower_broker_ids": [2]}]
+    assert fields["throttle_sequence"] == lowered.state.command_sequence > moving.state.command_sequence
+    same = decide(lowered.state, BatchInputs(3, at + 2_000, requests=(
+        set_config("throttle.bytes.per.sec", "1MB", at + 2_000, "r4"),)), policy)
+    assert not commands(same, "SetThrottle") and not commands(same, "ClearThrottle")
+    unset = decide(same.state, BatchInputs(4, at + 3_000, requests=(
+        request("SetConfig", {"key": "throttle.bytes.per.sec", "value": None}, at + 3_000, "r5"),)), policy)
+    [clear] = commands(unset, "ClearThrottle")
+    assert clear["payload"][1]["broker_ids"] == [0, 1, 2] and clear["payload"][1]["partitions"] == []
+    assert unset.state.reassignments[TopicPartition("t", 0)].in_flight is not None, "the movement goes on"
 
 
 def test_static_mode_keeps_one_rate_and_no_throttle_state():
