@@ -208,7 +208,8 @@ class ControllerState:
         dirs, sorted, or () for the whole broker (its draining brokers; the dirs it empties), on
         a Kafka that has cordons; ('',) where a cordon command failed (not known what holds).
     isr_shrinks: per broker, how many times it fell out of the ISR of a partition nothing was
-        moving, in ten-second buckets of the last ten minutes (`planning.movement.isr_shrinks`):
+        moving, in ten-second buckets of the last ten minutes, each with its latest shrink's
+        time (`planning.movement.isr_shrinks`):
         the cluster's clients or replication hurting; for `status`, `/metrics` and the adaptive
         throttle.
     canary: per broker, the newest window of the canary the watcher measures on the partition it

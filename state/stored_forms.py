@@ -300,9 +300,11 @@ def throttles_from_storage(stored: dict) -> dict[int, BrokerThrottle]:
             for b, (rate, moves, changed_ms, reason) in stored.items()}
 
 
-def isr_shrinks_from_storage(stored: dict) -> dict[int, tuple[tuple[int, int], ...]]:
-    """The stored `ControllerState.isr_shrinks` ({} for a state written before it was kept)."""
-    return {int(b): tuple((int(start), int(count)) for start, count in buckets) for b, buckets in stored.items()}
+def isr_shrinks_from_storage(stored: dict) -> dict[int, tuple[tuple[int, int, int], ...]]:
+    """The stored `ControllerState.isr_shrinks` ({} for a state written before it was kept; a
+    bucket written before its latest shrink was kept has it at the bucket's start)."""
+    return {int(b): tuple((int(bucket[0]), int(bucket[1]), int(bucket[2] if len(bucket) > 2 else bucket[0]))
+                          for bucket in buckets) for b, buckets in stored.items()}
 
 
 def cordoned_from_storage(stored: dict | list) -> dict[int, tuple[str, ...]]:

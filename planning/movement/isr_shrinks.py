@@ -15,11 +15,17 @@ RULE.
 - A partition is moving (`is_moving`) while the product has a reassignment for it, another tool
   is moving it, or Kafka shows it adding or removing replicas, before or after the event.
 - The window (`add_isr_shrinks`, `count_isr_shrinks`, `count_isr_shrinks_since`): per broker, counts in buckets of
-  `BUCKET_MS` (ten seconds) by event time; a bucket older than `WINDOW_MS` (ten minutes) is
-  dropped when the window is next written; counts read only the buckets within it.
+  `BUCKET_MS` (ten seconds) by event time, each with the time of its latest shrink; a bucket
+  older than `WINDOW_MS` (ten minutes) is dropped when the window is next written; counts read
+  only the buckets within it. Shrinks *since* a time (the throttle's last change) are those of
+  the buckets whose latest shrink is at or after it: a shrink later in the bucket the change
+  fell in counts (it was lost when only buckets that began after the change were read), one
+  before the change alone in its bucket does not; the count then may include the bucket's
+  earlier shrinks, and the throttle reads only whether there are any.
 
-INVARIANTS: at most `WINDOW_MS / BUCKET_MS + 1` buckets per broker, each count positive, a
-broker with none absent; the same events give the same window (event times only, no clock).
+INVARIANTS: at most `WINDOW_MS / BUCKET_MS + 1` buckets per broker, each count positive and its
+latest shrink within it, a broker with none absent; the same events give the same window (event
+times only, no clock).
 """
 
 from __future__ import annotations
@@ -32,8 +38,8 @@ from planning.model import PartitionState
 BUCKET_MS = 10_000  # fine enough for the throttle to tell the shrinks after its last change
 WINDOW_MS = 600_000
 
-# broker -> ((bucket start ms, shrinks), ...), oldest first
-IsrShrinkWindow = Mapping[int, tuple[tuple[int, int], ...]]
+# broker -> ((bucket start ms, shrinks, latest shrink ms), ...), oldest first
+IsrShrinkWindow = Mapping[int, tuple[tuple[int, int, int], ...]]
 
 
 def compute_isr_losses(before: PartitionState | None, after: PartitionState) -> tuple[int, ...]:
@@ -54,21 +60,24 @@ def add_isr_shrinks(window: IsrShrinkWindow, losses: Iterable[tuple[int, int]], 
     """`window` with each (broker, event time ms) loss counted, and the buckets older than
     `WINDOW_MS` before `now_ms` dropped; `window` itself when nothing changes."""
     horizon = now_ms - WINDOW_MS
-    counts: dict[int, dict[int, int]] = {}
+    counts: dict[int, dict[int, tuple[int, int]]] = {}
     for broker, at_ms in losses:
         if at_ms > horizon:
             bucket = at_ms - at_ms % BUCKET_MS
             per = counts.setdefault(broker, {})
-            per[bucket] = per.get(bucket, 0) + 1
+            count, latest = per.get(bucket, (0, at_ms))
+            per[bucket] = (count + 1, max(latest, at_ms))
     stale = any(buckets and buckets[0][0] + BUCKET_MS <= horizon for buckets in window.values())
     if not counts and not stale:
         return window
-    result: dict[int, tuple[tuple[int, int], ...]] = {}
+    result: dict[int, tuple[tuple[int, int, int], ...]] = {}
     for broker in sorted(set(window) | set(counts)):
-        merged = dict(window.get(broker, ()))
-        for bucket, count in counts.get(broker, {}).items():
-            merged[bucket] = merged.get(bucket, 0) + count
-        kept = tuple(sorted((bucket, count) for bucket, count in merged.items() if bucket + BUCKET_MS > horizon))
+        merged = {bucket: (count, latest) for bucket, count, latest in window.get(broker, ())}
+        for bucket, (count, latest) in counts.get(broker, {}).items():
+            had, before = merged.get(bucket, (0, latest))
+            merged[bucket] = (had + count, max(before, latest))
+        kept = tuple(sorted((bucket, count, latest) for bucket, (count, latest) in merged.items()
+                            if bucket + BUCKET_MS > horizon))
         if kept:
             result[broker] = kept
     return MappingProxyType(result)
@@ -77,10 +86,11 @@ def add_isr_shrinks(window: IsrShrinkWindow, losses: Iterable[tuple[int, int]], 
 def count_isr_shrinks(window: IsrShrinkWindow, broker: int, now_ms: int) -> int:
     """The broker's shrinks outside the moves within `WINDOW_MS` before `now_ms`."""
     horizon = now_ms - WINDOW_MS
-    return sum(count for bucket, count in window.get(broker, ()) if bucket + BUCKET_MS > horizon)
+    return sum(count for bucket, count, _latest in window.get(broker, ()) if bucket + BUCKET_MS > horizon)
 
 
 def count_isr_shrinks_since(window: IsrShrinkWindow, broker: int, since_ms: int) -> int:
-    """The broker's shrinks outside the moves in the buckets that began at or after `since_ms`
-    (the adaptive throttle's signal: the shrinks after its last change, not those it answered)."""
-    return sum(count for bucket, count in window.get(broker, ()) if bucket >= since_ms)
+    """The broker's shrinks outside the moves in the buckets whose latest shrink is at or after
+    `since_ms` (module RULE; the adaptive throttle's signal: shrinks after its last change, not
+    those it answered)."""
+    return sum(count for _bucket, count, latest in window.get(broker, ()) if latest >= since_ms)

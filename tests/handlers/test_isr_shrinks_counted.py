@@ -46,7 +46,9 @@ def test_the_window_round_trips_through_the_stored_meta():
 
     from state.stored_forms import isr_shrinks_from_storage, meta_to_storage
 
-    window = {3: ((T0, 2), (T0 + 60_000, 1)), 7: ((T0, 1),)}
+    window = {3: ((T0, 2, T0 + 4_000), (T0 + 60_000, 1, T0 + 60_000)), 7: ((T0, 1, T0),)}
     stored = meta_to_storage(ControllerState(isr_shrinks=window))["isr_shrinks"]
     assert isr_shrinks_from_storage(json.loads(stored)) == window
     assert isr_shrinks_from_storage({}) == {}
+    # Written before the latest shrink was kept: at the bucket's start (counted as before).
+    assert isr_shrinks_from_storage({"3": [[T0, 2]]}) == {3: ((T0, 2, T0),)}

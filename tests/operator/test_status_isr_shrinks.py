@@ -18,7 +18,7 @@ from state.model import ControllerState
 T0 = 1_800_000_000_000
 STATE = ControllerState(
     cluster=Cluster(tuple(Broker(b) for b in (1, 2, 3)), (Topic("t", (PartitionState("t", 0, (1, 2, 3), (1, 2, 3), 1),)),)),
-    isr_shrinks={2: ((T0, 3), (T0 + 60_000, 1))})
+    isr_shrinks={2: ((T0, 3, T0 + 9_000), (T0 + 60_000, 1, T0 + 60_000))})
 
 
 def test_each_broker_shows_its_shrinks_of_the_last_ten_minutes():

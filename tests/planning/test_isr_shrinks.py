@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from planning.model import PartitionState
 from planning.movement.isr_shrinks import (BUCKET_MS, WINDOW_MS, add_isr_shrinks, compute_isr_losses,
-                                           count_isr_shrinks, is_moving)
+                                           count_isr_shrinks, count_isr_shrinks_since, is_moving)
 
 T0 = 1_800_000_000_000
 
@@ -54,10 +54,22 @@ def test_the_window_is_bounded_positive_and_counts_what_is_within_it(losses, now
     window = add_isr_shrinks(window, [], T0 + now)
     for broker, buckets in window.items():
         assert buckets and len(buckets) <= WINDOW_MS // BUCKET_MS + 1
-        assert all(count > 0 for _, count in buckets) and list(buckets) == sorted(buckets)
+        assert all(count > 0 and bucket <= latest < bucket + BUCKET_MS for bucket, count, latest in buckets)
+        assert list(buckets) == sorted(buckets)
     last = max((at for _, at in losses), default=0)
     if now >= last:  # every loss was recorded before `now`: the count is what falls within it
         for broker in range(6):
             expected = sum(1 for b, at in losses if b == broker
                            and (T0 + at) - (T0 + at) % BUCKET_MS + BUCKET_MS > T0 + now - WINDOW_MS)
             assert count_isr_shrinks(window, broker, T0 + now) == expected
+
+
+def test_a_shrink_after_a_change_in_the_bucket_the_change_fell_in_counts_since_it():
+    """Regression: the throttle changed at T0 + 5 s, a shrink at T0 + 7 s (same ten-second bucket)
+    was not counted since the change, as only buckets that began after it were read."""
+    before = add_isr_shrinks({}, [(1, T0 + 3_000)], T0 + 3_000)
+    assert count_isr_shrinks_since(before, 1, T0 + 5_000) == 0, "answered by the change: not again"
+    after = add_isr_shrinks(before, [(1, T0 + 7_000)], T0 + 7_000)
+    assert after[1] == ((T0, 2, T0 + 7_000),)
+    assert count_isr_shrinks_since(after, 1, T0 + 5_000) >= 1
+    assert count_isr_shrinks_since(after, 1, T0 + 8_000) == 0
