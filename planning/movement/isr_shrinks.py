@@ -17,8 +17,9 @@ RULE.
 - The window (`add_isr_shrinks`, `count_isr_shrinks`, `count_isr_shrinks_since`): per broker, counts in buckets of
   `BUCKET_MS` (ten seconds) by event time, each with the time of its latest shrink; a bucket
   older than `WINDOW_MS` (ten minutes) is dropped when the window is next written; counts read
-  only the buckets within it. Shrinks *since* a time (the throttle's last change) are those of
-  the buckets whose latest shrink is at or after it: a shrink later in the bucket the change
+  only the buckets within it. Shrinks *since* a time (the throttle's last change, decided on the
+  events up to its time) are those of the buckets whose latest shrink is after it: a shrink
+  later in the bucket the change
   fell in counts (it was lost when only buckets that began after the change were read), one
   before the change alone in its bucket does not; the count then may include the bucket's
   earlier shrinks, and the throttle reads only whether there are any.
@@ -90,7 +91,7 @@ def count_isr_shrinks(window: IsrShrinkWindow, broker: int, now_ms: int) -> int:
 
 
 def count_isr_shrinks_since(window: IsrShrinkWindow, broker: int, since_ms: int) -> int:
-    """The broker's shrinks outside the moves in the buckets whose latest shrink is at or after
+    """The broker's shrinks outside the moves in the buckets whose latest shrink is after
     `since_ms` (module RULE; the adaptive throttle's signal: shrinks after its last change, not
-    those it answered)."""
-    return sum(count for _bucket, count, latest in window.get(broker, ()) if latest >= since_ms)
+    those it answered, whose times are at most its own)."""
+    return sum(count for _bucket, count, latest in window.get(broker, ()) if latest > since_ms)

@@ -69,6 +69,7 @@ def test_a_shrink_after_a_change_in_the_bucket_the_change_fell_in_counts_since_i
     was not counted since the change, as only buckets that began after it were read."""
     before = add_isr_shrinks({}, [(1, T0 + 3_000)], T0 + 3_000)
     assert count_isr_shrinks_since(before, 1, T0 + 5_000) == 0, "answered by the change: not again"
+    assert count_isr_shrinks_since(before, 1, T0 + 3_000) == 0, "a change at its time answered it"
     after = add_isr_shrinks(before, [(1, T0 + 7_000)], T0 + 7_000)
     assert after[1] == ((T0, 2, T0 + 7_000),)
     assert count_isr_shrinks_since(after, 1, T0 + 5_000) >= 1
