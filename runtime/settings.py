@@ -210,7 +210,8 @@ class Settings(BaseSettings):
         False, description="The watcher keeps the canary topic `<topic_prefix>.canary` (one partition "
         "led by each live broker) and measures acks=all produce latency on it, per broker "
         "(`reassigner.canary-samples`); the adaptive throttle reads it (without it, it never raises a "
-        "rate), `status` shows it. Off by default until its cost beside a large watcher is measured.")
+        "rate, and a CanaryMissing alert says so), `status` shows it. Off by default: it makes a topic "
+        "and writes to it every `canary_interval_seconds`, which an operator asks for.")
     canary_interval_seconds: float = Field(
         0.5, gt=0, le=60, description="How often the canary writes one record to each partition.")
     canary_window_seconds: float = Field(

@@ -110,16 +110,23 @@ class SlowReplication:
                 future.result(30)
 
 
-def throttled_brokers(bootstrap_servers: str, broker_ids: Iterable[int],
-                      client: ClientConfig = PLAINTEXT) -> list[int]:
-    """The brokers that still have a replication throttle rate set (by anyone)."""
+def throttle_rates(bootstrap_servers: str, broker_ids: Iterable[int],
+                   client: ClientConfig = PLAINTEXT) -> dict[int, dict[str, int | None]]:
+    """Each broker's replication throttle rates as Kafka holds them (RATE_KEYS; None: not set)."""
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
     admin = AdminClient(client_settings(bootstrap_servers, client))
-    throttled = []
+    rates = {}
     for broker in sorted(set(broker_ids)):
         resource = ConfigResource(ResourceType.BROKER, str(broker))
         configs = next(iter(admin.describe_configs([resource]).values())).result(30)
-        if any(configs[key].value for key in RATE_KEYS if key in configs):
-            throttled.append(broker)
-    return throttled
+        rates[broker] = {key: int(configs[key].value) if key in configs and configs[key].value else None
+                         for key in RATE_KEYS}
+    return rates
+
+
+def throttled_brokers(bootstrap_servers: str, broker_ids: Iterable[int],
+                      client: ClientConfig = PLAINTEXT) -> list[int]:
+    """The brokers that still have a replication throttle rate set (by anyone)."""
+    return [b for b, rates in throttle_rates(bootstrap_servers, broker_ids, client).items()
+            if any(rate is not None for rate in rates.values())]
