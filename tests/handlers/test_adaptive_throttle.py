@@ -49,6 +49,17 @@ def started(policy, rate: str | None = "4MB"):
     return cluster, decision, at
 
 
+def start_moving(policy, *settings: tuple[str, str]):
+    """A 4-broker cluster with no canary and, at T0 + 1 s, `settings` set and t-0 reassigned from
+    (0, 1) to (2, 1): (that batch's decision, its time)."""
+    cluster = simple_cluster(4, {"t": (2, 2)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    at = T0 + 1_000
+    requests = (*(set_config(key, value, at, f"req-{key}") for key, value in settings),
+                reassign({TopicPartition("t", 0): (2, 1)}, at, "req-move"))
+    return decide(state, BatchInputs(1, at, requests=requests), policy), at
+
+
 def test_a_step_in_adaptive_mode_carries_each_brokers_rate_and_no_change_is_announced_at_the_start():
     policy = default_policy()
     _cluster, decision, _at = started(policy)
@@ -195,12 +206,7 @@ def test_a_static_rate_changed_mid_movement_reaches_the_steps_in_flight_at_once(
     SetThrottle numbered after the step), not only the steps started from now on; unset, a
     ClearThrottle of the brokers' rates alone; set again to the same rate, nothing."""
     policy = default_policy()
-    cluster = simple_cluster(4, {"t": (2, 2)})
-    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
-    at = T0 + 1_000
-    moving = decide(state, BatchInputs(1, at, requests=(
-        set_config("throttle.bytes.per.sec", "4MB", at, "r1"),
-        reassign({TopicPartition("t", 0): (2, 1)}, at, "r2"))), policy)
+    moving, at = start_moving(policy, ("throttle.bytes.per.sec", "4MB"))
     assert commands(moving, "ReassignmentStep") and not commands(moving, "SetThrottle")
     lowered = decide(moving.state, BatchInputs(2, at + 1_000, requests=(
         set_config("throttle.bytes.per.sec", "1MB", at + 1_000, "r3"),)), policy)
@@ -222,12 +228,7 @@ def test_a_static_rate_changed_mid_movement_reaches_the_steps_in_flight_at_once(
 
 
 def test_static_mode_keeps_one_rate_and_no_throttle_state():
-    policy = default_policy()
-    cluster = simple_cluster(4, {"t": (2, 2)})
-    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
-    decision = decide(state, BatchInputs(1, T0 + 1000, requests=(
-        set_config("throttle.bytes.per.sec", "4MB", T0 + 1000, "r1"),
-        reassign({TopicPartition("t", 0): (2, 1)}, T0 + 1000, "r2"))), policy)
+    decision, _ = start_moving(default_policy(), ("throttle.bytes.per.sec", "4MB"))
     fields = commands(decision, "ReassignmentStep")[0]["payload"][1]
     assert fields["throttle_rate_bytes_per_sec"] == 4_000_000 and not fields.get("throttle_broker_rates")
     assert decision.state.throttles == {}
@@ -297,12 +298,7 @@ def test_adaptive_brokers_with_no_canary_reading_are_named_once_in_a_warning():
     """The canary is off on the watcher: the adaptive throttle holds the brokers where they
     started (no signal is not a green light) and says so once, naming them and what to do."""
     policy = default_policy()
-    cluster = simple_cluster(4, {"t": (2, 2)})
-    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
-    at = T0 + 1_000
-    first = decide(state, BatchInputs(1, at, requests=(
-        set_config("throttle.mode", "adaptive", at, "req-mode"),
-        reassign({TopicPartition("t", 0): (2, 1)}, at, "req-move"))), policy)
+    first, at = start_moving(policy, ("throttle.mode", "adaptive"))
     assert_encodes(first.outbox)
     [alert] = alerts(first, "CanaryMissing")
     assert alert["severity"] == "WARNING" and "no canary reading for brokers 0, 1, 2" in alert["message"]
