@@ -27,7 +27,7 @@ test: install                    ## unit, property, real-stack and Spark tests (
 test-slow: install               ## the suites with a stack or processes of their own (about 12 minutes; CI runs them)
 	$(BIN)/pytest -m long $(PYTEST_ARGS)
 
-test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios, about 15 minutes)
+test-scenarios: install          ## every reaction, asserted on one real local cluster (tests/scenarios, about 18 minutes)
 	$(BIN)/pytest -m scenario $(PYTEST_ARGS)
 
 test-faults: install             ## the fault-injection suite: every fault the product rides out, on one real cluster (tests/faults, about 15-19 minutes)
