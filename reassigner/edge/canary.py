@@ -44,7 +44,8 @@ INVARIANTS
   partition it was charged most records of; a broker that leads no canary partition (its
   partition not created yet, or led by another broker until the keeper's election) gets none
   that window: the pipeline forgets a stale reading (`compute_fresh_reading`), it never invents one.
-- Latencies are `monotonic` differences in this process: records of another prober (another
+- Produce latencies are librdkafka's (`Message.latency`), end-to-end ones `monotonic`
+  differences in this process: records of another prober (another
   watcher, an earlier run: another id) are not read as ours. Reports and reads are taken by
   threads of their own, so nothing the loop waits on (Admin calls, a window's publication) is
   ever measured as latency. `clock` (time.time) dates the windows' ends (event_time) only.
@@ -403,10 +404,14 @@ class Canary:
                 continue
             self.tally.sent(charged, partition)
 
-    def _delivered(self, broker: int, partition: int, sent: float, error, _message) -> None:
-        """A delivery report (the reports' thread)."""
+    def _delivered(self, broker: int, partition: int, sent: float, error, message) -> None:
+        """A delivery report (the reports' thread): the produce latency is librdkafka's own
+        (`Message.latency`, produce call to acknowledgement), so the time this thread waits for
+        the GIL before it runs is not read as the broker's; where none is given, this thread's."""
         if error is None:
-            self.tally.acknowledged(broker, partition, sent, self.monotonic())
+            latency = message.latency() if message is not None and hasattr(message, "latency") else None
+            done = sent + latency if latency is not None and latency >= 0 else self.monotonic()
+            self.tally.acknowledged(broker, partition, sent, done)
             return
         self.tally.failed(broker, partition)
         translated = translate_kafka_error(error, f"writing to {self.topic}-{partition}")
