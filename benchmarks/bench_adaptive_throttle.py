@@ -11,9 +11,14 @@ The modes, each in a run of its own (order rotated between rounds):
   unthrottled   throttle.mode=static, no rate
   static R      throttle.mode=static at each rate of `--static-rates`
   adaptive      throttle.mode=adaptive between `--adaptive-min` and `--adaptive-max`, starting at
-                `--adaptive-start`, with the canary (`reassigner.edge.canary`, its threads and
-                clients, publishing its windows straight into the decisions) and a hold and
-                canary window of `--window` seconds
+                `--adaptive-start`, the canary's windows going straight into the decisions, and
+                a hold and canary window of `--window` seconds
+
+The canary (`reassigner.edge.canary`, its threads and clients; `--probes` probes per broker in a
+window) runs for the whole benchmark, started three windows before the first run, so that every
+mode runs beside the same probes and no baseline (the clients' idle p99, the canary's) is taken
+while it makes its topic: when it started with the adaptive run, both were inflated (the canary's
+baseline 79 ms against windows of 9-48 ms while moving, so the SLO was never seen broken).
 
 The product's decisions are the handlers' (`decide`, as every pipeline batch runs it) every
 0.5 s, applied by the real executor (`reassigner.dev.harness.handlers_loop.HandlersLoop`;
@@ -21,21 +26,24 @@ Spark's micro-batching left out). P and B are `--moves` in every mode, so only t
 differs.
 
 For each run: the movement's duration (the Reassign to the last step's result), the producers'
-p50 / p99 over the `--idle` seconds before it (the baseline) and during it, the p99's ratio to
-its baseline, whether it held the SLO (p99 within 2x the baseline and 500 ms: the adaptive
-throttle's defaults), the ISR shrinks of the load topic (outside the moving partitions) and, for
-adaptive, its rate changes. The table ends with the medians per mode over `--rounds` and the
+p50 / p99 over the `--idle` seconds before it and during it, the ISR shrinks of the load topic
+(outside the moving partitions) and, for adaptive, its rate changes and the canary's trace
+(brokers 1 and 3: baseline, and per window the rates, the canary's p99 and the clients' p99).
+The table judges each run against one baseline, the median of every run's idle p99 (one idle
+period alone is too noisy here): the p99 moving over it, whether the SLO held (within 2x of it
+and 500 ms: the adaptive throttle's defaults); then the medians per mode over `--rounds` and the
 target: adaptive holds the SLO (unthrottled does not) and finishes no slower than the fastest
 static rate that holds it too. The machine is shared (the brokers, the producer and the product
 on the same cores): read ratios and medians of several rounds, not one run.
 
     .venv/bin/python benchmarks/bench_adaptive_throttle.py [--megabytes 250] [--partitions 4]
-        [--static-rates 10MB,30MB] [--rounds 1] [--window 5]
+        [--static-rates 10MB,30MB] [--rounds 1] [--window 5] [--probes 60] [--idle 30]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import statistics
 import subprocess
@@ -138,10 +146,12 @@ class SampleBuffer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._events: list[tuple[str, dict]] = []
+        self.windows: list[dict] = []  # every window published, for the trace
 
     def publish_events(self, events, timeout_seconds: float = 30.0) -> None:
         with self._lock:
             self._events.extend((suffix, record) for suffix, _key, record in events)
+            self.windows.extend(record for _suffix, _key, record in events)
 
     def drain(self) -> list[tuple[str, dict]]:
         with self._lock:
@@ -150,6 +160,32 @@ class SampleBuffer:
 
     def close(self) -> None:
         pass
+
+
+def trace_canary(readings, windows: list[dict], started_wall: float, started: float, window: float,
+                 timeline: list[tuple[float, dict[int, int]]], load: "LoadProducer") -> str:
+    """Per canary window while moving (brokers 1 and 3, the copies' source and target): its end
+    (s since the movement began), the rates in force in its middle (MB/s), the canary's p99 (ms;
+    its baseline in the heading) and the clients' p99 over the same seconds (ms)."""
+    def base(broker: int) -> str:
+        reading = readings.get(broker)
+        return f"{reading.baseline_ms:.0f}" if reading is not None and reading.baseline_ms is not None else "?"
+
+    ends = sorted({w["event_time"] for w in windows})
+    rows = [f"canary baselines 1: {base(1)} ms, 3: {base(3)} ms; per window: end s | rate 1/3 MB/s | "
+            "canary p99 1/3 ms | clients p99 ms"]
+    for end_ms in ends:
+        end = end_ms / 1000 - started_wall
+        if end <= 0:
+            continue
+        middle = end - window / 2
+        rates = next((r for at, r in reversed(timeline) if at <= middle), {})
+        p99 = {w["broker_id"]: w.get("produce_p99_ms") for w in windows if w["event_time"] == end_ms}
+        clients = load.between(started + end - window, started + end)
+        rows.append(f"{end:5.0f} | " + "/".join(f"{rates[b] / 1e6:.0f}" if b in rates else "-" for b in (1, 3))
+                    + " | " + "/".join("-" if p99.get(b) is None else f"{p99[b]:.0f}" for b in (1, 3))
+                    + f" | {percentile(clients, 0.99):.0f}")
+    return "\n      ".join(rows)
 
 
 @dataclass
@@ -162,14 +198,16 @@ class Run:
     rate_changes: int = 0
     rates: list[str] = field(default_factory=list)
     load_errors: int = 0
+    canary: str = ""  # adaptive: the canary's baselines and its p99 per window while moving
 
-    @property
-    def ratio(self) -> float:
-        return self.moving[1] / self.idle[1] if self.idle[1] else float("inf")
+    def ratio(self, baseline: float | None = None) -> float:
+        """The p99 moving over `baseline` (the run's own idle p99 when None)."""
+        base = self.idle[1] if baseline is None else baseline
+        return self.moving[1] / base if base else float("inf")
 
-    @property
-    def held(self) -> bool:
-        return self.moving[1] <= min(SLO_FACTOR * self.idle[1], SLO_CEILING_MS)
+    def held(self, baseline: float | None = None) -> bool:
+        base = self.idle[1] if baseline is None else baseline
+        return self.moving[1] <= min(SLO_FACTOR * base, SLO_CEILING_MS)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -199,6 +237,8 @@ def main() -> None:
     parser.add_argument("--adaptive-max", default="100MB")
     parser.add_argument("--adaptive-start", default="10MB")
     parser.add_argument("--window", type=float, default=5.0, help="canary window and adaptive hold, seconds")
+    parser.add_argument("--probes", type=int, default=60,
+                        help="canary probes per broker and window (the product's defaults: 30 s / 0.5 s = 60)")
     parser.add_argument("--load-rate", type=int, default=400, help="client records of 1 kB per second")
     parser.add_argument("--idle", type=float, default=30.0, help="seconds of load before each movement (baseline)")
     parser.add_argument("--moves", type=int, default=4, help="P and B in every mode")
@@ -226,7 +266,7 @@ def main() -> None:
 
     def policy_for(mode: str):
         common = dict(max_partition_movements=arguments.moves, max_movements_per_broker=arguments.moves,
-                      canary_window_seconds=arguments.window, canary_interval_seconds=arguments.window / 25,
+                      canary_window_seconds=arguments.window, canary_interval_seconds=arguments.window / arguments.probes,
                       throttle_hold_seconds=arguments.window)
         if mode == "unthrottled":
             chosen = load_settings(**common)
@@ -238,57 +278,69 @@ def main() -> None:
                                    throttle_bytes_per_sec=parse_rate(arguments.adaptive_start), **common)
         return chosen, compute_policy(chosen)
 
-    def run(mode: str, load: LoadProducer, number: int) -> Run:
+    def start_canary(buffer: "SampleBuffer", stop: threading.Event) -> tuple:
+        """The canary, its threads publishing into `buffer` until `stop`: one for the whole
+        benchmark, so that every mode runs beside the same probes and an adaptive run's baseline
+        is not measured while the canary makes its topic."""
         from reassigner.edge.canary import Canary, CanaryKeeper
         from runtime.clients.kafka_admin import ClusterAdmin
         from runtime.clients.kafka_consumer import TopicReader
         from runtime.clients.kafka_producer import build_producer, probe_producer_config
 
+        canary_settings = load_settings(topic_prefix="bench", canary_window_seconds=arguments.window,
+                                        canary_interval_seconds=arguments.window / arguments.probes)
+        canary = Canary(CanaryKeeper(ClusterAdmin(bootstrap), canary_settings.topic("canary"), 3), buffer,
+                        build_producer(probe_producer_config(bootstrap, None, "bench-canary",
+                                                             int(arguments.window * 1000))),
+                        TopicReader(bootstrap, None, "canary"), canary_settings)
+        probing = threading.Thread(target=canary.run, args=(stop,), daemon=True)
+        probing.start()
+        return canary, probing
+
+    def run(mode: str, load: LoadProducer, number: int, buffer: "SampleBuffer") -> Run:
         topic = f"bench-move-{number}-{uuid.uuid4().hex[:6]}"
         create_topics(bootstrap, {topic: arguments.partitions}, 1,
                       assignments={topic: [[1, 2]] * arguments.partitions})
         write_bulk(bootstrap, [(topic, p) for p in range(arguments.partitions)], arguments.megabytes)
+        # The kernel writes the bulk data back to disk for a while after Kafka acknowledged it:
+        # without this the idle baseline took those stalls (idle p99s of 58-869 ms against 5-25).
+        os.sync()
         chosen, policy = policy_for(mode)
         result = Run(mode)
+        buffer.drain()  # windows from before this run: not this loop's
+        adaptive = mode == "adaptive"
         with HandlersLoop(bootstrap, state.redis_url, policy) as loop:
-            canary, stop, buffer = None, threading.Event(), SampleBuffer()
-            if mode == "adaptive":
-                canary_settings = load_settings(topic_prefix=loop.prefix, canary_window_seconds=arguments.window,
-                                                canary_interval_seconds=arguments.window / 25)
-                canary = Canary(CanaryKeeper(ClusterAdmin(bootstrap), canary_settings.topic("canary"), 3), buffer,
-                                build_producer(probe_producer_config(bootstrap, None, "bench-canary",
-                                                                     int(arguments.window * 1000))),
-                                TopicReader(bootstrap, None, "canary"), canary_settings)
-                probing = threading.Thread(target=canary.run, args=(stop,), daemon=True)
-                probing.start()
-            try:
-                idle_start = time.monotonic()
-                while time.monotonic() < idle_start + arguments.idle:
-                    loop.decide(events=buffer.drain())
-                    time.sleep(DECIDE_SECONDS)
-                isr = {k: p.isr for k, p in loop.observation.partitions.items() if k[0] == LOAD_TOPIC}
-                started = time.monotonic()
-                request = loop.reassign({(topic, p): [3, 2] for p in range(arguments.partitions)})
-                loop.decide([request], events=buffer.drain())
-                while True:
-                    answered = {r["command_id"] for r in loop.results}
-                    if (not loop.state.reassignments and loop.commands_of("ReassignmentStep")
-                            and all(c["id"] in answered for c in loop.commands)):
-                        break
-                    if time.monotonic() > started + 3600:
-                        raise TimeoutError(f"{mode}: the movement did not end within an hour")
-                    time.sleep(DECIDE_SECONDS)
-                    loop.decide(events=buffer.drain())
-                    for key, p in loop.observation.partitions.items():
-                        if key[0] == LOAD_TOPIC:
-                            result.isr_shrinks += len(set(isr.get(key, ())) - set(p.isr))
-                            isr[key] = p.isr
-                ended = time.monotonic()
-            finally:
-                stop.set()
-                if canary is not None:
-                    probing.join(30)
-                    canary.close()
+            def windows() -> list:
+                events = buffer.drain()
+                return events if adaptive else []
+
+            idle_start = time.monotonic()
+            while time.monotonic() < idle_start + arguments.idle:
+                loop.decide(events=windows())
+                time.sleep(DECIDE_SECONDS)
+            isr = {k: p.isr for k, p in loop.observation.partitions.items() if k[0] == LOAD_TOPIC}
+            idle_windows = len(buffer.windows)
+            started, started_wall, timeline = time.monotonic(), time.time(), []
+            rates_now: dict[int, int] = {}
+            request = loop.reassign({(topic, p): [3, 2] for p in range(arguments.partitions)})
+            loop.decide([request], events=windows())
+            while True:
+                answered = {r["command_id"] for r in loop.results}
+                if (not loop.state.reassignments and loop.commands_of("ReassignmentStep")
+                        and all(c["id"] in answered for c in loop.commands)):
+                    break
+                if time.monotonic() > started + 3600:
+                    raise TimeoutError(f"{mode}: the movement did not end within an hour")
+                time.sleep(DECIDE_SECONDS)
+                loop.decide(events=windows())
+                if {b: t.rate for b, t in loop.state.throttles.items()} != rates_now:
+                    rates_now = {b: t.rate for b, t in loop.state.throttles.items()}
+                    timeline.append((time.monotonic() - started, rates_now))
+                for key, p in loop.observation.partitions.items():
+                    if key[0] == LOAD_TOPIC:
+                        result.isr_shrinks += len(set(isr.get(key, ())) - set(p.isr))
+                        isr[key] = p.isr
+            ended = time.monotonic()
             result.seconds = ended - started
             idle = load.between(idle_start, started)
             moving = load.between(started, ended)
@@ -298,42 +350,59 @@ def main() -> None:
             result.rate_changes = len(sets)
             result.rates = [", ".join(f"{r['broker_id']}: {r['rate_bytes_per_sec'] / 1e6:.1f}"
                                       for r in command["payload"][1].get("broker_rates") or ()) for command in sets]
+            if mode == "adaptive":
+                result.canary = trace_canary(loop.state.canary, buffer.windows[idle_windows:], started_wall, started,
+                                             arguments.window, timeline, load)
         return result
 
     runs: list[Run] = []
     try:
         with LoadProducer(bootstrap, LOAD_TOPIC, 3, arguments.load_rate, work / "latencies.txt") as load:
+            buffer, stop = SampleBuffer(), threading.Event()
+            canary, probing = start_canary(buffer, stop)
+            warm = time.monotonic() + 3 * arguments.window  # its topic made and led, a few windows published
+            while time.monotonic() < warm:
+                time.sleep(DECIDE_SECONDS)
             number = 0
             for round_number in range(arguments.rounds):
                 order = modes[round_number % len(modes):] + modes[:round_number % len(modes)]
                 for mode in order:
                     number += 1
                     errors_before = load.errors
-                    result = run(mode, load, number)
+                    result = run(mode, load, number, buffer)
                     result.load_errors = load.errors - errors_before
                     runs.append(result)
                     print(f"  round {round_number + 1}, {mode}: {result.seconds:.1f} s, producers p50/p99 "
                           f"{result.idle[0]:.1f}/{result.idle[1]:.1f} ms idle -> {result.moving[0]:.1f}/"
-                          f"{result.moving[1]:.1f} ms moving (p99 x{result.ratio:.1f}, SLO "
-                          f"{'held' if result.held else 'broken'}), {result.isr_shrinks} ISR shrinks outside"
-                          + (f", {result.rate_changes} rate changes (MB/s per broker: {' | '.join(result.rates)})"
-                             if mode == "adaptive" else ""), flush=True)
+                          f"{result.moving[1]:.1f} ms moving (p99 x{result.ratio():.1f} its own idle p99), "
+                          f"{result.isr_shrinks} ISR shrinks outside"
+                          + (f", {result.rate_changes} rate changes (MB/s per broker: {' | '.join(result.rates)})\n"
+                             f"      {result.canary}" if mode == "adaptive" else ""), flush=True)
+            stop.set()
+            probing.join(30)
+            canary.close()
+        # One baseline for the benchmark: the median of every run's idle p99. One idle period
+        # alone is too noisy on a shared machine (58-869 ms where most are 5-25: the previous
+        # run's deletions, the page cache's writeback) to judge its own run by.
+        baseline = statistics.median(r.idle[1] for r in runs)
         print(f"\n## Adaptive throttle (issue 35): {total_mb:,} MB moved under {arguments.load_rate} records/s, "
-              f"medians of {arguments.rounds} round(s)")
-        print("| mode | duration | producers p50 / p99 idle | p50 / p99 moving | p99 ratio | SLO held | "
+              f"medians of {arguments.rounds} round(s); the clients' idle p99, the median over every run's idle "
+              f"period: {baseline:.1f} ms")
+        print("| mode | duration | producers p50 / p99 idle | p50 / p99 moving | p99 / idle p99 | SLO held | "
               "ISR shrinks outside |")
         print("|---|---:|---:|---:|---:|---|---:|")
         medians: dict[str, tuple[float, float, bool]] = {}
         for mode in modes:
             mine = [r for r in runs if r.mode == mode]
             seconds = statistics.median(r.seconds for r in mine)
-            ratio = statistics.median(r.ratio for r in mine)
-            held = sum(r.held for r in mine) * 2 > len(mine)
+            ratio = statistics.median(r.ratio(baseline) for r in mine)
+            held = sum(r.held(baseline) for r in mine) * 2 > len(mine)
             medians[mode] = (seconds, ratio, held)
             print(f"| {mode} | {seconds:.0f} s | {statistics.median(r.idle[0] for r in mine):.1f} / "
                   f"{statistics.median(r.idle[1] for r in mine):.1f} ms | {statistics.median(r.moving[0] for r in mine):.1f}"
                   f" / {statistics.median(r.moving[1] for r in mine):.1f} ms | x{ratio:.1f} | "
-                  f"{sum(r.held for r in mine)} of {len(mine)} | {statistics.median(r.isr_shrinks for r in mine):.0f} |")
+                  f"{sum(r.held(baseline) for r in mine)} of {len(mine)} | "
+                  f"{statistics.median(r.isr_shrinks for r in mine):.0f} |")
         holding = [m for m in modes if m.startswith("static ") and medians[m][2]]
         best = min(holding, key=lambda m: medians[m][0]) if holding else None
         adaptive_seconds, _, adaptive_held = medians["adaptive"]
