@@ -235,15 +235,15 @@ def compute_step_throttle_fields(context: BatchContext, tp: TopicPartition, addi
 
 def handle_throttles(context: BatchContext, started: bool) -> None:
     """The marker grows with every throttled step started; the static rate restated to the steps
-    in flight when it changed; ClearThrottle once none is in flight."""
+    in flight when it changed; ClearThrottle once none is in flight. Not in observe mode (it
+    issues nothing): the marker keeps the rate the brokers were given until a pipeline in auto."""
     state = context.state
     marker = next((k for k in sorted(state.open_alerts) if k.startswith(THROTTLE_MARKER)), None)
     flying = {tp: r.in_flight.step for tp, r in state.compute_records_in_flight().items()}
     adaptive = context.policy.throttle_mode == "adaptive"
     rate = "adaptive" if adaptive else context.policy.throttle_bytes_per_sec or 0  # what the marker records
     before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
-    if (marker is not None and flying and not adaptive and context.policy.mode != "observe"
-            and before.get("rate", rate) != rate):
+    if marker is not None and flying and not adaptive and before.get("rate", rate) != rate:
         _restate_static_rate(context, before["brokers"], flying, rate)
     if (started and rate) or (marker is not None and flying and before.get("rate", rate) != rate):
         brokers = set(before["brokers"])

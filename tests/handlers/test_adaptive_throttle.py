@@ -227,6 +227,19 @@ def test_a_static_rate_changed_mid_movement_reaches_the_steps_in_flight_at_once(
     assert unset.state.reassignments[TopicPartition("t", 0)].in_flight is not None, "the movement goes on"
 
 
+def test_a_pipeline_in_observe_mode_issues_no_rate_and_keeps_the_one_given_for_a_later_restatement():
+    """Started again in observe mode with a lower static rate: nothing is issued and the marker
+    keeps 4 MB/s, so a pipeline in auto mode afterwards restates the new rate."""
+    moving, at = start_moving(default_policy(), ("throttle.bytes.per.sec", "4MB"))
+    observe = default_policy(mode="observe")
+    watched = decide(moving.state, BatchInputs(2, at + 1_000, requests=(
+        set_config("throttle.bytes.per.sec", "1MB", at + 1_000, "req-lower"),)), observe)
+    assert not commands(watched, "SetThrottle") and not commands(watched, "ClearThrottle")
+    again = decide(watched.state, BatchInputs(3, at + 2_000), default_policy())
+    [command] = commands(again, "SetThrottle")
+    assert command["payload"][1]["rate_bytes_per_sec"] == 1_000_000
+
+
 def test_static_mode_keeps_one_rate_and_no_throttle_state():
     decision, _ = start_moving(default_policy(), ("throttle.bytes.per.sec", "4MB"))
     fields = commands(decision, "ReassignmentStep")[0]["payload"][1]
