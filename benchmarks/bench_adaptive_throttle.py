@@ -229,6 +229,9 @@ def main() -> None:
         bootstrap, topic, partitions, rate, path = sys.argv[2:7]
         load_child(bootstrap, topic, int(partitions), int(rate), path)
         return
+    # A SIGTERM unwinds (the stack comes down and its data goes): killed without, each run left
+    # its brokers' 16-18 GB in /tmp, and a disk that full makes the product refuse every move.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=250, help="data in each moved partition")
     parser.add_argument("--partitions", type=int, default=4, help="partitions moved in each run")
