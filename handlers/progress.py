@@ -69,7 +69,7 @@ from handlers.plan_ends import end_plan_member
 from handlers.policy import effective_limits
 from handlers.throttle import compute_step_rates, decide_throttles_now, issue_throttle_command, leave_adaptive
 from handlers.waiting import compute_waiting
-from planning.model import TopicPartition
+from planning.model import Cluster, TopicPartition
 from planning.movement.reassignment import Reassignment, begin_cancel
 from planning.movement.advance import Ending, compute_stepping
 from planning.movement.eta import advance_meter, compute_completed_step_bytes, compute_finished_work
@@ -217,10 +217,7 @@ def compute_step_throttle_fields(context: BatchContext, tp: TopicPartition, addi
     rate = context.policy.throttle_bytes_per_sec
     if not rate and not adaptive:
         return {}
-    cluster = context.state.cluster
-    partition = cluster.partition(tp)
-    current = partition.replicas if partition is not None else ()
-    live = [b for b in current if b not in adding and (broker := cluster.broker(b)) is not None and broker.alive]
+    live = compute_leader_throttled(context.state.cluster, tp, adding)
     fields = {"throttle_rate_bytes_per_sec": rate,
               "throttle_log_dir_rate_bytes_per_sec": context.policy.logdir_throttle_bytes_per_sec,
               "throttle_leader_broker_ids": live, "throttle_follower_broker_ids": list(adding),
@@ -233,6 +230,14 @@ def compute_step_throttle_fields(context: BatchContext, tp: TopicPartition, addi
     return fields if fields["throttle_rate_bytes_per_sec"] else {}
 
 
+def compute_leader_throttled(cluster: Cluster, tp: TopicPartition, adding) -> list[int]:
+    """The replicas a step's copies are read from, which get the leader throttle: the live
+    current replicas it does not add (the added ones get the follower throttle)."""
+    partition = cluster.partition(tp)
+    current = partition.replicas if partition is not None else ()
+    return [b for b in current if b not in adding and (broker := cluster.broker(b)) is not None and broker.alive]
+
+
 def handle_throttles(context: BatchContext, started: bool) -> None:
     """The marker grows with every throttled step started; the static rate restated to the steps
     in flight when it changed; ClearThrottle once none is in flight. Not in observe mode (it
@@ -243,9 +248,10 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
     adaptive = context.policy.throttle_mode == "adaptive"
     rate = "adaptive" if adaptive else context.policy.throttle_bytes_per_sec or 0  # what the marker records
     before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
-    if marker is not None and flying and not adaptive and before.get("rate", rate) != rate:
+    changed = marker is not None and bool(flying) and before.get("rate", rate) != rate
+    if changed and not adaptive:
         _restate_static_rate(context, before["brokers"], flying, rate)
-    if (started and rate) or (marker is not None and flying and before.get("rate", rate) != rate):
+    if (started and rate) or changed:
         brokers = set(before["brokers"])
         for tp, step in flying.items():
             brokers |= set(state.cluster.partition(tp).replicas) | set(step.target)
@@ -289,14 +295,9 @@ def _restate_static_rate(context: BatchContext, brokers: Iterable[int],
                                {"broker_ids": brokers, "partitions": [], "throttle_sequence": sequence})
         return
     cluster = context.state.cluster
-    partitions = []
-    for tp, step in sorted(flying.items()):
-        partition = cluster.partition(tp)
-        current = partition.replicas if partition is not None else ()
-        live = [b for b in current if b not in step.adding and (broker := cluster.broker(b)) is not None
-                and broker.alive]
-        partitions.append({"topic": tp.topic, "partition": tp.partition, "leader_broker_ids": live,
-                           "follower_broker_ids": list(step.adding)})
+    partitions = [{"topic": tp.topic, "partition": tp.partition,
+                   "leader_broker_ids": compute_leader_throttled(cluster, tp, step.adding),
+                   "follower_broker_ids": list(step.adding)} for tp, step in sorted(flying.items())]
     issue_throttle_command(context, "SetThrottle", f"throttle.bytes.per.sec is {rate} B/s for the steps in flight", {
         "broker_ids": brokers, "rate_bytes_per_sec": rate, "logdir_rate_bytes_per_sec": None,
         "partitions": partitions, "broker_rates": [], "throttle_sequence": sequence})

@@ -19,10 +19,9 @@ RULE.
   older than `WINDOW_MS` (ten minutes) is dropped when the window is next written; counts read
   only the buckets within it. Shrinks *since* a time (the throttle's last change, decided on the
   events up to its time) are those of the buckets whose latest shrink is after it: a shrink
-  later in the bucket the change
-  fell in counts (it was lost when only buckets that began after the change were read), one
-  before the change alone in its bucket does not; the count then may include the bucket's
-  earlier shrinks, and the throttle reads only whether there are any.
+  later in the bucket the change fell in counts (it was lost when only buckets that began after
+  the change were read), one before the change alone in its bucket does not; the count then may
+  include the bucket's earlier shrinks, and the throttle reads only whether there are any.
 
 INVARIANTS: at most `WINDOW_MS / BUCKET_MS + 1` buckets per broker, each count positive and its
 latest shrink within it, a broker with none absent; the same events give the same window (event
