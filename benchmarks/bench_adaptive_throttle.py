@@ -247,6 +247,8 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=4, help="P and B in every mode")
     parser.add_argument("--rounds", type=int, default=1)
     arguments = parser.parse_args()
+    from reassigner.dev.local import adopt_machine_disk_settings
+    adopt_machine_disk_settings()  # the stack's dirs share this machine's disk
 
     from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
     from reassigner.dev.harness.handlers_loop import HandlersLoop

@@ -46,6 +46,8 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=1_000_000, help="replication throttle, bytes per second")
     parser.add_argument("--rounds", type=int, default=2, help="moves per mover, in alternating order")
     arguments = parser.parse_args()
+    from reassigner.dev.local import adopt_machine_disk_settings
+    adopt_machine_disk_settings()  # the stack's dirs share this machine's disk
 
     from runtime.clients.kafka_admin import ClusterAdmin
     from reassigner.dev.harness.cluster_tools import create_topics, write_bulk

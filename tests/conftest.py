@@ -16,6 +16,7 @@ from typing import Callable
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from reassigner.dev.local import adopt_machine_disk_settings
 from runtime.settings import load_settings
 from tests.ordering import SHARED_SERVICES, CollectedTest, compute_last_users, compute_order
 from tests.waiting import PATIENCE
@@ -28,6 +29,9 @@ hypothesis_settings.register_profile("kafka-reassigner", deadline=None)
 hypothesis_settings.load_profile("kafka-reassigner")
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# The stack's dirs share this machine's disk: its fill is not the tests' to judge (the constant's
+# doc). The tests of the marks give theirs on volumes of their own.
+adopt_machine_disk_settings()
 
 
 def pytest_report_header(config) -> str:

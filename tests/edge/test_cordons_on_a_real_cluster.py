@@ -174,8 +174,10 @@ def test_a_full_dir_being_emptied_is_cordoned_and_new_replicas_land_in_the_broke
         figures = os.statvfs(small)
         total = figures.f_blocks * figures.f_frsize
         (small / "filler").write_bytes(b"\0" * int(0.9 * total))
-        # The log-dir balance is off: it would fill the new dir with replicas.
-        policy = compute_policy(load_settings(logdir_imbalance_threshold=1.0))
+        # The log-dir balance is off: it would fill the new dir with replicas. The marks are the
+        # product's defaults (the session turns them off: tests/conftest.py).
+        policy = compute_policy(load_settings(logdir_imbalance_threshold=1.0, disk_max_usage_percent=85,
+                                              disk_high_water_percent=80, disk_low_water_percent=75))
         with HandlersLoop(state.bootstrap_servers, state.redis_url, policy) as loop:
             loop.decide()
             if not loop.state.kafka.has(CORDONS):

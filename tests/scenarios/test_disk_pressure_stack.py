@@ -34,6 +34,10 @@ TOPIC = "heavy"
 MB = 10**6
 VOLUME = "64m"
 NODE_VOLUME = "2g"
+# The product's default marks (the demo's settings and the test session turn them off: the other
+# brokers' dirs share the machine's disk).
+MARKS = {"REASSIGNER_DISK_MAX_USAGE_PERCENT": "85", "REASSIGNER_DISK_HIGH_WATER_PERCENT": "80",
+         "REASSIGNER_DISK_LOW_WATER_PERCENT": "75"}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +46,8 @@ def world(tmp_path_factory, cache_dir):
         pytest.skip("mounting a tmpfs volume for a log dir needs root")
     directory = tmp_path_factory.mktemp("disk-pressure")
     with open(directory / "story.txt", "w") as story:
-        demo = harness.World(directory / "stack", cache_dir, patience=PATIENCE, console=Console(file=story, width=120))
+        demo = harness.World(directory / "stack", cache_dir, patience=PATIENCE, settings=MARKS,
+                             console=Console(file=story, width=120))
         mounted: list[Path] = []
         demo.mounted = mounted
         try:

@@ -44,6 +44,7 @@ from reassigner.dev.harness.cluster_tools import create_topics
 from reassigner.dev.harness.monitor import InvariantMonitor, MonitorReport
 from reassigner.dev.harness.product import ClusterProbe, ProductProcesses, TopicCollector
 from reassigner.dev.harness.traffic import SequencedTraffic, TrafficReport
+from reassigner.dev.local import MACHINE_DISK_SETTINGS
 from reassigner.dev.local.processes import compute_deadline, free_port, tail
 from reassigner.dev.local.stack import LocalStack
 from reassigner.operator.views.units import format_size
@@ -56,8 +57,10 @@ BULK_PARTITIONS = 6
 MIN_INSYNC_REPLICAS = 2
 CLUSTER_NAME = "demo"
 
-# Short grace periods and modest limits so that every reaction shows within a minute.
+# Short grace periods and modest limits so that every reaction shows within a minute; the disk
+# marks off, as the stack's dirs share this machine's disk (MACHINE_DISK_SETTINGS).
 DEMO_SETTINGS = {
+    **MACHINE_DISK_SETTINGS,
     "REASSIGNER_CLUSTER_NAME": CLUSTER_NAME,
     "REASSIGNER_BROKER_ADD_GRACE_SECONDS": "5",
     "REASSIGNER_BROKER_FAILURE_GRACE_SECONDS": "15",
