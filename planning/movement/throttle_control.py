@@ -23,10 +23,14 @@ step of a tenth of the span and no band, the benchmark's rate was a sawtooth acr
 each crossing a hold window of hurt clients).
 
 RULE (`decide_throttles`), once per decision, for each broker the movement touches:
-- hurt: the rate is multiplied by `decrease` (default 0.5) and the moves in flight halved
-  (at least 1), at most once per `hold_ms` (the effect of a change needs a window to show). The
-  rate cut is from what the copies use when that is known and lower (`copy_rate`): halving a
-  rate of 200 MB/s the copies run at 10 MB/s of slowed nobody for four holds. A hurt broker
+- hurt: the rate is multiplied by `decrease` (default 0.5), at most once per `hold_ms` (the
+  effect of a change needs a window to show); the moves in flight are halved (at least 1) only
+  once the rate is at the floor. The rate bounds the bytes however many moves share it, and a
+  change of the moves is a change of its own for the clients: a move dropped and added back at
+  the next raise is a partition's copy started again (the benchmark's hurt windows came after
+  such changes, when a cut halved both). The rate cut is from what the copies use when that is
+  known and lower (`copy_rate`): halving a rate of 200 MB/s the copies run at 10 MB/s of slowed
+  nobody for four holds. A hurt broker
   already at the floor with one move has nothing left to lower: the decision is noted all the
   same (its `changed_ms` and reason), so the ISR shrink it answered is not counted again at
   every later decision (it kept the broker hurt at the floor after the load was gone);
@@ -185,7 +189,11 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
         if health == HURT and settled:
             used = signals[broker].copy_rate
             base = min(rate, int(used)) if used is not None and used > 0 else rate
-            rate, moves, reason = int(base * bounds.decrease), max(1, moves // 2), why
+            cut = max(bounds.floor, int(base * bounds.decrease))
+            if cut < rate:  # the rate answers: the moves stay (RULE)
+                rate, reason = cut, why
+            else:
+                rate, moves, reason = cut, max(1, moves // 2), why
         elif health == HEALTHY and settled and signals[broker].saturated:
             rate, moves, reason = rate + bounds.increase, moves + 1, why + ", copies at the allowed rate"
         elif health == HEALTHY and settled and signals[broker].moves_in_flight >= moves:

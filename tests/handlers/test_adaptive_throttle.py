@@ -14,6 +14,7 @@ from handler_builders import (T0, alerts, assert_encodes, cluster_events, comman
 from tests.settings_defaults import default_policy
 from handlers.decide import decide
 from handlers.micro_batch import BatchInputs
+from handlers.progress import compute_throttle_marker
 from planning.model import TopicPartition
 from state.model import ControllerState
 
@@ -87,7 +88,8 @@ def test_a_broker_whose_canary_leaves_its_slo_is_slowed_by_a_set_throttle_number
     fields = sets[0]["payload"][1]
     assert fields["broker_rates"] == [{"broker_id": 2, "rate_bytes_per_sec": 2_000_000}]
     assert fields["throttle_sequence"] == slowed.state.command_sequence == state.command_sequence + 1
-    assert slowed.state.throttles[2].rate == 2_000_000 and slowed.state.throttles[2].moves == 1
+    assert slowed.state.throttles[2].rate == 2_000_000 and slowed.state.throttles[2].moves == 2, \
+        "the rate answers: the moves stay"
     assert slowed.state.throttles[0].rate == 4_000_000, "a healthy broker whose copies do not use its rate is held"
     [alert] = alerts(slowed, "ThrottleChanged")
     assert alert["severity"] == "INFO" and "broker 2 down" in alert["message"]
@@ -95,7 +97,19 @@ def test_a_broker_whose_canary_leaves_its_slo_is_slowed_by_a_set_throttle_number
     # Within the hold nothing changes again, however bad the window.
     again = decide(slowed.state, BatchInputs(6, later + 5_000, (canary(2, later + 5_000, 90.0),)), policy)
     assert not commands(again, "SetThrottle") and again.state.throttles[2].rate == 2_000_000
-    # The moves in flight lower B for broker 2: a step onto it now waits, and says why.
+
+
+def test_a_hurt_broker_at_the_floor_has_its_moves_halved_and_a_step_onto_it_waits():
+    """At throttle.min the rate has nothing left to answer with: broker 2's moves are halved, and
+    its moves in flight lower B for it, so a step onto it waits and says why."""
+    policy = default_policy()
+    cluster, decision, at = started(policy, rate=None)
+    later = at + 31_000
+    slowed = decide(decision.state, BatchInputs(5, later, (canary(2, later, 45.0),)), policy)
+    assert (slowed.state.throttles[2].rate, slowed.state.throttles[2].moves) == (1_000_000, 1)
+    [alert] = alerts(slowed, "ThrottleChanged")
+    assert "moves 2 -> 1" in alert["message"], alert["message"]
+    again = decide(slowed.state, BatchInputs(6, later + 5_000), policy)
     p1 = cluster.partition(TopicPartition("t", 1))
     keep = next(b for b in p1.replicas if b != 2)
     # A step of t-1 that moves broker 2: it adds it, or drops it for a broker it does not hold.
@@ -124,7 +138,7 @@ def test_a_broker_whose_canary_probes_time_out_is_slowed_though_it_answers_no_la
     assert fine.state.throttles[0].rate == 4_000_000 and not alerts(fine, "ThrottleChanged")
     silent = decide(fine.state, BatchInputs(6, later + 1_000, (canary(2, later + 1_000, None, samples=5, errors=55),)),
                     policy)
-    assert silent.state.throttles[2].rate == 2_000_000 and silent.state.throttles[2].moves == 1
+    assert silent.state.throttles[2].rate == 2_000_000 and silent.state.throttles[2].moves == 2
     [alert] = alerts(silent, "ThrottleChanged")
     assert "55 of 60 canary probes failed or timed out" in alert["message"], alert["message"]
     stale_at = later + 1_000 + 4 * WINDOW_MS  # past the hold, and the window is 4 windows old
@@ -137,13 +151,13 @@ def test_a_healthy_broker_with_its_one_move_in_flight_gets_a_second_though_its_c
     past the hold, with its one allowed move in flight, it gets a second move and keeps its rate
     (`throttle_control` RULE): without it neither would grow again."""
     policy = default_policy()
-    _, decision, at = started(policy)
+    _, decision, at = started(policy, rate=None)
     later = at + 31_000
     slowed = decide(decision.state, BatchInputs(5, later, (canary(2, later, 45.0),)), policy)
-    assert (slowed.state.throttles[2].rate, slowed.state.throttles[2].moves) == (2_000_000, 1)
+    assert (slowed.state.throttles[2].rate, slowed.state.throttles[2].moves) == (1_000_000, 1)
     again = later + 31_000
     healthy = decide(slowed.state, BatchInputs(6, again, (canary(2, again, 12.0),)), policy)
-    assert (healthy.state.throttles[2].rate, healthy.state.throttles[2].moves) == (2_000_000, 2)
+    assert (healthy.state.throttles[2].rate, healthy.state.throttles[2].moves) == (1_000_000, 2)
     [alert] = alerts(healthy, "ThrottleChanged")
     assert "every move it allows in flight (1)" in alert["message"], alert["message"]
 
@@ -225,6 +239,27 @@ def test_a_static_rate_changed_mid_movement_reaches_the_steps_in_flight_at_once(
     [clear] = commands(unset, "ClearThrottle")
     assert clear["payload"][1]["broker_ids"] == [0, 1, 2] and clear["payload"][1]["partitions"] == []
     assert unset.state.reassignments[TopicPartition("t", 0)].in_flight is not None, "the movement goes on"
+
+
+def test_a_static_rate_set_while_unthrottled_steps_fly_reaches_them_at_once():
+    """A movement started with no throttle.bytes.per.sec, then a rate set (the operator sees the
+    clients hurt): the step in flight is throttled now, its brokers and replicas, by one
+    SetThrottle; before, only steps started afterwards got a rate, and this one copied unthrottled
+    to its end."""
+    policy = default_policy()
+    moving, at = start_moving(policy)
+    [step] = commands(moving, "ReassignmentStep")
+    assert step["payload"][1].get("throttle_rate_bytes_per_sec") is None
+    throttled = decide(moving.state, BatchInputs(2, at + 1_000, requests=(
+        set_config("throttle.bytes.per.sec", "1MB", at + 1_000, "r3"),)), policy)
+    assert_encodes(throttled.outbox)
+    [command] = commands(throttled, "SetThrottle")
+    fields = command["payload"][1]
+    assert (fields["broker_ids"], fields["rate_bytes_per_sec"]) == ([0, 1, 2], 1_000_000)
+    assert fields["partitions"] == [{"topic": "t", "partition": 0, "leader_broker_ids": [0, 1],
+                                     "follower_broker_ids": [2]}]
+    [marker] = [k for k in throttled.state.open_alerts if k.startswith("Throttle:")]
+    assert marker == compute_throttle_marker([0, 1, 2], [("t", 0)], 1_000_000), "cleared when the movement ends"
 
 
 def test_a_pipeline_in_observe_mode_issues_no_rate_and_keeps_the_one_given_for_a_later_restatement():

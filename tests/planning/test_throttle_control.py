@@ -242,3 +242,16 @@ def test_a_broker_near_its_slo_is_held_not_raised():
     assert decision.throttles[1] == start[1] and [c.broker for c in decision.changes] == [2]
     assert decision.throttles[2].rate == BOUNDS.initial + BOUNDS.increase
     assert compute_health(signals[1], BOUNDS)[1] == "canary p99 9.0 ms near its SLO 10.0 ms (above 8.8 ms)"
+
+
+def test_a_cut_keeps_the_moves_while_the_rate_answers_and_halves_them_at_the_floor():
+    """The rate bounds the bytes however many moves share it; halving the moves with it dropped
+    moves that the next raise added back, each a copy started again (RULE)."""
+    hurt = {1: BrokerSignal(1, 90.0, 10.0)}
+    above = decide_throttles({1: BrokerThrottle(4 * MB, 6, 0, "")}, [1], hurt, BOUNDS, BOUNDS.hold_ms)
+    assert (above.throttles[1].rate, above.throttles[1].moves) == (2 * MB, 6)
+    near = decide_throttles({1: BrokerThrottle(BOUNDS.floor + 1, 6, 0, "")}, [1], hurt, BOUNDS, BOUNDS.hold_ms)
+    assert (near.throttles[1].rate, near.throttles[1].moves) == (BOUNDS.floor, 6), "down to the floor: the rate answered"
+    at_floor = decide_throttles({1: BrokerThrottle(BOUNDS.floor, 6, 0, "")}, [1], hurt, BOUNDS, BOUNDS.hold_ms)
+    assert (at_floor.throttles[1].rate, at_floor.throttles[1].moves) == (BOUNDS.floor, 3)
+    assert at_floor.changes[0].reason.startswith("canary p99 90 ms over its SLO")
