@@ -249,21 +249,28 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
     rate = "adaptive" if adaptive else context.policy.throttle_bytes_per_sec or 0  # what the marker records
     before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
     changed = marker is not None and bool(flying) and before.get("rate", rate) != rate
-    if changed and not adaptive:
-        _restate_static_rate(context, before["brokers"], flying, rate)
     if (started and rate) or changed:
         brokers = set(before["brokers"])
         for tp, step in flying.items():
             brokers |= set(state.cluster.partition(tp).replicas) | set(step.target)
+        if changed and not adaptive:
+            _restate_static_rate(context, brokers, flying, rate)
         new_marker = compute_throttle_marker(brokers, {(tp.topic, tp.partition) for tp in flying}
                                              | {tuple(tp) for tp in before["partitions"]}, rate)
         if new_marker != marker:
             context.close_alerts([marker] if marker else [])
             context.open_alert(new_marker)
+    elif started and marker is None:
+        # An unthrottled movement is marked too (nothing throttled, rate 0), so that a rate set
+        # while its steps fly reaches them (`changed`) rather than only the steps started later.
+        context.open_alert(compute_throttle_marker((), (), 0))
     elif marker is not None and not flying:
         throttled = json.loads(marker[len(THROTTLE_MARKER):])
         if any(TopicPartition(t, p) in state.external_moves for t, p in throttled["partitions"]):
             return  # Kafka still moves one: a step of ours whose record a lost state store took
+        if not throttled["brokers"] and not throttled["partitions"]:
+            context.close_alerts([marker])  # an unthrottled movement: nothing to clear
+            return
         issue_throttle_command(context, "ClearThrottle", "nothing moves any more",
                                {"broker_ids": throttled["brokers"],
                                 "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [],

@@ -326,10 +326,24 @@ def test_a_dead_broker_is_not_throttled():
 
 
 def test_steps_carry_no_throttle_without_a_rate_and_no_clear_follows():
+    """The movement is marked with nothing throttled (so that a rate set while it flies reaches
+    its steps: test_adaptive_throttle); when it ends the marker goes, and no ClearThrottle."""
     cluster, first = started()
     assert all(s["payload"][1].get("throttle_rate_bytes_per_sec") is None for s in commands(first, "ReassignmentStep"))
-    assert not any(k.startswith("Throttle:") for k in first.state.open_alerts)
+    assert [k for k in first.state.open_alerts if k.startswith("Throttle:")] == [compute_throttle_marker([], [], 0)]
     assert_encodes(first.outbox)
+    done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1, log_dirs=())
+    moving_b = replace(cluster.partition(B), replicas=(4, 1, 2, 3), adding=(4,), leader_epoch=1, log_dirs=())
+    second = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(done_a, T0 + 2000),
+                                                             partition_event(moving_b, T0 + 2000))), POLICY)
+    cancel = {"schema_version": 1, "event_time": T0 + 3000, "id": "c", "key": "c", "requested_by": None,
+              "payload": ("Cancel", {"topic": "t", "partition": 1, "keep": True})}
+    state = decide(second.state, BatchInputs(3, T0 + 3000, requests=(cancel,)), POLICY).state
+    back = replace(cluster.partition(B), leader_epoch=2)
+    last = decide(state, BatchInputs(4, T0 + 4000, (partition_event(back, T0 + 4000),)), POLICY)
+    assert not last.state.compute_records_in_flight()
+    assert not commands(last, "ClearThrottle") and not commands(last, "SetThrottle")
+    assert not any(k.startswith("Throttle:") for k in last.state.open_alerts)
 
 
 def test_an_ok_cancel_result_lets_the_unchanged_view_count_as_reverted():
