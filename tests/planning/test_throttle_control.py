@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planning.movement.throttle_control import (HEALTHY, HURT, NEAR, UNKNOWN, BrokerSignal, BrokerThrottle, Schedule,
-                                                ThrottleBounds, compute_health, decide_throttles)
+                                                ThrottleBounds, compute_health, compute_raise, decide_throttles)
 from schemas.errors import InvalidConfigError
 
 MB = 1_000_000
@@ -255,3 +255,14 @@ def test_a_cut_keeps_the_moves_while_the_rate_answers_and_halves_them_at_the_flo
     at_floor = decide_throttles({1: BrokerThrottle(BOUNDS.floor, 6, 0, "")}, [1], hurt, BOUNDS, BOUNDS.hold_ms)
     assert (at_floor.throttles[1].rate, at_floor.throttles[1].moves) == (BOUNDS.floor, 3)
     assert at_floor.changes[0].reason.startswith("canary p99 90 ms over its SLO")
+
+
+def test_a_raise_adds_at_most_half_the_rate():
+    """Kafka lets the copies catch up a raise over its quota window at full speed: from 2 to 7
+    MB/s about 50 MB at once, and the benchmark's clients were hurt in every window after one."""
+    saturated = {1: BrokerSignal(1, 5.0, 5.0, saturated=True)}
+    low = decide_throttles({1: BrokerThrottle(2 * MB, 4, 0, "")}, [1], saturated, BOUNDS, BOUNDS.hold_ms)
+    assert low.throttles[1].rate == 3 * MB
+    high = decide_throttles({1: BrokerThrottle(20 * MB, 4, 0, "")}, [1], saturated, BOUNDS, BOUNDS.hold_ms)
+    assert high.throttles[1].rate == 20 * MB + BOUNDS.increase
+    assert compute_raise(1, BOUNDS) == 1, "a rate of 1 B/s still grows"

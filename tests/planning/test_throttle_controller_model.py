@@ -13,8 +13,9 @@ decrease))) that bring r to x or below.
 1. bounds: every rate in [min, max(min, min(max, the schedule's rate for the hour))], every move
    count in [1, B], whatever the load, schedule and hour.
 2. convergence: U, the highest rate whose window is at or below the raise line (`raise_share` of
-   the way from the baseline to the SLO, no shrink). With the load constant from decision s, from
-   s + h x (chain(max, min) + 1 + ceil((lo - min) / increase)) on the rate stays in [lo, hi] =
+   the way from the baseline to the SLO, no shrink); climb(r, x): the raises (r -> r + min(increase,
+   max(1, int(r / 2)))) that bring r to x or above. With the load constant from decision s, from
+   s + h x (chain(max, min) + 1 + climb(min, lo)) on the rate stays in [lo, hi] =
    [max(min, min(int((R + 1) x decrease), U + 1)), min(max, max(R, U + increase))] (a raise comes
    only from <= U, a cut only from > R, changes at least h decisions apart), its windows over the
    SLO come in runs of at most h x chain(hi, R) decisions, each followed by at least h healthy
@@ -136,6 +137,14 @@ def chain(rate: int, target: int, bounds: ThrottleBounds) -> int:
     return cuts
 
 
+def climb(rate: int, target: int, bounds: ThrottleBounds) -> int:
+    """The raises (r -> r + min(increase, max(1, int(r / 2)))) that bring `rate` to `target` or above."""
+    raises = 0
+    while rate < target:
+        rate, raises = rate + min(bounds.increase, max(1, int(rate * 0.5))), raises + 1
+    return raises
+
+
 def hold_decisions(bounds: ThrottleBounds, tick_ms: int) -> int:
     return max(1, -(-bounds.hold_ms // tick_ms))
 
@@ -235,9 +244,9 @@ def check_convergence(bounds: ThrottleBounds, tick_ms: int, brokers: Mapping[int
             event("settles in the band" if up + bounds.increase <= top else "sawtooth")
         # A change every h decisions after s at the latest: cuts while over R (one more for a shrink
         # counted from before s), then raises from as low as min to lo; both land in [lo, hi].
-        settle = s + h * (chain(bounds.maximum, bounds.floor, bounds) + 1 + -(-(lo - bounds.floor) // bounds.increase))
+        settle = s + h * (chain(bounds.maximum, bounds.floor, bounds) + 1 + climb(bounds.floor, lo, bounds))
         cuts = chain(hi, max(top, bounds.floor), bounds)
-        plans[b] = (top, up, lo, hi, settle, h * cuts, h * (cuts + -(-(hi - lo) // bounds.increase) + 2))
+        plans[b] = (top, up, lo, hi, settle, h * cuts, h * (cuts + climb(lo, hi, bounds) + 2))
     decisions = max(plan[4] + 3 * plan[6] for plan in plans.values()) + 1
     history = simulate(brokers, bounds, tick_ms, decisions)
     for b, (top, up, lo, hi, settle, over_run, _cycle) in plans.items():
@@ -247,7 +256,8 @@ def check_convergence(bounds: ThrottleBounds, tick_ms: int, brokers: Mapping[int
         assert all(lo <= r <= hi for r in rates), (b, top, lo, hi, settle, [r for r in rates if not lo <= r <= hi][:5])
         for before, after in zip(rates, rates[1:]):
             if after > before:
-                assert before <= up and after == min(bounds.maximum, before + bounds.increase), (b, before, after)
+                step = min(bounds.increase, max(1, int(before * 0.5)))  # at most half the rate (RULE)
+                assert before <= up and after == min(bounds.maximum, before + step), (b, before, after)
             elif after < before:
                 assert before > top and after == max(bounds.floor, int(before * bounds.decrease)), (b, before, after)
         if bounds.floor <= top < bounds.maximum:
