@@ -23,7 +23,9 @@ baseline 79 ms against windows of 9-48 ms while moving, so the SLO was never see
 The product's decisions are the handlers' (`decide`, as every pipeline batch runs it) every
 0.5 s, applied by the real executor (`reassigner.dev.harness.handlers_loop.HandlersLoop`;
 Spark's micro-batching left out). P and B are `--moves` in every mode, so only the throttle
-differs.
+differs. Before each idle period the bench waits until Kafka has deleted the logs the last run
+left (the moved replicas, its topic: a minute after, by file.delete.delay.ms), then syncs the
+page cache, so that neither lands in the baseline; each run's topic is deleted after it.
 
 For each run: the movement's duration (the Reassign to the last step's result), the producers'
 p50 / p99 over the `--idle` seconds before it and during it, the ISR shrinks of the load topic
@@ -250,7 +252,7 @@ def main() -> None:
     from reassigner.dev.local import adopt_machine_disk_settings
     adopt_machine_disk_settings()  # the stack's dirs share this machine's disk
 
-    from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
+    from reassigner.dev.harness.cluster_tools import create_topics, delete_topics, write_bulk
     from reassigner.dev.harness.handlers_loop import HandlersLoop
     from reassigner.dev.local.stack import LocalStack
     from runtime.settings import compute_policy, load_settings
@@ -302,13 +304,26 @@ def main() -> None:
         probing.start()
         return canary, probing
 
+    def wait_for_deletions(timeout: float = 300.0) -> None:
+        """Until no broker dir holds a log Kafka is yet to delete (named `*-delete`)."""
+        dirs = [Path(d) for broker in stack.load().brokers.values() for d in broker.log_dirs]
+        deadline = time.monotonic() + timeout
+        while any(entry.name.endswith("-delete") for d in dirs if d.is_dir() for entry in d.iterdir()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Kafka deleted no old logs within {timeout:.0f} s")
+            time.sleep(1)
+
     def run(mode: str, load: LoadProducer, number: int, buffer: "SampleBuffer") -> Run:
         topic = f"bench-move-{number}-{uuid.uuid4().hex[:6]}"
         create_topics(bootstrap, {topic: arguments.partitions}, 1,
                       assignments={topic: [[1, 2]] * arguments.partitions})
         write_bulk(bootstrap, [(topic, p) for p in range(arguments.partitions)], arguments.megabytes)
-        # The kernel writes the bulk data back to disk for a while after Kafka acknowledged it:
-        # without this the idle baseline took those stalls (idle p99s of 58-869 ms against 5-25).
+        # Kafka deletes the replicas a movement left and the topics deleted a minute later
+        # (file.delete.delay.ms), 2 GB landing in the next run's idle period (idle p99s of
+        # 200-840 ms against moving ones of 9-80), and the kernel writes the bulk data back for
+        # a while after Kafka acknowledged it (idle p99s of 58-869 ms against 5-25): both done
+        # before the idle period.
+        wait_for_deletions()
         os.sync()
         chosen, policy = policy_for(mode)
         result = Run(mode)
@@ -358,6 +373,7 @@ def main() -> None:
             if mode == "adaptive":
                 result.canary = trace_canary(loop.state.canary, buffer.windows[idle_windows:], started_wall, started,
                                              arguments.window, timeline, load)
+        delete_topics(bootstrap, [topic])
         return result
 
     runs: list[Run] = []

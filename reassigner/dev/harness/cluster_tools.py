@@ -3,6 +3,7 @@
 - `create_topics`: topics with RF 3 and a min ISR, optionally with an explicit replica assignment
   (to start from an unbalanced topic that a rebalance request then evens out);
 - `write_bulk`: megabytes of filler per partition (acks=all), so that moving a replica takes time;
+- `delete_topics`: what a benchmark run made, once done;
 - `SlowReplication`: a slow network for one topic, made with Kafka's own replication quotas
   (`leader/follower.replication.throttled.replicas = *` on the topic, the throttled rates on every
   broker), set and removed by the test, not by the product. A step of a throttled partition then
@@ -42,6 +43,15 @@ def create_topics(bootstrap_servers: str, topics: dict[str, int], min_insync_rep
         NewTopic(name, num_partitions=count, replication_factor=3, config=config)
         for name, count in topics.items()])
     for future in futures.values():
+        future.result(60)
+
+
+def delete_topics(bootstrap_servers: str, topics: Iterable[str], client: ClientConfig = PLAINTEXT) -> None:
+    """Delete `topics` (Kafka removes their files `file.delete.delay.ms` later, 60 s by default)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(client_settings(bootstrap_servers, client))
+    for future in admin.delete_topics(list(topics), operation_timeout=60).values():
         future.result(60)
 
 
