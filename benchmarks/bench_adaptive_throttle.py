@@ -249,13 +249,14 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=4, help="P and B in every mode")
     parser.add_argument("--rounds", type=int, default=1)
     arguments = parser.parse_args()
-    from reassigner.dev.local import adopt_machine_disk_settings
-    adopt_machine_disk_settings()  # the stack's dirs share this machine's disk
 
     from reassigner.dev.harness.cluster_tools import create_topics, delete_topics, write_bulk
     from reassigner.dev.harness.handlers_loop import HandlersLoop
+    from reassigner.dev.local import adopt_machine_disk_settings
     from reassigner.dev.local.stack import LocalStack
     from runtime.settings import compute_policy, load_settings
+
+    adopt_machine_disk_settings()  # the stack's dirs share this machine's disk
 
     modes = (["unthrottled"] + [f"static {r.strip()}" for r in arguments.static_rates.split(",") if r.strip()]
              + ["adaptive"])
@@ -318,11 +319,11 @@ def main() -> None:
         create_topics(bootstrap, {topic: arguments.partitions}, 1,
                       assignments={topic: [[1, 2]] * arguments.partitions})
         write_bulk(bootstrap, [(topic, p) for p in range(arguments.partitions)], arguments.megabytes)
-        # Kafka deletes the replicas a movement left and the topics deleted a minute later
-        # (file.delete.delay.ms), 2 GB landing in the next run's idle period (idle p99s of
-        # 200-840 ms against moving ones of 9-80), and the kernel writes the bulk data back for
-        # a while after Kafka acknowledged it (idle p99s of 58-869 ms against 5-25): both done
-        # before the idle period.
+        # Kafka deletes the replicas a movement left, and the topic deleted, a minute later
+        # (file.delete.delay.ms: 2 GB that would land in this run's idle period), and the kernel
+        # writes the bulk data back for a while after Kafka acknowledged it (without the sync,
+        # idle p99s of 58-869 ms against 5-25): both done before the idle period. (Idle p99s of
+        # 154-725 ms remained on 2026-11-29: BENCHMARKS.md.)
         wait_for_deletions()
         os.sync()
         chosen, policy = policy_for(mode)

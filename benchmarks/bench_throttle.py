@@ -46,14 +46,15 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=1_000_000, help="replication throttle, bytes per second")
     parser.add_argument("--rounds", type=int, default=2, help="moves per mover, in alternating order")
     arguments = parser.parse_args()
-    from reassigner.dev.local import adopt_machine_disk_settings
-    adopt_machine_disk_settings()  # the stack's dirs share this machine's disk
 
     from runtime.clients.kafka_admin import ClusterAdmin
     from reassigner.dev.harness.cluster_tools import create_topics, write_bulk
     from reassigner.dev.harness.handlers_loop import HandlersLoop, MoveTimer, run_kafka_reassign_tool
+    from reassigner.dev.local import adopt_machine_disk_settings
     from reassigner.dev.local.stack import LocalStack
     from runtime.settings import compute_policy, load_settings
+
+    adopt_machine_disk_settings()  # the stack's dirs share this machine's disk
 
     settings = load_settings()
     work = Path(tempfile.mkdtemp(prefix="bench-throttle-"))

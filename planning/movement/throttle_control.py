@@ -30,10 +30,10 @@ RULE (`decide_throttles`), once per decision, for each broker the movement touch
   the next raise is a partition's copy started again (the benchmark's hurt windows came after
   such changes, when a cut halved both). The rate cut is from what the copies use when that is
   known and lower (`copy_rate`): halving a rate of 200 MB/s the copies run at 10 MB/s of slowed
-  nobody for four holds. A hurt broker
-  already at the floor with one move has nothing left to lower: the decision is noted all the
-  same (its `changed_ms` and reason), so the ISR shrink it answered is not counted again at
-  every later decision (it kept the broker hurt at the floor after the load was gone);
+  nobody for four holds. A hurt broker already at the floor with one move has nothing left to
+  lower: the decision is noted all the same (its `changed_ms` and reason), so the ISR shrink it
+  answered is not counted again at every later decision (it kept the broker hurt at the floor
+  after the load was gone);
 - healthy and saturated: the rate grows by `increase` bytes/s, at most by half itself
   (`compute_raise`), and the moves by 1, at most once per `hold_ms`. Kafka measures a throttle
   over its last ten seconds or so (replication.quota.window.num x window.size.seconds), so a
@@ -196,10 +196,9 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
             used = signals[broker].copy_rate
             base = min(rate, int(used)) if used is not None and used > 0 else rate
             cut = max(bounds.floor, int(base * bounds.decrease))
-            if cut < rate:  # the rate answers: the moves stay (RULE)
-                rate, reason = cut, why
-            else:
-                rate, moves, reason = cut, max(1, moves // 2), why
+            if cut >= rate:  # at the floor: only the moves are left to lower (RULE)
+                moves = max(1, moves // 2)
+            rate, reason = cut, why
         elif health == HEALTHY and settled and signals[broker].saturated:
             rate, moves, reason = rate + compute_raise(rate, bounds), moves + 1, why + ", copies at the allowed rate"
         elif health == HEALTHY and settled and signals[broker].moves_in_flight >= moves:
