@@ -44,12 +44,16 @@ ORDER (the code follows it):
    throttle.bytes.per.sec`, or `throttle.mode=static` after adaptive), the new rate is restated
    to them at once: one `SetThrottle` over the marker's brokers and the steps' replicas, or,
    with no rate, a `ClearThrottle` of the brokers' rates alone; a step started from now on
-   carries it too. Once nothing is in flight, one `ClearThrottle` over
-   them, numbered `throttle_sequence` = the sequence it takes, so it removes the throttles of the
-   steps issued before it and never those of a later step read before it. A partition of the
-   marker that Kafka still moves with no step of ours recorded (`external_moves`: the marker of
-   a state rebuilt after the store was lost, `streams.store_recovery`) holds the clear back too. The executor removes
-   only what it set itself (others' throttles are preserved).
+   carries it too. Once nothing is in flight, one `ClearThrottle` over them, numbered
+   `throttle_sequence` = the sequence it takes, so it removes the throttles of the steps issued
+   before it and never those of a later step read before it. A partition of the marker that
+   Kafka still moves with no step of ours recorded (`external_moves`: the marker of a state
+   rebuilt after the store was lost, `streams.store_recovery`) holds the clear back too. DOWN
+   BROKERS: Kafka serves a broker's configs on the broker itself, so a throttle command names
+   only the live brokers (one down broker would fail the whole command, and the topics' replica
+   lists would stay throttled); the marker keeps the down ones, and each is cleared in the
+   batch that sees it alive again (a broker that left the cluster is dropped: nothing to clear).
+   The executor removes only what it set itself (others' throttles are preserved).
 
 SAFETY is the batch rule's (`planning.movement.batches`): never more steps in flight than
 P/L/B, never two for one partition, never |TR| < min ISR, never a replica added to a
@@ -268,15 +272,22 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
         throttled = json.loads(marker[len(THROTTLE_MARKER):])
         if any(TopicPartition(t, p) in state.external_moves for t, p in throttled["partitions"]):
             return  # Kafka still moves one: a step of ours whose record a lost state store took
-        if not throttled["brokers"] and not throttled["partitions"]:
-            context.close_alerts([marker])  # an unthrottled movement: nothing to clear
-            return
-        issue_throttle_command(context, "ClearThrottle", "nothing moves any more",
-                               {"broker_ids": throttled["brokers"],
-                                "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [],
-                                                "follower_broker_ids": []} for t, p in throttled["partitions"]],
-                                "throttle_sequence": context.state.command_sequence + 1})
+        # A broker that is down can be neither read nor written (Kafka routes a broker's configs
+        # to the broker itself), and one that left the cluster holds nothing: the clear names
+        # the live ones, and the marker keeps the down ones until they are back.
+        down = [b for b in throttled["brokers"] if (broker := state.cluster.broker(b)) is not None and not broker.alive]
+        live = [b for b in throttled["brokers"] if b not in down and state.cluster.broker(b) is not None]
+        if not live and not throttled["partitions"] and down:
+            return  # only down brokers left to clear: wait until one is back
         context.close_alerts([marker])
+        if live or throttled["partitions"]:
+            issue_throttle_command(context, "ClearThrottle", "nothing moves any more",
+                                   {"broker_ids": live,
+                                    "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [],
+                                                    "follower_broker_ids": []} for t, p in throttled["partitions"]],
+                                    "throttle_sequence": context.state.command_sequence + 1})
+        if down:
+            context.open_alert(compute_throttle_marker(down, (), throttled.get("rate")))
 
 
 def compute_throttle_marker(brokers: Iterable[int], partitions: Iterable[tuple[str, int]],
@@ -296,12 +307,13 @@ def _restate_static_rate(context: BatchContext, brokers: Iterable[int],
     added), or, with no rate, one ClearThrottle of the brokers' rates alone (the replicas' lists
     limit nothing without a rate and go with the movement's ClearThrottle)."""
     sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it
-    brokers = sorted(set(brokers))
+    cluster = context.state.cluster
+    # A down broker's configs can be neither read nor written; the marker keeps it for the clear.
+    brokers = sorted(b for b in set(brokers) if (broker := cluster.broker(b)) is not None and broker.alive)
     if not rate:
         issue_throttle_command(context, "ClearThrottle", "no throttle.bytes.per.sec any more",
                                {"broker_ids": brokers, "partitions": [], "throttle_sequence": sequence})
         return
-    cluster = context.state.cluster
     partitions = [{"topic": tp.topic, "partition": tp.partition,
                    "leader_broker_ids": compute_leader_throttled(cluster, tp, step.adding),
                    "follower_broker_ids": list(step.adding)} for tp, step in sorted(flying.items())]

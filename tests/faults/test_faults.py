@@ -136,6 +136,14 @@ class Faults:
         except (TimeoutError, RuntimeError) as error:
             pytest.fail(f"{error}\n{self.demo.diagnostics()}", pytrace=False)
 
+    def wait_alert(self, kind: str, since: int, timeout: float) -> dict:
+        """`alerts.wait_for`, failing with the product's diagnostics (its alerts, commands, Kafka's
+        moves and its logs' ends): CI keeps no log of the product but what a failure prints."""
+        try:
+            return self.demo.alerts.wait_for(kind, since, timeout)
+        except TimeoutError as error:
+            pytest.fail(f"{error}\n{self.demo.diagnostics(since)}", pytrace=False)
+
     # --- the processes ------------------------------------------------------------------------
     def process(self, name: str):
         return self.demo.product.handles[name]
@@ -201,7 +209,7 @@ class Faults:
         since = demo.alerts.mark()
         tp, target = self.start_throttled_move()
         lose()
-        demo.alerts.wait_for("StateStoreLost", since, 60)
+        self.wait_alert("StateStoreLost", since, 60)
         assert self.replicas(*tp)["reassigning"], "the move ended before the fault: nothing was tested"
         self.wait_moved(tp, target)
         live = self.live_brokers()
@@ -433,7 +441,7 @@ def test_9b_redis_emptied_while_the_pipeline_and_executor_were_stopped_leaves_no
     demo.store.client.flushall()
     demo.product.start_one("pipeline")
     demo.product.start_one("executor")
-    demo.alerts.wait_for("StateStoreLost", since, 240)
+    world.wait_alert("StateStoreLost", since, 240)
     world.wait_moved(tp, target)
     live = world.live_brokers()
     lists = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -459,7 +467,7 @@ def test_9c_a_rebalance_cut_by_redis_emptied_while_stopped_is_resumed(world):
     since = demo.alerts.mark()
     demo.cli("config", "set", "throttle.bytes.per.sec=200000")
     added = demo.stack.add_broker(rack="/dc1/r3")
-    demo.alerts.wait_for("PlanCreated", since, 120)
+    world.wait_alert("PlanCreated", since, 120)
     world.wait("the rebalance's first steps copying",
                lambda: any(p["reassigning"] for p in demo.partitions().values()), 120)
     world.stop_cleanly("pipeline")
@@ -472,7 +480,7 @@ def test_9c_a_rebalance_cut_by_redis_emptied_while_stopped_is_resumed(world):
     demo.store.client.flushall()
     demo.product.start_one("pipeline")
     demo.product.start_one("executor")
-    demo.alerts.wait_for("StateStoreLost", since, 240)
+    world.wait_alert("StateStoreLost", since, 240)
     lost = [a for a in demo.alerts.records(since) if a["kind"] == "StateStoreLost"]
     assert len(lost) == 1 and "the plans that were running" in lost[0]["message"], lost
     world.wait("the new broker holds its share of replicas again",
@@ -542,7 +550,8 @@ def test_10b_a_flapping_broker_settles_without_an_alert_per_attempt(world):
     per_subject: dict[str, int] = {}
     for alert in failed:
         per_subject[alert["subject"]] = per_subject.get(alert["subject"], 0) + 1
-    assert all(count == 1 for count in per_subject.values()), failed
+    assert all(count == 1 for count in per_subject.values()), "\n".join(
+        f"{a['subject']}: {a['message']}" for a in failed)
     world.move_completes()
 
 
@@ -553,7 +562,7 @@ def test_11_a_broker_killed_mid_move_is_healed_and_the_move_completes(world):
     victim = next(b for b in world.live_brokers() if b not in target)
     demo.stack.stop_broker(victim, kill=True)
     world.wait_moved(tp, target)
-    demo.alerts.wait_for("BrokerFailed", since, 120)
+    world.wait_alert("BrokerFailed", since, 120)
 
     def healed() -> bool:
         good, total = demo.fully_replicated()

@@ -11,12 +11,14 @@ from handler_builders import (
     T0,
     alerts,
     assert_encodes,
+    broker_event,
     cluster_events,
     commands,
     partition_event,
     reassign,
     request,
     simple_cluster,
+    tick,
     topic_event,
 )
 
@@ -310,6 +312,39 @@ def test_each_step_carries_its_throttle_and_one_clear_follows_once_nothing_moves
     (later,) = commands(again, "ReassignmentStep")
     assert later["payload"][1]["throttle_sequence"] >= fields["throttle_sequence"], \
         "a step issued after the clear is not removed by it, whichever the executor reads first"
+
+
+def test_the_clear_names_the_live_brokers_and_a_down_one_is_cleared_when_it_is_back():
+    """Kafka serves a broker's configs on the broker: a ClearThrottle naming a down broker fails
+    as a whole (and leaves the topics' lists throttled; CI's flapping-broker test met it). The
+    clear names the live brokers and the partitions; the down broker is cleared once it is back;
+    a broker that left the cluster is dropped."""
+    policy = replace(POLICY, throttle_bytes_per_sec=10_000_000)
+    cluster = simple_cluster(6, {"t": (2, 3)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    first = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({A: (0, 1, 3)}, T0 + 1000, "r1"),)), policy)
+    assert commands(first, "ReassignmentStep")
+    two = cluster.broker(2)
+    done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1, log_dirs=())
+    ended = decide(first.state, BatchInputs(2, T0 + 2000, (broker_event(two, T0 + 2000, "FENCED"),
+                                                            partition_event(done_a, T0 + 2000))), policy)
+    (clear,) = commands(ended, "ClearThrottle")
+    assert clear["payload"][1]["broker_ids"] == [0, 1, 3]
+    assert [(p["topic"], p["partition"]) for p in clear["payload"][1]["partitions"]] == [("t", 0)]
+    assert [k for k in ended.state.open_alerts if k.startswith("Throttle:")] == [
+        compute_throttle_marker([2], [], 10_000_000)]
+    still = decide(ended.state, BatchInputs(3, T0 + 3000, requests=(tick(T0 + 3000),)), policy)
+    assert not commands(still, "ClearThrottle"), "broker 2 is still down: nothing to clear yet"
+    back = decide(still.state, BatchInputs(4, T0 + 4000, (broker_event(two, T0 + 4000, "UNFENCED"),)), policy)
+    (again,) = commands(back, "ClearThrottle")
+    assert (again["payload"][1]["broker_ids"], again["payload"][1]["partitions"]) == ([2], [])
+    assert not any(k.startswith("Throttle:") for k in back.state.open_alerts)
+    assert_encodes(back.outbox)
+    gone = ended.state.with_cluster(replace(ended.state.cluster, brokers=tuple(
+        b for b in ended.state.cluster.brokers if b.id != 2)))
+    left = decide(gone, BatchInputs(4, T0 + 4000, requests=(tick(T0 + 4000),)), policy)
+    assert not commands(left, "ClearThrottle"), "a broker that left the cluster holds nothing to clear"
+    assert not any(k.startswith("Throttle:") for k in left.state.open_alerts)
 
 
 def test_a_dead_broker_is_not_throttled():
