@@ -29,7 +29,8 @@ RULES:
   In mode observe, or paused (`reassignment.paused`), nothing starts.
 - THROTTLE: a broker whose moves carried a throttle is remembered (`LogDirThrottle:<broker>`);
   once none of its moves is in flight, a `ClearThrottle` with `log_dir_only` removes that one
-  rate (inter-broker throttles stay).
+  rate (inter-broker throttles stay); a down broker's waits until it is back (Kafka serves a
+  broker's configs on the broker), and one that left the cluster has none.
 - COMMAND RESULTS (`handle_log_dir_result`): a failed `LogDirMove` with a transient error waits
   for a slot again without an alert, while its commands number at most `step.retry.max`;
   otherwise the move is dropped with one `CommandFailed` (WARNING) naming what to do.
@@ -337,6 +338,12 @@ def _clear_throttles(context: BatchContext) -> None:
     for marker in sorted(k for k in context.state.open_alerts if k.startswith(THROTTLE_MARKER)):
         broker_id = int(marker[len(THROTTLE_MARKER):])
         if broker_id in moving:
+            continue
+        broker = context.state.cluster.broker(broker_id)
+        if broker is not None and not broker.alive:
+            continue  # its configs are served by the broker itself: cleared once it is back
+        if broker is None:  # it left the cluster: nothing to clear
+            context.close_alerts([marker])
             continue
         issue_throttle_command(context, "ClearThrottle", f"log-dir moves on broker {broker_id} are over",
                                {"broker_ids": [broker_id], "partitions": [], "log_dir_only": True})

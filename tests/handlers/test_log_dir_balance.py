@@ -165,6 +165,26 @@ def test_the_throttle_rides_on_the_move_and_is_cleared_for_that_rate_only():
     assert alerts(done, "LogDirsBalanced")
 
 
+def test_a_down_brokers_log_dir_throttle_is_cleared_once_it_is_back():
+    """Kafka serves a broker's configs on the broker: the clear waits until it is back."""
+    parts = partitions_in(["/a"] * 2)
+    driver = Driver(default_policy(logdir_throttle_bytes_per_sec=10**6))
+    decision = driver.decide(first_view(parts))
+    (moved_partition,) = [m[1] for m in moves_of(decision)]
+    moved = [replace(p, log_dirs=("/b", "/a"), leader_epoch=1) if p.partition == moved_partition else p
+             for p in parts]
+    one = Broker(1, rack="r1", log_dirs=(LogDir("/a"), LogDir("/b")))
+    events = [partition_event(p, driver.now_ms + 1000) for p in moved]
+    events += [dir_event(1, d, moved, driver.now_ms + 1000) for d in ("/a", "/b")]
+    done = driver.decide(events + [broker_event(one, driver.now_ms + 1000, "FENCED")])
+    assert alerts(done, "LogDirsBalanced") and not commands(done, "ClearThrottle"), "broker 1 is down"
+    assert not commands(driver.decide(), "ClearThrottle")
+    back = driver.decide([broker_event(one, driver.now_ms + 1000, "UNFENCED")])
+    (clear,) = commands(back, "ClearThrottle")
+    assert clear["payload"][1] == {"broker_ids": [1], "partitions": [], "log_dir_only": True}
+    assert not any(k.startswith("LogDirThrottle:") for k in driver.state.open_alerts)
+
+
 def test_a_failed_move_is_retried_while_transient_then_dropped():
     parts = partitions_in(["/a"] * 2)
     driver = Driver(default_policy(step_retry_max=1))
