@@ -5,8 +5,9 @@ RULE. A problem is a list of integer variables, each in `[lower, upper]`, linear
 the status (`optimal`, `feasible`: a solution the budget did not prove best, `infeasible`:
 proven that none exists, `unknown`: the budget ran out before either), the values of the best
 solution found, its objective, and `bound`: a proven lower bound on the objective of every
-solution (equal to the objective when optimal). All coefficients are integers, so the bound is
-rounded up to one.
+solution (equal to the objective when optimal), and `work`: the deterministic seconds spent, so
+that a caller solving several programs can share one budget among them. All coefficients are
+integers, so the bound is rounded up to one.
 
 BUDGET, NOT CLOCK. The search stops after `deterministic_seconds` of CP-SAT's deterministic
 time (a count of work, not the wall clock) on one worker with a fixed seed: the same problem
@@ -56,6 +57,7 @@ class IntegerSolution:
     objective: int | None
     bound: int | None  # proven: no solution has a smaller objective (None when infeasible)
     values: tuple[int, ...] = field(default=())
+    work: float = 0.0  # the deterministic seconds the search spent (the same for the same problem)
 
 
 def solve_integer_program(program: IntegerProgram, deterministic_seconds: float) -> IntegerSolution:
@@ -91,15 +93,16 @@ def solve_integer_program(program: IntegerProgram, deterministic_seconds: float)
         solver, xs, status = solve(symmetry=True)
     except IndexError:  # CP-SAT's symmetry detection on a hinted model (module docstring)
         solver, xs, status = solve(symmetry=False)
+    work = float(solver.deterministic_time)
     if status == cp_model.INFEASIBLE:
-        return IntegerSolution("infeasible", None, None)
+        return IntegerSolution("infeasible", None, None, work=work)
     bound = _round_up(solver.best_objective_bound)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         values = tuple(int(solver.value(x)) for x in xs)
         objective = sum(k * values[v] for v, k in zip(program.objective_variables, program.objective))
         return IntegerSolution("optimal" if status == cp_model.OPTIMAL else "feasible", objective,
-                               min(bound, objective), values)
-    return IntegerSolution("unknown", None, bound)
+                               min(bound, objective), values, work)
+    return IntegerSolution("unknown", None, bound, work=work)
 
 
 def _round_up(value: float) -> int:

@@ -361,6 +361,29 @@ def test_the_integer_program_door():
     assert solve_integer_program(infeasible, 1.0).status == "infeasible"
 
 
+def test_the_exact_models_solves_share_twice_one_solves_budget(monkeypatch):
+    """Regression: with a budget per solve and none shared, the seven solves of a cluster no plan
+    balances (CLOSEST) took 12 s of a pipeline batch for a broker added to 60 partitions. Every
+    solve is told here that it spent its whole budget: each gets at most `seconds`, all together
+    at most twice that, and the levels the budget did not reach leave the plan unproven."""
+    from planning.placement import bytes_exact
+
+    budgets = []
+
+    def spending(program, seconds):
+        budgets.append(seconds)
+        return replace(solve_integer_program(program, seconds), work=seconds)
+
+    monkeypatch.setattr(bytes_exact, "solve_integer_program", spending)
+    sizes = [10**9, 10, 20, 30, 40, 50, 60, 70]  # one replica far over any broker's band
+    cluster = Cluster(brokers=tuple(Broker(b, rack=f"r{b}") for b in range(4)), topics=(Topic("t", tuple(
+        PartitionState("t", n, (n % 4, (n + 1) % 4), size_bytes=size) for n, size in enumerate(sizes)), 1),))
+    plan = plan_bytes_balance(cluster, Tolerances(), Goal(heal=False, rebalance=True), exact_seconds=1.0)
+    assert "no plan meets every band" in plan.exact, plan.exact
+    assert budgets[:2] == [1.0, 1.0] and len(budgets) == 2, budgets
+    assert not plan.rack_violations and plan.bytes_moved_optimum is None
+
+
 def test_a_hinted_program_cp_sat_fails_on_is_solved():
     """Regression: CP-SAT 9.15's symmetry detection raised `IndexError: absl::btree_map::at` on
     this hinted model (four brokers' disk slack over three partitions, `bytes_exact` CLOSEST); the
