@@ -340,11 +340,11 @@ def _clear_throttles(context: BatchContext) -> None:
         if broker_id in moving:
             continue
         broker = context.state.cluster.broker(broker_id)
-        if broker is not None and not broker.alive:
-            continue  # its configs are served by the broker itself: cleared once it is back
         if broker is None:  # it left the cluster: nothing to clear
             context.close_alerts([marker])
             continue
+        if not broker.alive:
+            continue  # its configs are served by the broker itself: cleared once it is back
         issue_throttle_command(context, "ClearThrottle", f"log-dir moves on broker {broker_id} are over",
                                {"broker_ids": [broker_id], "partitions": [], "log_dir_only": True})
         context.close_alerts([marker])

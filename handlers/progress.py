@@ -239,7 +239,7 @@ def compute_leader_throttled(cluster: Cluster, tp: TopicPartition, adding) -> li
     current replicas it does not add (the added ones get the follower throttle)."""
     partition = cluster.partition(tp)
     current = partition.replicas if partition is not None else ()
-    return [b for b in current if b not in adding and (broker := cluster.broker(b)) is not None and broker.alive]
+    return [b for b in current if b not in adding and cluster.is_alive(b)]
 
 
 def handle_throttles(context: BatchContext, started: bool) -> None:
@@ -275,8 +275,9 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
         # A broker that is down can be neither read nor written (Kafka routes a broker's configs
         # to the broker itself), and one that left the cluster holds nothing: the clear names
         # the live ones, and the marker keeps the down ones until they are back.
-        down = [b for b in throttled["brokers"] if (broker := state.cluster.broker(b)) is not None and not broker.alive]
-        live = [b for b in throttled["brokers"] if b not in down and state.cluster.broker(b) is not None]
+        known = [b for b in throttled["brokers"] if state.cluster.broker(b) is not None]
+        live = [b for b in known if state.cluster.is_alive(b)]
+        down = [b for b in known if b not in live]
         if not live and not throttled["partitions"] and down:
             return  # only down brokers left to clear: wait until one is back
         context.close_alerts([marker])
@@ -309,7 +310,7 @@ def _restate_static_rate(context: BatchContext, brokers: Iterable[int],
     sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it
     cluster = context.state.cluster
     # A down broker's configs can be neither read nor written; the marker keeps it for the clear.
-    brokers = sorted(b for b in set(brokers) if (broker := cluster.broker(b)) is not None and broker.alive)
+    brokers = sorted(b for b in set(brokers) if cluster.is_alive(b))
     if not rate:
         issue_throttle_command(context, "ClearThrottle", "no throttle.bytes.per.sec any more",
                                {"broker_ids": brokers, "partitions": [], "throttle_sequence": sequence})

@@ -96,7 +96,7 @@ def compute_touched_brokers(context: BatchContext, flying: Mapping[TopicPartitio
         touched.update(record.in_flight.step.target)
         if partition is not None:
             touched.update(partition.replicas)
-    return {b for b in touched if (broker := cluster.broker(b)) is not None and broker.alive}
+    return {b for b in touched if cluster.is_alive(b)}
 
 
 def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, Reassignment]) -> None:

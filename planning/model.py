@@ -330,6 +330,11 @@ class Cluster:
     def broker(self, broker_id: int) -> Broker | None:
         return self.brokers_by_id.get(broker_id)
 
+    def is_alive(self, broker_id: int) -> bool:
+        """A known broker that is alive (an unknown one is not)."""
+        broker = self.brokers_by_id.get(broker_id)
+        return broker is not None and broker.alive
+
     def partition(self, tp: TopicPartition) -> PartitionState | None:
         return self.partitions_by_tp.get(tp)
 
