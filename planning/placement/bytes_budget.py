@@ -17,6 +17,11 @@ RULE (`plan_within_budget`). The disk tolerance is searched on a grid of thousan
    replicas, the replica-count and traffic bands, which the bound does not hold): then the
    next tolerance tried is the tightest whose bound is lower by what the plan overshot, at
    most `MAX_PLANS` plans in all, the last at 1. Step 2c (counts evened) spends only what the budget leaves.
+   The operator's own band (`tolerances.disk`, rounded in onto the grid) is never passed by:
+   when its bound is within the budget, it is planned before any wider band, besides the
+   `MAX_PLANS` (its plan fits whenever the plain plan does, yet step 1's share for 2c lifts its
+   bound above the aim when the budget is about the plain plan's bytes, and an overshoot's
+   step can jump over it).
 3. The plan kept is the tightest tried that moves at most the budget. When none does, the
    widest band's plan moves more than the budget (a drain, a heal or a rack repair alone moves
    more): it is kept and a warning says so; what must move is never cut.
@@ -27,14 +32,18 @@ only, no data) and the topic spread stay as set. The plan reports the disk toler
 (`BytesBalancePlan.disk_tolerance`) and the budget.
 
 INVARIANTS: the plan kept moves at most the budget whenever the plan at the widest band does;
+when the plan at the operator's band (on the grid) moves at most the budget, and so does that
+band's bound, the band kept is at most the operator's;
 it is the plan `plan_bytes_balance` makes at the reported tolerance (same cluster, same plan);
 a goal that does not rebalance is planned as it is (there is nothing to trade).
 
-Pure: no I/O, no clock; up to `MAX_PLANS` plans and one model for the bound.
+Pure: no I/O, no clock; up to `MAX_PLANS` plans (one more at the operator's band) and one model
+for the bound.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -47,7 +56,7 @@ from planning.placement.bytes_model import DiskBound, Tolerances, compute_disk_b
 __all__ = ["MAX_PLANS", "TIGHTEST", "compute_budget_tolerances", "plan_within_budget"]
 
 TIGHTEST = 0.01  # the tightest disk tolerance a budget buys: finer is noise for indivisible replicas
-MAX_PLANS = 4  # plans made at most, when the first overshoots its bound
+MAX_PLANS = 4  # plans made at most, when the first overshoots its bound (the operator's band's besides)
 _GRID = 1000  # tolerances in thousandths
 
 
@@ -92,16 +101,31 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
 
     # The band is sized for all but step 2c's share of the budget: the counts are evened within it.
     aim = budget - int(EVEN_COUNTS_SHARE * budget)
+    # The operator's own band, rounded in onto the grid (the inner round absorbs float noise).
+    own = min(_GRID, max(round(TIGHTEST * _GRID), math.floor(round(tolerances.disk * _GRID, 6))))
+    # Its plan fits whenever the plain plan does (the same plan when the count and bytes-in bands
+    # are no tighter; step 2c is capped by what the budget leaves), yet the search can pass it by:
+    # 2c's share lifts its bound above the aim when the budget is about the plain plan's bytes,
+    # and an overshoot's step can jump over it. So, when its bound is within the budget, it is
+    # planned before any wider band (besides `MAX_PLANS`): a budget never buys a looser band than
+    # the operator's when the operator's plan fits it.
+    own_open = bound_at(own) <= budget
     k = tightest(aim, round(TIGHTEST * _GRID))
     tried: list[tuple[int, BytesBalancePlan]] = []
-    for attempt in range(1, MAX_PLANS + 1):
+    attempts = 0
+    while True:
+        if own_open and k > own:
+            k = own
+        else:
+            attempts += 1
+        own_open = own_open and k < own  # once planned, not again
         plan = plan_bytes_balance(cluster, compute_budget_tolerances(tolerances, k / _GRID), goal,
                                   byte_budget=budget, **planner)
         tried.append((k, plan))
         if plan.bytes_moved <= budget or k == _GRID:
             break
         # The last attempt is the widest band: whether anything fits is then known.
-        k = _GRID if attempt == MAX_PLANS - 1 else tightest(bound_at(k) - (plan.bytes_moved - aim), k + 1)
+        k = _GRID if attempts == MAX_PLANS - 1 else tightest(bound_at(k) - (plan.bytes_moved - aim), k + 1)
     within = [(k, plan) for k, plan in tried if plan.bytes_moved <= budget]
     k, plan = min(within, key=lambda item: item[0]) if within else tried[-1]
     warnings = plan.warnings

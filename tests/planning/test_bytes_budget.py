@@ -9,7 +9,7 @@ import random
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from placement_checks import RACK_SHAPES, hard_constraint_violations
@@ -139,6 +139,11 @@ def test_a_budget_changes_nothing_for_a_goal_that_does_not_rebalance():
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10**6), new=st.integers(0, 2), share=st.floats(0.0, 3.0), drain=st.booleans())
+# A budget of exactly the plain plan's bytes keeps the operator's band (±10 %), which the search
+# passed by: step 2c's share put its bound above the aim (seed 0: ±10.1 % came back), or the first
+# plan overshot and the next step jumped over it (seed 1419: ±9.7 % overshot, ±10.4 % came back).
+@example(seed=0, new=0, share=1.0, drain=False)
+@example(seed=1419, new=1, share=1.0, drain=False)
 def test_a_budgeted_plan_keeps_every_rule_and_the_budget_whenever_the_widest_band_can(seed, new, share, drain):
     cluster = build(seed, old=rnd_old(seed), new=new, partitions=200)
     goal = Goal(heal=False, rebalance=True, drain_brokers=frozenset({1}) if drain else frozenset())
