@@ -10,7 +10,10 @@ THE ORDER (the code below follows it):
                   windows (`handlers.throttle`), a snapshot's
                   inventory reconciling what lost events left behind; events that cannot be
                   applied raise `BadEvent` too; the poll time of each partition viewed goes to
-                  its step in flight, if unseen (`handlers.external.handle_step_views`);
+                  its step in flight, if unseen (`handlers.external.handle_step_views`); at a
+                  snapshot, or when a broker is back, the cordons are reconciled
+                  (`handlers.cordons`) and failed throttle clears are marked to be asked again
+                  (`handlers.progress.handle_failed_clears`);
 3. command results → failures alert and may end a reassignment; a step applied keeps the time
                   the executor applied it (`handlers.results`);
 4. requests     → reassign, cancel, decommission, rebalance, approve, reject, recommission,
@@ -56,7 +59,7 @@ from handlers.external import handle_step_views
 from handlers.disk_pressure import handle_disk_pressure
 from handlers.log_dirs import handle_log_dir_balance, handle_log_dir_progress
 from handlers.policy import Policy
-from handlers.progress import handle_progress
+from handlers.progress import handle_failed_clears, handle_progress
 from handlers.proposals import handle_proposal_expiry
 from handlers.requests import handle_requests
 from handlers.results import handle_command_results
@@ -91,6 +94,7 @@ def decide(state: ControllerState, inputs: BatchInputs, policy: Policy) -> Decis
     if effects.kafka is not None and effects.kafka != context.state.kafka:
         context.state = context.state.with_changes(kafka=effects.kafka)
     handle_cordons_after_events(context, effects.kafka is not None, effects.came_up)
+    handle_failed_clears(context, effects.kafka is not None, effects.came_up)
     effects.rejected.extend(("CanarySample", key, why) for key, why in handle_canary_samples(
         context, effects.canary_samples))
     handle_rejected_events(context, effects)

@@ -30,7 +30,9 @@ RULES:
 - THROTTLE: a broker whose moves carried a throttle is remembered (`LogDirThrottle:<broker>`);
   once none of its moves is in flight, a `ClearThrottle` with `log_dir_only` removes that one
   rate (inter-broker throttles stay); a down broker's waits until it is back (Kafka serves a
-  broker's configs on the broker), and one that left the cluster has none.
+  broker's configs on the broker), and one that left the cluster has none. A clear whose result
+  says it failed marks its broker again at the next snapshot, or when the broker is back
+  (`handlers.progress.handle_failed_clears`), and is asked again under this same rule.
 - COMMAND RESULTS (`handle_log_dir_result`): a failed `LogDirMove` with a transient error waits
   for a slot again without an alert, while its commands number at most `step.retry.max`;
   otherwise the move is dropped with one `CommandFailed` (WARNING) naming what to do.
@@ -43,7 +45,7 @@ from typing import Any, Iterable, Mapping
 
 from handlers.context import BatchContext
 from handlers.outbox import INFO, WARNING, broker_subject, summarise, tp_key
-from handlers.throttle import issue_throttle_command
+from handlers.throttle import issue_tracked_clear
 from planning.model import Broker, Cluster, TopicPartition
 from planning.movement.log_dirs import (
     LogDirEnding,
@@ -345,6 +347,7 @@ def _clear_throttles(context: BatchContext) -> None:
             continue
         if not broker.alive:
             continue  # its configs are served by the broker itself: cleared once it is back
-        issue_throttle_command(context, "ClearThrottle", f"log-dir moves on broker {broker_id} are over",
-                               {"broker_ids": [broker_id], "partitions": [], "log_dir_only": True})
+        # Kept until its result: a failed one is asked again (`handlers.progress.handle_failed_clears`).
+        issue_tracked_clear(context, f"log-dir moves on broker {broker_id} are over",
+                            {"broker_ids": [broker_id], "partitions": [], "log_dir_only": True})
         context.close_alerts([marker])

@@ -53,6 +53,15 @@ ORDER (the code follows it):
    only the live brokers (one down broker would fail the whole command, and the topics' replica
    lists would stay throttled); the marker keeps the down ones, and each is cleared in the
    batch that sees it alive again (a broker that left the cluster is dropped: nothing to clear).
+   FAILED CLEARS: a CommandResult names its command, not what it clears, so the state keeps the
+   brokers and partitions of each such clear until its result (`handlers.throttle.
+   issue_tracked_clear`); when the result says it failed (a broker died between our view and the
+   command, an ACL...) they go back into the `Throttle:` marker, merged with any marker there, at
+   the next snapshot or when one of its brokers is back (`handle_failed_clears`, before the
+   batch's results), and this same rule clears them again once nothing is in flight, the live
+   brokers only — never at once, so a broker that keeps refusing is asked once a snapshot, not in
+   a loop of results (the cordons' retry, `handlers.cordons`). A failed SetThrottle, or the
+   restated rate's ClearThrottle, is not retried: the marker still names its brokers.
    The executor removes only what it set itself (others' throttles are preserved).
 
 SAFETY is the batch rule's (`planning.movement.batches`): never more steps in flight than
@@ -71,7 +80,15 @@ from handlers.context import BatchContext
 from handlers.external import handle_external_moves, report_interrupted
 from handlers.plan_ends import end_plan_member
 from handlers.policy import effective_limits
-from handlers.throttle import compute_step_rates, decide_throttles_now, issue_throttle_command, leave_adaptive
+from handlers.log_dirs import THROTTLE_MARKER as LOG_DIR_THROTTLE_MARKER
+from handlers.throttle import (
+    compute_step_rates,
+    decide_throttles_now,
+    issue_throttle_command,
+    issue_tracked_clear,
+    leave_adaptive,
+    take_failed_clears,
+)
 from handlers.waiting import compute_waiting
 from planning.model import Cluster, TopicPartition
 from planning.movement.reassignment import Reassignment, begin_cancel
@@ -281,14 +298,46 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
         if not live and not throttled["partitions"] and down:
             return  # only down brokers left to clear: wait until one is back
         context.close_alerts([marker])
-        if live or throttled["partitions"]:
-            issue_throttle_command(context, "ClearThrottle", "nothing moves any more",
-                                   {"broker_ids": live,
-                                    "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [],
-                                                    "follower_broker_ids": []} for t, p in throttled["partitions"]],
-                                    "throttle_sequence": context.state.command_sequence + 1})
+        if live or throttled["partitions"]:  # kept until its result: a failed one is asked again
+            issue_tracked_clear(context, "nothing moves any more",
+                                {"broker_ids": live,
+                                 "partitions": [{"topic": t, "partition": p, "leader_broker_ids": [],
+                                                 "follower_broker_ids": []} for t, p in throttled["partitions"]],
+                                 "throttle_sequence": context.state.command_sequence + 1})
         if down:
             context.open_alert(compute_throttle_marker(down, (), throttled.get("rate")))
+
+
+def handle_failed_clears(context: BatchContext, snapshot: bool, came_up: Iterable[int]) -> None:
+    """A ClearThrottle whose result said it failed (`handlers.throttle.note_clear_result`) cleared
+    nothing we can count on, and the throttles stay in force until someone clears them: at the
+    next snapshot, or when one of its brokers is back, what it was to clear goes back into its
+    marker — the movement's brokers and partitions merged into the `Throttle:` marker (its rate
+    kept; a partition whose topic is gone dropped: nothing to clear), a broker's log-dir rate
+    into its `LogDirThrottle:` marker — and the usual rule clears it again once nothing moves
+    there, the live brokers only. Called after the events, before the batch's results: a clear
+    that failed in this batch waits for the next snapshot, so a broker that keeps refusing is
+    asked once a snapshot, never in a loop of results."""
+    due = take_failed_clears(context, snapshot, came_up)
+    cluster = context.state.cluster
+    brokers: set[int] = set()
+    partitions: set[tuple[str, int]] = set()
+    for what in due:
+        if what.get("log_dir_only"):
+            for broker_id in what["brokers"]:
+                context.open_alert(f"{LOG_DIR_THROTTLE_MARKER}{broker_id}")
+            continue
+        brokers.update(what["brokers"])
+        partitions.update((t, p) for t, p in what["partitions"] if cluster.partition(TopicPartition(t, p)) is not None)
+    if not brokers and not partitions:
+        return
+    marker = next((k for k in sorted(context.state.open_alerts) if k.startswith(THROTTLE_MARKER)), None)
+    before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
+    merged = compute_throttle_marker(brokers | set(before["brokers"]),
+                                     partitions | {tuple(p) for p in before["partitions"]}, before.get("rate"))
+    if merged != marker:
+        context.close_alerts([marker] if marker else [])
+        context.open_alert(merged)
 
 
 def compute_throttle_marker(brokers: Iterable[int], partitions: Iterable[tuple[str, int]],

@@ -37,7 +37,13 @@ RULES:
 - A failed `ElectLeader` (other than `ELECTION_NOT_NEEDED`) raises `CommandFailed` (WARNING); the
   step waits, and stalls visibly if the leader never moves.
 - A failed throttle command raises `CommandFailed` (WARNING); so does a failed Cordon or
-  Uncordon (`handlers.cordons`), saying what it leaves and how to do it by hand.
+  Uncordon (`handlers.cordons`), saying what it leaves and how to do it by hand. A failed
+  ClearThrottle of a movement or of log-dir moves (`handlers.throttle.issue_tracked_clear`: the
+  state keeps what it clears until its result) is asked again: what it was to clear goes back
+  into its throttle marker at the next snapshot, or when one of its brokers is back
+  (`handlers.progress.handle_failed_clears`), and so is one the executor refused (expired while
+  it was away: it cleared nothing); an ok one is awaited no more. A failed SetThrottle
+  changes nothing (the steps' throttles stay, and the movement's clear removes them).
 - A failed `LogDirMove`: `handlers.log_dirs` (retried while transient, else dropped).
 - `STALE_EPOCH` failures are ignored: a newer pipeline instance owns the commands.
 - A command the executor refused as untrusted (`REFUSALS`) raises `CommandFailed` (ERROR)
@@ -63,6 +69,7 @@ from handlers.context import BatchContext
 from handlers.cordons import forget_failed_cordon
 from handlers.log_dirs import handle_log_dir_result
 from handlers.plan_ends import end_plan_member
+from handlers.throttle import note_clear_result
 from planning.movement.eta import add_finished_work, compute_finished_work
 from planning.model import TopicPartition
 from planning.movement.reassignment import confirm_cancel, fail_step, note_step_applied
@@ -121,6 +128,8 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
                 _confirm_cancel(context, result)
             elif result.get("command_kind") == "ReassignmentStep":
                 _note_applied(context, result)
+            elif result.get("command_kind") == "ClearThrottle":
+                note_clear_result(context, str(result.get("command_id", "")), ok=True)
             continue
         code = result.get("error_code") or "UNKNOWN_SERVER_ERROR"
         kind = str(result.get("command_kind", ""))
@@ -130,6 +139,8 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
                    "error_code": code, "step": result.get("step", 0)}
         if code in REFUSALS:  # a command no pipeline issued reached the executor
             said = result.get("message") or code
+            if kind == "ClearThrottle":  # ours expired unapplied (an executor long away): cleared nothing
+                note_clear_result(context, str(details["command_id"]), ok=False)
             context.outbox.alert("CommandFailed", ERROR, "commands",
                                  f"the executor refused {kind} {details['command_id']} ({code}): "
                                  f"{REFUSALS[code].format(epoch=result.get('epoch'))}. The executor said: {said}",
@@ -140,8 +151,11 @@ def handle_command_results(context: BatchContext, results: tuple[Mapping[str, An
             handle_log_dir_result(context, result, code, str(detail), code in RETRIED_STEP_ERRORS)
             continue
         if kind in ("SetThrottle", "ClearThrottle"):
+            again = kind == "ClearThrottle" and note_clear_result(context, str(details["command_id"]), ok=False)
             context.outbox.alert("CommandFailed", WARNING, "throttle",
-                                 f"{kind} failed: {detail}", details)
+                                 f"{kind} failed: {detail}" + (
+                                     "; asked again at the next snapshot (a down broker once it is back), "
+                                     "once nothing moves there" if again else ""), details)
             continue
         if kind in CORDON_REMEDIES:
             forget_failed_cordon(context, kind, str(result.get("command_id", "")))

@@ -39,11 +39,18 @@ static rate is restated to the steps in flight: one `SetThrottle` at `throttle_b
 or, with no static rate, one `ClearThrottle` of the brokers' rates alone). In observe mode
 nothing is issued (observe issues no command); the state forgets the adaptive rates either way.
 
+TRACKED CLEARS (`issue_tracked_clear`): the movement's ClearThrottle and a broker's log-dir
+one are the last trace of their throttles in the state, and a CommandResult names only its
+command; so what such a clear clears is kept (`CLEARING`) until its result, and one that failed
+(`CLEAR_FAILED`) is handed back to its marker to be asked again (`handlers.progress`, THROTTLES).
+
 Pure, as every handler: the batch's event time is the only clock.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
@@ -65,6 +72,13 @@ from planning.movement.throttle_control import (
 
 HOUR_MS = 3_600_000
 CANARY_MISSING = "CanaryMissing:"  # open-alert marker (DECISION 6)
+CLEARING = "ClearThrottle:"
+"""Open-alert marker of a tracked clear awaiting its result (`issue_tracked_clear`):
+`ClearThrottle:<n>:<what>`, n its command sequence (its id `throttle-<n>:0:ClearThrottle`), what
+the JSON of its brokers, partitions and `log_dir_only`."""
+CLEAR_FAILED = "ClearThrottleFailed:"
+"""The same, `ClearThrottleFailed:<n>:<what>`, once its result said it failed, until it is asked again."""
+CLEAR_ID = re.compile(r"^throttle-(\d+):0:ClearThrottle$")
 
 
 def handle_canary_samples(context: BatchContext, samples: Sequence[Mapping]) -> list[tuple[str, str]]:
@@ -180,6 +194,54 @@ def issue_throttle_command(context: BatchContext, kind: str, reason: str, fields
     """A SetThrottle or ClearThrottle, numbered by `command_sequence` (`throttle-<n>:0:<kind>`)."""
     sequence = context.next_command_sequence()
     context.outbox.command(f"throttle-{sequence}:0:{kind}", "throttle", None, 0, reason, kind, fields)
+
+
+def issue_tracked_clear(context: BatchContext, reason: str, fields: dict) -> None:
+    """A ClearThrottle of throttles nothing else in the state names once it is issued (the
+    movement's, `handlers.progress`; a broker's log-dir rate, `handlers.log_dirs`). A CommandResult
+    names its command only, so what it clears is kept (a `CLEARING` marker) until its result:
+    a failed one is not forgotten (`note_clear_result`, `take_failed_clears`)."""
+    sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it
+    issue_throttle_command(context, "ClearThrottle", reason, fields)
+    what = {"brokers": sorted(fields["broker_ids"]),
+            "partitions": sorted([p["topic"], p["partition"]] for p in fields.get("partitions") or ()),
+            "log_dir_only": bool(fields.get("log_dir_only"))}
+    context.open_alert(f"{CLEARING}{sequence}:{json.dumps(what, separators=(',', ':'))}")
+
+
+def note_clear_result(context: BatchContext, command_id: str, ok: bool) -> bool:
+    """A ClearThrottle's result: a tracked clear is awaited no more; one that failed is kept to be
+    asked again (`CLEAR_FAILED`). True when it was a tracked clear that failed."""
+    named = CLEAR_ID.match(command_id)
+    if named is None:
+        return False
+    awaited = f"{CLEARING}{named.group(1)}:"
+    marker = next((k for k in context.state.open_alerts if k.startswith(awaited)), None)
+    if marker is None:  # not tracked (a restated rate's clear: the marker still names its brokers), or a duplicate
+        return False
+    context.close_alerts([marker])
+    if ok:
+        return False
+    context.open_alert(CLEAR_FAILED + marker[len(CLEARING):])
+    return True
+
+
+def take_failed_clears(context: BatchContext, snapshot: bool, came_up: Iterable[int]) -> list[dict]:
+    """What the failed clears were to clear (brokers, partitions, `log_dir_only`), due to be asked
+    again: all of them in a batch that read a snapshot (one that says which Kafka runs, the
+    cordons' retry: `handlers.cordons`), else those naming a broker that came back; their markers
+    are closed. Not at once: a broker that refuses would loop."""
+    came_up = set(came_up)
+    if not snapshot and not came_up:
+        return []
+    due, taken = [], []
+    for marker in sorted(k for k in context.state.open_alerts if k.startswith(CLEAR_FAILED)):
+        what = json.loads(marker[len(CLEAR_FAILED):].split(":", 1)[1])
+        if snapshot or came_up.intersection(what["brokers"]):
+            due.append(what)
+            taken.append(marker)
+    context.close_alerts(taken)
+    return due
 
 
 def _describe(change: ThrottleChange) -> str:

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from handler_builders import T0, alerts, broker_event, commands, envelope, partition_event, request, topic_event
+from handler_builders import (
+    T0,
+    alerts,
+    broker_event,
+    commands,
+    envelope,
+    partition_event,
+    request,
+    snapshot_end,
+    topic_event,
+)
 
 from handlers.decide import decide
 from handlers.micro_batch import BatchInputs
@@ -183,6 +193,30 @@ def test_a_down_brokers_log_dir_throttle_is_cleared_once_it_is_back():
     (clear,) = commands(back, "ClearThrottle")
     assert clear["payload"][1] == {"broker_ids": [1], "partitions": [], "log_dir_only": True}
     assert not any(k.startswith("LogDirThrottle:") for k in driver.state.open_alerts)
+
+
+def test_a_failed_log_dir_clear_is_asked_again_at_the_next_snapshot():
+    """The executor could not remove the broker's log-dir rate: its marker comes back at the next
+    snapshot (not at once: a broker that refuses would loop), and the clear goes again."""
+    parts = partitions_in(["/a"] * 2)
+    driver = Driver(default_policy(logdir_throttle_bytes_per_sec=10**6))
+    decision = driver.decide(first_view(parts))
+    (moved_partition,) = [m[1] for m in moves_of(decision)]
+    moved = [replace(p, log_dirs=("/b", "/a"), leader_epoch=1) if p.partition == moved_partition else p
+             for p in parts]
+    events = [partition_event(p, driver.now_ms + 1000) for p in moved]
+    events += [dir_event(1, d, moved, driver.now_ms + 1000) for d in ("/a", "/b")]
+    (clear,) = commands(driver.decide(events), "ClearThrottle")
+    failed = {**envelope(f"res-{clear['id']}", driver.now_ms), "command_id": clear["id"],
+              "command_kind": "ClearThrottle", "epoch": 0, "reassignment_id": None, "step": 0, "ok": False,
+              "error_code": "KAFKA_TIMEOUT", "message": "KAFKA_TIMEOUT"}
+    answered = driver.decide(results=[failed])
+    assert alerts(answered, "CommandFailed") and not commands(answered, "ClearThrottle")
+    schema, record = snapshot_end(driver.state.cluster, driver.now_ms + 1000, "snap-2")
+    snapshot = (schema, {**record, "kafka_release": "4.1", "kafka_metadata_level": 27, "kafka_capabilities": []})
+    (again,) = commands(driver.decide([snapshot]), "ClearThrottle")
+    assert again["payload"][1] == {"broker_ids": [1], "partitions": [], "log_dir_only": True}
+    assert again["id"] != clear["id"]
 
 
 def test_a_failed_move_is_retried_while_transient_then_dropped():

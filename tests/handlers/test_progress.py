@@ -3,6 +3,7 @@ replays (SPEC 6, 7)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -18,6 +19,7 @@ from handler_builders import (
     reassign,
     request,
     simple_cluster,
+    snapshot_end,
     tick,
     topic_event,
 )
@@ -345,6 +347,131 @@ def test_the_clear_names_the_live_brokers_and_a_down_one_is_cleared_when_it_is_b
     left = decide(gone, BatchInputs(4, T0 + 4000, requests=(tick(T0 + 4000),)), policy)
     assert not commands(left, "ClearThrottle"), "a broker that left the cluster holds nothing to clear"
     assert not any(k.startswith("Throttle:") for k in left.state.open_alerts)
+
+
+def _throttled_movement_ended():
+    """t-0 (0,1,2) -> (0,1,3) throttled, done: its ClearThrottle over brokers 0-3 and t-0."""
+    policy = replace(POLICY, throttle_bytes_per_sec=10_000_000)
+    cluster = simple_cluster(6, {"t": (2, 3)})
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), policy).state
+    first = decide(state, BatchInputs(1, T0 + 1000, requests=(reassign({A: (0, 1, 3)}, T0 + 1000, "r1"),)), policy)
+    done_a = replace(cluster.partition(A), replicas=(0, 1, 3), isr=(0, 1, 3), leader=0, leader_epoch=1, log_dirs=())
+    ended = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(done_a, T0 + 2000),)), policy)
+    (clear,) = commands(ended, "ClearThrottle")
+    assert (clear["payload"][1]["broker_ids"], clear["payload"][1]["partitions"][0]["partition"]) == ([0, 1, 2, 3], 0)
+    return policy, cluster, ended, clear
+
+
+def _result(command: dict, at_ms: int, code: str | None = None) -> dict:
+    """The executor's CommandResult of a throttle command: ok, or failed with `code`."""
+    return {"schema_version": 1, "event_time": at_ms, "id": f"res-{command['id']}", "key": command["key"],
+            "command_id": command["id"], "command_kind": command["payload"][0], "epoch": command["epoch"],
+            "reassignment_id": None, "step": 0, "ok": code is None, "error_code": code,
+            "message": f"{code}: describe configs of broker 2" if code else ""}
+
+
+def _snapshot(cluster, at_ms: int, snapshot_id: str) -> tuple[str, dict]:
+    """A snapshot's END marker that says which Kafka runs (as the watcher writes it)."""
+    schema, record = snapshot_end(cluster, at_ms, snapshot_id)
+    return schema, {**record, "kafka_release": "4.1", "kafka_metadata_level": 27, "kafka_capabilities": []}
+
+
+def _throttle_markers(state) -> list[str]:
+    return sorted(k for k in state.open_alerts if k.startswith(("Throttle:", "ClearThrottle")))
+
+
+def test_a_failed_clear_is_asked_again_at_the_next_snapshot_once_nothing_moves():
+    """The executor could not apply the movement's ClearThrottle (a broker died between our view
+    and the command): the rates and the topics' lists stay set. A result names its command only,
+    so the state kept what the clear clears; at the next snapshot it goes back into the marker
+    and is cleared again — not at once, so a broker that keeps refusing is no loop."""
+    policy, cluster, ended, clear = _throttled_movement_ended()
+    failed = decide(ended.state, BatchInputs(3, T0 + 3000, command_results=(
+        _result(clear, T0 + 3000, "KAFKA_TIMEOUT"),)), policy)
+    (alert,) = alerts(failed, "CommandFailed")
+    assert not commands(failed, "ClearThrottle"), "not at once: a broker that refuses would loop"
+    quiet = decide(failed.state, BatchInputs(4, T0 + 4000, requests=(tick(T0 + 4000),)), policy)
+    assert not commands(quiet, "ClearThrottle")
+    again = decide(quiet.state, BatchInputs(5, T0 + 5000, (_snapshot(cluster, T0 + 5000, "snap-2"),)), policy)
+    (retry,) = commands(again, "ClearThrottle")
+    assert (retry["payload"][1]["broker_ids"], retry["payload"][1]["partitions"]) == (
+        clear["payload"][1]["broker_ids"], clear["payload"][1]["partitions"])
+    assert retry["payload"][1]["throttle_sequence"] > clear["payload"][1]["throttle_sequence"]
+    assert retry["id"] == f"throttle-{retry['payload'][1]['throttle_sequence']}:0:ClearThrottle"
+    assert_encodes(again.outbox)
+    assert alert["subject"] == "throttle" and "asked again at the next snapshot" in alert["message"]
+    ok = decide(again.state, BatchInputs(6, T0 + 6000, (_snapshot(cluster, T0 + 6000, "snap-3"),),
+                                         command_results=(_result(retry, T0 + 6000),)), policy)
+    assert not ok.outbox and not _throttle_markers(ok.state), "cleared: nothing left to ask"
+
+
+def test_a_clear_the_executor_refused_as_expired_is_asked_again_at_the_next_snapshot():
+    """An executor away longer than it remembers command ids refuses the clear unapplied
+    (COMMAND_EXPIRED): it cleared nothing, so it goes again as a failed one does."""
+    policy, cluster, ended, clear = _throttled_movement_ended()
+    refused = decide(ended.state, BatchInputs(3, T0 + 3000, command_results=(
+        _result(clear, T0 + 3000, "COMMAND_EXPIRED"),)), policy)
+    (alert,) = alerts(refused, "CommandFailed")
+    assert alert["severity"] == "ERROR" and not commands(refused, "ClearThrottle")
+    again = decide(refused.state, BatchInputs(4, T0 + 4000, (_snapshot(cluster, T0 + 4000, "snap-2"),)), policy)
+    (retry,) = commands(again, "ClearThrottle")
+    assert retry["payload"][1]["broker_ids"] == clear["payload"][1]["broker_ids"]
+
+
+def test_an_ok_clear_or_a_failed_set_throttle_asks_for_no_clear():
+    """A clear that succeeds changes nothing (nothing more is asked); a failed SetThrottle is not
+    turned into a clear (the marker of its steps still names the brokers)."""
+    policy, cluster, ended, clear = _throttled_movement_ended()
+    set_throttle = {**clear, "id": "throttle-1:0:SetThrottle", "payload": ("SetThrottle", {})}
+    results = (_result(clear, T0 + 3000), _result(set_throttle, T0 + 3000, "KAFKA_TIMEOUT"))
+    answered = decide(ended.state, BatchInputs(3, T0 + 3000, command_results=results), policy)
+    (alert,) = alerts(answered, "CommandFailed")
+    assert alert["message"] == "SetThrottle failed: KAFKA_TIMEOUT: describe configs of broker 2"
+    assert not commands(answered) and not _throttle_markers(answered.state)
+    later = decide(answered.state, BatchInputs(4, T0 + 4000, (_snapshot(cluster, T0 + 4000, "snap-2"),)), policy)
+    assert not commands(later, "ClearThrottle")
+
+
+def test_a_failed_clear_waits_for_a_down_broker_and_goes_again_when_one_of_its_brokers_is_back():
+    """Between snapshots, a broker of the failed clear coming back asks it again; the clear names
+    the live brokers only, and a broker still down waits in the marker (the down-broker rule)."""
+    policy, cluster, ended, clear = _throttled_movement_ended()
+    two, three = cluster.broker(2), cluster.broker(3)
+    failed = decide(ended.state, BatchInputs(3, T0 + 3000, (broker_event(two, T0 + 3000, "FENCED"),
+                                                            broker_event(three, T0 + 3000, "FENCED")),
+                                             command_results=(_result(clear, T0 + 3000, "KAFKA_TIMEOUT"),)), policy)
+    assert not commands(failed, "ClearThrottle")
+    back = decide(failed.state, BatchInputs(4, T0 + 4000, (broker_event(three, T0 + 4000, "UNFENCED"),)), policy)
+    (retry,) = commands(back, "ClearThrottle")
+    assert (retry["payload"][1]["broker_ids"], [p["partition"] for p in retry["payload"][1]["partitions"]]) == (
+        [0, 1, 3], [0])
+    assert [k for k in back.state.open_alerts if k.startswith("Throttle:")] == [compute_throttle_marker([2], [])]
+    last = decide(back.state, BatchInputs(5, T0 + 5000, (broker_event(two, T0 + 5000, "UNFENCED"),)), policy)
+    (rest,) = commands(last, "ClearThrottle")
+    assert (rest["payload"][1]["broker_ids"], rest["payload"][1]["partitions"]) == ([2], [])
+
+
+def test_a_failed_clear_joins_the_marker_of_a_movement_in_flight_and_goes_with_its_clear():
+    """A clear issued while steps fly would take their throttles away: the failed clear's brokers
+    and partitions join the marker of the movement in flight, and one clear covers both when it
+    ends."""
+    policy, cluster, ended, clear = _throttled_movement_ended()
+    failed = decide(ended.state, BatchInputs(3, T0 + 3000, requests=(reassign({B: (4, 5, 1)}, T0 + 3000, "r2"),),
+                                             command_results=(_result(clear, T0 + 3000, "KAFKA_TIMEOUT"),)), policy)
+    assert commands(failed, "ReassignmentStep") and not commands(failed, "ClearThrottle")
+    moving_b = replace(cluster.partition(B), replicas=(4, 1, 2, 3), adding=(4,), leader_epoch=1, log_dirs=())
+    flying = decide(failed.state, BatchInputs(4, T0 + 4000, (partition_event(moving_b, T0 + 4000),
+                                                             _snapshot(cluster, T0 + 4000, "snap-2"))), policy)
+    assert not commands(flying, "ClearThrottle"), "t-1 still moves"
+    (marker,) = [k for k in flying.state.open_alerts if k.startswith("Throttle:")]
+    assert ["t", 0] in json.loads(marker[len("Throttle:"):])["partitions"]
+    cancel = request("Cancel", {"topic": "t", "partition": 1, "keep": True}, T0 + 5000, "c1")
+    state = decide(flying.state, BatchInputs(5, T0 + 5000, requests=(cancel,)), policy).state
+    back = replace(cluster.partition(B), leader_epoch=2)
+    last = decide(state, BatchInputs(6, T0 + 6000, (partition_event(back, T0 + 6000),)), policy)
+    (together,) = commands(last, "ClearThrottle")
+    assert sorted(p["partition"] for p in together["payload"][1]["partitions"]) == [0, 1]
+    assert set(together["payload"][1]["broker_ids"]) >= {0, 1, 2, 3, 4}
 
 
 def test_a_dead_broker_is_not_throttled():
