@@ -24,8 +24,13 @@ The product's decisions are the handlers' (`decide`, as every pipeline batch run
 0.5 s, applied by the real executor (`reassigner.dev.harness.handlers_loop.HandlersLoop`;
 Spark's micro-batching left out). P and B are `--moves` in every mode, so only the throttle
 differs. Before each idle period the bench waits until Kafka has deleted the logs the last run
-left (the moved replicas, its topic: a minute after, by file.delete.delay.ms), then syncs the
-page cache, so that neither lands in the baseline; each run's topic is deleted after it.
+left (the moved replicas, its topic: a minute after, by file.delete.delay.ms), syncs the page
+cache, then waits until the disk has been quiet for 3 s (the deletions' discards and the sync's
+writes go on after the calls return), so that none of it lands in the baseline; each run's
+topic is deleted after it. The product's log-dir balance is off (`logdir.imbalance.threshold`
+1.0): its moves between a broker's dirs are a movement of their own, which landed in the idle
+periods of every run after the first. Each run's loop decides for 5 s before its idle period:
+its start stalled the clients for a moment.
 
 For each run: the movement's duration (the Reassign to the last step's result), the producers'
 p50 / p99 over the `--idle` seconds before it and during it, the ISR shrinks of the load topic
@@ -61,7 +66,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SLO_FACTOR, SLO_CEILING_MS = 2.0, 500.0  # the adaptive throttle's defaults (throttle_slo_*)
 DECIDE_SECONDS = 0.5
+WARM_UP_SECONDS = 5.0  # each run's loop decides this long before its idle period begins
 LOAD_TOPIC = "bench-load"
+# A quiet second of the disk under the stack (`wait_for_quiet_disk`). The clients write about
+# 0.4 MB/s, busy the disk 4-20 ms a second, and ext4 discards about 70 kB/s of freed blocks; a
+# deletion's discards are gigabytes, the sync's writes hundreds of megabytes.
+QUIET_DISK = {"written": 4 * 2**20, "busy_ms": 100, "discarded": 2**20}
 
 
 class LoadProducer:
@@ -201,6 +211,7 @@ class Run:
     rates: list[str] = field(default_factory=list)
     load_errors: int = 0
     canary: str = ""  # adaptive: the canary's baselines and its p99 per window while moving
+    settled: float = 0.0  # seconds waited for a quiet disk before the idle period
 
     def ratio(self, baseline: float | None = None) -> float:
         """The p99 moving over `baseline` (the run's own idle p99 when None)."""
@@ -273,7 +284,13 @@ def main() -> None:
           f"{arguments.rounds} round(s)", flush=True)
 
     def policy_for(mode: str):
-        common = dict(max_partition_movements=arguments.moves, max_movements_per_broker=arguments.moves,
+        # No log-dir balance: Kafka places each new topic's partitions over a broker's dirs by
+        # count, so from the second run on broker 1's dirs were off their share and the product
+        # moved 500 MB partitions between them, unthrottled (`logdir.throttle` unset), in the
+        # idle period: 0.9 GB written in 2 s, the clients at 350-580 ms. That is a movement of
+        # its own, not the one measured here.
+        common = dict(logdir_imbalance_threshold=1.0,
+                      max_partition_movements=arguments.moves, max_movements_per_broker=arguments.moves,
                       canary_window_seconds=arguments.window, canary_interval_seconds=arguments.window / arguments.probes,
                       throttle_hold_seconds=arguments.window)
         if mode == "unthrottled":
@@ -314,6 +331,35 @@ def main() -> None:
                 raise TimeoutError(f"Kafka deleted no old logs within {timeout:.0f} s")
             time.sleep(1)
 
+    def wait_for_quiet_disk(quiet_seconds: int = 3, timeout: float = 180.0) -> float:
+        """Until the disk holding the stack's dirs has been quiet for `quiet_seconds` in a row
+        (`QUIET_DISK`: the clients' own writes only, no discards); the seconds waited. Kafka's
+        deletions end in discards of gigabytes (this machine's root is mounted with `discard`)
+        and the sync in a burst of writes, both for seconds after the calls return: they put
+        every idle p99 of session 40 at 254-796 ms (BENCHMARKS.md). Linux only; elsewhere 0."""
+        device = os.stat(work).st_dev
+        stat = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}/stat")
+        if not stat.exists():
+            return 0.0
+
+        def counters() -> tuple[int, int, int]:
+            fields = [int(f) for f in stat.read_text().split()]
+            # write sectors, busy ms, discard sectors (absent before Linux 4.18)
+            return fields[6], fields[9], fields[13] if len(fields) > 13 else 0
+
+        started, quiet, before = time.monotonic(), 0, counters()
+        while quiet < quiet_seconds:
+            if time.monotonic() > started + timeout:
+                print(f"  the disk was not quiet within {timeout:.0f} s; measuring anyway", flush=True)
+                break
+            time.sleep(1)
+            now = counters()
+            written, busy, discarded = (b - a for a, b in zip(before, now))
+            calm = written * 512 <= QUIET_DISK["written"] and busy <= QUIET_DISK["busy_ms"] \
+                and discarded * 512 <= QUIET_DISK["discarded"]
+            quiet, before = (quiet + 1 if calm else 0), now
+        return time.monotonic() - started
+
     def run(mode: str, load: LoadProducer, number: int, buffer: "SampleBuffer") -> Run:
         topic = f"bench-move-{number}-{uuid.uuid4().hex[:6]}"
         create_topics(bootstrap, {topic: arguments.partitions}, 1,
@@ -323,11 +369,13 @@ def main() -> None:
         # (file.delete.delay.ms: 2 GB that would land in this run's idle period), and the kernel
         # writes the bulk data back for a while after Kafka acknowledged it (without the sync,
         # idle p99s of 58-869 ms against 5-25): both done before the idle period. (Idle p99s of
-        # 154-725 ms remained on 2026-11-29: BENCHMARKS.md.)
+        # 154-725 ms remained on 2026-11-29: the deletions' discards and the sync's writes go on
+        # after the calls return; hence the wait for a quiet disk.)
         wait_for_deletions()
         os.sync()
+        settled = wait_for_quiet_disk()
         chosen, policy = policy_for(mode)
-        result = Run(mode)
+        result = Run(mode, settled=settled)
         buffer.drain()  # windows from before this run: not this loop's
         adaptive = mode == "adaptive"
         with HandlersLoop(bootstrap, state.redis_url, policy) as loop:
@@ -335,6 +383,12 @@ def main() -> None:
                 events = buffer.drain()
                 return events if adaptive else []
 
+            # The loop's start (its clients and first reads; Kafka's controller busy a moment) put
+            # 200-270 ms on the clients within its first seconds: decided through, not measured.
+            warm_until = time.monotonic() + WARM_UP_SECONDS
+            while time.monotonic() < warm_until:
+                loop.decide(events=windows())
+                time.sleep(DECIDE_SECONDS)
             idle_start = time.monotonic()
             while time.monotonic() < idle_start + arguments.idle:
                 loop.decide(events=windows())
@@ -397,7 +451,7 @@ def main() -> None:
                     print(f"  round {round_number + 1}, {mode}: {result.seconds:.1f} s, producers p50/p99 "
                           f"{result.idle[0]:.1f}/{result.idle[1]:.1f} ms idle -> {result.moving[0]:.1f}/"
                           f"{result.moving[1]:.1f} ms moving (p99 x{result.ratio():.1f} its own idle p99), "
-                          f"{result.isr_shrinks} ISR shrinks outside"
+                          f"{result.isr_shrinks} ISR shrinks outside (disk quiet after {result.settled:.0f} s)"
                           + (f", {result.rate_changes} rate changes (MB/s per broker: {' | '.join(result.rates)})\n"
                              f"      {result.canary}" if mode == "adaptive" else ""), flush=True)
             stop.set()
