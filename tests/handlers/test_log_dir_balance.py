@@ -159,16 +159,21 @@ def test_the_tools_json_with_log_dirs_for_the_same_replicas_is_an_intra_broker_m
     assert not driver.state.log_dir_moves
 
 
+def _move_done(driver: Driver, parts, decision) -> list:
+    """The events that show the decision's one log-dir move done: the replica in /b, both dirs told."""
+    (moved_partition,) = [m[1] for m in moves_of(decision)]
+    moved = [replace(p, log_dirs=("/b", "/a"), leader_epoch=1) if p.partition == moved_partition else p
+             for p in parts]
+    events = [partition_event(p, driver.now_ms + 1000) for p in moved]
+    return events + [dir_event(1, d, moved, driver.now_ms + 1000) for d in ("/a", "/b")]
+
+
 def test_the_throttle_rides_on_the_move_and_is_cleared_for_that_rate_only():
     parts = partitions_in(["/a"] * 2)
     driver = Driver(default_policy(logdir_throttle_bytes_per_sec=10**6))
     decision = driver.decide(first_view(parts))
     assert [c["payload"][1]["throttle_bytes_per_sec"] for c in commands(decision, "LogDirMove")] == [10**6]
-    (moved_partition,) = [m[1] for m in moves_of(decision)]
-    moved = [replace(p, log_dirs=("/b", "/a"), leader_epoch=1) if p.partition == moved_partition else p
-             for p in parts]
-    events = [partition_event(p, driver.now_ms + 1000) for p in moved]
-    events += [dir_event(1, d, moved, driver.now_ms + 1000) for d in ("/a", "/b")]
+    events = _move_done(driver, parts, decision)
     done = driver.decide(events)
     (clear,) = commands(done, "ClearThrottle")
     assert clear["payload"][1] == {"broker_ids": [1], "partitions": [], "log_dir_only": True}
@@ -180,12 +185,8 @@ def test_a_down_brokers_log_dir_throttle_is_cleared_once_it_is_back():
     parts = partitions_in(["/a"] * 2)
     driver = Driver(default_policy(logdir_throttle_bytes_per_sec=10**6))
     decision = driver.decide(first_view(parts))
-    (moved_partition,) = [m[1] for m in moves_of(decision)]
-    moved = [replace(p, log_dirs=("/b", "/a"), leader_epoch=1) if p.partition == moved_partition else p
-             for p in parts]
     one = Broker(1, rack="r1", log_dirs=(LogDir("/a"), LogDir("/b")))
-    events = [partition_event(p, driver.now_ms + 1000) for p in moved]
-    events += [dir_event(1, d, moved, driver.now_ms + 1000) for d in ("/a", "/b")]
+    events = _move_done(driver, parts, decision)
     done = driver.decide(events + [broker_event(one, driver.now_ms + 1000, "FENCED")])
     assert alerts(done, "LogDirsBalanced") and not commands(done, "ClearThrottle"), "broker 1 is down"
     assert not commands(driver.decide(), "ClearThrottle")
@@ -201,11 +202,7 @@ def test_a_failed_log_dir_clear_is_asked_again_at_the_next_snapshot():
     parts = partitions_in(["/a"] * 2)
     driver = Driver(default_policy(logdir_throttle_bytes_per_sec=10**6))
     decision = driver.decide(first_view(parts))
-    (moved_partition,) = [m[1] for m in moves_of(decision)]
-    moved = [replace(p, log_dirs=("/b", "/a"), leader_epoch=1) if p.partition == moved_partition else p
-             for p in parts]
-    events = [partition_event(p, driver.now_ms + 1000) for p in moved]
-    events += [dir_event(1, d, moved, driver.now_ms + 1000) for d in ("/a", "/b")]
+    events = _move_done(driver, parts, decision)
     (clear,) = commands(driver.decide(events), "ClearThrottle")
     failed = {**envelope(f"res-{clear['id']}", driver.now_ms), "command_id": clear["id"],
               "command_kind": "ClearThrottle", "epoch": 0, "reassignment_id": None, "step": 0, "ok": False,
