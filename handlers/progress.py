@@ -264,11 +264,10 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
     in flight when it changed; ClearThrottle once none is in flight. Not in observe mode (it
     issues nothing): the marker keeps the rate the brokers were given until a pipeline in auto."""
     state = context.state
-    marker = next((k for k in sorted(state.open_alerts) if k.startswith(THROTTLE_MARKER)), None)
+    marker, before = _read_throttle_marker(context)
     flying = {tp: r.in_flight.step for tp, r in state.compute_records_in_flight().items()}
     adaptive = context.policy.throttle_mode == "adaptive"
     rate = "adaptive" if adaptive else context.policy.throttle_bytes_per_sec or 0  # what the marker records
-    before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
     changed = marker is not None and bool(flying) and before.get("rate", rate) != rate
     if (started and rate) or changed:
         brokers = set(before["brokers"])
@@ -276,17 +275,14 @@ def handle_throttles(context: BatchContext, started: bool) -> None:
             brokers |= set(state.cluster.partition(tp).replicas) | set(step.target)
         if changed and not adaptive:
             _restate_static_rate(context, brokers, flying, rate)
-        new_marker = compute_throttle_marker(brokers, {(tp.topic, tp.partition) for tp in flying}
-                                             | {tuple(tp) for tp in before["partitions"]}, rate)
-        if new_marker != marker:
-            context.close_alerts([marker] if marker else [])
-            context.open_alert(new_marker)
+        _replace_throttle_marker(context, marker, compute_throttle_marker(
+            brokers, {(tp.topic, tp.partition) for tp in flying} | {tuple(tp) for tp in before["partitions"]}, rate))
     elif started and marker is None:
         # An unthrottled movement is marked too (nothing throttled, rate 0), so that a rate set
         # while its steps fly reaches them (`changed`) rather than only the steps started later.
         context.open_alert(compute_throttle_marker((), (), 0))
     elif marker is not None and not flying:
-        throttled = json.loads(marker[len(THROTTLE_MARKER):])
+        throttled = before
         if any(TopicPartition(t, p) in state.external_moves for t, p in throttled["partitions"]):
             return  # Kafka still moves one: a step of ours whose record a lost state store took
         # A broker that is down can be neither read nor written (Kafka routes a broker's configs
@@ -331,13 +327,21 @@ def handle_failed_clears(context: BatchContext, snapshot: bool, came_up: Iterabl
         partitions.update((t, p) for t, p in what["partitions"] if cluster.partition(TopicPartition(t, p)) is not None)
     if not brokers and not partitions:
         return
+    marker, before = _read_throttle_marker(context)
+    _replace_throttle_marker(context, marker, compute_throttle_marker(
+        brokers | set(before["brokers"]), partitions | {tuple(p) for p in before["partitions"]}, before.get("rate")))
+
+
+def _read_throttle_marker(context: BatchContext) -> tuple[str | None, dict]:
+    """The `Throttle:` marker, if any, and what it names (no brokers, no partitions without one)."""
     marker = next((k for k in sorted(context.state.open_alerts) if k.startswith(THROTTLE_MARKER)), None)
-    before = json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
-    merged = compute_throttle_marker(brokers | set(before["brokers"]),
-                                     partitions | {tuple(p) for p in before["partitions"]}, before.get("rate"))
-    if merged != marker:
+    return marker, json.loads(marker[len(THROTTLE_MARKER):]) if marker else {"brokers": [], "partitions": []}
+
+
+def _replace_throttle_marker(context: BatchContext, marker: str | None, new_marker: str) -> None:
+    if new_marker != marker:
         context.close_alerts([marker] if marker else [])
-        context.open_alert(merged)
+        context.open_alert(new_marker)
 
 
 def compute_throttle_marker(brokers: Iterable[int], partitions: Iterable[tuple[str, int]],
