@@ -134,7 +134,8 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
             saturated=is_saturated(copying.get(broker, 0.0), before),
             probe_errors=fresh.errors if fresh is not None else 0,
             probe_attempts=fresh.samples + fresh.errors if fresh is not None else 0,
-            copy_rate=copying.get(broker), moves_in_flight=moving[broker])
+            copy_rate=copying.get(broker), moves_in_flight=moving[broker],
+            earlier_p99s=fresh.earlier_p99s if fresh is not None else ())
     decision = decide_throttles(previous, touched, signals, bounds, now_ms, hour=(now_ms // HOUR_MS) % 24)
     _note_missing_canary(context, sorted(b for b in touched if b not in state.canary))
     changes = [c for c in decision.changes if c.rate_before is not None]

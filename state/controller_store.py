@@ -255,7 +255,7 @@ class ControllerStore:
             kafka=kafka_facts_from_storage(meta_json("kafka", None)),
             cordoned=cordoned_from_storage(meta_json("cordoned", {})),
             isr_shrinks=isr_shrinks_from_storage(meta_json("isr_shrinks", {})),
-            canary=canary_from_storage(meta_json("canary", {})),
+            canary=canary_from_storage(meta_json("canary", {}), meta_json("canary_recent", {})),
             throttles=throttles_from_storage(meta_json("throttles", {})),
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
                                                        for f, v in raw["logdir_moves"].items())},

@@ -275,6 +275,8 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "isr_shrinks": json.dumps({str(b): [list(bucket) for bucket in buckets]
                                    for b, buckets in sorted(state.isr_shrinks.items())}),
         "canary": json.dumps({str(b): canary_reading_to_storage(r) for b, r in sorted(state.canary.items())}),
+        "canary_recent": json.dumps({str(b): list(r.earlier_p99s) for b, r in sorted(state.canary.items())
+                                     if r.earlier_p99s}),
         "throttles": json.dumps({str(b): [t.rate, t.moves, t.changed_ms, t.reason]
                                  for b, t in sorted(state.throttles.items())}),
     }
@@ -285,12 +287,15 @@ def canary_reading_to_storage(reading: CanaryReading) -> list:
             reading.p99_ms, reading.end_to_end_p99_ms, list(reading.idle_p99s), reading.baseline_ms]
 
 
-def canary_from_storage(stored: dict) -> dict[int, CanaryReading]:
-    """The stored `ControllerState.canary` ({} for a state written before it was kept)."""
+def canary_from_storage(stored: dict, recent: dict) -> dict[int, CanaryReading]:
+    """The stored `ControllerState.canary` ({} for a state written before it was kept) and the
+    readings' earlier p99s (`recent`, a key of their own that a reader of the previous version
+    ignores: it unpacked each reading into exactly ten entries; none for a state written before)."""
     readings = {}
     for broker, (at_ms, window_ms, partition, samples, errors, p50, p99, end_to_end, idle, baseline) in stored.items():
+        earlier = tuple(None if v is None else float(v) for v in recent.get(broker, ()))
         readings[int(broker)] = CanaryReading(int(at_ms), int(window_ms), int(partition), int(samples), int(errors),
-                                              p50, p99, end_to_end, tuple(float(v) for v in idle), baseline)
+                                              p50, p99, end_to_end, tuple(float(v) for v in idle), baseline, earlier)
     return readings
 
 

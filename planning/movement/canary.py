@@ -24,9 +24,12 @@ the clients see without the product), so the SLO (`throttle_control`, HEALTH) co
 like.
 
 READING (`add_canary_window`): the pipeline keeps, per broker, the newest CanarySample the
-watcher published (a window's percentiles) and the baseline it feeds; a sample no newer than the
-one kept changes nothing (a replay after a crash). Whether the window is idle is the caller's to
-say (nothing moved). `compute_fresh_reading` forgets a reading older than `STALE_WINDOWS`
+watcher published (a window's percentiles), the p99s of the `RECENT_WINDOWS - 1` windows before it
+(`earlier_p99s`, oldest first: the throttle cuts on a run of hurt windows, not on one, HEALTH
+there) and the baseline it feeds; a sample no newer than the one kept changes nothing (a replay
+after a crash), and one that follows a gap of more than `STALE_WINDOWS` windows starts the
+earlier p99s afresh (they are no longer the windows just before). Whether the window is idle is
+the caller's to say (nothing moved). `compute_fresh_reading` forgets a reading older than `STALE_WINDOWS`
 windows (its p99 and its probes' errors alike).
 
 Pure: values in, fresh values out; ties by ids.
@@ -43,6 +46,7 @@ from planning.model import Broker
 
 MIN_SAMPLES = 20
 BASELINE_WINDOWS = 10
+RECENT_WINDOWS = 3  # the newest window and the ones before it that a reading keeps (READING)
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,7 @@ class CanaryReading:
     end_to_end_p99_ms: float | None
     idle_p99s: tuple[float, ...] = ()
     baseline_ms: float | None = None
+    earlier_p99s: tuple[float | None, ...] = ()  # the windows just before the newest, oldest first
 
 
 def _latency(value: object) -> float | None:
@@ -199,8 +204,11 @@ def add_canary_window(previous: CanaryReading | None, sample: Mapping[str, objec
     if previous is not None and at_ms <= previous.at_ms:
         return previous
     idle, baseline = update_baseline(previous.idle_p99s if previous is not None else (), p99, moving)
+    earlier: tuple[float | None, ...] = ()
+    if previous is not None and at_ms - previous.at_ms <= STALE_WINDOWS * window_ms:
+        earlier = (previous.earlier_p99s + (previous.p99_ms,))[-(RECENT_WINDOWS - 1):]
     return CanaryReading(at_ms, window_ms, int(sample["partition"]), samples, errors,  # type: ignore[call-overload]
-                         p50, p99, end_to_end, idle, baseline)
+                         p50, p99, end_to_end, idle, baseline, earlier)
 
 
 def compute_fresh_reading(reading: CanaryReading | None, now_ms: int) -> CanaryReading | None:

@@ -28,6 +28,11 @@ def canary(broker: int, at_ms: int, p99: float | None, samples: int = 60, errors
                              "end_to_end_p50_ms": None, "end_to_end_p99_ms": None})
 
 
+def hurt(broker: int, at_ms: int, p99: float) -> tuple[tuple[str, dict], ...]:
+    """Two windows of `broker` over its SLO, ending at `at_ms`: one alone holds the rate (HEALTH)."""
+    return canary(broker, at_ms - WINDOW_MS, p99), canary(broker, at_ms, p99)
+
+
 def set_config(key: str, value: str, at_ms: int, request_id: str) -> dict:
     return request("SetConfig", {"key": key, "value": value}, at_ms, request_id)
 
@@ -79,9 +84,15 @@ def test_a_broker_whose_canary_leaves_its_slo_is_slowed_by_a_set_throttle_number
     policy = default_policy()
     cluster, decision, at = started(policy)
     state = decision.state
-    later = at + 31_000  # past the hold
+    first = at + 1_000
+    events = (canary(2, first, 45.0), canary(0, first, 12.0), canary(1, first, 11.0))
+    held = decide(state, BatchInputs(5, first, events), policy)
+    assert not commands(held, "SetThrottle"), "one window over the SLO holds the rate"
+    state = held.state
+    assert state.throttles[2].rate == 4_000_000
+    later = first + WINDOW_MS  # the next window, past the hold
     events = (canary(2, later, 45.0), canary(0, later, 12.0), canary(1, later, 11.0))
-    slowed = decide(state, BatchInputs(5, later, events), policy)
+    slowed = decide(state, BatchInputs(6, later, events), policy)
     assert_encodes(slowed.outbox)
     sets = commands(slowed, "SetThrottle")
     assert len(sets) == 1, sets
@@ -93,9 +104,9 @@ def test_a_broker_whose_canary_leaves_its_slo_is_slowed_by_a_set_throttle_number
     assert slowed.state.throttles[0].rate == 4_000_000, "a healthy broker whose copies do not use its rate is held"
     [alert] = alerts(slowed, "ThrottleChanged")
     assert alert["severity"] == "INFO" and "broker 2 down" in alert["message"]
-    assert "canary p99 45 ms over its SLO 20 ms" in alert["message"], alert["message"]
+    assert "canary p99 45 ms over its SLO 20 ms (before: 45 ms)" in alert["message"], alert["message"]
     # Within the hold nothing changes again, however bad the window.
-    again = decide(slowed.state, BatchInputs(6, later + 5_000, (canary(2, later + 5_000, 90.0),)), policy)
+    again = decide(slowed.state, BatchInputs(7, later + 5_000, (canary(2, later + 5_000, 90.0),)), policy)
     assert not commands(again, "SetThrottle") and again.state.throttles[2].rate == 2_000_000
 
 
@@ -105,7 +116,7 @@ def test_a_hurt_broker_at_the_floor_has_its_moves_halved_and_a_step_onto_it_wait
     policy = default_policy()
     cluster, decision, at = started(policy, rate=None)
     later = at + 31_000
-    slowed = decide(decision.state, BatchInputs(5, later, (canary(2, later, 45.0),)), policy)
+    slowed = decide(decision.state, BatchInputs(5, later, hurt(2, later, 45.0)), policy)
     assert (slowed.state.throttles[2].rate, slowed.state.throttles[2].moves) == (1_000_000, 1)
     [alert] = alerts(slowed, "ThrottleChanged")
     assert "moves 2 -> 1" in alert["message"], alert["message"]
@@ -153,7 +164,7 @@ def test_a_healthy_broker_with_its_one_move_in_flight_gets_a_second_though_its_c
     policy = default_policy()
     _, decision, at = started(policy, rate=None)
     later = at + 31_000
-    slowed = decide(decision.state, BatchInputs(5, later, (canary(2, later, 45.0),)), policy)
+    slowed = decide(decision.state, BatchInputs(5, later, hurt(2, later, 45.0)), policy)
     assert (slowed.state.throttles[2].rate, slowed.state.throttles[2].moves) == (1_000_000, 1)
     again = later + 31_000
     healthy = decide(slowed.state, BatchInputs(6, again, (canary(2, again, 12.0),)), policy)
@@ -183,7 +194,7 @@ def test_static_mode_set_mid_movement_hands_the_brokers_back_to_the_static_rate_
     policy = default_policy()
     _, decision, at = started(policy)
     later = at + 31_000
-    slowed = decide(decision.state, BatchInputs(5, later, (canary(2, later, 45.0),)), policy)
+    slowed = decide(decision.state, BatchInputs(5, later, hurt(2, later, 45.0)), policy)
     assert slowed.state.throttles[2].rate == 2_000_000
     static = decide(slowed.state, BatchInputs(6, later + 1_000, requests=(
         set_config("throttle.mode", "static", later + 1_000, "req-static"),)), policy)

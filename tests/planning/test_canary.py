@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planning.model import Broker
-from planning.movement.canary import (BASELINE_WINDOWS, MIN_SAMPLES, compute_canary_layout, summarize_latencies,
-                                      update_baseline)
+from planning.movement.canary import (BASELINE_WINDOWS, MIN_SAMPLES, RECENT_WINDOWS, STALE_WINDOWS,
+                                      add_canary_window, compute_canary_layout, summarize_latencies, update_baseline)
 
 
 def brokers(ids, racks=3, dead=(), draining=()):
@@ -89,6 +89,28 @@ def test_the_baseline_is_the_median_of_idle_windows_only():
         kept, baseline = update_baseline(kept, 20.0, moving=False)
     assert len(kept) == BASELINE_WINDOWS and baseline == 20.0
     assert update_baseline((), None, moving=False) == ((), None)
+
+
+def window(at_ms: int, p99: float | None, window_ms: int = 10_000) -> dict:
+    return {"event_time": at_ms, "window_ms": window_ms, "samples": 100, "partition": 0,
+            "produce_p50_ms": None if p99 is None else p99 / 2, "produce_p99_ms": p99}
+
+
+def test_a_reading_keeps_the_windows_just_before_the_newest_and_forgets_them_after_a_gap():
+    """The throttle cuts on a run of windows over the SLO, not on one (throttle_control HEALTH):
+    the reading keeps the p99s of the windows before the newest, oldest first, with the ones of
+    too few samples as None; a replay changes nothing; after a gap of more than STALE_WINDOWS
+    windows the earlier ones are no longer the windows just before and are dropped."""
+    reading = None
+    for n, p99 in enumerate((11.0, None, 30.0, 40.0)):
+        reading = add_canary_window(reading, window((n + 1) * 10_000, p99), moving=True)
+    assert (reading.p99_ms, reading.earlier_p99s) == (40.0, (None, 30.0))
+    assert len(reading.earlier_p99s) == RECENT_WINDOWS - 1
+    assert add_canary_window(reading, window(40_000, 99.0), moving=True) is reading, "a replay"
+    after_gap = add_canary_window(reading, window(40_000 + (STALE_WINDOWS + 1) * 10_000, 12.0), moving=True)
+    assert (after_gap.p99_ms, after_gap.earlier_p99s) == (12.0, ())
+    within = add_canary_window(reading, window(40_000 + STALE_WINDOWS * 10_000, 12.0), moving=True)
+    assert within.earlier_p99s == (30.0, 40.0)
 
 
 def test_a_broker_replacing_a_removed_one_takes_its_idle_partition():

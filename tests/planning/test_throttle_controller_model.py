@@ -5,7 +5,10 @@ MODEL, per broker: the movement copies min(rate x tick, the bytes it has left) e
 is saturated while data remains; the window's canary p99 = baseline + k x (MB/s copied through the
 broker) + an external load (ms) that steps at chosen decisions; a partition outside the moves loses
 an ISR replica in a window whose p99 is above `isr_factor` x baseline. Each decision gets the last
-window's p99, the baseline, the shrinks since the broker's last change and `is_saturated`.
+window's p99, the two windows' before it, the baseline, the shrinks since the broker's last change
+and `is_saturated`. A window over the SLO alone is held; a second of the last three cuts, so a run
+of windows over the SLO meets its first cut `late` = max(0, HURT_WINDOWS - h) decisions after a
+hold would allow it.
 R: the highest rate whose window is healthy (within the SLO, no shrink); h = max(1, ceil(hold /
 tick)), the decisions between two changes; chain(r, x): the decreases (r -> max(min, int(r x
 decrease))) that bring r to x or below.
@@ -15,16 +18,17 @@ decrease))) that bring r to x or below.
 2. convergence: U, the highest rate whose window is at or below the raise line (`raise_share` of
    the way from the baseline to the SLO, no shrink); climb(r, x): the raises (r -> r + min(increase,
    max(1, int(r / 2)))) that bring r to x or above. With the load constant from decision s, from
-   s + h x (chain(max, min) + 1 + climb(min, lo)) on the rate stays in [lo, hi] =
+   s + h x (chain(max, min) + 1 + climb(min, lo)) + late on the rate stays in [lo, hi] =
    [max(min, min(int((R + 1) x decrease), U + 1)), min(max, max(R, U + increase))] (a raise comes
    only from <= U, a cut only from > R, changes at least h decisions apart), its windows over the
-   SLO come in runs of at most h x chain(hi, R) decisions, each followed by at least h healthy
+   SLO come in runs of at most h x chain(hi, R) + late decisions, each followed by at least h healthy
    ones; when U + increase <= R (the band is wider than a step) it never crosses the SLO again
    and is never cut; pinned at max when U >= max, at min when R < min. 2b: the same after a step of the load, up or down (regression, `STUCK_AT_THE_FLOOR`: a
    broker hurt at the floor with one move kept its last change's time, so the shrink it answered
    counted again at every decision and held it at the floor after the load was gone).
-3. a load step that breaks the SLO at the rate in force lowers it within h decisions, and within
-   h x chain(rate, R') decisions the window is healthy again (R' >= min), or the rate is at min.
+3. a load step that breaks the SLO at the rate in force lowers it within max(h, HURT_WINDOWS)
+   decisions, and within h x chain(rate, R') + late decisions the window is healthy again (R' >=
+   min), or the rate is at min.
 4. no starvation: each window moves >= min(left, min x tick) bytes, so D bytes through a broker
    are done within ceil(D / (min x tick)) windows.
 """
@@ -40,7 +44,8 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from handlers.throttle import HOUR_MS
-from planning.movement.throttle_control import (BrokerSignal, BrokerThrottle, Schedule, ThrottleBounds,
+from planning.movement.canary import RECENT_WINDOWS
+from planning.movement.throttle_control import (HURT_WINDOWS, BrokerSignal, BrokerThrottle, Schedule, ThrottleBounds,
                                                 decide_throttles, is_saturated)
 from test_throttle_control import MB
 
@@ -78,6 +83,7 @@ def simulate(brokers: Mapping[int, Broker], bounds: ThrottleBounds, tick_ms: int
     seconds = tick_ms // 1000
     left = {b: m.data_bytes for b, m in brokers.items()}
     shrinks: dict[int, list[int]] = {b: [] for b in brokers}
+    recent: dict[int, tuple[float, ...]] = {b: () for b in brokers}  # the windows before, oldest first
     throttles: dict[int, BrokerThrottle] = {}
     signals: dict[int, BrokerSignal] = {}
     history = []
@@ -97,7 +103,8 @@ def simulate(brokers: Mapping[int, Broker], bounds: ThrottleBounds, tick_ms: int
                 shrinks[b].append(now + tick_ms // 2)
             since = throttle.changed_ms if throttle else now
             signals[b] = BrokerSignal(b, p99, model.baseline_ms, sum(1 for at in shrinks[b] if at >= since),
-                                      is_saturated(per_s, throttle))
+                                      is_saturated(per_s, throttle), earlier_p99s=recent[b])
+            recent[b] = (recent[b] + (p99,))[-(RECENT_WINDOWS - 1):]
         history.append(Window(i, now, hour, throttles, touched, dict(left), moved))
     return history
 
@@ -226,6 +233,7 @@ def steady_loads(draw, stepping: bool):
 def check_convergence(bounds: ThrottleBounds, tick_ms: int, brokers: Mapping[int, Broker], s: int) -> None:
     """Property 2 from decision s, the load constant from there on."""
     h = hold_decisions(bounds, tick_ms)
+    late = max(0, HURT_WINDOWS - h)  # a run's first cut waits for its second window over the SLO
     plans = {}
     for b, model in brokers.items():
         top = highest_healthy(model, bounds, model.loads[-1][1])
@@ -244,9 +252,9 @@ def check_convergence(bounds: ThrottleBounds, tick_ms: int, brokers: Mapping[int
             event("settles in the band" if up + bounds.increase <= top else "sawtooth")
         # A change every h decisions after s at the latest: cuts while over R (one more for a shrink
         # counted from before s), then raises from as low as min to lo; both land in [lo, hi].
-        settle = s + h * (chain(bounds.maximum, bounds.floor, bounds) + 1 + climb(bounds.floor, lo, bounds))
+        settle = s + h * (chain(bounds.maximum, bounds.floor, bounds) + 1 + climb(bounds.floor, lo, bounds)) + late
         cuts = chain(hi, max(top, bounds.floor), bounds)
-        plans[b] = (top, up, lo, hi, settle, h * cuts, h * (cuts + climb(lo, hi, bounds) + 2))
+        plans[b] = (top, up, lo, hi, settle, h * cuts + late, h * (cuts + climb(lo, hi, bounds) + 2) + late)
     decisions = max(plan[4] + 3 * plan[6] for plan in plans.values()) + 1
     history = simulate(brokers, bounds, tick_ms, decisions)
     for b, (top, up, lo, hi, settle, over_run, _cycle) in plans.items():
@@ -312,15 +320,16 @@ def test_3_a_load_step_that_breaks_the_slo_is_met_within_a_hold(setup):
         stepped[b] = Broker(model.baseline_ms, model.k_ms, model.isr_factor, model.data_bytes, ((0, first), (s, after)))
         assert not healthy(stepped[b], bounds, rate, after)
         top = highest_healthy(stepped[b], bounds, after)
-        back = h * chain(rate, top if top >= bounds.floor else bounds.floor, bounds)
+        back = h * chain(rate, top if top >= bounds.floor else bounds.floor, bounds) + max(0, HURT_WINDOWS - h)
         event("at min before the step" if rate == bounds.floor else "back within the SLO" if top >= bounds.floor
               else "lowered to min: the SLO needs less")
         plans[b] = (rate, top, back)
-    history = simulate(stepped, bounds, tick_ms, s + max(max(h, back) for _, _, back in plans.values()) + 2)
+    first = max(h, HURT_WINDOWS)  # the step's second window over the SLO is read at decision s + 2
+    history = simulate(stepped, bounds, tick_ms, s + max(max(first, back) for _, _, back in plans.values()) + 2)
     for b, (rate, top, back) in plans.items():
         rates = [w.throttles[b].rate for w in history]
         if rate > bounds.floor:
-            assert min(rates[s + 1:s + h + 1]) < rate, (b, rate, h, rates[s:s + h + 1])
+            assert min(rates[s + 1:s + first + 1]) < rate, (b, rate, h, rates[s:s + first + 1])
         if top >= bounds.floor:
             assert rates[s + back] <= top, (b, rate, top, back, rates[s:s + back + 1])
         else:
