@@ -25,6 +25,15 @@ RULE (`plan_within_budget`). The disk tolerance is searched on a grid of thousan
 3. The plan kept is the tightest tried that moves at most the budget. When none does, the
    widest band's plan moves more than the budget (a drain, a heal or a rack repair alone moves
    more): it is kept and a warning says so; what must move is never cut.
+New brokers (the ones that hold nothing before the plan: `BalanceModel.new_brokers`) keep the
+operator's low edge while the band widens up to `NEW_FIRST_WIDENING` times the operator's, when
+the bound there is within the budget (`_grid_tolerances`): brokers are added to take their share,
+and a band wide enough for the budget let them end at 0.88x the mean bytes where Cruise Control's
+plan, for the same bytes, fills them to 0.92-0.99x and leaves the old brokers lower. Past that
+width, or when the budget cannot fill them even there (filling them is then most of what the plan
+moves), their edge is the band's, as every broker's: holding it would widen the old brokers' band
+to nothing (±100 %, counts unevened) for no byte saved. Either way the bound falls as k grows,
+so one bisection searches it.
 The replica-count and bytes-in bands move data too: at a disk tolerance wider than theirs they
 widen with it (`compute_budget_tolerances`), so a budget below what the operator's bands need
 loosens them together; they are never tightened. The leader and network-out bands (leadership
@@ -57,14 +66,26 @@ __all__ = ["MAX_PLANS", "TIGHTEST", "compute_budget_tolerances", "plan_within_bu
 
 TIGHTEST = 0.01  # the tightest disk tolerance a budget buys: finer is noise for indivisible replicas
 MAX_PLANS = 4  # plans made at most, when the first overshoots its bound (the operator's band's besides)
+NEW_FIRST_WIDENING = 2  # how far the band widens, in multiples of the operator's, before new brokers' edge does
 _GRID = 1000  # tolerances in thousandths
 
 
-def compute_budget_tolerances(tolerances: Tolerances, disk: float) -> Tolerances:
-    """The bands a budget plans to at disk tolerance `disk`: the replica-count and bytes-in bands
-    move data too, and are loosened with the disk band, never tightened (module RULE)."""
+def compute_budget_tolerances(tolerances: Tolerances, disk: float, new_disk: float | None = None) -> Tolerances:
+    """The bands a budget plans to at disk tolerance `disk`, new brokers' low edge at `new_disk`
+    (None: `disk`): the replica-count and bytes-in bands move data too, and are loosened with the
+    disk band, never tightened (module RULE)."""
     return replace(tolerances, disk=disk, replicas=max(tolerances.replicas, disk),
-                   bytes_in=max(tolerances.bytes_in, disk))
+                   bytes_in=max(tolerances.bytes_in, disk), new_disk=new_disk)
+
+
+def _grid_tolerances(k: int, own: int, new_first: bool) -> tuple[int, int]:
+    """(the disk tolerance, new brokers' low edge), in thousandths, at point `k` of the search
+    (module RULE): with `new_first`, up to `NEW_FIRST_WIDENING` x `own` the band widens with new
+    brokers' low edge kept at the operator's `own`, past it the edge is the band's; without, it
+    is the band's all along."""
+    if new_first and k <= NEW_FIRST_WIDENING * own:
+        return k, min(k, own)
+    return k, k
 
 
 def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = Tolerances(),
@@ -79,10 +100,20 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
     bound, shares = DiskBound(model), model.byte_share
     del model  # its parts are the size of the cluster; each plan builds its own
     cache: dict[int, int] = {}
+    # The operator's own band, rounded in onto the grid (the inner round absorbs float noise).
+    own = min(_GRID, max(round(TIGHTEST * _GRID), math.floor(round(tolerances.disk * _GRID, 6))))
+
+    def bound_for(disk: int, new: int) -> int:
+        return bound.at(*compute_disk_bands(shares, disk / _GRID, bound.new_brokers, new / _GRID))
+
+    # The band is sized for all but step 2c's share of the budget: the counts are evened within it.
+    aim = budget - int(EVEN_COUNTS_SHARE * budget)
+    cap = min(_GRID, NEW_FIRST_WIDENING * own)
+    new_first = bool(bound.new_brokers) and own < cap and bound_for(cap, own) <= aim
 
     def bound_at(k: int) -> int:
         if k not in cache:
-            cache[k] = bound.at(*compute_disk_bands(shares, k / _GRID))
+            cache[k] = bound_for(*_grid_tolerances(k, own, new_first))
         return cache[k]
 
     def tightest(limit: int, start: int) -> int:
@@ -99,10 +130,6 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
                 low = middle + 1
         return low
 
-    # The band is sized for all but step 2c's share of the budget: the counts are evened within it.
-    aim = budget - int(EVEN_COUNTS_SHARE * budget)
-    # The operator's own band, rounded in onto the grid (the inner round absorbs float noise).
-    own = min(_GRID, max(round(TIGHTEST * _GRID), math.floor(round(tolerances.disk * _GRID, 6))))
     # Its plan fits whenever the plain plan does (the same plan when the count and bytes-in bands
     # are no tighter; step 2c is capped by what the budget leaves), yet the search can pass it by:
     # 2c's share lifts its bound above the aim when the budget is about the plain plan's bytes,
@@ -119,8 +146,9 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
         else:
             attempts += 1
         own_open = own_open and k < own  # once planned, not again
-        plan = plan_bytes_balance(cluster, compute_budget_tolerances(tolerances, k / _GRID), goal,
-                                  byte_budget=budget, **planner)
+        disk, new = _grid_tolerances(k, own, new_first)
+        plan = plan_bytes_balance(cluster, compute_budget_tolerances(
+            tolerances, disk / _GRID, new / _GRID if new != disk else None), goal, byte_budget=budget, **planner)
         tried.append((k, plan))
         if plan.bytes_moved <= budget or k == _GRID:
             break
@@ -131,6 +159,6 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
     warnings = plan.warnings
     if not within:
         warnings += (f"the plan moves {plan.bytes_moved:,} bytes, above the budget of {budget:,}, at the "
-                     f"widest bands tried (±{k / _GRID:.1%}): what must move (drains, heals, rack repairs: "
-                     f"{plan.forced_bytes:,} bytes) needs more",)
+                     f"widest bands tried (±{_grid_tolerances(k, own, new_first)[0] / _GRID:.1%}): what must move "
+                     f"(drains, heals, rack repairs: {plan.forced_bytes:,} bytes) needs more",)
     return replace(plan, byte_budget=budget, warnings=warnings)

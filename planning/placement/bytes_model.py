@@ -12,7 +12,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 from planning.model import Cluster, PartitionState
 from planning.placement.goal import Goal
@@ -32,6 +32,9 @@ class Tolerances:
     topic_slack: int = 2
     bytes_in: float = 0.10
     network_out: float = 0.10
+    # The disk band's lower edge for the brokers that hold nothing before the plan (new ones),
+    # when a byte budget widens `disk` past the operator's band (`bytes_budget`); None: `disk`.
+    new_disk: float | None = None
 
 
 
@@ -135,7 +138,12 @@ class BalanceModel:
         self.byte_share = compute_ideal_shares(tree, bytes_histogram, weights) if brokers else zero
         self.count_share = compute_ideal_shares(tree, count_histogram) if brokers else zero
         replicas = as_fraction(tolerances.replicas)
-        self.blo, self.bhi = compute_disk_bands(self.byte_share, tolerances.disk)
+        held: set[int] = set()
+        for part in parts:
+            held.update(part.original)
+        self.new_brokers = frozenset(b for b in brokers if b not in held)  # they hold nothing yet
+        self.blo, self.bhi = compute_disk_bands(self.byte_share, tolerances.disk, self.new_brokers,
+                                                tolerances.new_disk)
         self.clo = {b: math.floor((1 - replicas) * s) for b, s in self.count_share.items()}
         self.chi = {b: math.ceil((1 + replicas) * s) for b, s in self.count_share.items()}
         self.bshare_floor = {b: math.floor(s) for b, s in self.byte_share.items()}
@@ -295,11 +303,16 @@ class BalanceModel:
         return DiskBound(self).at(self.blo, self.bhi)
 
 
-def compute_disk_bands(byte_share: Mapping[int, Fraction], tolerance: float) -> tuple[dict[int, int], dict[int, int]]:
-    """Each broker's disk band [low, high] for `tolerance`: bytes rounded inwards."""
+def compute_disk_bands(byte_share: Mapping[int, Fraction], tolerance: float, new: Collection[int] = (),
+                       new_tolerance: float | None = None) -> tuple[dict[int, int], dict[int, int]]:
+    """Each broker's disk band [low, high] for `tolerance`: bytes rounded inwards; the brokers
+    in `new` have their low edge at `new_tolerance` instead, when one is given."""
     disk = as_fraction(tolerance)
-    return ({b: math.ceil((1 - disk) * s) for b, s in byte_share.items()},
-            {b: math.floor((1 + disk) * s) for b, s in byte_share.items()})
+    low = {b: math.ceil((1 - disk) * s) for b, s in byte_share.items()}
+    if new_tolerance is not None:
+        floor = as_fraction(new_tolerance)
+        low.update({b: math.ceil((1 - floor) * byte_share[b]) for b in new if b in byte_share})
+    return low, {b: math.floor((1 + disk) * s) for b, s in byte_share.items()}
 
 
 class DiskBound:
@@ -313,6 +326,7 @@ class DiskBound:
     def __init__(self, model: BalanceModel) -> None:
         # The groups' figures, not the model: a budget's search keeps this while it plans.
         self.group_members, self.group_bytes = model.group_members, model.group_bytes
+        self.new_brokers = model.new_brokers
         load = {b: 0 for b in model.brokers}
         leaving: dict[int, list[int]] = {b: [] for b in model.brokers}
         for part in model.parts:

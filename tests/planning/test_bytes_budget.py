@@ -177,3 +177,34 @@ def test_a_budget_below_what_the_count_band_needs_loosens_it_with_the_disk_band(
     loose = compute_budget_tolerances(TOLERANCES, 0.6)
     assert (loose.disk, loose.replicas, loose.leaders) == (0.6, 0.6, 0.1)
     assert compute_budget_tolerances(TOLERANCES, 0.05).replicas == 0.1  # never tightened
+
+
+def test_new_brokers_keep_the_operators_low_edge_while_a_budget_widens_the_band():
+    """Brokers are added to take their share: a budget that widens the band widens it for the old
+    brokers first (Cruise Control's plan, for the bytes ours moved with new brokers at 0.88x,
+    fills them to 0.92-0.99x and leaves old brokers lower); only a budget too small for that
+    widens new brokers' edge too, and the budget still holds."""
+    cluster = build(6, new=1)
+    new = (15,)
+    plain = plan_bytes_balance(cluster, TOLERANCES, REBALANCE, **GREEDY)
+    budget = plain.bytes_moved * 9 // 10
+    plan = plan_within_budget(cluster, budget, TOLERANCES, REBALANCE, **GREEDY)
+    assert plan.bytes_moved <= budget and plan.disk_tolerance > 0.1
+    for b in new:
+        assert plan.bytes_after[b] >= math.ceil(0.9 * plan.disk_shares[b]), (b, plan.bytes_after[b] / plan.disk_shares[b])
+    # The plan is the planner's own at the bands it reached: old brokers at the reported band,
+    # new ones at the operator's low edge.
+    again = plan_bytes_balance(cluster, compute_budget_tolerances(TOLERANCES, plan.disk_tolerance, 0.1), REBALANCE,
+                               byte_budget=budget, **GREEDY)
+    assert dict(plan.targets) == dict(again.targets)
+    # Without the edge, the same band leaves a new broker below it (what the search did before).
+    loose = plan_bytes_balance(cluster, compute_budget_tolerances(TOLERANCES, plan.disk_tolerance), REBALANCE,
+                               byte_budget=budget, **GREEDY)
+    assert min(loose.bytes_after[b] / loose.disk_shares[b] for b in new) < 0.9
+    # A budget too small to fill them: their edge is the band's, as before, and the budget holds.
+    poor_budget = plain.bytes_moved // 5
+    poor = plan_within_budget(cluster, poor_budget, TOLERANCES, REBALANCE, **GREEDY)
+    assert poor.bytes_moved <= poor_budget and all(poor.bytes_after[b] < 0.9 * poor.disk_shares[b] for b in new)
+    same = plan_bytes_balance(cluster, compute_budget_tolerances(TOLERANCES, poor.disk_tolerance), REBALANCE,
+                              byte_budget=poor_budget, **GREEDY)
+    assert dict(poor.targets) == dict(same.targets)
