@@ -288,6 +288,21 @@ def test_a_cut_keeps_the_moves_while_the_rate_answers_and_halves_them_at_the_flo
     assert at_floor.changes[0].reason.startswith("canary p99 90 ms over its SLO")
 
 
+def test_a_broker_begins_with_one_move_and_a_raise_keeps_it():
+    """Each fetch of a copy carries up to 1 MB per moving partition, whatever the rate: with four
+    moves the benchmark's canary sat at 1.7x its baseline at 2 MB/s as at 20 and each cut changed
+    nothing; with one it stayed within its SLO at 10-40 MB/s. Moves grow only when the copies do
+    not fill the rate with every move in flight."""
+    start = decide_throttles({}, [1], {}, BOUNDS, 0).throttles[1]
+    assert (start.rate, start.moves) == (BOUNDS.initial, 1)
+    saturated = BrokerSignal(1, 5.0, 5.0, saturated=True, moves_in_flight=1)
+    raised = decide_throttles({1: start}, [1], {1: saturated}, BOUNDS, BOUNDS.hold_ms).throttles[1]
+    assert (raised.rate, raised.moves) == (BOUNDS.initial + BOUNDS.increase, 1)
+    short = BrokerSignal(1, 5.0, 5.0, saturated=False, moves_in_flight=1)
+    grown = decide_throttles({1: raised}, [1], {1: short}, BOUNDS, 2 * BOUNDS.hold_ms).throttles[1]
+    assert (grown.rate, grown.moves) == (raised.rate, 2)
+
+
 def test_a_raise_adds_at_most_half_the_rate():
     """Kafka lets the copies catch up a raise over its quota window at full speed: from 2 to 7
     MB/s about 50 MB at once, and the benchmark's clients were hurt in every window after one."""

@@ -331,7 +331,9 @@ def test_3_a_load_step_that_breaks_the_slo_is_met_within_a_hold(setup):
         if rate > bounds.floor:
             assert min(rates[s + 1:s + first + 1]) < rate, (b, rate, h, rates[s:s + first + 1])
         if top >= bounds.floor:
-            assert rates[s + back] <= top, (b, rate, top, back, rates[s:s + back + 1])
+            # By s + back at the latest; an ISR shrink can cut before the second window over
+            # the SLO, and a short hold can raise again once the rate is there.
+            assert min(rates[s + 1:s + back + 1]) <= top, (b, rate, top, back, rates[s:s + back + 1])
         else:
             assert all(r == bounds.floor for r in rates[s + back:]), (b, rate, back, rates[s:])
 
