@@ -15,7 +15,9 @@ and the steps' commands), in `throttle.mode=adaptive` and mode auto/approve only
    its target), as the executor throttles them;
 2. signals per broker: the canary's p99 and its probes' errors while fresh, and its baseline;
    the ISR shrinks outside the moves since the broker's last change (`planning.movement.
-   isr_shrinks`); whether its copies run at its rate (`compute_copy_rates`);
+   isr_shrinks`); whether its copies run at its rate (`compute_copy_rates`), measured since
+   its last change from what the steps in flight had copied through it then, which the state
+   keeps with its throttle (`BrokerThrottle.copied`);
 3. `decide_throttles` under the bounds of the effective policy (`handlers.policy.
    compute_throttle_bounds`), the hour of the batch's event time (UTC) for the schedule;
 4. a change of a broker the movement already touched (a broker it starts to touch gets its rate
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
@@ -65,6 +68,7 @@ from planning.movement.throttle_control import (
     BrokerSignal,
     BrokerThrottle,
     ThrottleChange,
+    compute_copied_through,
     compute_copy_rates,
     decide_throttles,
     is_saturated,
@@ -120,7 +124,7 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
     bounds = compute_throttle_bounds(context.policy)
     previous = state.throttles
     touched = compute_touched_brokers(context, flying)
-    copying = compute_copy_rates(flying.values(), state.cluster, now_ms)
+    copying = compute_copy_rates(flying.values(), state.cluster, now_ms, previous)
     moving = Counter(b for record in flying.values() for b in record.in_flight.step.moved_brokers)
     signals = {}
     for broker in touched:
@@ -137,12 +141,24 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
             copy_rate=copying.get(broker), moves_in_flight=moving[broker],
             earlier_p99s=fresh.earlier_p99s if fresh is not None else ())
     decision = decide_throttles(previous, touched, signals, bounds, now_ms, hour=(now_ms // HOUR_MS) % 24)
+    throttles = _mark_copied(decision.throttles, flying, context, now_ms)
     _note_missing_canary(context, sorted(b for b in touched if b not in state.canary))
     changes = [c for c in decision.changes if c.rate_before is not None]
     if changes:
-        _issue_changes(context, changes, decision.throttles)
-    if dict(decision.throttles) != dict(previous):
-        context.state = context.state.with_changes(throttles=dict(decision.throttles))
+        _issue_changes(context, changes, throttles)
+    if throttles != dict(previous):
+        context.state = context.state.with_changes(throttles=throttles)
+
+
+def _mark_copied(throttles: Mapping[int, BrokerThrottle], flying: Mapping[TopicPartition, Reassignment],
+                 context: BatchContext, now_ms: int) -> dict[int, BrokerThrottle]:
+    """The throttles with what each step in flight has copied through a broker kept on the
+    brokers that changed now, so its copies are measured from the change on (DECISION 2)."""
+    changed = [b for b, t in throttles.items() if t.changed_ms == now_ms]
+    if not changed:
+        return dict(throttles)
+    through = compute_copied_through(flying.values(), context.state.cluster)
+    return {b: replace(t, copied=through.get(b, {})) if b in changed else t for b, t in throttles.items()}
 
 
 def _note_missing_canary(context: BatchContext, blind: list[int]) -> None:

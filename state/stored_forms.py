@@ -279,6 +279,8 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
                                      if r.earlier_p99s}),
         "throttles": json.dumps({str(b): [t.rate, t.moves, t.changed_ms, t.reason]
                                  for b, t in sorted(state.throttles.items())}),
+        "throttle_copied": json.dumps({str(b): [[tp.topic, tp.partition, n] for tp, n in sorted(t.copied.items())]
+                                       for b, t in sorted(state.throttles.items()) if t.copied}),
     }
 
 
@@ -299,9 +301,13 @@ def canary_from_storage(stored: dict, recent: dict) -> dict[int, CanaryReading]:
     return readings
 
 
-def throttles_from_storage(stored: dict) -> dict[int, BrokerThrottle]:
-    """The stored `ControllerState.throttles` ({} for a state written before they were kept)."""
-    return {int(b): BrokerThrottle(int(rate), int(moves), int(changed_ms), str(reason))
+def throttles_from_storage(stored: dict, copied: dict) -> dict[int, BrokerThrottle]:
+    """The stored `ControllerState.throttles` ({} for a state written before they were kept) and
+    what their steps had copied at their change (`copied`, a key of its own that a reader of the
+    previous version ignores: it unpacked each throttle into exactly four entries; none for a
+    state written before)."""
+    return {int(b): BrokerThrottle(int(rate), int(moves), int(changed_ms), str(reason),
+                                   {TopicPartition(t, int(p)): int(n) for t, p, n in copied.get(b, ())})
             for b, (rate, moves, changed_ms, reason) in stored.items()}
 
 

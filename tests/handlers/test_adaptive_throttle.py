@@ -332,8 +332,9 @@ def test_the_canary_and_the_throttles_round_trip_through_the_stored_meta():
     assert any(r.earlier_p99s for r in decision.state.canary.values()), "three windows each: two before the newest"
     assert (canary_from_storage(json.loads(stored["canary"]), json.loads(stored["canary_recent"]))
             == decision.state.canary)
-    assert throttles_from_storage(json.loads(stored["throttles"])) == decision.state.throttles
-    assert canary_from_storage({}, {}) == {} and throttles_from_storage({}) == {}
+    assert (throttles_from_storage(json.loads(stored["throttles"]), json.loads(stored["throttle_copied"]))
+            == decision.state.throttles)
+    assert canary_from_storage({}, {}) == {} and throttles_from_storage({}, {}) == {}
 
 
 def test_a_drain_leaves_the_canary_to_the_watcher_and_the_broker_is_drained_without_it():
@@ -378,3 +379,32 @@ def test_adaptive_brokers_with_no_canary_reading_are_named_once_in_a_warning():
     seen = decide(held.state, BatchInputs(3, later + 1_000, tuple(canary(b, later + 1_000, 10.0) for b in range(3))),
                   policy)
     assert not any(k.startswith("CanaryMissing:") for k in seen.state.open_alerts), "closed once they report"
+
+
+def test_a_change_keeps_what_the_steps_in_flight_had_copied_so_the_next_is_measured_from_it():
+    """A copy's rate was averaged since its step began, so after a raise late in a long copy the
+    copies never looked saturated again (the benchmark sat at 2 MB/s for 500 s): each broker that
+    changes keeps what the steps in flight had copied through it, in the state and stored."""
+    from state.stored_forms import meta_to_storage, throttles_from_storage
+
+    policy = default_policy()
+    cluster, decision, at = started(policy)
+    p0 = cluster.partition(TopicPartition("t", 0))
+    later = at + 31_000
+    tp0 = TopicPartition("t", 0)
+    moving = partition_event(replace(p0, replicas=(2, 1, 0), adding=(2,), removing=(0,), size_bytes=8_000_000), later)
+    told = ("LogDirState", {**envelope("2", later), "snapshot_id": None, "broker_id": 2,
+                            "path": cluster.broker(2).log_dirs[0].path, "online": True, "error": None,
+                            "total_bytes": None, "usable_bytes": None,
+                            "replicas": [{"topic": "t", "partition": 0, "size_bytes": 3_000_000, "offset_lag": 0,
+                                          "is_future": False}]})
+    slowed = decide(decision.state, BatchInputs(5, later, (moving, told, *hurt(2, later, 45.0))), policy)
+    throttle = slowed.state.throttles[2]
+    assert throttle.changed_ms == later and throttle.rate == 2_000_000
+    assert dict(throttle.copied) == {tp0: 3_000_000}, throttle
+    assert dict(slowed.state.throttles[0].copied) in ({}, {tp0: 3_000_000}), "broker 0 serves the copy as leader"
+    stored = meta_to_storage(slowed.state)
+    assert throttles_from_storage(json.loads(stored["throttles"]), json.loads(stored["throttle_copied"])) \
+        == slowed.state.throttles
+    older = throttles_from_storage(json.loads(stored["throttles"]), {})  # a state stored before: nothing kept
+    assert older[2].copied == {} and older[2].rate == 2_000_000

@@ -223,6 +223,45 @@ def test_copy_rates_count_each_copy_on_its_receiving_broker_and_on_the_leader_se
                               cluster, 4_000) == {}
     assert is_saturated(rates[3], BrokerThrottle(1_200_000, 2, 0, "")) and not is_saturated(rates[3], BrokerThrottle(
         2_000_000, 2, 0, "")) and not is_saturated(rates[3], None)
+    # Since a broker's change, when its step began before: what the step held then is taken off.
+    # Broker 3 changed at 3 s, its copy holding 2.5 MB then: 0.5 MB in the 1 s since.
+    changed = {3: BrokerThrottle(1_000_000, 1, 3_000, "", {tp: 2_500_000}), 1: BrokerThrottle(1_000_000, 1, 500, "")}
+    since = compute_copy_rates([record], cluster, 4_000, changed)
+    assert since == {3: 500_000.0, 1: 1_000_000.0}, since  # broker 1 changed before the step: since applied
+
+
+def test_a_raise_late_in_a_long_copy_is_seen_used_from_the_raise_on():
+    """One 500 MB partition at 1-2 MB/s is one step for minutes: averaged since the step began,
+    its copy stayed under 80 % of a raised rate for good (the benchmark's broker sat at 2 MB/s
+    for 500 s, its clients fine). Measured since the raise, it fills the rate."""
+    from dataclasses import replace as replaced
+
+    from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+    from planning.movement.partition_steps import Step
+    from planning.movement.reassignment import Reassignment, StepInFlight
+    from planning.movement.throttle_control import compute_copied_through, compute_copy_rates, is_saturated
+
+    tp = TopicPartition("t", 0)
+
+    def cluster_holding(copied: int) -> Cluster:
+        receiving = LogDir("/d", copying_bytes=((tp, copied),))
+        brokers = (Broker(1, log_dirs=(LogDir("/d"),)), Broker(3, log_dirs=(receiving,)))
+        partition = PartitionState("t", 0, (1, 3), (1,), 1, size_bytes=500 * MB, adding=(3,))
+        return Cluster(brokers, (Topic("t", (partition,)),))
+
+    record = Reassignment("r:t-0", tp, (1,), (1, 3),
+                          in_flight=StepInFlight(Step((1, 3), (3,), (), False), 1, 0.0, applied_at_ms=0))
+    # 300 s at 1 MB/s, then raised to 2 MB/s and copying at it for 30 s.
+    at_raise = cluster_holding(300 * MB)
+    marks = compute_copied_through([record], at_raise)
+    assert marks == {3: {tp: 300 * MB}, 1: {tp: 300 * MB}}
+    raised = {b: BrokerThrottle(2 * MB, 1, 300_000, "raised", marks[b]) for b in (1, 3)}
+    now = cluster_holding(360 * MB)
+    averaged = compute_copy_rates([record], now, 330_000)
+    assert not is_saturated(averaged[3], raised[3]), "since the step began: 1.09 MB/s, under 80 % of 2"
+    since = compute_copy_rates([record], now, 330_000, raised)
+    assert since == {3: 2.0 * MB, 1: 2.0 * MB} and is_saturated(since[3], raised[3])
+    assert compute_copy_rates([replaced(record, in_flight=None)], now, 330_000, raised) == {}
 
 
 def test_a_cut_starts_from_what_the_copies_use_when_that_is_lower():
