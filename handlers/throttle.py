@@ -53,8 +53,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from collections import Counter
+from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
 from handlers.context import BatchContext
@@ -154,7 +154,7 @@ def _mark_copied(throttles: Mapping[int, BrokerThrottle], flying: Mapping[TopicP
                  context: BatchContext, now_ms: int) -> dict[int, BrokerThrottle]:
     """The throttles with what each step in flight has copied through a broker kept on the
     brokers that changed now, so its copies are measured from the change on (DECISION 2)."""
-    changed = [b for b, t in throttles.items() if t.changed_ms == now_ms]
+    changed = {b for b, t in throttles.items() if t.changed_ms == now_ms}
     if not changed:
         return dict(throttles)
     through = compute_copied_through(flying.values(), context.state.cluster)

@@ -27,7 +27,7 @@ RULE (`plan_within_budget`). The disk tolerance is searched on a grid of thousan
    more): it is kept and a warning says so; what must move is never cut.
 New brokers (the ones that hold nothing before the plan: `BalanceModel.new_brokers`) keep the
 operator's low edge while the band widens up to `NEW_FIRST_WIDENING` times the operator's, when
-the bound there is within the budget (`_grid_tolerances`): brokers are added to take their share,
+the bound there is within the budget (`_new_edge`): brokers are added to take their share,
 and a band wide enough for the budget let them end at 0.88x the mean bytes where Cruise Control's
 plan, for the same bytes, fills them to 0.92-0.99x and leaves the old brokers lower. Past that
 width, or when the budget cannot fill them even there (filling them is then most of what the plan
@@ -78,14 +78,10 @@ def compute_budget_tolerances(tolerances: Tolerances, disk: float, new_disk: flo
                    bytes_in=max(tolerances.bytes_in, disk), new_disk=new_disk)
 
 
-def _grid_tolerances(k: int, own: int, new_first: bool) -> tuple[int, int]:
-    """(the disk tolerance, new brokers' low edge), in thousandths, at point `k` of the search
-    (module RULE): with `new_first`, up to `NEW_FIRST_WIDENING` x `own` the band widens with new
-    brokers' low edge kept at the operator's `own`, past it the edge is the band's; without, it
-    is the band's all along."""
-    if new_first and k <= NEW_FIRST_WIDENING * own:
-        return k, min(k, own)
-    return k, k
+def _new_edge(k: int, own: int, held_to: int) -> int:
+    """New brokers' low edge, in thousandths, at point `k` of the search (the band's is k; module
+    RULE): the operator's `own` while the band is at most `held_to`, past it the band's."""
+    return min(k, own) if k <= held_to else k
 
 
 def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = Tolerances(),
@@ -109,11 +105,11 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
     # The band is sized for all but step 2c's share of the budget: the counts are evened within it.
     aim = budget - int(EVEN_COUNTS_SHARE * budget)
     cap = min(_GRID, NEW_FIRST_WIDENING * own)
-    new_first = bool(bound.new_brokers) and own < cap and bound_for(cap, own) <= aim
+    held_to = cap if bound.new_brokers and own < cap and bound_for(cap, own) <= aim else 0
 
     def bound_at(k: int) -> int:
         if k not in cache:
-            cache[k] = bound_for(*_grid_tolerances(k, own, new_first))
+            cache[k] = bound_for(k, _new_edge(k, own, held_to))
         return cache[k]
 
     def tightest(limit: int, start: int) -> int:
@@ -146,9 +142,9 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
         else:
             attempts += 1
         own_open = own_open and k < own  # once planned, not again
-        disk, new = _grid_tolerances(k, own, new_first)
+        new = _new_edge(k, own, held_to)
         plan = plan_bytes_balance(cluster, compute_budget_tolerances(
-            tolerances, disk / _GRID, new / _GRID if new != disk else None), goal, byte_budget=budget, **planner)
+            tolerances, k / _GRID, new / _GRID if new != k else None), goal, byte_budget=budget, **planner)
         tried.append((k, plan))
         if plan.bytes_moved <= budget or k == _GRID:
             break
@@ -159,6 +155,6 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
     warnings = plan.warnings
     if not within:
         warnings += (f"the plan moves {plan.bytes_moved:,} bytes, above the budget of {budget:,}, at the "
-                     f"widest bands tried (±{_grid_tolerances(k, own, new_first)[0] / _GRID:.1%}): what must move "
-                     f"(drains, heals, rack repairs: {plan.forced_bytes:,} bytes) needs more",)
+                     f"widest bands tried (±{k / _GRID:.1%}): what must move (drains, heals, rack repairs: "
+                     f"{plan.forced_bytes:,} bytes) needs more",)
     return replace(plan, byte_budget=budget, warnings=warnings)
