@@ -24,7 +24,9 @@ RULES:
   tells it): the old incarnation's partitions are dropped (`EventEffects.topics_recreated`, its
   reassignments go with it) and the new one's partition events follow in the same batch.
 - LogDirState: sets the dir's online flag, usage and cordon (false from watchers before schema
-  set 11, and where Kafka has no cordons); every (non-future) replica it lists gets that dir
+  set 11, and where Kafka has no cordons). A broker not known yet becomes known and not alive,
+  as by REGISTERED: its membership event says when it is up, also when its dirs arrived first
+  (another topic, read into an earlier batch). Every (non-future) replica it lists gets that dir
   in its partition's `log_dirs`. The sizes of the copies in flight into the dir (its
   future replicas, its replicas of partitions whose `adding` names the broker) are kept in
   `LogDir.copying_bytes`, what the movement's progress counts of a step in flight. An offline dir lists no replicas: partitions keep
@@ -402,7 +404,10 @@ def _apply_log_dir(work: _WorkingCluster, record: Mapping[str, Any], effects: Ev
     broker_id = int(record["broker_id"])
     path = record["path"]
     online = bool(record["online"])
-    broker = work.brokers.get(broker_id) or Broker(broker_id, alive=True)
+    # Not known yet: known from now on, but not alive. Only a membership event (or a snapshot's)
+    # says a broker is up, and so that it came up: its dirs, read from another topic, may reach
+    # a batch before it does, and a broker made alive here joined without a `BrokerAdded`.
+    broker = work.brokers.get(broker_id) or Broker(broker_id, alive=False)
     old_dir = next((d for d in broker.log_dirs if d.path == path), None)
     listed = record.get("replicas") or ()
     # The copies in flight into this dir: its replicas of the partitions whose reassignment adds

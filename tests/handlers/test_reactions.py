@@ -51,6 +51,22 @@ def test_broker_added_plans_after_the_grace_period_and_not_before():
     assert counts == {0: 6, 1: 6, 2: 6, 3: 6}
 
 
+def test_a_broker_whose_dirs_arrive_before_its_membership_is_still_added():
+    """The watcher publishes a new broker's dirs and its membership to different topics, and a
+    micro-batch may read the dirs first (fault test 9c, 2026-11-29: a LogDirState made broker 5
+    alive, its UNFENCED then changed nothing, and no BrokerAdded or rebalance ever came)."""
+    loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), default_policy(broker_add_grace_seconds=0))
+    loop.step()
+    joining = new_broker(3)
+    early = loop.step(extra_events=[log_dir_event(3, joining.log_dirs[0], loop.now_ms)])
+    assert not alerts(early, "BrokerAdded"), "its dirs alone do not say it is up"
+    assert loop.state.cluster.broker(3) is not None and not loop.state.cluster.broker(3).alive
+    loop.sim.add_broker(joining)
+    joined = loop.step()
+    assert [a["kind"] for a in alerts(joined)] == ["BrokerAdded", "PlanCreated"]
+    assert any(3 in c["payload"][1]["target_replicas"] for c in commands(joined, "ReassignmentStep"))
+
+
 def test_several_additions_coalesce_into_one_plan():
     loop = Loop.start(simple_cluster(3, {"t": (12, 2)}), default_policy(broker_add_grace_seconds=30))
     loop.step()

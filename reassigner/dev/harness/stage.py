@@ -47,6 +47,8 @@ from reassigner.dev.harness.traffic import SequencedTraffic, TrafficReport
 from reassigner.dev.local import MACHINE_DISK_SETTINGS
 from reassigner.dev.local.processes import compute_deadline, free_port, tail
 from reassigner.dev.local.stack import LocalStack
+from runtime.clients.kafka_consumer import TopicReader
+from streams.input_rows import INPUT_TOPICS
 from reassigner.operator.views.units import format_size
 
 RACKS = ("/dc1/r1", "/dc1/r2", "/dc2/r1")
@@ -354,6 +356,10 @@ class Stage:
                 f"{tp} {r.state.value} -> {list(r.final_target)}"
                 + (f" (step {r.in_flight.number} in flight)" if r.in_flight else "")
                 for tp, r in sorted(state.reassignments.items())) or "nothing moving"))
+            parts.append("brokers in the pipeline's state: " + (", ".join(
+                f"{b}" + ("" if broker.alive else " (down)") + (" (draining)" if broker.draining else "")
+                for b, broker in sorted(state.cluster.brokers_by_id.items())) or "none"))
+            parts.append("input partitions not applied up to their log end: " + self._input_lag())
         except Exception as error:  # diagnostics must never hide the original failure
             parts.append(f"(could not read the cluster or Redis: {error!r})")
         monitor = getattr(self, "monitor", None)
@@ -367,6 +373,19 @@ class Stage:
         for name in ("pipeline", "watcher", "executor"):
             parts.append(f"--- {name} log (last lines) ---\n{tail(self.product.log_dir / f'{name}.log', 15)}")
         return "\n".join(parts)
+
+    def _input_lag(self) -> str:
+        """Each input partition whose last record the pipeline's state has not applied: applied
+        offset against the log's last offset (a pipeline that stopped reading one shows here)."""
+        applied = self.store.applied_offsets()
+        behind = []
+        with TopicReader(self.bootstrap, self.client, "diagnostics") as reader:
+            for topic in (f"reassigner.{suffix}" for suffix in INPUT_TOPICS):
+                for partition, (_low, high) in sorted(reader.watermarks(topic, reader.partitions(topic)).items()):
+                    done = applied.get((topic, partition), -1)
+                    if done < high - 1:
+                        behind.append(f"{topic}-{partition} {done} of {high - 1}")
+        return ", ".join(behind) or "none"
 
     def set_config(self, assignment: str, timeout: float = 90) -> dict:
         """`reassigner config set KEY=VALUE`, then the pipeline's ConfigChanged alert for it; the
