@@ -411,6 +411,10 @@ def main() -> None:
                 if {b: t.rate for b, t in loop.state.throttles.items()} != rates_now:
                     rates_now = {b: t.rate for b, t in loop.state.throttles.items()}
                     timeline.append((time.monotonic() - started, rates_now))
+                    if adaptive:  # as it happens: a run stopped by hand still shows why it went as it did
+                        said = loop.commands_of("SetThrottle")[-1:]
+                        print(f"      {time.monotonic() - started:5.0f} s: "
+                              + (said[0]["reason"] if said else "throttles cleared"), flush=True)
                 for key, p in loop.observation.partitions.items():
                     if key[0] == LOAD_TOPIC:
                         result.isr_shrinks += len(set(isr.get(key, ())) - set(p.isr))
