@@ -25,7 +25,8 @@ and the steps' commands), in `throttle.mode=adaptive` and mode auto/approve only
    `rate_bytes_per_sec` for an older executor), numbered by the command sequence *before* this
    batch's steps, which carry the same number: the executor keeps the newest rate in force
    whatever order it reads the commands in (`reassigner.edge.throttles`, NEWEST WINS); and one
-   `ThrottleChanged` INFO alert naming each change and its reason;
+   `ThrottleChanged` INFO alert naming each change and its reason. Each step of a raise's ramp
+   (`planning.movement.throttle_control`, RAMP) is such a change;
 5. the state keeps the result (`ControllerState.throttles`); its moves in flight lower B for
    those brokers from the next decision on (`effective_limits`: `Limits.broker_moves`);
 6. brokers touched with no canary reading at all (the canary is off on the watcher, or has not

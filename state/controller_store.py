@@ -256,7 +256,8 @@ class ControllerStore:
             cordoned=cordoned_from_storage(meta_json("cordoned", {})),
             isr_shrinks=isr_shrinks_from_storage(meta_json("isr_shrinks", {})),
             canary=canary_from_storage(meta_json("canary", {}), meta_json("canary_recent", {})),
-            throttles=throttles_from_storage(meta_json("throttles", {}), meta_json("throttle_copied", {})),
+            throttles=throttles_from_storage(meta_json("throttles", {}), meta_json("throttle_copied", {}),
+                                             meta_json("throttle_ramps", {})),
             log_dir_moves={task.key: task for task in (log_dir_task_from_storage(f, v)
                                                        for f, v in raw["logdir_moves"].items())},
         )

@@ -281,6 +281,8 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
                                  for b, t in sorted(state.throttles.items())}),
         "throttle_copied": json.dumps({str(b): [[tp.topic, tp.partition, n] for tp, n in sorted(t.copied.items())]
                                        for b, t in sorted(state.throttles.items()) if t.copied}),
+        "throttle_ramps": json.dumps({str(b): [t.target, t.ramp_from]
+                                      for b, t in sorted(state.throttles.items()) if t.target or t.ramp_from}),
     }
 
 
@@ -301,13 +303,15 @@ def canary_from_storage(stored: dict, recent: dict) -> dict[int, CanaryReading]:
     return readings
 
 
-def throttles_from_storage(stored: dict, copied: dict) -> dict[int, BrokerThrottle]:
-    """The stored `ControllerState.throttles` ({} for a state written before they were kept) and
-    what their steps had copied at their change (`copied`, a key of its own that a reader of the
-    previous version ignores: it unpacked each throttle into exactly four entries; none for a
-    state written before)."""
+def throttles_from_storage(stored: dict, copied: dict, ramps: dict | None = None) -> dict[int, BrokerThrottle]:
+    """The stored `ControllerState.throttles` ({} for a state written before they were kept), what
+    their steps had copied at their change (`copied`) and their ramps (`ramps`: target and the
+    rate it began from), each under a key of its own that a reader of a previous version ignores: it unpacked
+    each throttle into exactly four entries. None for a state written before."""
+    ramps = ramps or {}
     return {int(b): BrokerThrottle(int(rate), int(moves), int(changed_ms), str(reason),
-                                   {TopicPartition(t, int(p)): int(n) for t, p, n in copied.get(b, ())})
+                                   {TopicPartition(t, int(p)): int(n) for t, p, n in copied.get(b, ())},
+                                   *(int(v) for v in ramps.get(b, (0, 0))))
             for b, (rate, moves, changed_ms, reason) in stored.items()}
 
 

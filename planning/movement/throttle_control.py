@@ -49,13 +49,9 @@ grow only when the copies do not fill the rate (below).
   lower: the decision is noted all the same (its `changed_ms` and reason), so the ISR shrink it
   answered is not counted again at every later decision (it kept the broker hurt at the floor
   after the load was gone);
-- healthy and saturated: the rate grows by `increase` bytes/s, at most by half itself
-  (`compute_raise`), at most once per `hold_ms`; the moves stay (the copies fill the rate). Kafka measures a throttle
-  over its last ten seconds or so (replication.quota.window.num x window.size.seconds), so a
-  raise lets the copies take the difference times that window at full speed: raised from 2 to 7
-  MB/s they took about 50 MB at once, and the benchmark's clients' p99 went to 100-200 ms in
-  every window after such a raise (a static 20 MB/s held them at 13). Half the rate keeps that
-  burst to half of what the copies move in the window before;
+- healthy and saturated: the rate is to grow by `increase` bytes/s, at most by half itself
+  (`compute_raise`), at most once per `hold_ms`, reached by a ramp (RAMP); the moves stay (the
+  copies fill the rate);
 - healthy, not saturated, with every move it allows in flight (`moves_in_flight`): the moves
   grow by 1, the rate stays: the copies do not fill the rate with the moves they have (small
   partitions, slow fetches), and neither would ever grow again, the clients long fine (found by
@@ -67,6 +63,21 @@ rate for the hour when one is given (`Schedule`); a rate above a lowered ceiling
 it at once, whatever the hold. The floor is above zero, so a movement is never starved: a hurt
 broker copies at the floor, and its moves never drop below 1. A broker the movement no longer
 touches is forgotten (its next movement starts from `initial`).
+
+RAMP (`compute_ramp`): Kafka measures a throttle over its last eleven seconds
+(replication.quota.window.num x window.size.seconds, `QUOTA_WINDOW_SECONDS`), so a rate raised
+at once by d lets the copies take d x 11 s of data at full speed: in the benchmark, raises of 5
+MB/s (10 to 15, 15 to 20) put the clients' p99 at 57-107 ms in the next window, against 9 ms
+over a whole movement at a static 20 MB/s, and the cuts they drew cost the movement minutes.
+So a raise sets a `target` and the rate climbs to it from where it was (`ramp_from`) by an
+eleventh of that a second (`RAMP_STEP_MS`), the first step at once: each step lets through about
+one second's worth at the rate, what the quota lets through every second anyway as its oldest
+second ages out; +50 % takes five or six steps. The steps follow the time since the decision,
+not the decisions, so a pipeline deciding every second climbs in steps and one deciding every ten
+seconds in one. Each step is a change (a command and its alert); the raise's hold and its
+measure of the copies (`changed_ms`) run from the decision, and no other raise is decided while
+it climbs. The ramp goes on while the broker stays healthy and ends, where it is, at the first
+decision that finds it otherwise; a cut ends it too.
 
 SATURATION (`compute_copy_rates`): a broker's copies run at the bytes the receiving dirs hold of
 each step in flight that adds a replica, summed per broker on the receiving side (the follower
@@ -87,7 +98,7 @@ alert.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
@@ -100,6 +111,8 @@ HURT, HEALTHY, NEAR, UNKNOWN = "hurt", "healthy", "near", "unknown"
 SATURATED = 0.8  # of the rate: the copies use it (module SATURATION)
 HURT_WINDOWS = 2  # windows over the SLO, of the newest and its earlier ones, that make a broker hurt (HEALTH)
 RAISE_OF_RATE = 0.5  # a raise adds at most this share of the rate (module RULE)
+QUOTA_WINDOW_SECONDS = 11  # Kafka's replication.quota.window.num x window.size.seconds, by default (RAMP)
+RAMP_STEP_MS = 1_000  # a ramp steps once per this many ms since its raise was decided (RAMP)
 
 
 @dataclass(frozen=True)
@@ -163,6 +176,8 @@ class BrokerThrottle:
     reason: str
     # What each step in flight at `changed_ms` had copied through the broker then (SATURATION).
     copied: Mapping[TopicPartition, int] = field(default_factory=dict)
+    target: int = 0  # bytes/s a raise is ramping the rate to, above it; 0: no ramp (RAMP)
+    ramp_from: int = 0  # bytes/s the rate was at when the raise was decided (at `changed_ms`)
 
 
 @dataclass(frozen=True)
@@ -220,6 +235,17 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
         health, why = compute_health(signals.get(broker, BrokerSignal(broker, None, None)), bounds)
         rate, moves, reason = before.rate, before.moves, before.reason
         settled = now_ms - before.changed_ms >= bounds.hold_ms
+        target = min(before.target, ceiling)
+        if target > rate and before.ramp_from > 0 and health == HEALTHY:
+            # RAMP: the raise decided at `changed_ms` goes on; its hold and its measure of the
+            # copies still run from that decision.
+            stepped = compute_ramp(before.ramp_from, target, now_ms - before.changed_ms)
+            if stepped > rate:
+                throttles[broker] = replace(before, rate=stepped, target=target if stepped < target else 0)
+                changes.append(ThrottleChange(broker, rate, stepped, moves, moves, before.reason))
+            else:
+                throttles[broker] = before
+            continue
         if health == HURT and settled:
             used = signals[broker].copy_rate
             base = min(rate, int(used)) if used is not None and used > 0 else rate
@@ -228,7 +254,15 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
                 moves = max(1, moves // 2)
             rate, reason = cut, why
         elif health == HEALTHY and settled and signals[broker].saturated:
-            rate, reason = rate + compute_raise(rate, bounds), why + ", copies at the allowed rate"
+            goal = min(rate + compute_raise(rate, bounds), ceiling)
+            if goal > rate:
+                start, rate = rate, compute_ramp(rate, goal, 0)
+                reason = why + ", copies at the allowed rate" + (
+                    f"; ramping to {goal / 1e6:.3g} MB/s" if goal > rate else "")
+                throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason, target=goal if rate < goal else 0,
+                                                   ramp_from=start)
+                changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))
+                continue
         elif health == HEALTHY and settled and signals[broker].moves_in_flight >= moves:
             moves, reason = moves + 1, why + f", every move it allows in flight ({moves})"
         if rate > ceiling:
@@ -237,12 +271,22 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
         moves = min(max(moves, 1), bounds.max_moves)
         if (rate, moves) == (before.rate, before.moves):
             # Hurt with nothing left to lower: noted (RULE), not a change.
+            # A ramp that did not go on (the canary no longer healthy) ends where it is.
             throttles[broker] = (BrokerThrottle(rate, moves, now_ms, f"{why}; at the floor with one move")
-                                 if health == HURT and settled else before)
+                                 if health == HURT and settled
+                                 else replace(before, target=0) if before.target else before)
             continue
         throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason)
         changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))
     return ThrottleDecision(MappingProxyType(throttles), tuple(changes))
+
+
+def compute_ramp(start: int, target: int, elapsed_ms: int) -> int:
+    """The rate of a ramp from `start` to `target` `elapsed_ms` after its raise was decided
+    (module RAMP): one step at once and one more each `RAMP_STEP_MS`, each an eleventh of `start`
+    (at least 1 B/s)."""
+    steps = 1 + max(0, elapsed_ms) // RAMP_STEP_MS
+    return min(target, start + steps * max(1, -(-start // QUOTA_WINDOW_SECONDS)))
 
 
 def compute_raise(rate: int, bounds: ThrottleBounds) -> int:

@@ -408,3 +408,47 @@ def test_a_change_keeps_what_the_steps_in_flight_had_copied_so_the_next_is_measu
         == slowed.state.throttles
     older = throttles_from_storage(json.loads(stored["throttles"]), {})  # a state stored before: nothing kept
     assert older[2].copied == {} and older[2].rate == 2_000_000
+
+
+def test_a_raise_climbs_in_ramp_steps_each_a_set_throttle_and_its_ramp_is_stored():
+    """Kafka lets a rate raised at once through at full speed for its 11 s quota window (the
+    benchmark's clients at 57-107 ms after raises of 5 MB/s): a raise is a ramp of an eleventh of
+    the rate a second, each step a SetThrottle and a ThrottleChanged, its target kept in the
+    state and stored under `throttle_ramps`, which a reader of a previous version ignores."""
+    from state.stored_forms import meta_to_storage, throttles_from_storage
+
+    policy = default_policy()
+    cluster, decision, at = started(policy)
+    tp0 = TopicPartition("t", 0)
+    p0 = cluster.partition(tp0)
+    later = at + 31_000
+    size = 4_000_000 * 31  # the copy ran at its 4 MB/s since the step began: saturated
+
+    def copied(at_ms: int) -> tuple:
+        return (partition_event(replace(p0, replicas=(2, 1, 0), adding=(2,), removing=(), size_bytes=size * 2),
+                                at_ms),
+                ("LogDirState", {**envelope("2", at_ms), "snapshot_id": None, "broker_id": 2,
+                                 "path": cluster.broker(2).log_dirs[0].path, "online": True, "error": None,
+                                 "total_bytes": None, "usable_bytes": None,
+                                 "replicas": [{"topic": "t", "partition": 0, "size_bytes": size, "offset_lag": 0,
+                                               "is_future": False}]}))
+
+    step = next(c for c in commands(decision, "ReassignmentStep") if c["key"] == "t-0")
+    ok = {"schema_version": 1, "event_time": at, "id": "res-1", "key": step["key"], "command_id": step["id"],
+          "command_kind": "ReassignmentStep", "epoch": 0, "reassignment_id": step["reassignment_id"],
+          "step": step["step"], "ok": True, "error_code": None, "message": None}
+    applied = decide(decision.state, BatchInputs(5, at, command_results=(ok,)), policy).state
+    raised = decide(applied, BatchInputs(6, later, (*copied(later), canary(2, later, 10.0))), policy)
+    throttle = raised.state.throttles[2]
+    assert (throttle.ramp_from, throttle.rate) == (4_000_000, 4_000_000 + 363_637), throttle
+    assert throttle.target > throttle.rate and "ramping to" in throttle.reason
+    first = commands(raised, "SetThrottle")
+    assert [r["rate_bytes_per_sec"] for r in first[0]["payload"][1]["broker_rates"] if r["broker_id"] == 2] \
+        == [throttle.rate]
+    stored = meta_to_storage(raised.state)
+    assert throttles_from_storage(json.loads(stored["throttles"]), json.loads(stored["throttle_copied"]),
+                                  json.loads(stored["throttle_ramps"])) == raised.state.throttles
+    climbed = decide(raised.state, BatchInputs(7, later + 1_000, requests=(tick(later + 1_000),)), policy)
+    assert climbed.state.throttles[2].rate == 4_000_000 + 2 * 363_637
+    assert alerts(climbed, "ThrottleChanged") and commands(climbed, "SetThrottle")
+    assert_encodes(climbed.outbox)

@@ -17,10 +17,13 @@ decrease))) that bring r to x or below.
    count in [1, B], whatever the load, schedule and hour.
 2. convergence: U, the highest rate whose window is at or below the raise line (`raise_share` of
    the way from the baseline to the SLO, no shrink); climb(r, x): the raises (r -> r + min(increase,
-   max(1, int(r / 2)))) that bring r to x or above. With the load constant from decision s, from
-   s + h x (chain(max, min) + 1 + climb(min, lo)) + late on the rate stays in [lo, hi] =
-   [max(min, min(int((R + 1) x decrease), U + 1)), min(max, max(R, U + increase))] (a raise comes
-   only from <= U, a cut only from > R, changes at least h decisions apart), its windows over the
+   max(1, int(r / 2)))) that bring r to x or above; a raise is a ramp (RAMP: its first step at
+   once, its target within 5 s), so raises are p = max(h, ceil(5 s / tick) + 1) decisions apart at
+   least. With the load constant from decision s, from s + p x (chain(max, min) + 1 + climb(min,
+   lo)) + late on the rate stays in [lo, hi] = [max(min, min(int((R + 1) x decrease), U + 1)),
+   min(max, max(R, U + increase))] (a raise is decided only from <= U and aims at that plus its
+   step, a ramp never passes its target, a cut comes only from > R and halves what the copies used,
+   decisions at least h apart), its windows over the
    SLO come in runs of at most h x chain(hi, R) + late decisions, each followed by at least h healthy
    ones; when U + increase <= R (the band is wider than a step) it never crosses the SLO again
    and is never cut; pinned at max when U >= max, at min when R < min. 2b: the same after a step of the load, up or down (regression, `STUCK_AT_THE_FLOOR`: a
@@ -47,7 +50,9 @@ from handlers.throttle import HOUR_MS
 from planning.movement.canary import RECENT_WINDOWS
 from planning.movement.throttle_control import (HURT_WINDOWS, BrokerSignal, BrokerThrottle, Schedule, ThrottleBounds,
                                                 decide_throttles, is_saturated)
-from test_throttle_control import MB
+from test_throttle_control import MB, aimed
+
+RAMP_SECONDS = 5  # a raise of at most half the rate climbs in six steps, a second apart (RAMP)
 
 
 @dataclass(frozen=True)
@@ -234,6 +239,9 @@ def check_convergence(bounds: ThrottleBounds, tick_ms: int, brokers: Mapping[int
     """Property 2 from decision s, the load constant from there on."""
     h = hold_decisions(bounds, tick_ms)
     late = max(0, HURT_WINDOWS - h)  # a run's first cut waits for its second window over the SLO
+    # A raise's ramp climbs for up to RAMP_SECONDS after its decision, and the next raise comes
+    # at the decision after it ends at the earliest (RAMP).
+    pace = max(h, -(-RAMP_SECONDS * 1000 // tick_ms) + 1)
     plans = {}
     for b, model in brokers.items():
         top = highest_healthy(model, bounds, model.loads[-1][1])
@@ -252,22 +260,28 @@ def check_convergence(bounds: ThrottleBounds, tick_ms: int, brokers: Mapping[int
             event("settles in the band" if up + bounds.increase <= top else "sawtooth")
         # A change every h decisions after s at the latest: cuts while over R (one more for a shrink
         # counted from before s), then raises from as low as min to lo; both land in [lo, hi].
-        settle = s + h * (chain(bounds.maximum, bounds.floor, bounds) + 1 + climb(bounds.floor, lo, bounds)) + late
+        settle = s + pace * (chain(bounds.maximum, bounds.floor, bounds) + 1 + climb(bounds.floor, lo, bounds)) + late
         cuts = chain(hi, max(top, bounds.floor), bounds)
-        plans[b] = (top, up, lo, hi, settle, h * cuts + late, h * (cuts + climb(lo, hi, bounds) + 2) + late)
+        plans[b] = (top, up, lo, hi, settle, h * cuts + late, pace * (cuts + climb(lo, hi, bounds) + 2) + late)
     decisions = max(plan[4] + 3 * plan[6] for plan in plans.values()) + 1
     history = simulate(brokers, bounds, tick_ms, decisions)
+    seconds = tick_ms // 1000
     for b, (top, up, lo, hi, settle, over_run, _cycle) in plans.items():
-        changes = [w.index for w, v in zip(history[1:], history) if w.throttles[b].rate != v.throttles[b].rate]
-        assert all(j - i >= h for i, j in zip(changes, changes[1:])), (b, h, changes)
+        decided = [w.index for w, v in zip(history[1:], history) if w.throttles[b].changed_ms != v.throttles[b].changed_ms]
+        assert all(j - i >= h for i, j in zip(decided, decided[1:])), (b, h, decided)
         rates = [w.throttles[b].rate for w in history[settle:]]
         assert all(lo <= r <= hi for r in rates), (b, top, lo, hi, settle, [r for r in rates if not lo <= r <= hi][:5])
-        for before, after in zip(rates, rates[1:]):
-            if after > before:
-                step = min(bounds.increase, max(1, int(before * 0.5)))  # at most half the rate (RULE)
-                assert before <= up and after == min(bounds.maximum, before + step), (b, before, after)
-            elif after < before:
-                assert before > top and after == max(bounds.floor, int(before * bounds.decrease)), (b, before, after)
+        for v, w in zip(history[settle:], history[settle + 1:]):
+            before, after, now = v.throttles[b], w.throttles[b], w.throttles[b].changed_ms == w.now_ms
+            if after.rate > before.rate and now:  # a raise, its ramp's first step (RAMP)
+                step = min(bounds.increase, max(1, int(before.rate * 0.5)))  # at most half the rate (RULE)
+                assert before.rate <= up and aimed(after) == min(bounds.maximum, before.rate + step), (b, before, after)
+            elif after.rate > before.rate:  # the ramp goes on, to the raise's target
+                assert before.target > 0 and after.rate <= before.target, (b, before, after)
+            elif after.rate < before.rate:  # a cut, from what the copies used when that was lower
+                used = min(before.rate, v.moved[b] // seconds)
+                assert now and before.rate > top and after.rate == max(bounds.floor, int(used * bounds.decrease)), \
+                    (b, before, after, used)
         if bounds.floor <= top < bounds.maximum:
             runs = [(over, len(list(group))) for over, group in itertools.groupby(r > top for r in rates)]
             assert all(n <= over_run for over, n in runs if over), (b, top, over_run, runs)
