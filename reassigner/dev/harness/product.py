@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 
 from runtime.clients.client_config import ClientConfig
 from reassigner.dev.local.kafka_admin import PLAINTEXT, client_settings
@@ -90,6 +90,9 @@ class ProductProcesses:
             process.poll()
 
 
+TOPIC_WAIT_SECONDS = 120  # for the product to make the topic a collector follows
+
+
 class TopicCollector:
     """Follows one of the product's topics from the beginning, decoding with `schema`;
     `wait_for` blocks until a matching record (alerts: by kind) arrives.
@@ -106,12 +109,32 @@ class TopicCollector:
         self._ids: set[str] = set()
         self._condition = threading.Condition()
         self._stop = threading.Event()
+        # Made right after the product starts, which makes its topics as it starts: subscribed to a
+        # topic not made yet, librdkafka looks for it again only at its metadata refresh (five
+        # minutes by default). The scenarios' commands collector once saw none of a run's
+        # commands while the alerts one saw every alert (CI-equivalent, 2026-11-29); so the topic
+        # is awaited first, and the refresh is short.
         self._consumer = Consumer(client_settings(
             bootstrap_servers, client, **{"group.id": f"demo-alerts-{uuid.uuid4().hex[:8]}",
-                                          "auto.offset.reset": "earliest", "enable.auto.commit": False}))
+                                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                          "topic.metadata.refresh.interval.ms": 2000}))
+        self._await_topic(topic, TOPIC_WAIT_SECONDS)
         self._consumer.subscribe([topic])
         self._thread = threading.Thread(target=self._run, name="alert-collector", daemon=True)
         self._thread.start()
+
+    def _await_topic(self, topic: str, seconds: float) -> None:
+        """Until `topic` shows partitions in the metadata, or `seconds` passed (then subscribed
+        all the same: the short refresh finds it later)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                found = self._consumer.list_topics(topic, timeout=5).topics.get(topic)
+            except KafkaException:
+                found = None
+            if found is not None and found.error is None and found.partitions:
+                return
+            time.sleep(0.5)
 
     def _run(self) -> None:
         while not self._stop.is_set():
