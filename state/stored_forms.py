@@ -282,7 +282,7 @@ def meta_to_storage(state: ControllerState) -> dict[str, str]:
         "throttle_copied": json.dumps({str(b): [[tp.topic, tp.partition, n] for tp, n in sorted(t.copied.items())]
                                        for b, t in sorted(state.throttles.items()) if t.copied}),
         "throttle_ramps": json.dumps({str(b): [t.target, t.ramp_from]
-                                      for b, t in sorted(state.throttles.items()) if t.target or t.ramp_from}),
+                                      for b, t in sorted(state.throttles.items()) if t.target}),
     }
 
 

@@ -177,7 +177,7 @@ class BrokerThrottle:
     # What each step in flight at `changed_ms` had copied through the broker then (SATURATION).
     copied: Mapping[TopicPartition, int] = field(default_factory=dict)
     target: int = 0  # bytes/s a raise is ramping the rate to, above it; 0: no ramp (RAMP)
-    ramp_from: int = 0  # bytes/s the rate was at when the raise was decided (at `changed_ms`)
+    ramp_from: int = 0  # bytes/s the rate was at when the raise was decided (at `changed_ms`); 0: no ramp
 
 
 @dataclass(frozen=True)
@@ -241,7 +241,7 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
             # copies still run from that decision.
             stepped = compute_ramp(before.ramp_from, target, now_ms - before.changed_ms)
             if stepped > rate:
-                throttles[broker] = replace(before, rate=stepped, target=target if stepped < target else 0)
+                throttles[broker] = replace(before, rate=stepped, **_ramp_fields(stepped, target, before.ramp_from))
                 changes.append(ThrottleChange(broker, rate, stepped, moves, moves, before.reason))
             else:
                 throttles[broker] = before
@@ -259,8 +259,7 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
                 start, rate = rate, compute_ramp(rate, goal, 0)
                 reason = why + ", copies at the allowed rate" + (
                     f"; ramping to {goal / 1e6:.3g} MB/s" if goal > rate else "")
-                throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason, target=goal if rate < goal else 0,
-                                                   ramp_from=start)
+                throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason, **_ramp_fields(rate, goal, start))
                 changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))
                 continue
         elif health == HEALTHY and settled and signals[broker].moves_in_flight >= moves:
@@ -274,11 +273,16 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
             # A ramp that did not go on (the canary no longer healthy) ends where it is.
             throttles[broker] = (BrokerThrottle(rate, moves, now_ms, f"{why}; at the floor with one move")
                                  if health == HURT and settled
-                                 else replace(before, target=0) if before.target else before)
+                                 else replace(before, target=0, ramp_from=0) if before.target else before)
             continue
         throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason)
         changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))
     return ThrottleDecision(MappingProxyType(throttles), tuple(changes))
+
+
+def _ramp_fields(rate: int, target: int, start: int) -> dict[str, int]:
+    """`BrokerThrottle`'s ramp at `rate`: its target and start while below the target, none once there."""
+    return {"target": target, "ramp_from": start} if rate < target else {"target": 0, "ramp_from": 0}
 
 
 def compute_ramp(start: int, target: int, elapsed_ms: int) -> int:

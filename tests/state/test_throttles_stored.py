@@ -7,6 +7,7 @@ before loads with nothing copied and no ramp. Pure: the stored forms, no Redis."
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from hypothesis import given, settings, strategies as st
 
@@ -18,7 +19,8 @@ from state.stored_forms import meta_to_storage, throttles_from_storage
 tps = st.builds(TopicPartition, st.sampled_from(["a", "b.c", "t_1"]), st.integers(0, 50))
 throttles = st.builds(BrokerThrottle, st.integers(1, 10**10), st.integers(1, 64), st.integers(0, 2**45),
                       st.text(max_size=30), st.dictionaries(tps, st.integers(0, 10**13), max_size=4),
-                      st.integers(0, 10**10), st.integers(0, 2**45))
+                      st.integers(0, 10**10), st.integers(1, 10**10)
+                      ).map(lambda t: t if t.target else replace(t, ramp_from=0))  # a ramp has both or neither
 
 
 @settings(max_examples=200, deadline=None)

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import Consumer
 
 from runtime.clients.client_config import ClientConfig
+from runtime.clients.kafka_consumer import topic_partitions
 from reassigner.dev.local.kafka_admin import PLAINTEXT, client_settings
 from reassigner.dev.local.processes import is_alive, port_open, stop, tail
 from schemas import command_kind
 from schemas.codec import decode
+from schemas.errors import ReassignerError
 
 COMPONENTS = {
     "pipeline": ["run"],
@@ -129,11 +131,10 @@ class TopicCollector:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
-                found = self._consumer.list_topics(topic, timeout=5).topics.get(topic)
-            except KafkaException:
-                found = None
-            if found is not None and found.error is None and found.partitions:
-                return
+                if topic_partitions(self._consumer, topic, timeout=5):
+                    return
+            except ReassignerError:
+                pass  # the cluster briefly away: asked again
             time.sleep(0.5)
 
     def _run(self) -> None:
