@@ -66,6 +66,20 @@ def announced(alerts) -> set[tuple[int, int]]:
 
 def test_adaptive_mode_set_mid_movement_takes_effect_at_the_next_decision_and_says_why(world):
     demo = world
+    alerts_from, commands_from = demo.alerts.mark(), demo.commands.mark()
+    try:
+        switch_mid_movement(demo)
+    except (TimeoutError, AssertionError) as error:
+        # CI keeps nothing but what a failure prints: what the product did and what Kafka holds.
+        try:
+            rates = throttle_rates(demo.bootstrap, (1, 2, 3), demo.client)
+        except Exception as unread:  # the diagnostics must never hide the failure
+            rates = f"(not read: {unread!r})"
+        pytest.fail(f"{error}\nthrottle rates in Kafka: {rates}\n{demo.diagnostics(alerts_from, commands_from)}",
+                    pytrace=False)
+
+
+def switch_mid_movement(demo) -> None:
     brokers = (1, 2, 3)
     demo.wait("the canary's baselines and the pipeline's view of the topic", lambda: all(
         (reading := demo.controller_state().canary.get(b)) is not None and reading.baseline_ms is not None
