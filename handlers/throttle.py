@@ -25,8 +25,10 @@ and the steps' commands), in `throttle.mode=adaptive` and mode auto/approve only
    `rate_bytes_per_sec` for an older executor), numbered by the command sequence *before* this
    batch's steps, which carry the same number: the executor keeps the newest rate in force
    whatever order it reads the commands in (`reassigner.edge.throttles`, NEWEST WINS); and one
-   `ThrottleChanged` INFO alert naming each change and its reason. Each step of a raise's ramp
-   (`planning.movement.throttle_control`, RAMP) is such a change;
+   `ThrottleChanged` INFO alert naming each change and its reason. A raise's ramp
+   (`planning.movement.throttle_control`, RAMP) is announced once, at the raise (its target in
+   the alert); its later steps are SetThrottles with no alert, and a ramp ending short of its
+   target is an alert with no command (the rate stays where it is);
 5. the state keeps the result (`ControllerState.throttles`); its moves in flight lower B for
    those brokers from the next decision on (`effective_limits`: `Limits.broker_moves`);
 6. brokers touched with no canary reading at all (the canary is off on the watcher, or has not
@@ -145,8 +147,7 @@ def decide_throttles_now(context: BatchContext, flying: Mapping[TopicPartition, 
     throttles = _mark_copied(decision.throttles, flying, context, now_ms)
     _note_missing_canary(context, sorted(b for b in touched if b not in state.canary))
     changes = [c for c in decision.changes if c.rate_before is not None]
-    if changes:
-        _issue_changes(context, changes, throttles)
+    _issue_changes(context, [c for c in changes if c.commanded], [c for c in changes if not c.ramp_step])
     if throttles != dict(previous):
         context.state = context.state.with_changes(throttles=throttles)
 
@@ -190,22 +191,27 @@ def leave_adaptive(context: BatchContext, flying: Mapping[TopicPartition, Reassi
     context.state = context.state.with_changes(throttles={})
 
 
-def _issue_changes(context: BatchContext, changes: list[ThrottleChange], throttles: Mapping[int, BrokerThrottle]) -> None:
-    """One SetThrottle over the changed brokers and one ThrottleChanged alert (DECISION 4)."""
-    rates = [{"broker_id": c.broker, "rate_bytes_per_sec": c.rate} for c in changes]
-    said = "; ".join(_describe(c) for c in changes)
-    sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it
-    issue_throttle_command(context, "SetThrottle", f"adaptive throttle: {said}",
-                           {"broker_ids": [c.broker for c in changes],
-                            "rate_bytes_per_sec": min(c.rate for c in changes),
-                            "logdir_rate_bytes_per_sec": None, "partitions": [],
-                            "broker_rates": rates, "throttle_sequence": sequence})
-    context.outbox.alert("ThrottleChanged", INFO, "throttle", f"adaptive throttle: {said}", {
-        "brokers": ",".join(str(c.broker) for c in changes),
-        "rates": ",".join(f"{c.broker}:{c.rate}" for c in changes),
-        "moves": ",".join(f"{c.broker}:{c.moves}" for c in changes),
-        "reasons": " | ".join(f"{c.broker}: {c.reason}" for c in changes),
-    })
+def _issue_changes(context: BatchContext, commanded: list[ThrottleChange], announced: list[ThrottleChange]) -> None:
+    """One SetThrottle over the brokers whose rate or moves changed and one ThrottleChanged alert
+    over the changes announced (DECISION 4); either may be empty."""
+    if commanded:
+        rates = [{"broker_id": c.broker, "rate_bytes_per_sec": c.rate} for c in commanded]
+        said = "; ".join(_describe(c) for c in commanded)
+        sequence = context.state.command_sequence + 1  # the number issue_throttle_command gives it
+        issue_throttle_command(context, "SetThrottle", f"adaptive throttle: {said}",
+                               {"broker_ids": [c.broker for c in commanded],
+                                "rate_bytes_per_sec": min(c.rate for c in commanded),
+                                "logdir_rate_bytes_per_sec": None, "partitions": [],
+                                "broker_rates": rates, "throttle_sequence": sequence})
+    if announced:
+        context.outbox.alert("ThrottleChanged", INFO, "throttle",
+                             f"adaptive throttle: {'; '.join(_describe(c) for c in announced)}", {
+                                 "brokers": ",".join(str(c.broker) for c in announced),
+                                 "rates": ",".join(f"{c.broker}:{c.rate}" for c in announced),
+                                 "targets": ",".join(f"{c.broker}:{c.target}" for c in announced if c.target),
+                                 "moves": ",".join(f"{c.broker}:{c.moves}" for c in announced),
+                                 "reasons": " | ".join(f"{c.broker}: {c.reason}" for c in announced),
+                             })
 
 
 def issue_throttle_command(context: BatchContext, kind: str, reason: str, fields: dict) -> None:
@@ -263,6 +269,8 @@ def take_failed_clears(context: BatchContext, snapshot: bool, came_up: Iterable[
 
 
 def _describe(change: ThrottleChange) -> str:
+    if change.rate == change.rate_before and not change.commanded:
+        return f"broker {change.broker} held at {_rate(change.rate)} ({change.reason})"
     direction = "up" if change.rate > (change.rate_before or 0) else "down" if change.rate < (change.rate_before or 0) \
         else "held"
     moves = f", moves {change.moves_before} -> {change.moves}" if change.moves != change.moves_before else ""

@@ -74,10 +74,15 @@ eleventh of that a second (`RAMP_STEP_MS`), the first step at once: each step le
 one second's worth at the rate, what the quota lets through every second anyway as its oldest
 second ages out; +50 % takes five or six steps. The steps follow the time since the decision,
 not the decisions, so a pipeline deciding every second climbs in steps and one deciding every ten
-seconds in one. Each step is a change (a command and its alert); the raise's hold and its
-measure of the copies (`changed_ms`) run from the decision, and no other raise is decided while
-it climbs. The ramp goes on while the broker stays healthy and ends, where it is, at the first
-decision that finds it otherwise; a cut ends it too.
+seconds in one. Each step is a change the executor applies (a command), but only the raise
+is announced (its change carries the `target`, the alert says where the ramp goes) and a later
+step is a `ramp_step`, which the shell commands and does not announce: five or six alerts per
+raise said nothing the first did not. The raise's hold and its measure of the copies
+(`changed_ms`) run from the decision, and no other raise is decided while it climbs. The ramp
+goes on while the broker stays healthy and ends, where it is, at the first decision that finds
+it otherwise (or the ceiling of the hour below its target); a cut ends it too. A ramp ending
+short of its target is a change of its own with the rate unchanged (nothing to command) that
+says where the rate stays and why, so that every rate Kafka holds was announced.
 
 SATURATION (`compute_copy_rates`): a broker's copies run at the bytes the receiving dirs hold of
 each step in flight that adds a replica, summed per broker on the receiving side (the follower
@@ -92,8 +97,8 @@ sat at 2 MB/s for 500 s with its clients fine and was never raised again.
 
 INVARIANTS: floor <= rate <= ceiling and 1 <= moves <= max_moves for every broker after every
 decision; the same inputs give the same outputs (no clock: `now_ms` is the decision's event time;
-no randomness); every change carries its reason, which the shell turns into a command and an INFO
-alert.
+no randomness); every change carries its reason, which the shell turns into a command (when the
+rate or moves changed: `ThrottleChange.commanded`) and an INFO alert (but for a `ramp_step`).
 """
 
 from __future__ import annotations
@@ -188,6 +193,13 @@ class ThrottleChange:
     moves_before: int | None
     moves: int
     reason: str
+    target: int = 0  # a raise: the rate its ramp climbs to, above `rate` (RAMP); 0 otherwise
+    ramp_step: bool = False  # a later step of an announced ramp: commanded, not announced (RAMP)
+
+    @property
+    def commanded(self) -> bool:
+        """Whether the executor has something to set: the rate or the moves changed."""
+        return (self.rate, self.moves) != (self.rate_before, self.moves_before)
 
 
 @dataclass(frozen=True)
@@ -240,9 +252,13 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
             # RAMP: the raise decided at `changed_ms` goes on; its hold and its measure of the
             # copies still run from that decision.
             stepped = compute_ramp(before.ramp_from, target, now_ms - before.changed_ms)
-            if stepped > rate:
+            if stepped > rate and stepped == target < before.target:  # short of its target: said (RAMP)
+                reason = _ramp_ended(before.target, _ceiling_reason(hour, ceiling, bounds))
+                throttles[broker] = replace(before, rate=stepped, target=0, ramp_from=0, reason=reason)
+                changes.append(ThrottleChange(broker, rate, stepped, moves, moves, reason))
+            elif stepped > rate:
                 throttles[broker] = replace(before, rate=stepped, **_ramp_fields(stepped, target, before.ramp_from))
-                changes.append(ThrottleChange(broker, rate, stepped, moves, moves, before.reason))
+                changes.append(ThrottleChange(broker, rate, stepped, moves, moves, before.reason, ramp_step=True))
             else:
                 throttles[broker] = before
             continue
@@ -260,24 +276,39 @@ def decide_throttles(previous: Mapping[int, BrokerThrottle], touched: Iterable[i
                 reason = why + ", copies at the allowed rate" + (
                     f"; ramping to {goal / 1e6:.3g} MB/s" if goal > rate else "")
                 throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason, **_ramp_fields(rate, goal, start))
-                changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))
+                changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason,
+                                              target=goal if goal > rate else 0))
                 continue
         elif health == HEALTHY and settled and signals[broker].moves_in_flight >= moves:
             moves, reason = moves + 1, why + f", every move it allows in flight ({moves})"
         if rate > ceiling:
-            reason = f"the ceiling for hour {hour} is {ceiling} B/s" if ceiling < bounds.maximum else reason
+            reason = _ceiling_reason(hour, ceiling, bounds) if ceiling < bounds.maximum else reason
         rate = min(max(rate, bounds.floor), ceiling)
         moves = min(max(moves, 1), bounds.max_moves)
         if (rate, moves) == (before.rate, before.moves):
             # Hurt with nothing left to lower: noted (RULE), not a change.
-            # A ramp that did not go on (the canary no longer healthy) ends where it is.
-            throttles[broker] = (BrokerThrottle(rate, moves, now_ms, f"{why}; at the floor with one move")
-                                 if health == HURT and settled
-                                 else replace(before, target=0, ramp_from=0) if before.target else before)
+            if health == HURT and settled:
+                throttles[broker] = BrokerThrottle(rate, moves, now_ms, f"{why}; at the floor with one move")
+            elif before.target:
+                # A ramp that did not go on ends where it is, and says so (RAMP).
+                reason = _ramp_ended(before.target, why if health != HEALTHY else _ceiling_reason(hour, ceiling, bounds))
+                throttles[broker] = replace(before, target=0, ramp_from=0, reason=reason)
+                changes.append(ThrottleChange(broker, rate, rate, moves, moves, reason))
+            else:
+                throttles[broker] = before
             continue
         throttles[broker] = BrokerThrottle(rate, moves, now_ms, reason)
         changes.append(ThrottleChange(broker, before.rate, rate, before.moves, moves, reason))
     return ThrottleDecision(MappingProxyType(throttles), tuple(changes))
+
+
+def _ramp_ended(target: int, why: str) -> str:
+    return f"the ramp to {target / 1e6:.3g} MB/s ended here: {why}"
+
+
+def _ceiling_reason(hour: int, ceiling: int, bounds: ThrottleBounds) -> str:
+    return (f"the ceiling for hour {hour} is {ceiling} B/s" if ceiling < bounds.maximum
+            else f"the ceiling is {ceiling} B/s (throttle.max)")
 
 
 def _ramp_fields(rate: int, target: int, start: int) -> dict[str, int]:

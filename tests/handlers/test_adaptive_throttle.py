@@ -410,11 +410,13 @@ def test_a_change_keeps_what_the_steps_in_flight_had_copied_so_the_next_is_measu
     assert older[2].copied == {} and older[2].rate == 2_000_000
 
 
-def test_a_raise_climbs_in_ramp_steps_each_a_set_throttle_and_its_ramp_is_stored():
+def test_a_raise_climbs_in_ramp_steps_each_a_set_throttle_announced_once_and_its_ramp_is_stored():
     """Kafka lets a rate raised at once through at full speed for its 11 s quota window (the
     benchmark's clients at 57-107 ms after raises of 5 MB/s): a raise is a ramp of an eleventh of
-    the rate a second, each step a SetThrottle and a ThrottleChanged, its target kept in the
-    state and stored under `throttle_ramps`, which a reader of a previous version ignores."""
+    the rate a second, each step a SetThrottle, the raise one ThrottleChanged naming its target
+    (the steps after it none), a ramp ending short one more saying where the rate stays; its
+    target kept in the state and stored under `throttle_ramps`, which a reader of a previous
+    version ignores."""
     from state.stored_forms import meta_to_storage, throttles_from_storage
 
     policy = default_policy()
@@ -443,6 +445,8 @@ def test_a_raise_climbs_in_ramp_steps_each_a_set_throttle_and_its_ramp_is_stored
     assert (throttle.ramp_from, throttle.rate) == (4_000_000, 4_000_000 + 363_637), throttle
     assert throttle.target > throttle.rate and "ramping to" in throttle.reason
     first = commands(raised, "SetThrottle")
+    [announced] = alerts(raised, "ThrottleChanged")
+    assert f"2:{throttle.target}" in announced["details"]["targets"].split(",") and "ramping to" in announced["message"]
     assert [r["rate_bytes_per_sec"] for r in first[0]["payload"][1]["broker_rates"] if r["broker_id"] == 2] \
         == [throttle.rate]
     stored = meta_to_storage(raised.state)
@@ -450,5 +454,13 @@ def test_a_raise_climbs_in_ramp_steps_each_a_set_throttle_and_its_ramp_is_stored
                                   json.loads(stored["throttle_ramps"])) == raised.state.throttles
     climbed = decide(raised.state, BatchInputs(7, later + 1_000, requests=(tick(later + 1_000),)), policy)
     assert climbed.state.throttles[2].rate == 4_000_000 + 2 * 363_637
-    assert alerts(climbed, "ThrottleChanged") and commands(climbed, "SetThrottle")
+    assert commands(climbed, "SetThrottle") and not alerts(climbed, "ThrottleChanged"), "a step: commanded, not said"
     assert_encodes(climbed.outbox)
+    slowed = decide(climbed.state, BatchInputs(8, later + 2_000, (canary(2, later + 2_000, 200.0),)), policy)
+    assert all(r["broker_id"] != 2 for c in commands(slowed, "SetThrottle") for r in c["payload"][1]["broker_rates"]), \
+        "a ramp ending short leaves the rate where it is"
+    [stopped] = alerts(slowed, "ThrottleChanged")
+    assert stopped["details"]["rates"] == f"2:{4_000_000 + 2 * 363_637}", stopped
+    assert "broker 2 held at" in stopped["message"] and "the ramp to" in stopped["message"], stopped
+    assert slowed.state.throttles[2].target == 0
+    assert_encodes(slowed.outbox)

@@ -376,6 +376,8 @@ def test_a_raise_ramps_to_its_target_by_an_eleventh_of_the_rate_per_second():
     step = -(-10 * MB // QUOTA_WINDOW_SECONDS)
     assert (throttle.target, throttle.ramp_from, throttle.changed_ms) == (15 * MB, 10 * MB, BOUNDS.hold_ms)
     assert throttle.rate == 10 * MB + step and "ramping to 15 MB/s" in throttle.reason
+    [raise_] = decided.changes
+    assert (raise_.target, raise_.ramp_step, raise_.commanded) == (15 * MB, False, True), "the raise is announced"
     rates, now = [throttle.rate], BOUNDS.hold_ms
     too_soon = decide_throttles({1: throttle}, [1], healthy, BOUNDS, now + RAMP_STEP_MS - 1)
     assert too_soon.throttles[1] is throttle and not too_soon.changes, "one step a second"
@@ -384,7 +386,7 @@ def test_a_raise_ramps_to_its_target_by_an_eleventh_of_the_rate_per_second():
         decision = decide_throttles({1: throttle}, [1], healthy, BOUNDS, now)
         before, throttle = throttle, decision.throttles[1]
         assert 0 < throttle.rate - before.rate <= step
-        assert [(c.rate_before, c.rate) for c in decision.changes] == [(before.rate, throttle.rate)]
+        assert [(c.rate_before, c.rate, c.ramp_step) for c in decision.changes] == [(before.rate, throttle.rate, True)]
         assert (throttle.changed_ms, throttle.reason) == (BOUNDS.hold_ms, decided.throttles[1].reason)
         rates.append(throttle.rate)
     assert rates[-1] == 15 * MB and len(rates) == 6, rates
@@ -399,7 +401,7 @@ def test_a_raise_ramps_to_its_target_by_an_eleventh_of_the_rate_per_second():
         "a ramp still climbing after its hold finishes before another raise"
 
 
-def test_a_ramp_ends_where_it_is_when_the_broker_is_no_longer_healthy():
+def test_a_ramp_ends_where_it_is_when_the_broker_is_no_longer_healthy_and_says_so():
     healthy = {1: BrokerSignal(1, 5.0, 5.0, saturated=True)}
     ramping = decide_throttles({1: BrokerThrottle(10 * MB, 1, 0, "")}, [1], healthy, BOUNDS,
                                BOUNDS.hold_ms).throttles[1]
@@ -408,7 +410,12 @@ def test_a_ramp_ends_where_it_is_when_the_broker_is_no_longer_healthy():
                    BrokerSignal(1, 40.0, 5.0, earlier_p99s=(40.0,)),  # hurt, within the hold: no cut yet
                    BrokerSignal(1, None, 5.0)):  # no fresh canary
         ended = decide_throttles({1: ramping}, [1], {1: signal}, BOUNDS, later)
-        assert (ended.throttles[1].rate, ended.throttles[1].target) == (ramping.rate, 0) and not ended.changes
+        assert (ended.throttles[1].rate, ended.throttles[1].target) == (ramping.rate, 0)
+        [said] = ended.changes  # announced, nothing to command: the rate stays
+        assert (said.rate_before, said.rate, said.commanded, said.ramp_step) == (ramping.rate, ramping.rate, False, False)
+        assert said.reason.startswith("the ramp to 15 MB/s ended here: ") and ended.throttles[1].reason == said.reason
+        quiet = decide_throttles(dict(ended.throttles), [1], {1: signal}, BOUNDS, later + RAMP_STEP_MS)
+        assert not quiet.changes, "said once"
     cut = decide_throttles({1: ramping}, [1], {1: BrokerSignal(1, 40.0, 5.0, earlier_p99s=(40.0,))}, BOUNDS,
                            2 * BOUNDS.hold_ms)
     assert (cut.throttles[1].rate, cut.throttles[1].target) == (ramping.rate // 2, 0)
@@ -421,5 +428,8 @@ def test_a_ramp_stops_at_a_lowered_ceiling():
     night = ThrottleBounds(**{**BOUNDS.__dict__, "schedule": Schedule({3: 11 * MB})})
     capped = decide_throttles({1: ramping}, [1], healthy, night, BOUNDS.hold_ms + RAMP_STEP_MS, hour=3)
     assert (capped.throttles[1].rate, capped.throttles[1].target) == (11 * MB, 0)
+    [stopped] = capped.changes  # commanded and announced: Kafka holds a rate no alert named otherwise
+    assert (stopped.rate, stopped.commanded, stopped.ramp_step) == (11 * MB, True, False)
+    assert stopped.reason == "the ramp to 15 MB/s ended here: the ceiling for hour 3 is 11000000 B/s"
     after = decide_throttles(dict(capped.throttles), [1], healthy, night, BOUNDS.hold_ms + 2 * RAMP_STEP_MS, hour=3)
     assert after.throttles[1].rate == 11 * MB and not after.changes

@@ -59,9 +59,11 @@ def leader_rates(demo, brokers) -> dict[int, int | None]:
 
 
 def announced(alerts) -> set[tuple[int, int]]:
-    """(broker, rate) of every ThrottleChanged among `alerts`."""
-    return {(int(b), int(r)) for a in alerts for b, r in
-            (pair.split(":") for pair in a["details"]["rates"].split(",") if pair)}
+    """(broker, rate) of every ThrottleChanged among `alerts`: the rates they set and the targets
+    of the ramps they start (a ramp's steps are not announced; it ends at its target or says
+    where it stopped)."""
+    return {(int(b), int(r)) for a in alerts for key in ("rates", "targets") for b, r in
+            (pair.split(":") for pair in a["details"].get(key, "").split(",") if pair)}
 
 
 def test_adaptive_mode_set_mid_movement_takes_effect_at_the_next_decision_and_says_why(world):
