@@ -22,7 +22,12 @@ RULE (`plan_within_budget`). The disk tolerance is searched on a grid of thousan
    `MAX_PLANS` (its plan fits whenever the plain plan does, yet step 1's share for 2c lifts its
    bound above the aim when the budget is about the plain plan's bytes, and an overshoot's
    step can jump over it).
-3. The plan kept is the tightest tried that moves at most the budget. When none does, the
+3. USE THE ROOM: step 1 set aside 2c's share, and the plan that fits may leave room (2c and
+   the indivisible replicas cost what they cost, often far less). One more plan is made at the
+   tightest band whose bound plus what the fitting plan moved beyond its own bound is within
+   the budget, when that band is tighter (bench (b) at 9.001 TB: ±8.9 % and 8.904 TB before,
+   ±8.0 % and 8.992 TB after, disk CV 0.031 -> 0.028).
+4. The plan kept is the tightest tried that moves at most the budget. When none does, the
    widest band's plan moves more than the budget (a drain, a heal or a rack repair alone moves
    more): it is kept and a warning says so; what must move is never cut.
 New brokers (the ones that hold nothing before the plan: `BalanceModel.new_brokers`) keep the
@@ -46,7 +51,8 @@ band's bound, the band kept is at most the operator's;
 it is the plan `plan_bytes_balance` makes at the reported tolerance (same cluster, same plan);
 a goal that does not rebalance is planned as it is (there is nothing to trade).
 
-Pure: no I/O, no clock; up to `MAX_PLANS` plans (one more at the operator's band) and one model
+Pure: no I/O, no clock; up to `MAX_PLANS` plans (one more at the operator's band, one more to
+use the room) and one model
 for the bound.
 """
 
@@ -151,6 +157,21 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
         # The last attempt is the widest band: whether anything fits is then known.
         k = _GRID if attempts == MAX_PLANS - 1 else tightest(bound_at(k) - (plan.bytes_moved - aim), k + 1)
     within = [(k, plan) for k, plan in tried if plan.bytes_moved <= budget]
+    if within:
+        # USE THE ROOM: the band was sized for the aim, step 2c's share of the budget set aside,
+        # yet the plan kept may have moved less than the budget (2c and the indivisible replicas
+        # cost what they cost, often far less than their share). One more plan, at the tightest
+        # band whose bound plus what this plan moved beyond its own bound fits the budget.
+        k, plan = min(within, key=lambda item: item[0])
+        overhead = max(0, plan.bytes_moved - bound_at(k))
+        finer = tightest(budget - overhead, round(TIGHTEST * _GRID))
+        if finer < k and all(finer != tried_k for tried_k, _ in tried):
+            new = _new_edge(finer, own, held_to)
+            refined = plan_bytes_balance(cluster, compute_budget_tolerances(
+                tolerances, finer / _GRID, new / _GRID if new != finer else None), goal, byte_budget=budget, **planner)
+            tried.append((finer, refined))
+            if refined.bytes_moved <= budget:
+                within.append((finer, refined))
     k, plan = min(within, key=lambda item: item[0]) if within else tried[-1]
     warnings = plan.warnings
     if not within:

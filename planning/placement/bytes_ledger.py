@@ -32,6 +32,28 @@ class Ledger:
         n = max(1, len(model.brokers))
         self.bunit = max(1, sum(model.byte_share.values()) // n if model.brokers else 1)
         self.cunit = max(1, sum(model.count_share.values()) // n if model.brokers else 1)
+        self.reband()
+        # One sort of the movable partitions by (size, index), then each replica appended to its
+        # broker's list in that order: every list comes out sorted (a sort per broker of tuples
+        # cost several seconds at 300k partitions).
+        parts = model.parts
+        # (A stable sort by size of indices in ascending order: ties stay in index order.)
+        order = sorted((i for i, part in enumerate(parts) if part.movable), key=lambda i: parts[i].size)
+        self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
+        self.sizes: dict[int, list[int]] = {b: [] for b in model.brokers}
+        items, sizes = self.items, self.sizes
+        for index in order:
+            part = parts[index]
+            size = part.size
+            item = (size, index)
+            for b in part.members:
+                items[b].append(item)
+                sizes[b].append(size)
+
+    def reband(self) -> None:
+        """The per-group sums the bound reads and `band`, from the model's bands as they are now
+        (at the start, and when the model's disk bands change: `BalanceModel.restore_bands`)."""
+        model, load, count = self.m, self.load, self.count
         self.g_held = {g: 0 for g in model.group_members}
         self.g_exc = dict.fromkeys(model.group_members, 0)
         self.g_def = dict.fromkeys(model.group_members, 0)
@@ -50,22 +72,6 @@ class Ledger:
         self.cb_total = self.count_bound()
         self.band = {b: (model.bhi[b], model.blo[b], model.chi[b], model.clo[b], model.group[b])
                      for b in model.brokers}
-        # One sort of the movable partitions by (size, index), then each replica appended to its
-        # broker's list in that order: every list comes out sorted (a sort per broker of tuples
-        # cost several seconds at 300k partitions).
-        parts = model.parts
-        # (A stable sort by size of indices in ascending order: ties stay in index order.)
-        order = sorted((i for i, part in enumerate(parts) if part.movable), key=lambda i: parts[i].size)
-        self.items: dict[int, list[tuple[int, int]]] = {b: [] for b in model.brokers}
-        self.sizes: dict[int, list[int]] = {b: [] for b in model.brokers}
-        items, sizes = self.items, self.sizes
-        for index in order:
-            part = parts[index]
-            size = part.size
-            item = (size, index)
-            for b in part.members:
-                items[b].append(item)
-                sizes[b].append(size)
 
     def take_item(self, b: int, size: int, index: int) -> None:
         values = self.items[b]

@@ -35,6 +35,9 @@ class Tolerances:
     # The disk band's lower edge for the brokers that hold nothing before the plan (new ones),
     # when a byte budget widens `disk` past the operator's band (`bytes_budget`); None: `disk`.
     new_disk: float | None = None
+    # EVEN EDGES (`compute_even_edges`): in each rack group, the side of the disk band that has
+    # slack is tightened as long as the group's bound stays; False: the bands as set.
+    even_edges: bool = True
 
 
 
@@ -150,6 +153,7 @@ class BalanceModel:
         self.cshare_floor = {b: math.floor(s) for b, s in self.count_share.items()}
         self._fits: dict[tuple, bool] = {}  # `fits`'s answers (pure questions about the tree)
         self._groups(bytes_histogram)
+        self.band_edges = (self.blo, self.bhi)  # the tolerance's, whatever EVEN EDGES guides the moves by
         self._topic_limits()
 
     def _groups(self, bytes_histogram) -> None:
@@ -298,6 +302,22 @@ class BalanceModel:
         return all(self.blo[b] <= load[b] <= self.bhi[b] and self.clo[b] <= count[b] <= self.chi[b]
                    for b in self.brokers)
 
+    def guide_by_even_edges(self) -> bool:
+        """EVEN EDGES (`compute_even_edges`) in place of the tolerance's disk bands, when the
+        tolerances ask for them, until `restore_bands`; whether they differ."""
+        if not self.tolerances.even_edges or not self.brokers:
+            return False
+        self.blo, self.bhi = compute_even_edges(DiskBound(self), self.byte_share, *self.band_edges)
+        return (self.blo, self.bhi) != self.band_edges
+
+    def restore_bands(self) -> bool:
+        """The tolerance's disk bands back in place of EVEN EDGES' (`compute_even_edges`), once the
+        moves they guide are made; whether they differed."""
+        if (self.blo, self.bhi) == self.band_edges:
+            return False
+        self.blo, self.bhi = self.band_edges
+        return True
+
     def closed_form_bound(self) -> int:
         """THE BOUND (`planning.placement.bytes_balance`) for the model's own disk bands."""
         return DiskBound(self).at(self.blo, self.bhi)
@@ -346,21 +366,76 @@ class DiskBound:
 
     def at(self, blo: Mapping[int, int], bhi: Mapping[int, int]) -> int:
         """The fewest bytes any plan putting every broker within [blo, bhi] moves."""
+        return sum(max(self.sides(g, blo, bhi)) for g in self.group_members)
+
+    def sides(self, g, blo: Mapping[int, int], bhi: Mapping[int, int]) -> tuple[int, int]:
+        """Group `g`'s two bounds: the bytes its brokers below their low edges must receive, and
+        the bytes that must arrive in it for those above their high edges to shed theirs (what
+        leaves them, and what the group must gain or lose in all). Its bound is the larger."""
         load = self.load
-        bound = 0
-        for g, members in self.group_members.items():
-            held = sum(load[b] for b in members)
-            deficit = sum(max(0, blo[b] - load[b]) for b in members)
-            departures = 0
-            for b in members:
-                excess = load[b] - bhi[b]
-                if excess <= 0:
-                    continue
-                # The sizes below the excess together, and the smallest at or above it: one
-                # replica that covers the excess alone, when the smaller ones do not.
-                sizes, sums = self._sizes(b)
-                below = bisect.bisect_left(sizes, excess)
-                smaller = sums[below]
-                departures += sizes[below] if smaller < excess and below < len(sizes) else excess
-            bound += max(deficit, departures + self.group_bytes[g] - held)
-        return bound
+        members = self.group_members[g]
+        held = sum(load[b] for b in members)
+        deficit = sum(max(0, blo[b] - load[b]) for b in members)
+        departures = 0
+        for b in members:
+            excess = load[b] - bhi[b]
+            if excess <= 0:
+                continue
+            # The sizes below the excess together, and the smallest at or above it: one
+            # replica that covers the excess alone, when the smaller ones do not.
+            sizes, sums = self._sizes(b)
+            below = bisect.bisect_left(sizes, excess)
+            smaller = sums[below]
+            departures += sizes[below] if smaller < excess and below < len(sizes) else excess
+        return deficit, departures + self.group_bytes[g] - held
+
+
+EVEN_TIGHTEST = Fraction(1, 100)  # an edge is never tightened closer than 1 % to the share
+_EVEN_GRID = 1000  # the levels tried, in thousandths of the share
+
+
+def compute_even_edges(bound: DiskBound, byte_share: Mapping[int, Fraction], blo: Mapping[int, int],
+                       bhi: Mapping[int, int]) -> tuple[dict[int, int], dict[int, int]]:
+    """EVEN EDGES. A band's bound is, per rack group, the larger of what its brokers below the
+    band must receive and what must arrive for those above it to shed theirs. The smaller side
+    is slack: when brokers are added, the new ones must receive far more than the old ones
+    above the band shed, and the bytes they receive may come from any old broker within it. So
+    the slack side's edges are brought in, to one level of the share for the whole group (a
+    level on a grid of thousandths, never closer than `EVEN_TIGHTEST`), as far as the group's
+    bound stays where it is: the bytes that must move anyway are then taken from the fullest
+    brokers (or given to the emptiest), what water-filling does, and the plan moving them ends
+    evener. An edge is only ever tightened, never loosened; the bound is unchanged by
+    construction (a lower bound still: no plan within the tighter bands moves less)."""
+    low, high = dict(blo), dict(bhi)
+    for g, members in bound.group_members.items():
+        deficit, arrivals = bound.sides(g, low, high)
+        if deficit == arrivals:
+            continue
+        if deficit > arrivals:
+            def edges(k: int) -> dict[int, int]:
+                return {**high, **{b: min(high[b], math.floor((1 + Fraction(k, _EVEN_GRID)) * byte_share[b]))
+                                   for b in members}}
+
+            def fits(k: int) -> bool:
+                return bound.sides(g, low, edges(k))[1] <= deficit
+        else:
+            def edges(k: int) -> dict[int, int]:
+                return {**low, **{b: max(low[b], math.ceil((1 - Fraction(k, _EVEN_GRID)) * byte_share[b]))
+                                  for b in members}}
+
+            def fits(k: int) -> bool:
+                return bound.sides(g, edges(k), high)[0] <= arrivals
+        # `fits` holds at the grid's top (the edges as they are) and, as k grows, never stops.
+        lo, hi = int(EVEN_TIGHTEST * _EVEN_GRID), _EVEN_GRID
+        while lo < hi:
+            middle = (lo + hi) // 2
+            if fits(middle):
+                hi = middle
+            else:
+                lo = middle + 1
+        if fits(lo):
+            if deficit > arrivals:
+                high = edges(lo)
+            else:
+                low = edges(lo)
+    return low, high

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import itertools
+import math
 import random
 from fractions import Fraction
 
@@ -642,3 +643,40 @@ def test_a_few_bytes_across_a_percent_boundary_do_not_keep_the_counts_outside():
     disk, counts = slack_of(bands, ids, [plan.bytes_after[b] for b in ids], [plan.replicas_after[b] for b in ids])
     assert (disk, counts) == (156, 0)  # the least disk slack is 155 (with counts 3 outside)
     assert plan.bytes_moved < 186_236  # what the plan keeping 155 moved
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=small_clusters())
+def test_even_edges_only_tighten_keep_the_bound_and_stop_where_the_bound_would_rise(case):
+    """EVEN EDGES (`bytes_model.compute_even_edges`): per closed group, the slack side's edges come
+    in to one level of the share; never loosened, the bound the same, and one level further in
+    (a thousandth of the share) would raise the group's bound, unless the level is the tightest."""
+    from planning.placement.bytes_balance import compute_balance_model
+    from planning.placement.bytes_model import EVEN_TIGHTEST, DiskBound, compute_even_edges
+
+    cluster, goal, tolerances = case
+    model = compute_balance_model(cluster, tolerances, goal)
+    if not model.brokers:
+        return
+    bound = DiskBound(model)
+    low, high = compute_even_edges(bound, model.byte_share, model.blo, model.bhi)
+    assert all(low[b] >= model.blo[b] and high[b] <= model.bhi[b] for b in model.brokers)
+    assert bound.at(low, high) == bound.at(model.blo, model.bhi)
+    for g, members in bound.group_members.items():
+        deficit, arrivals = bound.sides(g, model.blo, model.bhi)
+        moved_high = [b for b in members if high[b] < model.bhi[b]]
+        moved_low = [b for b in members if low[b] > model.blo[b]]
+        assert not (moved_high and moved_low), "only the slack side moves"
+        if moved_high:
+            assert deficit > arrivals
+            level = max(Fraction(high[b], 1) / model.byte_share[b] - 1 for b in moved_high if model.byte_share[b])
+            further = Fraction(math.floor(level * 1000), 1000) - Fraction(1, 1000)
+            if further >= EVEN_TIGHTEST:
+                tighter = {**high, **{b: min(high[b], math.floor((1 + further) * model.byte_share[b]))
+                                      for b in members}}
+                assert bound.sides(g, low, tighter)[1] > deficit
+        if moved_low:
+            assert arrivals > deficit
+            event("low edges raised")
+        else:
+            event("high edges lowered" if moved_high else "no slack to take")

@@ -7,6 +7,7 @@ greedy alone (`exact_variables=0`): the exact model would replace it on clusters
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -165,11 +166,14 @@ def test_a_plan_changing_few_leaders_still_evens_them_within_three_quarters_of_t
     cluster = Cluster(tuple(Broker(i, rack=f"/dc{i % 3}") for i in range(30)),
                       tuple(Topic(t, tuple(ps)) for t, ps in sorted(topics.items())))
     goal = Goal(heal=False, rebalance=True)
-    evened = plan_bytes_balance(cluster, TEN, goal, **GREEDY)
+    # Step 4 on the data plan this case was found with (seed 36): before EVEN EDGES guided the
+    # moves, which changes the leaders' starting point (the step itself does not depend on it).
+    ten = replace(TEN, even_edges=False)
+    evened = plan_bytes_balance(cluster, ten, goal, **GREEDY)
     monkeypatch.setattr(bytes_balance, "EVEN_LEADERS_BANDS", bytes_balance.EVEN_LEADERS_BANDS[:3])
-    halves = plan_bytes_balance(cluster, TEN, goal, **GREEDY)
+    halves = plan_bytes_balance(cluster, ten, goal, **GREEDY)
     monkeypatch.setattr(bytes_balance, "EVEN_LEADERS_FACTOR", 0)
-    band = plan_bytes_balance(cluster, TEN, goal, **GREEDY)
+    band = plan_bytes_balance(cluster, ten, goal, **GREEDY)
     assert (evened.bytes_moved, evened.replica_moves) == (band.bytes_moved, band.replica_moves)
     assert spread(evened.leaders_after.values()) < spread(halves.leaders_after.values())
     assert halves.leader_changes == band.leader_changes < evened.leader_changes <= 2 * band.leader_changes
