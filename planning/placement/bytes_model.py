@@ -1,6 +1,7 @@
 """The fixed data of one bytes-balance plan (`planning.placement.bytes_balance`): the partitions
 as the plan sees them, each broker's shares and bands, the closed rack groups and the per-topic
-limits, and the closed-form lower bound on the bytes any plan within the bands moves.
+limits, the closed-form lower bound on the bytes any plan within the bands moves, and the even
+edges (the bands' slack side brought in while that bound stays) that guide the greedy.
 
 Pure: values in, fresh values out (a `Part`'s lists are the plan's scratch, never returned).
 """
