@@ -115,7 +115,7 @@ def test_finishing_never_lowers_the_overall_fraction_of_reassignments_at_rest(co
     alive = sorted(state.reassignments)
     last = compute_progress(state, None).movement.fraction
     while alive:
-        tp = alive.pop(data.draw(st.integers(0, len(alive) - 1)))
+        alive.pop(data.draw(st.integers(0, len(alive) - 1)))
         meter = add_finished_work(meter, FinishedWork(1, steps, 10 * MB))
         state = replace(state, reassignments={t: state.reassignments[t] for t in alive}, replication_meter=meter)
         fraction = compute_progress(state, None).movement.fraction
