@@ -16,13 +16,9 @@ canary probes failed or timed out (a probe times out after a whole window, so it
 above any SLO, and then so is the window's true p99, whatever the probes that came back say;
 a broker too slow to answer any probe would otherwise be unknown and held), or when an ISR
 outside the moves shrank on it; **healthy** when its p99 is known and no higher than the
-raise line, `raise_share` (default 0.75) of the way from its baseline to its SLO, in the newest
-window and in each of the windows just before it that the reading keeps, and no such ISR shrank;
-**near** when its p99 is between the raise line and the SLO (within it, no room to grow), above
-the SLO in the newest window alone (held: not raised, not yet cut), or back under the line
-after a window above it among the last three (a load the copies cause comes in runs: in the
-benchmark a broker near its SLO in two windows, then one quiet window, was raised from 25 to 30
-MB/s and the next two windows were over the SLO, the clients' p99 at 173 ms); **unknown**
+raise line, `raise_share` (default 0.75) of the way from its baseline to its SLO, and no such ISR
+shrank; **near** when its p99 is between the raise line and the SLO (within it, no room to grow),
+or above the SLO in the newest window alone (held: not raised, not yet cut); **unknown**
 otherwise (no canary sample, or no baseline yet). One window over the SLO is not enough to cut:
 a window's p99 of some hundred probes is its second slowest probe, so one stall of the machine
 (a writeback burst, a deletion's discards) puts a window over the SLO whatever the rate; on the
@@ -231,10 +227,6 @@ def compute_health(signal: BrokerSignal, bounds: ThrottleBounds) -> tuple[str, s
     line = min(slo, signal.baseline_ms + bounds.raise_share * (slo - signal.baseline_ms))
     if signal.p99_ms > line:
         return NEAR, f"canary p99 {signal.p99_ms:.1f} ms near its SLO {slo:.1f} ms (above {line:.1f} ms)"
-    recent = [p99 for p99 in signal.earlier_p99s if p99 is not None and p99 > line]
-    if recent:
-        return NEAR, (f"canary p99 {signal.p99_ms:.0f} ms within its SLO {slo:.0f} ms, but {max(recent):.0f} ms "
-                      f"in one of the last {1 + len(signal.earlier_p99s)} windows (above {line:.1f} ms)")
     return HEALTHY, f"canary p99 {signal.p99_ms:.0f} ms within its SLO {slo:.0f} ms"
 
 
