@@ -269,7 +269,7 @@ def take_failed_clears(context: BatchContext, snapshot: bool, came_up: Iterable[
 
 
 def _describe(change: ThrottleChange) -> str:
-    if change.rate == change.rate_before and not change.commanded:
+    if not change.commanded:
         return f"broker {change.broker} held at {_rate(change.rate)} ({change.reason})"
     direction = "up" if change.rate > (change.rate_before or 0) else "down" if change.rate < (change.rate_before or 0) \
         else "held"

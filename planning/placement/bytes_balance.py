@@ -101,8 +101,8 @@ import numpy as np
 from planning.model import Cluster, PartitionState, TopicPartition
 from planning.placement.bytes_exact import (EXACT_DETERMINISTIC_SECONDS, EXACT_VARIABLES, Traffic, compare_closeness,
                                             compute_violations, solve_exact)
-from planning.placement.bytes_model import (BalanceModel, Part, Tolerances, as_fraction, compute_parts, count_moves,
-                                            count_new_bytes)
+from planning.placement.bytes_model import (BalanceModel, DiskBound, Part, Tolerances, as_fraction, compute_parts,
+                                            count_moves, count_new_bytes)
 from planning.placement.bytes_ledger import Ledger
 from planning.placement.bytes_moves import balance_moves, even_counts, place_slots, shrink_moves
 from planning.placement.leader_bands import compute_band_leaders
@@ -231,10 +231,11 @@ def _plan(cluster: Cluster, tolerances: Tolerances, goal: Goal, exact_variables:
     model = compute_balance_model(cluster, tolerances, goal)
     brokers, parts = model.brokers, model.parts
     warnings = list(model.tree.warnings)
-    bound = model.closed_form_bound()
+    disk_bound = DiskBound(model)
+    bound = disk_bound.at(model.blo, model.bhi)  # THE BOUND for the tolerance's bands
     forced = model.repair_racks()
     forced += sum(part.size * part.final.count(None) for part in parts)
-    model.guide_by_even_edges()  # steps 1-2 only: the same bound, the bytes taken from the fullest
+    model.guide_by_even_edges(disk_bound)  # steps 1-2 only: the same bound, the bytes taken from the fullest
     ledger = Ledger(model, *model.loads())
     rates_in, rates_out = compute_rates(model)
     unplaced = place_slots(model, ledger)

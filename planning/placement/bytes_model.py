@@ -303,13 +303,11 @@ class BalanceModel:
         return all(self.blo[b] <= load[b] <= self.bhi[b] and self.clo[b] <= count[b] <= self.chi[b]
                    for b in self.brokers)
 
-    def guide_by_even_edges(self) -> bool:
-        """EVEN EDGES (`compute_even_edges`) in place of the tolerance's disk bands, when the
-        tolerances ask for them, until `restore_bands`; whether they differ."""
-        if not self.tolerances.even_edges or not self.brokers:
-            return False
-        self.blo, self.bhi = compute_even_edges(DiskBound(self), self.byte_share, *self.band_edges)
-        return (self.blo, self.bhi) != self.band_edges
+    def guide_by_even_edges(self, bound: DiskBound) -> None:
+        """EVEN EDGES (`compute_even_edges`, from the model's `bound`) in place of the tolerance's
+        disk bands, when the tolerances ask for them, until `restore_bands`."""
+        if self.tolerances.even_edges and self.brokers:
+            self.blo, self.bhi = compute_even_edges(bound, self.byte_share, *self.band_edges)
 
     def restore_bands(self) -> bool:
         """The tolerance's disk bands back in place of EVEN EDGES' (`compute_even_edges`), once the
@@ -412,31 +410,24 @@ def compute_even_edges(bound: DiskBound, byte_share: Mapping[int, Fraction], blo
         deficit, arrivals = bound.sides(g, low, high)
         if deficit == arrivals:
             continue
-        if deficit > arrivals:
-            def edges(k: int) -> dict[int, int]:
-                return {**high, **{b: min(high[b], math.floor((1 + Fraction(k, _EVEN_GRID)) * byte_share[b]))
-                                   for b in members}}
+        raise_low = arrivals > deficit  # the low edges have slack; else the high ones
 
-            def fits(k: int) -> bool:
-                return bound.sides(g, low, edges(k))[1] <= deficit
-        else:
-            def edges(k: int) -> dict[int, int]:
-                return {**low, **{b: max(low[b], math.ceil((1 - Fraction(k, _EVEN_GRID)) * byte_share[b]))
-                                  for b in members}}
+        def edges(k: int, members=members, raise_low=raise_low) -> tuple[dict[int, int], dict[int, int]]:
+            level = Fraction(k, _EVEN_GRID)
+            if raise_low:
+                return {**low, **{b: max(low[b], math.ceil((1 - level) * byte_share[b])) for b in members}}, high
+            return low, {**high, **{b: min(high[b], math.floor((1 + level) * byte_share[b])) for b in members}}
 
-            def fits(k: int) -> bool:
-                return bound.sides(g, edges(k), high)[0] <= arrivals
-        # `fits` holds at the grid's top (the edges as they are) and, as k grows, never stops.
+        # The group's bound stays at its binding side: true at the grid's top (the edges as they
+        # are) and, as k grows (edges looser), never stops being true.
+        binding = max(deficit, arrivals)
         lo, hi = int(EVEN_TIGHTEST * _EVEN_GRID), _EVEN_GRID
         while lo < hi:
             middle = (lo + hi) // 2
-            if fits(middle):
+            if max(bound.sides(g, *edges(middle))) <= binding:
                 hi = middle
             else:
                 lo = middle + 1
-        if fits(lo):
-            if deficit > arrivals:
-                high = edges(lo)
-            else:
-                low = edges(lo)
+        if max(bound.sides(g, *edges(lo))) <= binding:
+            low, high = edges(lo)
     return low, high
