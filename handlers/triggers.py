@@ -26,7 +26,10 @@ RULES, in the order `handle_triggers` runs them:
    to another broker, never back to that dir's broker). No grace: the dir's data is gone. Those
    partitions are remembered on the broker (`Broker.cannot_host`) until it restarts (it shows no
    offline dir), so no later plan puts them back there: Kafka would never start such a replica
-   (it keeps them marked as residing in an offline dir).
+   (it keeps them marked as residing in an offline dir). A replica Kafka reports offline on a
+   live broker with a failed dir is in that dir, whatever dir was last known for it (a log-dir
+   move into the dir may have completed just before it failed); one reported so only in a
+   later batch (its partition's event travels apart from the dir's) is healed then, once.
 5. Drained. A draining broker that holds no replica and is in no target raises `BrokerDrained`
    (once).
    HEALS ARE PARTIAL (3 and 4): a partition that cannot be healed without breaking rack spread
@@ -213,7 +216,11 @@ def handle_broker_failures(context: BatchContext) -> None:
 
 
 def handle_disk_failures(context: BatchContext, effects: EventEffects) -> None:
+    """DiskFailed and a heal of the replicas a failed dir held; and, in later batches, a heal
+    of any replica Kafka reports offline on a live broker with a failed dir that the failure's
+    batch did not know of (`_handle_late_offline_replicas`)."""
     if not effects.dirs_failed:
+        _handle_late_offline_replicas(context, effects)
         return
     cluster = context.state.cluster
     failed = set(effects.dirs_failed)
@@ -223,9 +230,13 @@ def handle_disk_failures(context: BatchContext, effects: EventEffects) -> None:
         for b in p.replicas:
             if (b, p.log_dir_of(b)) in failed:
                 hit.setdefault((b, p.log_dir_of(b)), []).append(p.tp)
-            elif b in failed_brokers and b in p.offline_replicas and p.log_dir_of(b) is None:
-                # Kafka says the replica is offline on a live broker whose dir we never learnt:
-                # it sits in the failed dir (with several failed dirs, the first one).
+            elif b in failed_brokers and b in p.offline_replicas:
+                # Kafka says the replica is offline on a live broker one of whose dirs failed: it
+                # sits in the failed dir (with several, the first one), whatever dir we last
+                # learnt. We may never have learnt it (Kafka describes an offline dir with no
+                # replicas), or learnt it a moment too early: a log-dir move into the dir that
+                # completed just before it failed (CI, 2026-11-30: orders-10 moved into data-0
+                # 0.5 s before the dir went, still known in data-1, never healed).
                 path = min(path for broker, path in failed if broker == b)
                 hit.setdefault((b, path), []).append(p.tp)
     for broker_id, path in sorted(failed):
@@ -243,6 +254,36 @@ def handle_disk_failures(context: BatchContext, effects: EventEffects) -> None:
     plan_id = context.next_plan_id("disk")
     _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False, partial=True), f"log dir {dirs} failed",
                    subject=broker_subject(sorted(failed)[0][0]), keep=lambda tp: tp in affected)
+
+
+def _handle_late_offline_replicas(context: BatchContext, effects: EventEffects) -> None:
+    """A replica Kafka reports offline, in a batch after its dir's failure, on a live broker
+    with an offline dir: the partition's event came after the dir's (they travel on different
+    topics), or Kafka took the replica offline later. It is in the failed dir, and healed as
+    the failure's replicas were, once: it joins the broker's `cannot_host`. Only the batch's
+    changed partitions are looked at."""
+    cluster = context.state.cluster
+    hit: dict[tuple[int, str], list[TopicPartition]] = {}
+    for tp in sorted(effects.touched):
+        p = cluster.partition(tp)
+        if p is None or not p.offline_replicas or tp in context.state.reassignments:
+            continue
+        for b in p.offline_replicas:
+            broker = cluster.broker(b)
+            if broker is None or not broker.alive or tp in broker.cannot_host:
+                continue
+            offline = sorted(d.path for d in broker.log_dirs if not d.online)
+            if offline:
+                hit.setdefault((b, offline[0]), []).append(tp)
+    if not hit:
+        return
+    affected = {tp for tps in hit.values() for tp in tps}
+    _remember_cannot_host(context, hit)
+    dirs = ", ".join(f"{path} on broker {b}" for b, path in sorted(hit))
+    plan_id = context.next_plan_id("disk")
+    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False, partial=True),
+                   f"{len(affected)} more replicas found offline in log dir {dirs}",
+                   subject=broker_subject(sorted(hit)[0][0]), keep=lambda tp: tp in affected)
 
 
 def _remember_cannot_host(context: BatchContext, hit: dict) -> None:

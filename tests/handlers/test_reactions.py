@@ -264,6 +264,66 @@ def test_disk_failure_is_traced_when_the_watcher_no_longer_knows_the_replicas_di
     assert healing and healing <= {(p.topic, p.partition) for p in hit}
 
 
+def _after_a_dir_failure():
+    """A 4-broker cluster whose broker 1 loses /d1, and one partition whose replica on broker 1
+    the product last knew in /d2 (a log-dir move into /d1 completed just before the failure):
+    (decide's state, the failed dir's event, that partition as Kafka then reports it)."""
+    from dataclasses import replace as replace_
+
+    from handlers.micro_batch import BatchInputs
+    from handlers.decide import decide
+
+    cluster = simple_cluster(4, {"t": (8, 2)}, dirs=("/d0", "/d1", "/d2"))
+    state = decide(ControllerState(), BatchInputs(0, T0, cluster_events(cluster, T0)), default_policy()).state
+    moved = next(p for p in cluster.partitions() if p.log_dir_of(1) == "/d2")
+    failed_dir = next(d for d in cluster.broker(1).log_dirs if d.path == "/d1")
+    isr = tuple(b for b in moved.isr if b != 1)
+    offline = replace_(moved, isr=isr, leader=isr[0], leader_epoch=moved.leader_epoch + 1, offline_replicas=(1,))
+    return state, log_dir_event(1, replace_(failed_dir, online=False), T0 + 1000), offline
+
+
+def test_a_replica_kafka_reports_offline_in_a_failed_dir_is_healed_whatever_dir_was_last_known():
+    """Regression (CI scenarios, 2026-11-30): a log-dir move of orders-10 into broker 1's data-0
+    completed 0.5 s before the dir failed; the product still knew the replica in data-1, so the
+    failure's DiskFailed counted 33 replicas where Kafka took 34 offline, and orders-10 stayed
+    under-replicated for good. An offline replica on a broker whose dir failed is in that dir."""
+    from handlers.micro_batch import BatchInputs
+    from handlers.decide import decide
+
+    state, dir_failed, offline = _after_a_dir_failure()
+    hit = [p for p in state.cluster.partitions() if p.log_dir_of(1) == "/d1"]
+    decision = decide(state, BatchInputs(1, T0 + 1000, (dir_failed, partition_event(offline, T0 + 1000))),
+                      default_policy())
+    [disk] = alerts(decision, "DiskFailed")
+    assert disk["details"]["replicas"] == str(len(hit) + 1)
+    healing = decision.state.reassignments.get(offline.tp)
+    assert healing is not None and 1 not in healing.final_target
+    assert offline.tp in decision.state.cluster.broker(1).cannot_host
+
+
+def test_a_replica_reported_offline_after_its_dirs_failure_is_healed_once():
+    """The partition's event may reach a batch after the dir's (they travel on different topics):
+    the replica is healed then, once; the same report again plans nothing more."""
+    from handlers.micro_batch import BatchInputs
+    from handlers.decide import decide
+
+    policy = default_policy()
+    state, dir_failed, offline = _after_a_dir_failure()
+    first = decide(state, BatchInputs(1, T0 + 1000, (dir_failed,)), policy)
+    first_healed = {(c["payload"][1]["topic"], c["payload"][1]["partition"])
+                    for c in commands(first, "ReassignmentStep")}
+    assert (offline.tp.topic, offline.tp.partition) not in first_healed
+    assert offline.tp not in first.state.cluster.broker(1).cannot_host
+    late = decide(first.state, BatchInputs(2, T0 + 2000, (partition_event(offline, T0 + 2000),)), policy)
+    [plan] = alerts(late, "PlanCreated")
+    assert "1 more replicas found offline in log dir /d1 on broker 1" in plan["message"]
+    assert set(late.state.reassignments) - set(first.state.reassignments) == {offline.tp}
+    assert 1 not in late.state.reassignments[offline.tp].final_target
+    assert offline.tp in late.state.cluster.broker(1).cannot_host
+    again = decide(late.state, BatchInputs(3, T0 + 3000, (partition_event(offline, T0 + 3000),)), policy)
+    assert not alerts(again, "PlanCreated")
+
+
 def test_partitions_a_failed_dir_held_stay_off_its_broker_until_it_restarts():
     """Kafka never starts again, on a broker, a replica of a partition its failed dir held (until
     the broker restarts); the simulator does the same, so a plan putting one back would stall."""
