@@ -148,7 +148,16 @@ def test_one_window_over_the_slo_holds_the_rate_and_a_second_of_the_last_three_c
     assert decide(40.0, ()) == (NEAR, 20 * MB), "the first window a canary reports"
     assert decide(40.0, (5.0, 6.0)) == (NEAR, 20 * MB), "a spike after two healthy windows"
     assert decide(40.0, (None, 5.0)) == (NEAR, 20 * MB), "a window with too few samples is no window over"
-    assert decide(5.0, (40.0, 40.0)) == (HEALTHY, 25 * MB), "the newest window decides a raise"
+    assert decide(5.0, (5.0, 6.0)) == (HEALTHY, 25 * MB), "the last three under the raise line: a raise"
+    assert decide(5.0, (9.0, 5.0)) == (HEALTHY, 25 * MB), "two of the last three under it: a raise"
+    assert decide(5.0, (5.0,)) == (HEALTHY, 25 * MB), "the two windows a reading keeps at first"
+    assert decide(5.0, (None, 5.0)) == (HEALTHY, 25 * MB), "a window with too few samples is no window near"
+    assert decide(5.0, (40.0, 40.0)) == (NEAR, 20 * MB), "one quiet window after a run over: held"
+    assert decide(5.0, (9.0, 9.5)) == (NEAR, 20 * MB), "one quiet window after a run near the SLO: held"
+    assert decide(5.0, (9.0,)) == (NEAR, 20 * MB), "one of the two a reading keeps at first: held"
+    reason = compute_health(BrokerSignal(1, 5.0, 5.0, earlier_p99s=(9.0, 9.5)), BOUNDS)[1]
+    assert reason == "canary p99 5 ms within its SLO 10 ms, but above 8.8 ms in 2 of the 2 windows before it (9, 10 ms)", \
+        reason
     assert decide(11.0, (12.0, 5.0)) == (HURT, 10 * MB), "two of the last three"
     assert decide(11.0, (5.0, 12.0)) == (HURT, 10 * MB), "two in a row"
     reason = compute_health(BrokerSignal(1, 40.0, 5.0, earlier_p99s=(5.0, 6.0)), BOUNDS)[1]
