@@ -16,7 +16,9 @@ excluded topics only lose what must leave.
 
 THE PLAN, in this order; everything in a canonical order (topics, partitions, broker ids):
 1. Forced: rack repairs (followers first) and every replica that must leave, largest first,
-   each to the broker that lowers the bound below most, then the least loaded for its share.
+   each to the broker that lowers the bound below most, then the least loaded for its share
+   (in replicas for one below 1/20,000 of a broker's byte share, else in bytes: a drain's many
+   small replicas no longer pile onto the emptiest broker, `bytes_moves.place_slots`).
 2. Balance (`Goal.rebalance`): while some broker is outside a band, take the one furthest out
    (relative to its share) and make the single move touching it — a replica out of it, or into
    it, within its closed rack group — that keeps every hard rule, strictly lowers the total
@@ -58,7 +60,8 @@ THE PLAN, in this order; everything in a canonical order (topics, partitions, br
    replicas move from the broker with the most replicas for its share to the one with the
    fewest, in each closed group, while no broker leaves its disk or bytes-in band and the
    moves add at most `EVEN_COUNTS_SHARE` of the bytes the plan moves and as many replicas as
-   it moves (`bytes_moves.even_counts`). A plan that moves nothing evens nothing; one that
+   it moves (`bytes_moves.even_counts`; a replica the plan already moves goes on to the taker
+   at no byte more). A plan that moves nothing evens nothing; one that
    adds brokers ends with counts a replica apart where small replicas are common.
 4. Leaders, by reordering replica lists only (no data moves): one min-cost flow puts every
    broker's leader count in its band with the fewest leadership changes (the kept leader

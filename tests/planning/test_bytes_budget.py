@@ -129,6 +129,25 @@ def test_a_drain_beyond_the_budget_still_drains_and_says_so():
     assert hard_constraint_violations(cluster, goal, plan) == []
 
 
+def test_a_drain_at_its_own_bytes_spreads_its_small_replicas_by_counts_and_keeps_the_disks_at_their_floor():
+    """Regression (bench (c), a broker removed, at the drain's own bytes: Cruise Control's
+    budget): placed largest first for the disks, the removed broker's many small replicas went to
+    the emptiest broker while it stayed the emptiest (a replica of a megabyte hardly changes it),
+    replica spread 241-251 against Cruise Control's 199-208. Here broker 1 is 10 GB emptier than
+    2 and 3, and the 30 replicas leaving broker 0 are of 1 MB: they end the brokers at 21 / 21 /
+    21 replicas (23 / 20 / 20 before: broker 1 took them until its count bound stopped it)."""
+    big = [PartitionState("big", b, (b,), size_bytes=(90 if b == 1 else 100) * 1024 * MB) for b in (1, 2, 3)]
+    bulk = [PartitionState("bulk", i, (1 + i % 3,), size_bytes=MB) for i in range(30)]
+    small = [PartitionState("small", i, (0,), size_bytes=MB) for i in range(30)]
+    cluster = Cluster(tuple(Broker(b) for b in range(4)),
+                      (Topic("big", tuple(big)), Topic("bulk", tuple(bulk)), Topic("small", tuple(small))))
+    goal = Goal(heal=False, rebalance=True, drain_brokers=frozenset({0}))
+    plan = plan_within_budget(cluster, 30 * MB, TOLERANCES, goal, **GREEDY)
+    assert plan.bytes_moved == 30 * MB and plan.replicas_after.get(0, 0) == 0
+    assert [plan.replicas_after[b] for b in (1, 2, 3)] == [21, 21, 21]
+    assert hard_constraint_violations(cluster, goal, plan) == []
+
+
 def test_a_budget_changes_nothing_for_a_goal_that_does_not_rebalance():
     cluster = build(4, new=0)
     goal = Goal(heal=False, rebalance=False, drain_brokers=frozenset({2}))
