@@ -96,7 +96,12 @@ throttle) and on the partition's leader (the leader throttle, which serves the c
 the time since the broker's last change when its step began before it (what the step held
 through the broker then, `BrokerThrottle.copied`, kept by the shell at each change, taken off:
 `compute_copied_through`), else since the executor applied it; a broker runs at its rate when
-that sum reaches `SATURATED` of it. An average since the step began kept the minutes before a
+that sum reaches `SATURATED` of it. A step copying to one broker is measured from the last change
+of either of its ends: the copies run at the lower of the two rates, so while one end held them
+down the other's average since its own change stayed low long after (the benchmark: broker 3 cut
+to 4.2 MB/s while broker 1, the source, was at 1.5-5 MB/s; broker 1 then rose to 7.5 MB/s and
+broker 3's copies ran at its 4.2 for 120 s before their average since its cut reached 80 % of it:
+held at 4.2 MB/s for 175 s in all, the movement 2.7x static 20 MB/s's time). An average since the step began kept the minutes before a
 change in it: one 500 MB partition copied at 1-2 MB/s is one step for minutes, and after a raise
 from 1.5 to 2.2 MB/s its average stayed under 80 % of the new rate, so the benchmark's broker
 sat at 2 MB/s for 500 s with its clients fine and was never raised again.
@@ -357,23 +362,41 @@ def compute_copied_through(in_flight: Iterable[Reassignment], cluster: Cluster) 
 def compute_copy_rates(in_flight: Iterable[Reassignment], cluster: Cluster, now_ms: int,
                        throttles: Mapping[int, BrokerThrottle] | None = None) -> dict[int, float]:
     """Bytes per second the movement's copies run at through each broker (module SATURATION),
-    since each broker's last change in `throttles` where its step began before it."""
+    since the last change in `throttles` of either end of each step (its receiving broker or its
+    leader) where the step began before it."""
     throttles = throttles or {}
     flying = [r for r in in_flight if r.in_flight is not None]
     applied = {r.tp: r.in_flight.applied_at_ms for r in flying}  # type: ignore[union-attr]
     rates: dict[int, float] = {}
+    ends = _single_copy_ends(flying, cluster)
     for broker, steps in compute_copied_through(flying, cluster).items():
-        throttle = throttles.get(broker)
         for tp, copied in steps.items():
             start, base = applied.get(tp), 0
             if start is None:
                 continue
-            if throttle is not None and throttle.changed_ms > start:
-                start, base = throttle.changed_ms, throttle.copied.get(tp, 0)
+            for end in ends.get(tp, (broker,)):
+                throttle = throttles.get(end)
+                if throttle is not None and throttle.changed_ms > start:
+                    start, base = throttle.changed_ms, throttle.copied.get(tp, 0)
             if now_ms <= start:
                 continue
             rates[broker] = rates.get(broker, 0.0) + max(0, copied - base) / ((now_ms - start) / 1000)
     return rates
+
+
+def _single_copy_ends(flying: Iterable[Reassignment], cluster: Cluster) -> dict[TopicPartition, tuple[int, ...]]:
+    """Per step that copies to one broker from a leader elsewhere, (receiving broker, leader): the
+    bytes through either end are the same (`compute_copied_through`), so either end's change
+    starts the measure of both. A step that copies to several brokers is measured from each
+    broker's own change (the leader's bytes are their sum)."""
+    ends: dict[TopicPartition, tuple[int, ...]] = {}
+    for record in flying:
+        partition = cluster.partition(record.tp)
+        leader = partition.leader if partition is not None else None
+        receiving = list(compute_copied_bytes(record, cluster))
+        if len(receiving) == 1 and leader is not None and leader != receiving[0]:
+            ends[record.tp] = (receiving[0], leader)
+    return ends
 
 
 def is_saturated(copy_rate: float, throttle: BrokerThrottle | None) -> bool:

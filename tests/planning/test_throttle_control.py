@@ -241,10 +241,48 @@ def test_copy_rates_count_each_copy_on_its_receiving_broker_and_on_the_leader_se
     assert is_saturated(rates[3], BrokerThrottle(1_200_000, 2, 0, "")) and not is_saturated(rates[3], BrokerThrottle(
         2_000_000, 2, 0, "")) and not is_saturated(rates[3], None)
     # Since a broker's change, when its step began before: what the step held then is taken off.
-    # Broker 3 changed at 3 s, its copy holding 2.5 MB then: 0.5 MB in the 1 s since.
+    # Broker 3 changed at 3 s, its copy holding 2.5 MB then: 0.5 MB in the 1 s since; and so for
+    # broker 1, the step's other end (it changed before the step began).
     changed = {3: BrokerThrottle(1_000_000, 1, 3_000, "", {tp: 2_500_000}), 1: BrokerThrottle(1_000_000, 1, 500, "")}
     since = compute_copy_rates([record], cluster, 4_000, changed)
-    assert since == {3: 500_000.0, 1: 1_000_000.0}, since  # broker 1 changed before the step: since applied
+    assert since == {3: 500_000.0, 1: 500_000.0}, since
+    before_the_step = {3: BrokerThrottle(1_000_000, 1, 500, ""), 1: BrokerThrottle(1_000_000, 1, 500, "")}
+    assert compute_copy_rates([record], cluster, 4_000, before_the_step) == {3: 1_000_000.0, 1: 1_000_000.0}
+
+
+def test_a_change_of_a_steps_other_end_starts_the_measure_of_both():
+    """Regression (benchmark, session 45): broker 3, receiving, was cut to 4.2 MB/s while broker 1,
+    the source, was at 1.5-5 MB/s; broker 1 then rose to 7.5 MB/s and broker 3's copies ran at its
+    4.2, but their average since broker 3's own cut stayed under 80 % of it for 120 s more: held
+    175 s in all. The copies run at the lower of the two ends' rates, so either end's change
+    starts the measure of both; a step copying to two brokers keeps each one's own."""
+    from planning.model import Broker, Cluster, LogDir, PartitionState, Topic, TopicPartition
+    from planning.movement.partition_steps import Step
+    from planning.movement.reassignment import Reassignment, StepInFlight
+    from planning.movement.throttle_control import BrokerThrottle, compute_copy_rates, is_saturated
+
+    tp = TopicPartition("t", 0)
+    # 100 s after broker 3's cut at 10 s: 150 MB copied, 60 MB of it while broker 1 held the copy
+    # at 1 MB/s (until 70 s), 90 MB in the 40 s since broker 1's raise (2.25 MB/s).
+    copying = LogDir("/d", copying_bytes=((tp, 150_000_000),))
+    brokers = (Broker(1, log_dirs=(LogDir("/d"),)), Broker(3, log_dirs=(copying,)))
+    partition = PartitionState("t", 0, (1, 3), (1,), 1, size_bytes=500_000_000, adding=(3,))
+    cluster = Cluster(brokers, (Topic("t", (partition,)),))
+    record = Reassignment("r:t-0", tp, (1,), (1, 3), in_flight=StepInFlight(Step((1, 3), (3,), (), False), 1, 0.0,
+                                                                           applied_at_ms=0))
+    throttles = {3: BrokerThrottle(2_500_000, 1, 10_000, "cut", {tp: 0}),
+                 1: BrokerThrottle(5_000_000, 1, 70_000, "raised", {tp: 60_000_000})}
+    rates = compute_copy_rates([record], cluster, 110_000, throttles)
+    assert rates == {3: 2_250_000.0, 1: 2_250_000.0}, rates
+    assert is_saturated(rates[3], throttles[3]), "since broker 1's raise, broker 3's copies fill its rate"
+    # (Since its own cut: 150 MB in 100 s, 1.5 MB/s, 60 % of its rate: held.)
+    two = LogDir("/d", copying_bytes=((tp, 150_000_000),))
+    fan_out = Cluster((Broker(1, log_dirs=(LogDir("/d"),)), Broker(3, log_dirs=(copying,)), Broker(4, log_dirs=(two,))),
+                      (Topic("t", (PartitionState("t", 0, (1, 3, 4), (1,), 1, size_bytes=500_000_000,
+                                                  adding=(3, 4)),)),))
+    both = Reassignment("r:t-0", tp, (1,), (1, 3, 4), in_flight=StepInFlight(Step((1, 3, 4), (3, 4), (), False), 1,
+                                                                              0.0, applied_at_ms=0))
+    assert compute_copy_rates([both], fan_out, 110_000, throttles)[3] == 1_500_000.0, "its own cut, for two"
 
 
 def test_a_raise_late_in_a_long_copy_is_seen_used_from_the_raise_on():
