@@ -115,7 +115,11 @@ def test_a_volume_past_the_high_water_mark_is_relieved_onto_another_volume_of_it
     dirs = demo.probe.log_dirs(3)
     (now_in,) = [path for path, d in dirs.items() if (TOPIC, 0) in d["replicas"]]
     assert now_in != str(small) and Path(now_in).parent == small.parent, dirs
-    # The request's move into the small dir, then the relief's one move out of it.
+    # The request's move into the small dir, then the relief's one move out of it. The harness
+    # reads the command topic in the background and Kafka may finish the move first (CI,
+    # 2026-11-30: the relief's command was published and applied, the list read without it).
+    demo.commands.wait_for("LogDirMove", commands, 60, on_wait=demo.product.check_alive,
+                           where=lambda c: c["payload"][1]["topic"] == TOPIC and c["payload"][1]["target_dir"] == now_in)
     moves = [c["payload"][1] for c in demo.commands.of_kind("LogDirMove", commands)]
     assert [(m["broker_id"], m["target_dir"]) for m in moves if m["topic"] == TOPIC] == [
         (3, str(small)), (3, now_in)], moves

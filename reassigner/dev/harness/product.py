@@ -197,7 +197,7 @@ class TopicCollector:
             if matching:
                 return matching[0]
             if time.monotonic() > deadline:
-                seen = sorted({a["kind"] for a in self.alerts[since:]})
+                seen = sorted({a.get("kind", (a.get("payload") or ("?",))[0]) for a in self.alerts[since:]})
                 raise TimeoutError(f"no {kind} alert within {timeout:.0f} s (saw {seen})")
             on_wait()
             with self._condition:
