@@ -246,14 +246,9 @@ def handle_disk_failures(context: BatchContext, effects: EventEffects) -> None:
                              f"{len(tps)} replicas in it are offline and will be re-replicated",
                              {"broker_id": broker_id, "path": path, "replicas": len(tps),
                               "partitions": summarise([str(tp) for tp in tps])})
-    affected = {tp for tps in hit.values() for tp in tps}
-    if not affected:
-        return
-    _remember_cannot_host(context, hit)
-    dirs = ", ".join(f"{path} on broker {b}" for b, path in sorted(failed))
-    plan_id = context.next_plan_id("disk")
-    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False, partial=True), f"log dir {dirs} failed",
-                   subject=broker_subject(sorted(failed)[0][0]), keep=lambda tp: tp in affected)
+    if hit:
+        dirs = ", ".join(f"{path} on broker {b}" for b, path in sorted(failed))
+        _heal_dir_replicas(context, hit, f"log dir {dirs} failed", sorted(failed)[0][0])
 
 
 def _handle_late_offline_replicas(context: BatchContext, effects: EventEffects) -> None:
@@ -275,15 +270,20 @@ def _handle_late_offline_replicas(context: BatchContext, effects: EventEffects) 
             offline = sorted(d.path for d in broker.log_dirs if not d.online)
             if offline:
                 hit.setdefault((b, offline[0]), []).append(tp)
-    if not hit:
-        return
+    if hit:
+        dirs = ", ".join(f"{path} on broker {b}" for b, path in sorted(hit))
+        count = len({tp for tps in hit.values() for tp in tps})
+        _heal_dir_replicas(context, hit, f"{count} more replicas found offline in log dir {dirs}", sorted(hit)[0][0])
+
+
+def _heal_dir_replicas(context: BatchContext, hit: dict, reason: str, broker_id: int) -> None:
+    """Rule 4's heal of the replicas failed dirs held (`hit`: (broker, dir) -> partitions): kept
+    off their brokers until they restart (`_remember_cannot_host`), and re-replicated at once."""
     affected = {tp for tps in hit.values() for tp in tps}
     _remember_cannot_host(context, hit)
-    dirs = ", ".join(f"{path} on broker {b}" for b, path in sorted(hit))
     plan_id = context.next_plan_id("disk")
-    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False, partial=True),
-                   f"{len(affected)} more replicas found offline in log dir {dirs}",
-                   subject=broker_subject(sorted(hit)[0][0]), keep=lambda tp: tp in affected)
+    _plan_or_alert(context, plan_id, Goal(heal=True, rebalance=False, partial=True), reason,
+                   subject=broker_subject(broker_id), keep=lambda tp: tp in affected)
 
 
 def _remember_cannot_host(context: BatchContext, hit: dict) -> None:

@@ -101,8 +101,8 @@ of either of its ends: the copies run at the lower of the two rates, so while on
 down the other's average since its own change stayed low long after (the benchmark: broker 3 cut
 to 4.2 MB/s while broker 1, the source, was at 1.5-5 MB/s; broker 1 then rose to 7.5 MB/s and
 broker 3's copies ran at its 4.2 for 120 s before their average since its cut reached 80 % of it:
-held at 4.2 MB/s for 175 s in all, the movement 2.7x static 20 MB/s's time). An average since the step began kept the minutes before a
-change in it: one 500 MB partition copied at 1-2 MB/s is one step for minutes, and after a raise
+held at 4.2 MB/s for 175 s in all, the movement 2.7x static 20 MB/s's time). An average since
+the step began kept the minutes before a change in it: one 500 MB partition copied at 1-2 MB/s is one step for minutes, and after a raise
 from 1.5 to 2.2 MB/s its average stayed under 80 % of the new rate, so the benchmark's broker
 sat at 2 MB/s for 500 s with its clients fine and was never raised again.
 
@@ -348,15 +348,28 @@ def compute_raise(rate: int, bounds: ThrottleBounds) -> int:
 def compute_copied_through(in_flight: Iterable[Reassignment], cluster: Cluster) -> dict[int, dict[TopicPartition, int]]:
     """Per broker, the bytes each step in flight has copied through it so far: into it (the
     copies it receives) or out of it (the copies it serves as the partition's leader)."""
+    return _copies(in_flight, cluster)[0]
+
+
+def _copies(in_flight: Iterable[Reassignment], cluster: Cluster) -> tuple[dict[int, dict[TopicPartition, int]],
+                                                                         dict[TopicPartition, tuple[int, int]]]:
+    """`compute_copied_through`, and per step that copies to one broker from a leader elsewhere
+    its (receiving broker, leader): the bytes through either end are then the same, so either
+    end's change starts the measure of both (`compute_copy_rates`). A step that copies to
+    several brokers is measured from each broker's own change (the leader's bytes are their sum)."""
     through: dict[int, dict[TopicPartition, int]] = {}
+    ends: dict[TopicPartition, tuple[int, int]] = {}
     for record in in_flight:
         partition = cluster.partition(record.tp)
         leader = partition.leader if partition is not None else None
-        for broker, copied in compute_copied_bytes(record, cluster).items():
+        copies = compute_copied_bytes(record, cluster)
+        for broker, copied in copies.items():
             for b in (broker,) if leader is None or leader == broker else (broker, leader):
                 held = through.setdefault(b, {})
                 held[record.tp] = held.get(record.tp, 0) + copied
-    return through
+        if len(copies) == 1 and leader is not None and leader not in copies:
+            ends[record.tp] = (next(iter(copies)), leader)
+    return through, ends
 
 
 def compute_copy_rates(in_flight: Iterable[Reassignment], cluster: Cluster, now_ms: int,
@@ -368,8 +381,8 @@ def compute_copy_rates(in_flight: Iterable[Reassignment], cluster: Cluster, now_
     flying = [r for r in in_flight if r.in_flight is not None]
     applied = {r.tp: r.in_flight.applied_at_ms for r in flying}  # type: ignore[union-attr]
     rates: dict[int, float] = {}
-    ends = _single_copy_ends(flying, cluster)
-    for broker, steps in compute_copied_through(flying, cluster).items():
+    through, ends = _copies(flying, cluster)
+    for broker, steps in through.items():
         for tp, copied in steps.items():
             start, base = applied.get(tp), 0
             if start is None:
@@ -382,21 +395,6 @@ def compute_copy_rates(in_flight: Iterable[Reassignment], cluster: Cluster, now_
                 continue
             rates[broker] = rates.get(broker, 0.0) + max(0, copied - base) / ((now_ms - start) / 1000)
     return rates
-
-
-def _single_copy_ends(flying: Iterable[Reassignment], cluster: Cluster) -> dict[TopicPartition, tuple[int, ...]]:
-    """Per step that copies to one broker from a leader elsewhere, (receiving broker, leader): the
-    bytes through either end are the same (`compute_copied_through`), so either end's change
-    starts the measure of both. A step that copies to several brokers is measured from each
-    broker's own change (the leader's bytes are their sum)."""
-    ends: dict[TopicPartition, tuple[int, ...]] = {}
-    for record in flying:
-        partition = cluster.partition(record.tp)
-        leader = partition.leader if partition is not None else None
-        receiving = list(compute_copied_bytes(record, cluster))
-        if len(receiving) == 1 and leader is not None and leader != receiving[0]:
-            ends[record.tp] = (receiving[0], leader)
-    return ends
 
 
 def is_saturated(copy_rate: float, throttle: BrokerThrottle | None) -> bool:

@@ -123,6 +123,14 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
             cache[k] = bound_for(k, _new_edge(k, own, held_to))
         return cache[k]
 
+    def plan_at(k: int) -> BytesBalancePlan:
+        """The planner's plan at disk tolerance k (thousandths), recorded in `tried`."""
+        new = _new_edge(k, own, held_to)
+        plan = plan_bytes_balance(cluster, compute_budget_tolerances(
+            tolerances, k / _GRID, new / _GRID if new != k else None), goal, byte_budget=budget, **planner)
+        tried.append((k, plan))
+        return plan
+
     def tightest(limit: int, start: int) -> int:
         """The least k in [start, _GRID] whose bound is within `limit` (the bound never rises
         as k grows), or _GRID when none is."""
@@ -143,9 +151,9 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
     # and an overshoot's step can jump over it. So, when its bound is within the budget, it is
     # planned before any wider band (besides `MAX_PLANS`): a budget never buys a looser band than
     # the operator's when the operator's plan fits it.
+    tried: list[tuple[int, BytesBalancePlan]] = []
     own_open = bound_at(own) <= budget
     k = tightest(aim, round(TIGHTEST * _GRID))
-    tried: list[tuple[int, BytesBalancePlan]] = []
     attempts = 0
     while True:
         if own_open and k > own:
@@ -153,10 +161,7 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
         else:
             attempts += 1
         own_open = own_open and k < own  # once planned, not again
-        new = _new_edge(k, own, held_to)
-        plan = plan_bytes_balance(cluster, compute_budget_tolerances(
-            tolerances, k / _GRID, new / _GRID if new != k else None), goal, byte_budget=budget, **planner)
-        tried.append((k, plan))
+        plan = plan_at(k)
         if plan.bytes_moved <= budget or k == _GRID:
             break
         # The last attempt is the widest band: whether anything fits is then known.
@@ -171,10 +176,7 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
         overhead = max(0, plan.bytes_moved - bound_at(k))
         finer = tightest(budget - overhead, round(TIGHTEST * _GRID))
         if finer < k and all(finer != tried_k for tried_k, _ in tried):
-            new = _new_edge(finer, own, held_to)
-            refined = plan_bytes_balance(cluster, compute_budget_tolerances(
-                tolerances, finer / _GRID, new / _GRID if new != finer else None), goal, byte_budget=budget, **planner)
-            tried.append((finer, refined))
+            refined = plan_at(finer)
             if refined.bytes_moved <= budget:
                 within.append((finer, refined))
             else:
@@ -185,11 +187,7 @@ def plan_within_budget(cluster: Cluster, budget: int, tolerances: Tolerances = T
                     middle = (over + k) // 2
                     if middle in (over, k):
                         break
-                    new = _new_edge(middle, own, held_to)
-                    tighter = plan_bytes_balance(cluster, compute_budget_tolerances(
-                        tolerances, middle / _GRID, new / _GRID if new != middle else None), goal,
-                        byte_budget=budget, **planner)
-                    tried.append((middle, tighter))
+                    tighter = plan_at(middle)
                     if tighter.bytes_moved <= budget:
                         within.append((middle, tighter))
                         k = middle
